@@ -1,0 +1,150 @@
+/* sap_internal.h -- definitions shared by the library's sources (not installed). */
+#ifndef SAP_INTERNAL_H
+#define SAP_INTERNAL_H
+
+#include "sap.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SAP_ERRMSG_LEN 1024
+
+struct sap_context {
+    sap_backend backend; /* resolved: cpu or cuda */
+    int device;
+    int threads;
+    int print_level;
+    sap_allocator alloc;
+    sap_log_fn log;
+    void *log_state;
+    char errmsg[SAP_ERRMSG_LEN];
+    char device_name[256];
+    sap_context_stats stats;
+    void *cuda; /* backend-private state (src/kernels/cuda), NULL on cpu */
+};
+
+/* ---- errors --------------------------------------------------------------------- */
+
+/* Records "file:line: message" in ctx (if non-NULL), prints it at the print level
+ * and returns status. */
+sap_status sap__error(sap_context *ctx, sap_status status, const char *file, int line, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+sap_status sap__verror(sap_context *ctx, sap_status status, const char *file, int line, const char *fmt,
+                       va_list ap);
+
+/* Raise an error (or warning) with the current file and line. */
+#define SAP_ERROR(ctx, status, ...) sap__error((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Inside a function with a local 'sap_status st' and a 'cleanup:' label: run expr and
+ * jump to cleanup when it returns an error (< 0).  Warnings are kept in st. */
+#define SAP_TRY(expr)                                                                                  \
+    do {                                                                                               \
+        sap_status sap__s = (expr);                                                                    \
+        if (sap__s < 0) {                                                                              \
+            st = sap__s;                                                                               \
+            goto cleanup;                                                                              \
+        }                                                                                              \
+        if (sap__s > 0 && st == SAP_OK) st = sap__s;                                                   \
+    } while (0)
+
+/* Raise an error and jump to cleanup. */
+#define SAP_FAIL(ctx, status, ...)                                                                     \
+    do {                                                                                               \
+        st = SAP_ERROR((ctx), (status), __VA_ARGS__);                                                  \
+        goto cleanup;                                                                                  \
+    } while (0)
+
+/* Writes a message at the given level (no error recorded). */
+void sap__log(sap_context *ctx, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- host memory ------------------------------------------------------------------ */
+
+/* Allocates n * size bytes through the context's allocator; on overflow or failure
+ * records SAP_ERR_OUT_OF_MEMORY / SAP_ERR_TOO_LARGE in ctx and returns NULL.
+ * Memory is 64-byte aligned. */
+void *sap__alloc(sap_context *ctx, size_t n, size_t size, bool zero, const char *file, int line);
+void sap__free(sap_context *ctx, void *ptr);
+/* Grows (or shrinks) a block to n * size bytes, keeping the old contents. */
+void *sap__realloc(sap_context *ctx, void *ptr, size_t n, size_t size, const char *file, int line);
+
+/* ptr = allocation of n elements of *ptr; on failure sets st and jumps to cleanup. */
+#define SAP_ALLOC(ctx, ptr, n)                                                                          \
+    do {                                                                                                \
+        (ptr) = sap__alloc((ctx), (size_t)(n), sizeof(*(ptr)), false, __FILE__, __LINE__);              \
+        if (!(ptr) && (n) > 0) {                                                                        \
+            st = SAP_ERR_OUT_OF_MEMORY;                                                                 \
+            goto cleanup;                                                                               \
+        }                                                                                               \
+    } while (0)
+#define SAP_CALLOC(ctx, ptr, n)                                                                         \
+    do {                                                                                                \
+        (ptr) = sap__alloc((ctx), (size_t)(n), sizeof(*(ptr)), true, __FILE__, __LINE__);               \
+        if (!(ptr) && (n) > 0) {                                                                        \
+            st = SAP_ERR_OUT_OF_MEMORY;                                                                 \
+            goto cleanup;                                                                               \
+        }                                                                                               \
+    } while (0)
+#define SAP_FREE(ctx, ptr)                                                                              \
+    do {                                                                                                \
+        sap__free((ctx), (ptr));                                                                        \
+        (ptr) = NULL;                                                                                   \
+    } while (0)
+
+/* ---- misc helpers --------------------------------------------------------------------- */
+
+/* Validates a context argument of a public function. */
+#define SAP_CHECK_CTX(ctx)                                                                              \
+    do {                                                                                                \
+        if (!(ctx)) return SAP_ERR_INVALID;                                                             \
+    } while (0)
+
+/* a * b > limit or overflow of int64 */
+static inline bool sap__mul_overflows(int64_t a, int64_t b, int64_t limit)
+{
+    if (a < 0 || b < 0) return true;
+    if (a == 0 || b == 0) return false;
+    return a > limit / b;
+}
+
+/* Wall-clock seconds (monotonic). */
+double sap__wtime(void);
+
+/* Deterministic random numbers: splitmix64 seeding a xoshiro256** stream. */
+typedef struct sap_rng {
+    uint64_t s[4];
+} sap_rng;
+
+void sap__rng_seed(sap_rng *r, uint64_t seed);
+uint64_t sap__rng_next(sap_rng *r);
+/* Uniform double in [0, 1). */
+double sap__rng_uniform(sap_rng *r);
+/* Uniform integer in [0, n). */
+uint64_t sap__rng_below(sap_rng *r, uint64_t n);
+/* Random permutation of 0..n-1 (Fisher-Yates). */
+void sap__rng_permutation(sap_rng *r, sap_int n, sap_int *p);
+
+/* Number of threads for an OpenMP region in this context. */
+static inline int sap__threads(const sap_context *ctx)
+{
+    return ctx && ctx->threads > 0 ? ctx->threads : 1;
+}
+
+/* ---- backends ------------------------------------------------------------------------- */
+
+#ifdef SAP_HAVE_CUDA
+/* src/kernels/cuda/cuda_context.cu */
+sap_status sap__cuda_device_count(int *count, char *msg, size_t msglen);
+sap_status sap__cuda_context_init(sap_context *ctx);
+void sap__cuda_context_free(sap_context *ctx);
+#endif
+
+#endif /* SAP_INTERNAL_H */

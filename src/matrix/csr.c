@@ -1,0 +1,271 @@
+/* csr.c -- compressed sparse row matrices: create, copy, canonical form from COO or
+ * user arrays, invariant check, and the dense type. */
+#include "sap_internal.h"
+
+#include <string.h>
+
+sap_status sap_csr_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_int nnz, sap_csr **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output pointer is NULL");
+    *out = NULL;
+    if (nrows < 0 || ncols < 0 || nnz < 0)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "negative size (%lld x %lld, nnz %lld)", (long long)nrows,
+                         (long long)ncols, (long long)nnz);
+    sap_status st = SAP_OK;
+    sap_csr *A = NULL;
+    SAP_CALLOC(ctx, A, 1);
+    A->ctx = ctx;
+    A->nrows = nrows;
+    A->ncols = ncols;
+    A->nnz = nnz;
+    SAP_CALLOC(ctx, A->rowptr, nrows + 1);
+    SAP_ALLOC(ctx, A->colind, nnz);
+    SAP_ALLOC(ctx, A->val, nnz);
+    *out = A;
+    return SAP_OK;
+cleanup:
+    sap_csr_destroy(A);
+    return st;
+}
+
+void sap_csr_destroy(sap_csr *A)
+{
+    if (!A) return;
+    sap_context *ctx = A->ctx;
+    sap__free(ctx, A->rowptr);
+    sap__free(ctx, A->colind);
+    sap__free(ctx, A->val);
+    sap__free(ctx, A);
+}
+
+sap_status sap_csr_copy(const sap_csr *A, sap_csr **B)
+{
+    if (!A || !B) return SAP_ERR_INVALID;
+    sap_status st = sap_csr_create(A->ctx, A->nrows, A->ncols, A->nnz, B);
+    if (st < 0) return st;
+    memcpy((*B)->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
+    memcpy((*B)->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+    memcpy((*B)->val, A->val, sizeof(double) * (size_t)A->nnz);
+    return SAP_OK;
+}
+
+/* Builds a canonical CSR from nnz triplets (row[k], col[k], val[k]) already known to be in
+ * range: a bucket pass by column then a stable bucket pass by row leaves each row's
+ * columns sorted; duplicates are then summed.  val may be NULL (ones). */
+static sap_status csr_from_triplets(sap_context *ctx, sap_int nrows, sap_int ncols, sap_int nnz, const sap_int *row,
+                                    const sap_int *col, const double *val, sap_csr **out)
+{
+    sap_status st = SAP_OK;
+    sap_int *colptr = NULL, *trow = NULL, *cursor = NULL;
+    double *tval = NULL;
+    sap_csr *A = NULL;
+    SAP_CALLOC(ctx, colptr, ncols + 1);
+    SAP_ALLOC(ctx, trow, nnz);
+    SAP_ALLOC(ctx, tval, nnz);
+    SAP_TRY(sap_csr_create(ctx, nrows, ncols, nnz, &A));
+
+    for (sap_int k = 0; k < nnz; k++) colptr[col[k] + 1]++;
+    for (sap_int j = 0; j < ncols; j++) colptr[j + 1] += colptr[j];
+    for (sap_int k = 0; k < nnz; k++) {
+        sap_int p = colptr[col[k]]++;
+        trow[p] = row[k];
+        tval[p] = val ? val[k] : 1.0;
+    }
+    /* colptr[j] is now the end of column j; rebuild starts on the fly */
+    for (sap_int k = 0; k < nnz; k++) A->rowptr[trow[k] + 1]++;
+    for (sap_int i = 0; i < nrows; i++) A->rowptr[i + 1] += A->rowptr[i];
+    SAP_ALLOC(ctx, cursor, nrows + 1);
+    memcpy(cursor, A->rowptr, sizeof(sap_int) * (size_t)(nrows + 1));
+    sap_int start = 0;
+    for (sap_int j = 0; j < ncols; j++) {
+        sap_int end = colptr[j];
+        for (sap_int p = start; p < end; p++) {
+            sap_int q = cursor[trow[p]]++;
+            A->colind[q] = j;
+            A->val[q] = tval[p];
+        }
+        start = end;
+    }
+
+    /* sum duplicates, compacting in place */
+    sap_int w = 0;
+    for (sap_int i = 0; i < nrows; i++) {
+        sap_int r0 = A->rowptr[i], r1 = A->rowptr[i + 1];
+        A->rowptr[i] = w;
+        for (sap_int p = r0; p < r1; p++) {
+            if (w > A->rowptr[i] && A->colind[w - 1] == A->colind[p]) {
+                A->val[w - 1] += A->val[p];
+            } else {
+                A->colind[w] = A->colind[p];
+                A->val[w] = A->val[p];
+                w++;
+            }
+        }
+    }
+    A->rowptr[nrows] = w;
+    A->nnz = w;
+    *out = A;
+    A = NULL;
+cleanup:
+    sap_csr_destroy(A);
+    sap__free(ctx, colptr);
+    sap__free(ctx, cursor);
+    sap__free(ctx, trow);
+    sap__free(ctx, tval);
+    return st;
+}
+
+sap_status sap_csr_from_coo(const sap_coo *C, sap_csr **out)
+{
+    if (!C || !out) return SAP_ERR_INVALID;
+    sap_context *ctx = C->ctx;
+    *out = NULL;
+    for (sap_int k = 0; k < C->nnz; k++) {
+        if (C->row[k] < 0 || C->row[k] >= C->nrows || C->col[k] < 0 || C->col[k] >= C->ncols)
+            return SAP_ERROR(ctx, SAP_ERR_INDEX, "COO entry %lld at (%lld, %lld) outside a %lld x %lld matrix",
+                             (long long)k, (long long)C->row[k], (long long)C->col[k], (long long)C->nrows,
+                             (long long)C->ncols);
+    }
+    return csr_from_triplets(ctx, C->nrows, C->ncols, C->nnz, C->row, C->col, C->val, out);
+}
+
+sap_status sap_csr_from_arrays(sap_context *ctx, sap_int nrows, sap_int ncols, const sap_int *rowptr,
+                               const sap_int *colind, const double *val, sap_csr **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output pointer is NULL");
+    *out = NULL;
+    if (nrows < 0 || ncols < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "negative matrix size");
+    if (!rowptr) return SAP_ERROR(ctx, SAP_ERR_INVALID, "rowptr is NULL");
+    if (rowptr[0] != 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "rowptr[0] = %lld, expected 0", (long long)rowptr[0]);
+    for (sap_int i = 0; i < nrows; i++)
+        if (rowptr[i + 1] < rowptr[i])
+            return SAP_ERROR(ctx, SAP_ERR_INVALID, "rowptr decreases at row %lld", (long long)i);
+    sap_int nnz = rowptr[nrows];
+    if (nnz > 0 && !colind) return SAP_ERROR(ctx, SAP_ERR_INVALID, "colind is NULL");
+    for (sap_int i = 0; i < nrows; i++)
+        for (sap_int p = rowptr[i]; p < rowptr[i + 1]; p++)
+            if (colind[p] < 0 || colind[p] >= ncols)
+                return SAP_ERROR(ctx, SAP_ERR_INDEX, "row %lld has column index %lld outside 0..%lld", (long long)i,
+                                 (long long)colind[p], (long long)ncols - 1);
+    sap_status st = SAP_OK;
+    sap_int *row = NULL;
+    SAP_ALLOC(ctx, row, nnz);
+    for (sap_int i = 0; i < nrows; i++)
+        for (sap_int p = rowptr[i]; p < rowptr[i + 1]; p++) row[p] = i;
+    st = csr_from_triplets(ctx, nrows, ncols, nnz, row, colind, val, out);
+cleanup:
+    sap__free(ctx, row);
+    return st;
+}
+
+sap_status sap_csr_check(const sap_csr *A)
+{
+    if (!A) return SAP_ERR_INVALID;
+    sap_context *ctx = A->ctx;
+    if (A->nrows < 0 || A->ncols < 0 || A->nnz < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "negative CSR size");
+    if (!A->rowptr) return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR rowptr is NULL");
+    if (A->rowptr[0] != 0 || A->rowptr[A->nrows] != A->nnz)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR rowptr ends (%lld, %lld) do not match nnz %lld",
+                         (long long)A->rowptr[0], (long long)A->rowptr[A->nrows], (long long)A->nnz);
+    for (sap_int i = 0; i < A->nrows; i++) {
+        if (A->rowptr[i + 1] < A->rowptr[i])
+            return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR rowptr decreases at row %lld", (long long)i);
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            sap_int j = A->colind[p];
+            if (j < 0 || j >= A->ncols)
+                return SAP_ERROR(ctx, SAP_ERR_INDEX, "CSR row %lld: column %lld out of range", (long long)i,
+                                 (long long)j);
+            if (p > A->rowptr[i] && A->colind[p - 1] >= j)
+                return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR row %lld: columns not strictly increasing at %lld",
+                                 (long long)i, (long long)j);
+        }
+    }
+    return SAP_OK;
+}
+
+sap_status sap_csr_to_coo(const sap_csr *A, sap_coo **out)
+{
+    if (!A || !out) return SAP_ERR_INVALID;
+    sap_status st = sap_coo_create(A->ctx, A->nrows, A->ncols, A->nnz, out);
+    if (st < 0) return st;
+    sap_coo *C = *out;
+    for (sap_int i = 0; i < A->nrows; i++)
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            C->row[p] = i;
+            C->col[p] = A->colind[p];
+            C->val[p] = A->val[p];
+        }
+    C->nnz = A->nnz;
+    return SAP_OK;
+}
+
+sap_status sap_dense_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_dense **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output pointer is NULL");
+    *out = NULL;
+    if (nrows < 0 || ncols < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "negative dense size");
+    if (sap__mul_overflows(nrows, ncols, INT64_MAX / 8))
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "dense %lld x %lld matrix is too large", (long long)nrows,
+                         (long long)ncols);
+    sap_status st = SAP_OK;
+    sap_dense *D = NULL;
+    SAP_CALLOC(ctx, D, 1);
+    D->ctx = ctx;
+    D->nrows = nrows;
+    D->ncols = ncols;
+    D->ld = nrows;
+    SAP_CALLOC(ctx, D->val, nrows * ncols);
+    *out = D;
+    return SAP_OK;
+cleanup:
+    sap_dense_destroy(D);
+    return st;
+}
+
+void sap_dense_destroy(sap_dense *D)
+{
+    if (!D) return;
+    sap__free(D->ctx, D->val);
+    sap__free(D->ctx, D);
+}
+
+sap_status sap_csr_to_dense(const sap_csr *A, sap_dense **out)
+{
+    if (!A || !out) return SAP_ERR_INVALID;
+    sap_status st = sap_dense_create(A->ctx, A->nrows, A->ncols, out);
+    if (st < 0) return st;
+    sap_dense *D = *out;
+    for (sap_int i = 0; i < A->nrows; i++)
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) D->val[i + A->colind[p] * D->ld] += A->val[p];
+    return SAP_OK;
+}
+
+sap_status sap_csr_from_dense(const sap_dense *D, double drop_tol, sap_csr **out)
+{
+    if (!D || !out) return SAP_ERR_INVALID;
+    sap_context *ctx = D->ctx;
+    *out = NULL;
+    sap_int nnz = 0;
+    for (sap_int j = 0; j < D->ncols; j++)
+        for (sap_int i = 0; i < D->nrows; i++)
+            if (drop_tol < 0 || __builtin_fabs(D->val[i + j * D->ld]) > drop_tol) nnz++;
+    sap_status st = sap_csr_create(ctx, D->nrows, D->ncols, nnz, out);
+    if (st < 0) return st;
+    sap_csr *A = *out;
+    sap_int w = 0;
+    for (sap_int i = 0; i < D->nrows; i++) {
+        for (sap_int j = 0; j < D->ncols; j++) {
+            double v = D->val[i + j * D->ld];
+            if (drop_tol < 0 || __builtin_fabs(v) > drop_tol) {
+                A->colind[w] = j;
+                A->val[w] = v;
+                w++;
+            }
+        }
+        A->rowptr[i + 1] = w;
+    }
+    return SAP_OK;
+}

@@ -1,0 +1,94 @@
+/* testing.c -- the test harness shared by the test programs. */
+#define _POSIX_C_SOURCE 200809L
+#include "testing.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int sap_test_failures = 0;
+int sap_test_checks = 0;
+
+int sap_test_close(double a, double b, double tol)
+{
+    if (isnan(a) || isnan(b)) return 0;
+    if (a == b) return 1;
+    double scale = fmax(1.0, fmax(fabs(a), fabs(b)));
+    return fabs(a - b) <= tol * scale;
+}
+
+sap_context *sap_test_context(sap_backend backend)
+{
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = backend;
+    cfg.print_level = SAP_PRINT_SILENT;
+    sap_context *ctx = NULL;
+    if (sap_context_create(&ctx, &cfg) != SAP_OK) return NULL;
+    return ctx;
+}
+
+static void *failing_alloc(void *state, size_t bytes)
+{
+    sap_test_failing_alloc *s = state;
+    long k = s->count++;
+    if (s->fail_at >= 0 && k >= s->fail_at) return NULL;
+    void *p = malloc(bytes);
+    if (p) s->live++;
+    return p;
+}
+
+static void failing_free(void *state, void *p)
+{
+    sap_test_failing_alloc *s = state;
+    if (p) s->live--;
+    free(p);
+}
+
+sap_context *sap_test_failing_context(sap_test_failing_alloc *state)
+{
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = SAP_BACKEND_CPU;
+    cfg.print_level = SAP_PRINT_SILENT;
+    cfg.allocator.host_alloc = failing_alloc;
+    cfg.allocator.host_free = failing_free;
+    cfg.allocator.state = state;
+    long saved = state->fail_at;
+    state->fail_at = -1; /* the context itself always gets its memory */
+    sap_context *ctx = NULL;
+    sap_status st = sap_context_create(&ctx, &cfg);
+    state->fail_at = saved < 0 ? -1 : saved + state->count;
+    return st == SAP_OK ? ctx : NULL;
+}
+
+const char *sap_test_matrix_dir(void)
+{
+    const char *d = getenv("SAP_MATRIX_DIR");
+    if (d && *d) return d;
+#ifdef SAP_MATRIX_DIR_DEFAULT
+    return SAP_MATRIX_DIR_DEFAULT;
+#else
+    return "../shared/matrices";
+#endif
+}
+
+const char *sap_test_tmpdir(void)
+{
+    static char dir[512];
+    if (!dir[0]) {
+        const char *base = getenv("TMPDIR");
+        snprintf(dir, sizeof(dir), "%s/sap_test_%ld", base && *base ? base : "/tmp", (long)getpid());
+        mkdir(dir, 0700);
+    }
+    return dir;
+}
+
+int sap_test_finish(const char *name)
+{
+    int passed = sap_test_checks - sap_test_failures;
+    printf("%s: %d passed, %d failed\n", name, passed, sap_test_failures);
+    return sap_test_failures ? 1 : 0;
+}

@@ -1,0 +1,83 @@
+/* testing.h -- a small test harness: CHECK macros that count and report failures, and
+ * helpers shared by the test programs. */
+#ifndef SAP_TESTING_H
+#define SAP_TESTING_H
+
+#include "sap.h"
+
+#include <stdio.h>
+
+extern int sap_test_failures;
+extern int sap_test_checks;
+
+#define CHECK(cond)                                                                                 \
+    do {                                                                                            \
+        sap_test_checks++;                                                                          \
+        if (!(cond)) {                                                                              \
+            sap_test_failures++;                                                                    \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                \
+        }                                                                                           \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                        \
+    do {                                                                                            \
+        sap_test_checks++;                                                                          \
+        if (!(cond)) {                                                                              \
+            sap_test_failures++;                                                                    \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);                \
+            fprintf(stderr, __VA_ARGS__);                                                           \
+            fputc('\n', stderr);                                                                    \
+        }                                                                                           \
+    } while (0)
+
+/* Checks a status; on mismatch prints both names and the context's last error. */
+#define CHECK_STATUS(ctx, expr, expected)                                                           \
+    do {                                                                                            \
+        sap_status s__ = (expr);                                                                    \
+        sap_test_checks++;                                                                          \
+        if (s__ != (expected)) {                                                                    \
+            sap_test_failures++;                                                                    \
+            fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", __FILE__, __LINE__, #expr, \
+                    sap_status_name(s__), sap_status_name(expected), sap_context_last_error(ctx));  \
+        }                                                                                           \
+    } while (0)
+
+#define CHECK_OK(ctx, expr) CHECK_STATUS(ctx, expr, SAP_OK)
+
+/* |a - b| <= tol * max(1, |a|, |b|) */
+#define CHECK_CLOSE(a, b, tol)                                                                      \
+    do {                                                                                            \
+        double a__ = (a), b__ = (b);                                                                \
+        sap_test_checks++;                                                                          \
+        if (!sap_test_close(a__, b__, (tol))) {                                                     \
+            sap_test_failures++;                                                                    \
+            fprintf(stderr, "%s:%d: %s = %.17g, %s = %.17g differ by more than %g\n", __FILE__,     \
+                    __LINE__, #a, a__, #b, b__, (double)(tol));                                     \
+        }                                                                                           \
+    } while (0)
+
+int sap_test_close(double a, double b, double tol);
+
+/* A context on the given backend, with warnings silenced (tests check statuses). */
+sap_context *sap_test_context(sap_backend backend);
+
+/* A context whose host allocator fails from the n-th allocation on (n >= 0), for
+ * out-of-memory sweeps; *count receives the allocations made.  Free with
+ * sap_test_context_destroy. */
+typedef struct sap_test_failing_alloc {
+    long fail_at;   /* allocation index that fails first (-1: never) */
+    long count;     /* allocations attempted */
+    long live;      /* allocations not yet freed */
+} sap_test_failing_alloc;
+sap_context *sap_test_failing_context(sap_test_failing_alloc *state);
+
+/* Directory holding the SuiteSparse matrices: $SAP_MATRIX_DIR or the build default. */
+const char *sap_test_matrix_dir(void);
+
+/* Directory for temporary files of this test (created). */
+const char *sap_test_tmpdir(void);
+
+/* Prints the summary line and returns the exit code for main(). */
+int sap_test_finish(const char *name);
+
+#endif

@@ -1,0 +1,77 @@
+/* sap.c -- the sap command-line tool: dispatches to the subcommands. */
+#include "sap_tool.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", sap_cmd_info, "print the statistics of a matrix (file or generator spec)"},
+    {"gen", sap_cmd_gen, "generate a matrix from a spec and write it as Matrix Market"},
+    {"spy", sap_cmd_spy, "draw the sparsity pattern of a matrix as a PNG"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: sap <command> [options]   (sap <command> --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-8s %s\n", "version", "print the version and the compiled-in features");
+    fprintf(f, "\nA matrix is a Matrix Market file (.mtx or .mtx.gz) or a generator spec such as\n"
+               "gen:banded:N=200000,K=200,d=1 (sap gen --help lists the generators).\n");
+}
+
+int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st)
+{
+    const char *msg = ctx ? sap_context_last_error(ctx) : "";
+    fprintf(stderr, "sap %s: %s%s%s\n", cmd, sap_status_string(st), msg[0] ? ": " : "", msg);
+    return 1;
+}
+
+sap_context *sap_tool_context(const char *cmd, const char *backend, int threads, int verbose)
+{
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    if (backend && sap_backend_parse(backend, &cfg.backend) != SAP_OK) {
+        fprintf(stderr, "sap %s: unknown backend '%s' (expected cpu, cuda or auto)\n", cmd, backend);
+        return NULL;
+    }
+    cfg.threads = threads;
+    cfg.print_level = verbose ? SAP_PRINT_INFO : SAP_PRINT_SILENT;
+    sap_context *ctx = NULL;
+    sap_status st = sap_context_create(&ctx, &cfg);
+    if (st != SAP_OK) {
+        fprintf(stderr, "sap %s: cannot create a %s context: %s\n", cmd, sap_backend_name(cfg.backend),
+                sap_status_string(st));
+        return NULL;
+    }
+    return ctx;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+        printf("sap %s (cuda %s, zlib %s)\n", sap_version_string(), sap_has_cuda() ? "yes" : "no",
+               sap_has_zlib() ? "yes" : "no");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "sap: unknown command '%s'\n", name);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,21 @@
+/* sap_tool.h -- shared declarations of the sap command-line tool (built on the public
+ * API only).  Each subcommand is one cmd_<name>.c file with an entry point below. */
+#ifndef SAP_TOOL_H
+#define SAP_TOOL_H
+
+#include "sap.h"
+
+/* Subcommand entry points: argv[0] is the subcommand name.  Return the process exit
+ * code (0 success, 1 failure, 2 usage error). */
+int sap_cmd_info(int argc, char **argv);
+int sap_cmd_gen(int argc, char **argv);
+int sap_cmd_spy(int argc, char **argv);
+
+/* Prints "sap <cmd>: <status text>: <context message>" to stderr and returns 1. */
+int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st);
+
+/* Creates a context for a subcommand from the common options (backend name, threads,
+ * verbosity); prints the reason and returns NULL on failure. */
+sap_context *sap_tool_context(const char *cmd, const char *backend, int threads, int verbose);
+
+#endif
