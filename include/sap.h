@@ -228,9 +228,16 @@ sap_status sap_csr_check(const sap_csr *A);
 sap_status sap_csr_from_coo(const sap_coo *C, sap_csr **A);
 sap_status sap_csr_to_coo(const sap_csr *A, sap_coo **C);
 sap_status sap_csr_to_dense(const sap_csr *A, sap_dense **D);
-/* Dense -> CSR keeping only entries with |a_ij| > drop_tol (drop_tol < 0 keeps all). */
+/* Dense -> CSR keeping only entries with |a_ij| > drop_tol (drop_tol < 0 keeps all;
+ * NaN entries are always kept). */
 sap_status sap_csr_from_dense(const sap_dense *D, double drop_tol, sap_csr **A);
 
+/* The operations below take canonical CSR input (sap_csr_check) and return canonical
+ * CSR; on error the output pointer is set to NULL.  Rectangular input is allowed unless
+ * a function says "square" (SAP_ERR_NOT_SQUARE otherwise).  Results never depend on the
+ * number of threads. */
+
+/* AT = A^T (ncols x nrows), O(nnz + nrows + ncols). */
 sap_status sap_csr_transpose(const sap_csr *A, sap_csr **AT);
 
 typedef enum sap_symmetry {
@@ -240,26 +247,35 @@ typedef enum sap_symmetry {
 } sap_symmetry;
 
 /* Given one triangle (either; the diagonal as stored), returns the full matrix:
- * a_ji = a_ij (symmetric) or a_ji = -a_ij (skew; diagonal entries must be zero). */
+ * a_ji = a_ij (symmetric) or a_ji = -a_ij (skew; stored diagonal entries must be zero,
+ * SAP_ERR_INVALID naming the first nonzero one; explicit zeros are kept).  T must be
+ * square.  Where T stores both t_ij and t_ji (i != j; a mixed input) they add:
+ * a_ij = t_ij + t_ji (symmetric) or t_ij - t_ji (skew).  SAP_GENERAL returns a copy. */
 sap_status sap_csr_symmetric_expand(const sap_csr *T, sap_symmetry symmetry, sap_csr **A);
 
 /* B = alpha*A + beta*A^T over the union pattern (square A).  With alpha = beta = 1 its
- * pattern is the pattern of A + A^T (entries that cancel are kept as explicit zeros). */
+ * pattern is the pattern of A + A^T (entries that cancel are kept as explicit zeros).
+ * An entry whose mirror is not stored gets alpha*a_ij (b_ji = beta*a_ij). */
 sap_status sap_csr_add_transpose(const sap_csr *A, double alpha, double beta, sap_csr **B);
 
 /* Permutations are arrays p of length n holding each of 0..n-1 once.
- * B(i, j) = A(p[i], q[j]), i.e. p and q map new positions to old ones.
- * p or q may be NULL (identity). */
+ * B(i, j) = A(p[i], q[j]), i.e. p and q map new positions to old ones; p has length
+ * nrows, q length ncols.  p or q may be NULL (identity).  An invalid permutation gives
+ * SAP_ERR_INVALID naming the position ("q[7] = 12 is outside 0..9"). */
 sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q, sap_csr **B);
-/* Checks that p is a permutation of 0..n-1 (SAP_ERR_INVALID otherwise). */
+/* Checks that p is a permutation of 0..n-1 (SAP_ERR_INVALID otherwise, the message
+ * naming the offending position; p may be NULL when n = 0). */
 sap_status sap_perm_check(sap_context *ctx, sap_int n, const sap_int *p);
-/* pinv[p[i]] = i. */
+/* pinv[p[i]] = i.  p is checked first (pinv untouched on error); pinv must not alias p. */
 sap_status sap_perm_invert(sap_context *ctx, sap_int n, const sap_int *p, sap_int *pinv);
 
-/* In place A = diag(r) * A * diag(c); r or c may be NULL (identity). */
+/* In place A = diag(r) * A * diag(c); r (length nrows) or c (length ncols) may be NULL
+ * (identity). */
 sap_status sap_csr_scale(sap_csr *A, const double *r, const double *c);
 
-/* y = alpha*A*x + beta*y on the host (OpenMP). */
+/* y = alpha*A*x + beta*y on the host (OpenMP; bit-identical for any thread count).
+ * beta = 0: y is output only (its old contents, NaN included, are ignored).  alpha = 0:
+ * A and x are not read (x may be NULL).  x and y must not overlap. */
 sap_status sap_csr_spmv(const sap_csr *A, double alpha, const double *x, double beta, double *y);
 
 typedef enum sap_norm_type {
@@ -269,27 +285,41 @@ typedef enum sap_norm_type {
     SAP_NORM_MAX = 4  /* max |a_ij| */
 } sap_norm_type;
 
+/* 0 for a matrix without entries; a NaN entry makes the norm NaN.  Bit-identical for
+ * any thread count (the Frobenius sum runs over a fixed blocking of the rows and is
+ * scaled against overflow and underflow). */
 sap_status sap_csr_norm(const sap_csr *A, sap_norm_type type, double *norm);
 
-/* Statistics of a matrix, as the papers define them. */
+/* Statistics of a matrix, as the papers define them.  "Stored" entries include explicit
+ * zeros (pattern quantities); values compare with a missing entry as 0.  Rectangular
+ * matrices are allowed: the symmetry fields (structurally_symmetric,
+ * numerically_symmetric, symmetry_deviation, spd_estimate) are then 0, and the diagonal
+ * quantities (zero_diagonal, diag_dominance, dominant_rows) run over the rows
+ * i < min(nrows, ncols).  NaN values propagate into diag_dominance and
+ * symmetry_deviation where they enter them (and into the norms).
+ * Bit-identical for any thread count. */
 typedef struct sap_matrix_stats {
     sap_int nrows, ncols, nnz;
-    sap_int half_bandwidth;  /* K = max |i - j| over stored entries */
+    sap_int half_bandwidth;  /* K = max |i - j| over stored entries, 0 if none */
     sap_int lower_bandwidth; /* max (i - j) over stored entries with i > j, else 0 */
     sap_int upper_bandwidth; /* max (j - i) over stored entries with j > i, else 0 */
-    sap_int empty_rows;
+    sap_int empty_rows;      /* rows without stored entries */
     sap_int max_row_nnz;
-    double mean_row_nnz;
-    double mean_row_width;   /* mean over rows of (last col - first col + 1), 0 for empty */
-    int structurally_symmetric; /* pattern(A) == pattern(A^T) */
-    int numerically_symmetric;  /* a_ij == a_ji exactly (requires square) */
-    double symmetry_deviation;  /* max |a_ij - a_ji| / max |a_ij| (0 if symmetric) */
+    double mean_row_nnz;     /* nnz / nrows (0 if nrows = 0) */
+    double mean_row_width;   /* mean over rows of (last col - first col + 1), empty rows
+                                counting 0 (0 if nrows = 0) */
+    int structurally_symmetric; /* square and pattern(A) == pattern(A^T) */
+    int numerically_symmetric;  /* square and a_ij == a_ji exactly (an explicit zero
+                                   matches a missing entry) */
+    double symmetry_deviation;  /* square: max |a_ij - a_ji| / max |a_ij| (0 if symmetric
+                                   or A is all zero); rectangular: 0 */
     sap_int zero_diagonal;      /* diagonal entries that are missing or exactly zero */
-    double diag_dominance;      /* d = min_i |a_ii| / sum_{j != i} |a_ij|; +inf if all
-                                   off-diagonal sums are 0 */
+    double diag_dominance;      /* d = min_i |a_ii| / sum_{j != i} |a_ij|; a row whose
+                                   off-diagonal sum is 0 counts +inf (even if a_ii = 0),
+                                   so d = +inf if all are 0 or there are no rows */
     sap_int dominant_rows;      /* rows with |a_ii| >= sum_{j != i} |a_ij| */
-    int spd_estimate;           /* numerically symmetric with every a_ii > 0 */
-    double norm_one, norm_inf, norm_fro, norm_max;
+    int spd_estimate;           /* numerically symmetric with every a_ii > 0 (1 for 0x0) */
+    double norm_one, norm_inf, norm_fro, norm_max; /* as sap_csr_norm */
 } sap_matrix_stats;
 
 sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats);
@@ -354,56 +384,404 @@ sap_status sap_mm_write_dense(const sap_dense *X, const char *path, const sap_mm
 /* Generators (deterministic from a seed)                                          */
 /* ------------------------------------------------------------------------------ */
 
-/* Dense banded N x N with half-bandwidth K: off-diagonal entries uniform in [-1, 1],
- * diagonal a_ii = d * sum_{j != i} |a_ij| (positive), so the degree of diagonal
- * dominance is exactly d.  symmetric != 0 makes A = A^T (SPD when d > 1). */
+/* All generators build canonical CSR directly (memory: the CSR itself plus O(n)),
+ * generate rows in parallel and give bit-identical output for any thread count: every
+ * random value is a function of (seed, row, column).  Sizes must be >= 1 and parameters
+ * in range (SAP_ERR_INVALID naming the parameter); sizes whose entry count would overflow
+ * give SAP_ERR_TOO_LARGE. */
+
+/* Dense banded N x N with half-bandwidth K (K >= N is clamped to N - 1): off-diagonal
+ * entries uniform in [-1, 1], diagonal a_ii = d * sum_{j != i} |a_ij| (d finite, >= 0),
+ * so the degree of diagonal dominance is exactly d up to rounding; a row without
+ * off-diagonal entries (N = 1 or K = 0) gets a_ii = 1.  symmetric != 0 makes A = A^T
+ * (SPD when d > 1). */
 sap_status sap_gen_banded(sap_context *ctx, sap_int n, sap_int k, double d, int symmetric, uint64_t seed,
                           sap_csr **A);
 
-/* Synthetic sparse: a banded matrix of half-bandwidth K whose off-diagonal band entries
- * are kept with probability 'fill' (1 = dense band), diagonal rescaled to d, then
- * hidden by independent random row and column permutations: A = Band(p, q).
- * p and q (length n, may be NULL) receive the permutations (new -> old). */
+/* Synthetic sparse: a banded matrix Band of half-bandwidth K (clamped as above) whose
+ * off-diagonal band entries are each kept with probability 'fill' in (0, 1] (1 = dense
+ * band; the diagonal is always kept), diagonal rescaled to d over the kept entries,
+ * then hidden by independent random row and column permutations:
+ * A(i, j) = Band(p[i], q[j]).  p and q (length n, may be NULL) receive the
+ * permutations (new -> old).  With fill = 1, Band is sap_gen_banded(n, k, d, 0, seed). */
 sap_status sap_gen_synthetic(sap_context *ctx, sap_int n, sap_int k, double d, double fill, uint64_t seed,
                              sap_csr **A, sap_int *p, sap_int *q);
 
 /* 5-point 2D Poisson on an nx x ny grid, 7-point 3D Poisson on nx x ny x nz
- * (Dirichlet, unscaled: 4 or 6 on the diagonal, -1 off it; SPD). */
+ * (Dirichlet, unscaled: 4 or 6 on the diagonal, -1 off it; SPD).  Natural ordering, x
+ * fastest: grid point (x, y, z) is row x + nx (y + ny z).  nnz = 5n - 2(nx + ny) in 2D,
+ * 7n - 2(nx ny + ny nz + nx nz) in 3D. */
 sap_status sap_gen_poisson2d(sap_context *ctx, sap_int nx, sap_int ny, sap_csr **A);
 sap_status sap_gen_poisson3d(sap_context *ctx, sap_int nx, sap_int ny, sap_int nz, sap_csr **A);
 
 /* Radiative transfer in stellar atmospheres: Galerkin matrix of
  * (T phi)(t) = albedo/2 * int_0^tau E1(|t - s|) phi(s) ds with n piecewise-constant
- * elements on [0, tau] (exact entries through E3), minus shift * I.  Entries with
- * |i - j| > bw are dropped; bw < 0 takes the paper's formula
- * bw = n (1 - exp(-n / (tc tau))), tc = max(n/100, 5).  Symmetric Toeplitz. */
+ * elements of width h = tau/n on [0, tau], A_ij = albedo/(2h) * (double integral of E1
+ * over cells i and j) (exact through E3, evaluated without cancellation), minus
+ * shift * I.  Entries with |i - j| > bw are dropped (bw >= n is clamped to n - 1);
+ * bw < 0 takes the paper's formula bw = floor(n (1 - exp(-n / (tc tau)))),
+ * tc = max(n/100, 5), about 100 n / tau for n >= 500 (where the kernel has decayed to
+ * e^-100).  Off-diagonal entries that underflow to 0 are dropped too.  Symmetric
+ * Toeplitz; interior row sums tend to albedo as tau grows.  tau > 0; albedo, shift
+ * finite. */
 sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double tau, sap_int bw, double shift,
                              sap_csr **A);
 
-/* Block-tridiagonal with nb x nb dense k x k blocks: off-diagonal entries uniform in
- * [-1, 1], diagonal rescaled to degree of diagonal dominance d. */
+/* Block-tridiagonal, n = nb k, with nb x nb block rows of dense k x k blocks (the
+ * diagonal block and both off-diagonal blocks): off-diagonal entries uniform in
+ * [-1, 1], diagonal rescaled to degree of diagonal dominance d as in sap_gen_banded. */
 sap_status sap_gen_blocktridiag(sap_context *ctx, sap_int nb, sap_int k, double d, uint64_t seed, sap_csr **A);
 
-/* Exponential integral E_n(x), n >= 0, x >= 0 (x > 0 for n <= 1). */
+/* Exponential integral E_n(x), n >= 0, x >= 0, to a few ulps (power series for x <= 1,
+ * continued fraction above).  E_0(x) = e^-x / x; E_n(0) = 1/(n - 1) for n >= 2 and
+ * +inf for n <= 1; E_n(+inf) = 0; NaN for n < 0, x < 0 or x NaN. */
 double sap_expint(int n, double x);
 
 typedef enum sap_xstar {
-    SAP_XSTAR_RANDOM = 0,  /* uniform in [-1, 1] */
-    SAP_XSTAR_PARABOLA = 1, /* 1 at both ends, 400 in the middle (the papers' choice) */
+    SAP_XSTAR_RANDOM = 0,  /* uniform in [-1, 1], a function of (seed, i) */
+    SAP_XSTAR_PARABOLA = 1, /* 1 + 399 (1 - ((i - c) / c)^2), c = (n - 1) / 2: 1 at both
+                               ends, 400 in the middle (n = 1: 400; the papers' choice) */
     SAP_XSTAR_ONES = 2
 } sap_xstar;
 
-/* Fills x (length n) with a manufactured solution. */
+/* Fills x (length n >= 0; may be NULL when n = 0) with a manufactured solution; the
+ * seed matters for SAP_XSTAR_RANDOM only. */
 sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t seed, double *x);
 
-/* Builds a matrix from a spec string "gen:NAME:key=value,..." (see sap_gen_spec_help)
- * with NAME one of banded, synthetic, poisson2d, poisson3d, radiative, blocktridiag. */
+/* Builds a matrix from a spec string "gen:NAME:key=value,..." (see sap_gen_spec_help
+ * for the keys and their defaults) with NAME one of banded, synthetic, poisson2d,
+ * poisson3d, radiative, blocktridiag.  Names and keys are case-insensitive; integers
+ * accept 200000, 2e5, 200k, 0.2M.  An unknown generator or key, a missing required key,
+ * a key given twice or a bad value gives SAP_ERR_INVALID with a message naming the key
+ * and listing the valid ones. */
 sap_status sap_gen_spec(sap_context *ctx, const char *spec, sap_csr **A);
 /* Text describing every generator and its keys (static, never NULL). */
 const char *sap_gen_spec_help(void);
 /* A spec ("gen:...") or a Matrix Market path (opt may be NULL). */
 sap_status sap_matrix_load(sap_context *ctx, const char *path_or_spec, const sap_mm_read_options *opt,
                            sap_csr **A);
+
+/* ------------------------------------------------------------------------------ */
+/* Backend matrices and SpMV                                                       */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum sap_precision { SAP_DOUBLE = 0, SAP_FLOAT = 1 } sap_precision;
+
+/* Storage formats for the sparse matrix-vector product. */
+typedef enum sap_spmv_format {
+    SAP_FORMAT_AUTO = 0, /* chosen from the matrix statistics and the backend */
+    SAP_FORMAT_CSR = 1,  /* row-length-adaptive CSR */
+    SAP_FORMAT_ELL = 2,  /* ELLPACK, column-major, padded to the longest row */
+    SAP_FORMAT_SELLP = 3, /* sliced ELLPACK with padding (SELL-P) */
+    SAP_FORMAT_HEC = 4   /* hybrid ELL + CSR (ELL width chosen, the rest as CSR) */
+} sap_spmv_format;
+
+/* "auto", "csr", "ell", "sellp", "hec". */
+const char *sap_spmv_format_name(sap_spmv_format format);
+sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *format);
+
+/* A sparse matrix resident on the context's backend (device memory for cuda), stored in
+ * one SpMV format and precision.  Created from a host CSR; the CSR is copied. */
+typedef struct sap_matrix sap_matrix;
+
+typedef struct sap_matrix_options {
+    sap_spmv_format format; /* default SAP_FORMAT_AUTO */
+    sap_precision precision; /* values stored in double (default) or float */
+} sap_matrix_options;
+
+void sap_matrix_options_init(sap_matrix_options *opt);
+sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt, sap_matrix **M);
+void sap_matrix_destroy(sap_matrix *M);
+/* New values with the same pattern (val has A->nnz entries in the CSR order). */
+sap_status sap_matrix_update_values(sap_matrix *M, const double *val);
+/* The format in use (never AUTO) and the reason it was chosen (static text). */
+sap_spmv_format sap_matrix_format(const sap_matrix *M);
+const char *sap_matrix_format_reason(const sap_matrix *M);
+sap_int sap_matrix_nrows(const sap_matrix *M);
+sap_int sap_matrix_ncols(const sap_matrix *M);
+/* y = alpha*A*x + beta*y with host vectors (copied to and from the backend). */
+sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x, double beta, double *y);
+
+/* ------------------------------------------------------------------------------ */
+/* Preconditioners                                                                 */
+/* ------------------------------------------------------------------------------ */
+
+/* A preconditioner M ~ A: symbolic setup (pattern only), numeric setup (values) and
+ * apply z = M^{-1} r.  Its apply may run in float inside a double solve. */
+typedef struct sap_precond sap_precond;
+
+/* name: "none" (identity) or "jacobi" (scalar Jacobi; zero diagonal entries give
+ * SAP_ERR_SINGULAR at numeric setup).  Later milestones add more names. */
+sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **P);
+void sap_precond_destroy(sap_precond *P);
+const char *sap_precond_name(const sap_precond *P);
+/* Precision the preconditioner stores and applies in (default double). */
+sap_status sap_precond_set_precision(sap_precond *P, sap_precision precision);
+sap_status sap_precond_setup_symbolic(sap_precond *P, const sap_csr *A);
+sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A);
+/* z = M^{-1} r with host vectors (length n). */
+sap_status sap_precond_apply(sap_precond *P, const double *r, double *z);
+
+/* ------------------------------------------------------------------------------ */
+/* Krylov solvers                                                                  */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum sap_krylov_type {
+    SAP_KRYLOV_CG = 0,
+    SAP_KRYLOV_BICGSTAB = 1,
+    SAP_KRYLOV_BICGSTABL = 2, /* parameter l, default 2 */
+    SAP_KRYLOV_GMRES = 3,     /* parameter m (restart), default 20 */
+    SAP_KRYLOV_FGMRES = 4,    /* parameter m, default 30 */
+    SAP_KRYLOV_IDR = 5        /* parameter s, default 4 */
+} sap_krylov_type;
+
+typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;
+
+/* Parses "cg", "bicgstab", "bicgstabl:2", "gmres:20", "fgmres:30", "idr:4" (the number is
+ * optional). */
+sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param);
+const char *sap_krylov_name(sap_krylov_type type);
+
+/* Called after every iteration (quarter steps for BiCGStab(l)); return non-zero to stop
+ * (the solve then returns SAP_WARN_NOT_CONVERGED). */
+typedef int (*sap_krylov_monitor)(void *state, double iteration, double relative_residual);
+
+typedef struct sap_krylov_options {
+    sap_krylov_type type;     /* default SAP_KRYLOV_BICGSTABL */
+    int param;                /* l, m or s; 0 = the method's default */
+    sap_precond_side side;    /* default right (CG always uses the symmetric form) */
+    double tol;               /* relative residual ||b - Ax|| / ||b||, default 1e-10 */
+    sap_int maxit;            /* default 1000 iterations */
+    sap_int stagnation_window; /* iterations without a 1e-3 relative decrease of the best
+                                  residual that count as stagnation; default 0 = off */
+    int history;              /* record the residual history (default 1) */
+    sap_krylov_monitor monitor;
+    void *monitor_state;
+    int sync_timing;          /* 1 (default): synchronise the device around each SpMV and
+                                 preconditioner call so that time_spmv / time_precond are
+                                 exact; 0: no extra synchronisation (faster on a GPU, where
+                                 those two times then measure kernel launches only) */
+} sap_krylov_options;
+
+void sap_krylov_options_init(sap_krylov_options *opt);
+
+typedef struct sap_krylov_stats {
+    double iterations;          /* BiCGStab(l): in quarter steps, as the SaP papers count */
+    double relative_residual;   /* as the iteration measured it (preconditioned if left) */
+    double true_residual;       /* ||b - Ax|| / ||b|| recomputed at the end */
+    sap_int spmv_count, precond_count;
+    double time_setup, time_spmv, time_precond, time_vector, time_total; /* seconds */
+    sap_int history_length;
+    const double *history;      /* relative residual per iteration (owned by the solver) */
+    sap_status status;
+} sap_krylov_stats;
+
+/* A Krylov solver bound to a matrix and an optional preconditioner (NULL: none). */
+typedef struct sap_krylov sap_krylov;
+
+sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sap_krylov **K);
+void sap_krylov_destroy(sap_krylov *K);
+/* Solves A x = b.  x holds the initial guess on entry (host, length n).  Returns SAP_OK on
+ * convergence (true residual <= tol), a warning (not converged, stagnated, breakdown)
+ * with x the best iterate, or an error. stats may be NULL. */
+sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
+                            sap_krylov_stats *stats);
+
+/* ------------------------------------------------------------------------------ */
+/* Reorderings                                                                     */
+/* ------------------------------------------------------------------------------ */
+/* The SaP preprocessing chain: diagonal boosting (DB, a row permutation maximizing the
+ * product of |diagonal| plus an optional scaling to I-matrix form), Cuthill-McKee
+ * bandwidth reduction on A + A^T, drop-off of small far-from-diagonal entries, and the
+ * third-stage CM inside each of the P diagonal blocks.  Permutations follow
+ * sap_csr_permute: p[new] = old.  Explicit zeros are not entries for the matchings; for
+ * the bandwidth orderings every stored entry counts. */
+
+/* Result of sap_db_matching.  cost is the optimum of the assignment problem on the
+ * weights c_ij = log a_i - log |a_ij| (a_ij != 0), a_i = max_j |a_ij| over row i (row
+ * maxima, as in the papers' eq. (12)); it equals sum_i log a_i - log_product. */
+typedef struct sap_db_info {
+    sap_int n;
+    sap_int matched;         /* pairs matched: n on success, the structural rank (the size
+                                of a maximum matching) when SAP_ERR_STRUCTURALLY_SINGULAR */
+    sap_int initial_matched; /* pairs matched by the cheap initial stage (DB-S2) */
+    sap_int augmentations;   /* successful shortest augmenting path searches (DB-S3) */
+    double cost;             /* sum of c_ij over the matching (>= 0) */
+    double log_product;      /* sum of log |a_ij| over the matching */
+    double time;             /* seconds for the whole call: T_DB */
+    double time_weights;     /* DB-S1: row maxima and weights */
+    double time_initial;     /* DB-S2: dual initialisation and greedy matching */
+    double time_augment;     /* DB-S3: Dijkstra shortest augmenting paths */
+    double time_extract;     /* DB-S4: permutation and scaling factors */
+} sap_db_info;
+
+/* Diagonal boosting of the square A (MC64 option 5 style): finds the row permutation
+ * rowperm (length n, new -> old) such that B = A(rowperm, :) maximizes prod_i |b_ii|, by a
+ * minimum-cost perfect matching on c_ij (dual initialisation and greedy matching, then
+ * Dijkstra shortest augmenting paths with a binary heap on reduced costs).  When
+ * row_scale and col_scale are non-NULL (both or neither) they receive factors, indexed
+ * by the ORIGINAL row and column, that bring diag(row_scale) A diag(col_scale) to
+ * I-matrix form once its rows are permuted: |b_ii| = 1 and |b_ij| <= 1 (to rounding);
+ * they come from the matching's dual variables.  info may be NULL.  Structurally
+ * singular A: SAP_ERR_STRUCTURALLY_SINGULAR, message with the structural rank, which is
+ * also info->matched; the other outputs are untouched.  Non-finite values:
+ * SAP_ERR_NONFINITE.  Threads: weights and scaling run in parallel. */
+sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
+                           sap_db_info *info);
+
+/* Maximum transversal (zero-free diagonal) of the square A: a row permutation rowperm
+ * (new -> old) with A(rowperm[k], k) != 0 for every k, by a depth-first search with
+ * lookahead (MC21 style).  *matched (may be NULL) receives the size of the maximum
+ * matching; when it is below n the result is SAP_ERR_STRUCTURALLY_SINGULAR (message with
+ * the structural rank) and rowperm is untouched. */
+sap_status sap_max_transversal(const sap_csr *A, sap_int *rowperm, sap_int *matched);
+
+/* Flags of the Cuthill-McKee orderings.  CM and its reverse always have the same
+ * half-bandwidth on a symmetric pattern; AUTO keeps the one with the smaller envelope
+ * (profile), which in practice is the reverse. */
+enum {
+    SAP_CM_AUTO = 0,      /* smaller envelope of CM and RCM (ties: RCM) */
+    SAP_CM_FORCE_RCM = 1, /* reverse Cuthill-McKee */
+    SAP_CM_FORCE_CM = 2   /* Cuthill-McKee */
+};
+
+/* Result of sap_cm_reorder. */
+typedef struct sap_cm_info {
+    sap_int K_before;    /* half-bandwidth max |i - j| over the stored entries of A */
+    sap_int K_after;     /* the same after the symmetric permutation */
+    int chosen;          /* the ordering returned: SAP_CM_FORCE_RCM, SAP_CM_FORCE_CM, or
+                            SAP_CM_AUTO (0) when the identity was kept */
+    sap_int components;  /* connected components of the graph of A + A^T */
+    sap_int tries;       /* breadth-first searches run (start nodes tried) */
+    sap_int profile_cm;  /* envelope sum_i (i - min col of row i) of both orderings */
+    sap_int profile_rcm;
+    double time;         /* seconds: T_CM (graph of A + A^T included) */
+} sap_cm_info;
+
+/* Bandwidth-reducing symmetric permutation perm (new -> old, length n) of the square A:
+ * Cuthill-McKee on the pattern of A + A^T (diagonal ignored).  Each connected component
+ * is ordered from the best of several start nodes (minimum degree node, George-Liu
+ * pseudo-peripheral search, extra low-degree candidates of the last level) and placed
+ * after the previous one.  Neighbours are pre-sorted by degree once, so each search is
+ * O(nnz).  flags: SAP_CM_*.  info may be NULL.  B = A(perm, perm) has half-bandwidth
+ * info->K_after.  With SAP_CM_AUTO the result is never wider than A's own order: when
+ * no search beats it, perm is the identity (info->chosen = SAP_CM_AUTO). */
+sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_info *info);
+
+/* Drop-off (eq. (13) of the SPIKE::GPU paper): the smallest half-bandwidth K such that
+ * the entries with |i - j| <= K keep at least the fraction delta of the squared
+ * Frobenius norm, sum_{|i-j|<=K} a_ij^2 >= delta * sum a_ij^2.  O(nnz + n) through a
+ * histogram over |i - j|.  delta in [0, 1]: delta = 1 keeps every non-zero (K = the
+ * largest |i - j| of a non-zero), delta = 0 gives K = 0.  kept_fraction (may be NULL)
+ * receives the fraction actually kept (1 for a zero matrix). */
+sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept_fraction);
+
+/* B = the entries of A with |i - j| <= K (K >= 0), in a new canonical CSR. */
+sap_status sap_csr_band_drop(const sap_csr *A, sap_int K, sap_csr **B);
+
+/* Partition of n rows into P blocks as SaP splits A: offsets[0..P] with the first
+ * n mod P blocks of size floor(n/P) + 1 and the rest floor(n/P).  1 <= P <= n (n = 0
+ * allows P = 1); SAP_ERR_INVALID otherwise (no context: no message). */
+sap_status sap_partition_offsets(sap_int n, sap_int P, sap_int *offsets);
+
+/* Third-stage reordering: splits the square A into the P diagonal blocks of
+ * sap_partition_offsets and reorders each block independently (in parallel) by CM on
+ * the pattern of its own A_i + A_i^T (flags: SAP_CM_*).  perm (new -> old, length n) is
+ * block diagonal: it maps each block onto itself.  Ki_before[b] (may be NULL) and Ki[b]
+ * receive each block's half-bandwidth before and after; a block whose CM ordering does
+ * not shrink it keeps the identity, so Ki[b] <= Ki_before[b]. */
+sap_status sap_third_stage(const sap_csr *A, sap_int P, int flags, sap_int *perm, sap_int *Ki_before,
+                           sap_int *Ki);
+
+/* What sap_reorder does first: diagonal boosting by weighted matching (default), by the
+ * maximum transversal only (no scaling), or not at all. */
+typedef enum sap_db_mode {
+    SAP_DB_NONE = 0,
+    SAP_DB_PRODUCT = 1,
+    SAP_DB_TRANSVERSAL = 2
+} sap_db_mode;
+
+typedef struct sap_reorder_options {
+    sap_db_mode db;       /* default SAP_DB_PRODUCT */
+    int scale;            /* apply the DB scaling (I-matrix form), default 1; only with
+                             SAP_DB_PRODUCT */
+    int cm;               /* Cuthill-McKee stage on A + A^T, default 1 */
+    int cm_flags;         /* SAP_CM_*, default SAP_CM_AUTO (also used by the third stage) */
+    double drop_delta;    /* drop-off keeping this fraction of ||A||_F^2; >= 1 (default):
+                             no drop-off */
+    sap_int partitions;   /* P of the third stage; <= 1 (default): no third stage */
+    int stats;            /* fill the per-stage statistics (sap_csr_stats), default 1 */
+} sap_reorder_options;
+
+void sap_reorder_options_init(sap_reorder_options *opt);
+
+/* Stages of sap_reorder, indexes of sap_reorder_result.stage[]. */
+enum {
+    SAP_STAGE_ORIGINAL = 0, /* the input */
+    SAP_STAGE_DB = 1,       /* after the row permutation and scaling (T_DB) */
+    SAP_STAGE_CM = 2,       /* after CM on A + A^T (T_CM) */
+    SAP_STAGE_DROP = 3,     /* the banded matrix after drop-off (T_Drop) */
+    SAP_STAGE_THIRD = 4,    /* the banded matrix after the third stage (T_3rd) */
+    SAP_REORDER_STAGES = 5
+};
+
+/* Statistics of the matrix after one stage. */
+typedef struct sap_reorder_stage {
+    int done;              /* the stage ran (the original always counts as done) */
+    sap_int K;             /* half-bandwidth (third stage: max_i K_i) */
+    sap_int nnz;           /* stored entries */
+    double mean_row_width; /* sap_matrix_stats.mean_row_width */
+    double band_fill;      /* nnz / entries of the band of half-width K; third stage: the
+                              entries inside the diagonal blocks over the entries of the
+                              blocks' own bands of half-width K_i */
+    double diag_dominance; /* d = min_i |a_ii| / sum_{j != i} |a_ij| */
+    sap_int zero_diagonal; /* diagonal entries missing or zero */
+    double time;           /* seconds spent in this stage */
+} sap_reorder_stage;
+
+/* The reordered system.  With p = row_perm, q = col_perm, r = row_scale, c = col_scale
+ * (r = c = 1 without scaling):  A(i, j) = r[p[i]] * A_orig(p[i], q[j]) * c[q[j]].
+ * A_orig x = b becomes A y = bhat with bhat_i = r[p[i]] b[p[i]] and x[q[j]] = c[q[j]] y_j
+ * (sap_reorder_apply_rhs, sap_reorder_undo_solution). */
+typedef struct sap_reorder_result {
+    sap_context *ctx;
+    sap_int n;
+    sap_int *row_perm;       /* new -> old rows */
+    sap_int *col_perm;       /* new -> old columns */
+    double *row_scale;       /* by original row; NULL without scaling */
+    double *col_scale;       /* by original column; NULL without scaling */
+    sap_csr *A;              /* the reordered (and scaled) matrix, every entry kept */
+    sap_csr *A_band;         /* the matrix after drop-off in the final order (entries that
+                                were within K_drop after CM); NULL without drop-off */
+    sap_int K_drop;          /* drop-off half-bandwidth (the CM-stage K without drop-off) */
+    double kept_fraction;    /* fraction of ||A||_F^2 kept by the drop-off (1 without) */
+    sap_int P;               /* third-stage blocks (1 without third stage) */
+    sap_int *offsets;        /* P + 1 block offsets (sap_partition_offsets) */
+    sap_int *Ki_before;      /* P: block half-bandwidths before the third stage */
+    sap_int *Ki;             /* P: block half-bandwidths after it */
+    sap_db_info db;          /* DB details (zero without DB) */
+    sap_cm_info cm;          /* CM details (zero without CM) */
+    sap_reorder_stage stage[SAP_REORDER_STAGES];
+    double time_total;       /* seconds for the whole call, statistics excluded */
+} sap_reorder_result;
+
+/* Runs DB(+scaling) -> CM on A + A^T -> drop-off -> third stage on the square A as opt
+ * asks (NULL: defaults) and returns everything in *res (NULL on error).  A structurally
+ * singular A with DB on gives SAP_ERR_STRUCTURALLY_SINGULAR (message with the rank). */
+sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **res);
+void sap_reorder_result_destroy(sap_reorder_result *res);
+
+/* bhat = the right-hand side of the reordered system: bhat[i] = r[p[i]] * b[p[i]]. */
+sap_status sap_reorder_apply_rhs(const sap_reorder_result *res, const double *b, double *bhat);
+/* x = the solution of the original system from y of the reordered one:
+ * x[q[j]] = c[q[j]] * y[j]. */
+sap_status sap_reorder_undo_solution(const sap_reorder_result *res, const double *y, double *x);
+/* y = x mapped into the reordered system (e.g. an initial guess): y[j] = x[q[j]] / c[q[j]]. */
+sap_status sap_reorder_apply_solution(const sap_reorder_result *res, const double *x, double *y);
+/* The original matrix back from a matrix B in the reordered form (res->A, or A_band):
+ * A(p[i], q[j]) = B(i, j) / c[q[j]] / r[p[i]].  Exact without scaling; with scaling to
+ * a few ulps. */
+sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr *B, sap_csr **A);
 
 #ifdef __cplusplus
 }

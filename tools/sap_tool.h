@@ -10,6 +10,7 @@
 int sap_cmd_info(int argc, char **argv);
 int sap_cmd_gen(int argc, char **argv);
 int sap_cmd_spy(int argc, char **argv);
+int sap_cmd_solve(int argc, char **argv);
 
 /* Prints "sap <cmd>: <status text>: <context message>" to stderr and returns 1. */
 int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st);
@@ -17,5 +18,12 @@ int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st);
 /* Creates a context for a subcommand from the common options (backend name, threads,
  * verbosity); prints the reason and returns NULL on failure. */
 sap_context *sap_tool_context(const char *cmd, const char *backend, int threads, int verbose);
+
+/* Draws the sparsity pattern of A into a PNG of about size x size pixels (density-shaded
+ * when the matrix has more rows than pixels).  0 on success, < 0 on failure. */
+int sap_tool_spy_png(const sap_csr *A, const char *path, int size);
+
+/* Parses a non-negative integer option value; returns 0 on success. */
+int sap_tool_parse_int(const char *s, long long *out);
 
 #endif

@@ -1,4 +1,5 @@
 /* context.c -- sap_context: configuration, backend choice, errors, logging, statistics. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 without OpenMP */
 #include "sap_internal.h"
 
 #include <stdio.h>
@@ -64,6 +65,7 @@ sap_status sap_context_create(sap_context **out, const sap_context_config *cfg_i
     if (cfg.backend != SAP_BACKEND_AUTO && cfg.backend != SAP_BACKEND_CPU && cfg.backend != SAP_BACKEND_CUDA)
         return SAP_ERR_INVALID;
     if (cfg.threads < 0 || cfg.device < 0) return SAP_ERR_INVALID;
+    if (cfg.print_level < SAP_PRINT_SILENT || cfg.print_level > SAP_PRINT_DEBUG) return SAP_ERR_INVALID;
 
     void *mem = cfg.allocator.host_alloc ? cfg.allocator.host_alloc(cfg.allocator.state, sizeof(sap_context))
                                          : malloc(sizeof(sap_context));

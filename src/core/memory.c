@@ -23,11 +23,21 @@ static void raw_free(sap_context *ctx, void *p)
     else free(p);
 }
 
+static bool alloc_overflows(size_t n, size_t size)
+{
+    return size > 0 && n > (SIZE_MAX - SAP_ALIGN - sizeof(block_header)) / size;
+}
+
+sap_status sap__alloc_failure(size_t n, size_t size)
+{
+    return alloc_overflows(n, size) ? SAP_ERR_TOO_LARGE : SAP_ERR_OUT_OF_MEMORY;
+}
+
 void *sap__alloc(sap_context *ctx, size_t n, size_t size, bool zero, const char *file, int line)
 {
     if (!ctx) return NULL;
     if (n == 0 || size == 0) n = size = 1; /* a valid, freeable block */
-    if (n > (SIZE_MAX - SAP_ALIGN - sizeof(block_header)) / size) {
+    if (alloc_overflows(n, size)) {
         ctx->stats.failed_allocs++;
         sap__error(ctx, SAP_ERR_TOO_LARGE, file, line, "allocation of %zu x %zu bytes overflows", n, size);
         return NULL;

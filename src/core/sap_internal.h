@@ -73,6 +73,9 @@ void sap__log(sap_context *ctx, int level, const char *fmt, ...)
  * Memory is 64-byte aligned. */
 void *sap__alloc(sap_context *ctx, size_t n, size_t size, bool zero, const char *file, int line);
 void sap__free(sap_context *ctx, void *ptr);
+/* The status a failed sap__alloc(n, size) recorded: SAP_ERR_TOO_LARGE when n * size
+ * overflows, else SAP_ERR_OUT_OF_MEMORY. */
+sap_status sap__alloc_failure(size_t n, size_t size);
 /* Grows (or shrinks) a block to n * size bytes, keeping the old contents. */
 void *sap__realloc(sap_context *ctx, void *ptr, size_t n, size_t size, const char *file, int line);
 
@@ -81,7 +84,7 @@ void *sap__realloc(sap_context *ctx, void *ptr, size_t n, size_t size, const cha
     do {                                                                                                \
         (ptr) = sap__alloc((ctx), (size_t)(n), sizeof(*(ptr)), false, __FILE__, __LINE__);              \
         if (!(ptr) && (n) > 0) {                                                                        \
-            st = SAP_ERR_OUT_OF_MEMORY;                                                                 \
+            st = sap__alloc_failure((size_t)(n), sizeof(*(ptr)));                                       \
             goto cleanup;                                                                               \
         }                                                                                               \
     } while (0)
@@ -89,7 +92,7 @@ void *sap__realloc(sap_context *ctx, void *ptr, size_t n, size_t size, const cha
     do {                                                                                                \
         (ptr) = sap__alloc((ctx), (size_t)(n), sizeof(*(ptr)), true, __FILE__, __LINE__);               \
         if (!(ptr) && (n) > 0) {                                                                        \
-            st = SAP_ERR_OUT_OF_MEMORY;                                                                 \
+            st = sap__alloc_failure((size_t)(n), sizeof(*(ptr)));                                       \
             goto cleanup;                                                                               \
         }                                                                                               \
     } while (0)

@@ -12,6 +12,8 @@ sap_status sap_csr_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_in
     if (nrows < 0 || ncols < 0 || nnz < 0)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "negative size (%lld x %lld, nnz %lld)", (long long)nrows,
                          (long long)ncols, (long long)nnz);
+    if (nrows == INT64_MAX)
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%lld rows are too many", (long long)nrows);
     sap_status st = SAP_OK;
     sap_csr *A = NULL;
     SAP_CALLOC(ctx, A, 1);
@@ -169,9 +171,13 @@ sap_status sap_csr_check(const sap_csr *A)
     if (A->rowptr[0] != 0 || A->rowptr[A->nrows] != A->nnz)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR rowptr ends (%lld, %lld) do not match nnz %lld",
                          (long long)A->rowptr[0], (long long)A->rowptr[A->nrows], (long long)A->nnz);
-    for (sap_int i = 0; i < A->nrows; i++) {
+    if (A->nnz > 0 && (!A->colind || !A->val))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR colind or val is NULL with nnz %lld", (long long)A->nnz);
+    /* the whole rowptr first: a bad entry must not send the column scan out of bounds */
+    for (sap_int i = 0; i < A->nrows; i++)
         if (A->rowptr[i + 1] < A->rowptr[i])
             return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR rowptr decreases at row %lld", (long long)i);
+    for (sap_int i = 0; i < A->nrows; i++) {
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             sap_int j = A->colind[p];
             if (j < 0 || j >= A->ncols)
@@ -251,7 +257,7 @@ sap_status sap_csr_from_dense(const sap_dense *D, double drop_tol, sap_csr **out
     sap_int nnz = 0;
     for (sap_int j = 0; j < D->ncols; j++)
         for (sap_int i = 0; i < D->nrows; i++)
-            if (drop_tol < 0 || __builtin_fabs(D->val[i + j * D->ld]) > drop_tol) nnz++;
+            if (drop_tol < 0 || !(__builtin_fabs(D->val[i + j * D->ld]) <= drop_tol)) nnz++; /* NaN kept */
     sap_status st = sap_csr_create(ctx, D->nrows, D->ncols, nnz, out);
     if (st < 0) return st;
     sap_csr *A = *out;
@@ -259,7 +265,7 @@ sap_status sap_csr_from_dense(const sap_dense *D, double drop_tol, sap_csr **out
     for (sap_int i = 0; i < D->nrows; i++) {
         for (sap_int j = 0; j < D->ncols; j++) {
             double v = D->val[i + j * D->ld];
-            if (drop_tol < 0 || __builtin_fabs(v) > drop_tol) {
+            if (drop_tol < 0 || !(__builtin_fabs(v) <= drop_tol)) {
                 A->colind[w] = j;
                 A->val[w] = v;
                 w++;

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what sap needs to build and test on Debian/Ubuntu (skips what is there).
+set -euo pipefail
+pkgs="cmake make gcc g++ pkg-config zlib1g-dev libopenblas-dev liblapacke-dev python3"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "scripts/deps.sh: installing$missing"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi

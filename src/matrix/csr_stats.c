@@ -1,0 +1,205 @@
+/* csr_stats.c -- sap_csr_stats: bandwidths, row statistics, symmetry, diagonal and
+ * diagonal dominance, norms.  One parallel pass over the rows (symmetry by binary search
+ * of the mirror of each upper entry in its row: no extra memory; a second pass over the
+ * lower entries only when some of them lack a mirror) plus the norms of csr_norm.c.  Every
+ * reduction is an integer sum, a max or a min, so the result does not depend on the
+ * thread count.  A must be canonical (sorted rows). */
+#include "sap_internal.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#define SAP_OMP(x) _Pragma(x)
+#else
+#define SAP_OMP(x)
+#endif
+
+#define PAR_MIN_WORK 32768
+
+/* max / min that propagate NaN whatever the order of their arguments */
+static inline double nan_max(double a, double b) { return (a > b || isnan(a)) ? a : b; }
+static inline double nan_min(double a, double b) { return (a < b || isnan(a)) ? a : b; }
+
+/* Position of column j in row i (sorted), or -1. */
+static inline sap_int find_in_row(const sap_int *ap, const sap_int *ai, sap_int i, sap_int j)
+{
+    sap_int lo = ap[i], hi = ap[i + 1];
+    while (lo < hi) {
+        sap_int mid = lo + (hi - lo) / 2;
+        if (ai[mid] < j) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < ap[i + 1] && ai[lo] == j ? lo : -1;
+}
+
+typedef struct row_acc {
+    sap_int lower, upper, empty, max_row, width_sum;
+    sap_int zero_diag, dominant, diag_pos;
+    sap_int n_lower, n_upper, asym_upper, asym_num;
+    double dmin, maxdiff;
+} row_acc;
+
+static void acc_init(row_acc *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->dmin = INFINITY;
+}
+
+static void acc_merge(row_acc *a, const row_acc *b)
+{
+    if (b->lower > a->lower) a->lower = b->lower;
+    if (b->upper > a->upper) a->upper = b->upper;
+    if (b->max_row > a->max_row) a->max_row = b->max_row;
+    a->empty += b->empty;
+    a->width_sum += b->width_sum;
+    a->zero_diag += b->zero_diag;
+    a->dominant += b->dominant;
+    a->diag_pos += b->diag_pos;
+    a->n_lower += b->n_lower;
+    a->n_upper += b->n_upper;
+    a->asym_upper += b->asym_upper;
+    a->asym_num += b->asym_num;
+    a->dmin = nan_min(a->dmin, b->dmin);
+    a->maxdiff = nan_max(a->maxdiff, b->maxdiff);
+}
+
+static void stats_row(const sap_csr *A, sap_int i, sap_int ndiag, int square, row_acc *a)
+{
+    const sap_int *ap = A->rowptr, *ai = A->colind;
+    const double *ax = A->val;
+    const sap_int b = ap[i], e = ap[i + 1], len = e - b;
+    if (len > a->max_row) a->max_row = len;
+    if (len == 0) a->empty++;
+    else {
+        sap_int first = ai[b], last = ai[e - 1];
+        a->width_sum += last - first + 1;
+        if (i - first > a->lower) a->lower = i - first;
+        if (last - i > a->upper) a->upper = last - i;
+    }
+    if (i < ndiag) {
+        double diag = 0.0, off = 0.0;
+        int has = 0;
+        for (sap_int p = b; p < e; p++) {
+            if (ai[p] == i) {
+                diag = ax[p];
+                has = 1;
+            } else {
+                off += fabs(ax[p]);
+            }
+        }
+        if (!has || diag == 0.0) a->zero_diag++;
+        if (has && diag > 0.0) a->diag_pos++;
+        double ad = fabs(diag);
+        double r = off == 0.0 ? INFINITY : ad / off;
+        a->dmin = nan_min(a->dmin, r);
+        if (ad >= off) a->dominant++;
+    }
+    if (square) {
+        /* the diagonal, and every upper entry against its mirror; lower entries are only
+         * counted here (those without a mirror are handled by lower_unmatched_row) */
+        for (sap_int p = b; p < e; p++) {
+            sap_int j = ai[p];
+            double diff;
+            if (j < i) {
+                a->n_lower++;
+                continue;
+            }
+            if (j == i) {
+                diff = ax[p] - ax[p]; /* 0, or NaN for a NaN diagonal */
+            } else {
+                a->n_upper++;
+                sap_int q = find_in_row(ap, ai, j, i);
+                if (q < 0) {
+                    a->asym_upper++;
+                    diff = fabs(ax[p]);
+                } else {
+                    diff = fabs(ax[p] - ax[q]);
+                }
+            }
+            if (!(diff == 0.0)) a->asym_num++;
+            a->maxdiff = nan_max(a->maxdiff, diff);
+        }
+    }
+}
+
+/* Lower entries of row i whose mirror is not stored (second pass, only when some exist). */
+static void lower_unmatched_row(const sap_csr *A, sap_int i, row_acc *a)
+{
+    const sap_int *ap = A->rowptr, *ai = A->colind;
+    const double *ax = A->val;
+    for (sap_int p = ap[i]; p < ap[i + 1] && ai[p] < i; p++) {
+        if (find_in_row(ap, ai, ai[p], i) >= 0) continue;
+        double diff = fabs(ax[p]);
+        if (!(diff == 0.0)) a->asym_num++;
+        a->maxdiff = nan_max(a->maxdiff, diff);
+    }
+}
+
+sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats)
+{
+    if (!A) return SAP_ERR_INVALID;
+    sap_context *ctx = A->ctx;
+    if (!stats) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_stats: stats is NULL");
+    if (A->nrows < 0 || A->ncols < 0 || !A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_stats: malformed CSR argument");
+
+    sap_matrix_stats s;
+    memset(&s, 0, sizeof(s));
+    const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
+    const int square = n == m;
+    const sap_int ndiag = n < m ? n : m;
+    sap_status st = SAP_OK;
+    SAP_TRY(sap_csr_norm(A, SAP_NORM_ONE, &s.norm_one));
+    SAP_TRY(sap_csr_norm(A, SAP_NORM_INF, &s.norm_inf));
+    SAP_TRY(sap_csr_norm(A, SAP_NORM_FRO, &s.norm_fro));
+    SAP_TRY(sap_csr_norm(A, SAP_NORM_MAX, &s.norm_max));
+
+    row_acc tot;
+    acc_init(&tot);
+    int nt = sap__threads(ctx);
+    if ((nnz + n) / nt < PAR_MIN_WORK) nt = 1;
+    (void)nt;
+    SAP_OMP("omp parallel num_threads(nt)")
+    {
+        row_acc loc;
+        acc_init(&loc);
+        SAP_OMP("omp for schedule(dynamic, 1024) nowait")
+        for (sap_int i = 0; i < n; i++) stats_row(A, i, ndiag, square, &loc);
+        SAP_OMP("omp critical(sap_stats_combine)")
+        acc_merge(&tot, &loc);
+    }
+    /* lower entries with a mirror = upper entries with a mirror */
+    const sap_int lower_unmatched = tot.n_lower - (tot.n_upper - tot.asym_upper);
+    if (square && lower_unmatched > 0) {
+        SAP_OMP("omp parallel num_threads(nt)")
+        {
+            row_acc loc;
+            acc_init(&loc);
+            SAP_OMP("omp for schedule(dynamic, 1024) nowait")
+            for (sap_int i = 0; i < n; i++) lower_unmatched_row(A, i, &loc);
+            SAP_OMP("omp critical(sap_stats_combine)")
+            acc_merge(&tot, &loc);
+        }
+    }
+
+    s.nrows = n;
+    s.ncols = m;
+    s.nnz = nnz;
+    s.lower_bandwidth = tot.lower;
+    s.upper_bandwidth = tot.upper;
+    s.half_bandwidth = tot.lower > tot.upper ? tot.lower : tot.upper;
+    s.empty_rows = tot.empty;
+    s.max_row_nnz = tot.max_row;
+    s.mean_row_nnz = n > 0 ? (double)nnz / (double)n : 0.0;
+    s.mean_row_width = n > 0 ? (double)tot.width_sum / (double)n : 0.0;
+    s.structurally_symmetric = square && tot.asym_upper == 0 && lower_unmatched == 0;
+    s.numerically_symmetric = square && tot.asym_num == 0;
+    s.symmetry_deviation = !square || tot.maxdiff == 0.0 ? 0.0 : tot.maxdiff / s.norm_max;
+    s.zero_diagonal = tot.zero_diag;
+    s.diag_dominance = tot.dmin;
+    s.dominant_rows = tot.dominant;
+    s.spd_estimate = s.numerically_symmetric && tot.diag_pos == n;
+    *stats = s;
+cleanup:
+    return st;
+}
