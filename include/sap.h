@@ -476,12 +476,15 @@ typedef enum sap_spmv_format {
     SAP_FORMAT_HEC = 4   /* hybrid ELL + CSR (ELL width chosen, the rest as CSR) */
 } sap_spmv_format;
 
-/* "auto", "csr", "ell", "sellp", "hec". */
+/* "auto", "csr", "ell", "sellp", "hec" ("sell-p" is also parsed).  On the cpu backend
+ * AUTO is CSR; the padded formats need ncols <= 2^31 - 1 (SAP_ERR_TOO_LARGE otherwise),
+ * and ELL pads every row to the longest one. */
 const char *sap_spmv_format_name(sap_spmv_format format);
 sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *format);
 
 /* A sparse matrix resident on the context's backend (device memory for cuda), stored in
- * one SpMV format and precision.  Created from a host CSR; the CSR is copied. */
+ * one SpMV format and precision.  Created from a canonical host CSR (checked; any shape);
+ * the CSR is copied (the pattern is also kept on the host for update_values). */
 typedef struct sap_matrix sap_matrix;
 
 typedef struct sap_matrix_options {
@@ -499,7 +502,8 @@ sap_spmv_format sap_matrix_format(const sap_matrix *M);
 const char *sap_matrix_format_reason(const sap_matrix *M);
 sap_int sap_matrix_nrows(const sap_matrix *M);
 sap_int sap_matrix_ncols(const sap_matrix *M);
-/* y = alpha*A*x + beta*y with host vectors (copied to and from the backend). */
+/* y = alpha*A*x + beta*y with host vectors (copied to and from the backend, converted
+ * to and from the matrix' precision); beta = 0 does not read y. */
 sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x, double beta, double *y);
 
 /* ------------------------------------------------------------------------------ */
@@ -507,7 +511,13 @@ sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x, double 
 /* ------------------------------------------------------------------------------ */
 
 /* A preconditioner M ~ A: symbolic setup (pattern only), numeric setup (values) and
- * apply z = M^{-1} r.  Its apply may run in float inside a double solve. */
+ * apply z = M^{-1} r.  Its apply may run in float inside a double solve: the solver's
+ * vectors are then converted to the preconditioner's precision and back (a float
+ * preconditioner is not an exactly linear operator; FGMRES tolerates that best, the other
+ * methods may stagnate near cond(A) * 1e-7).  Calls must come in the order symbolic ->
+ * numeric -> apply; numeric setup does a missing symbolic setup itself, apply (or a solve)
+ * before a successful numeric setup is SAP_ERR_INVALID.  A non-square A is
+ * SAP_ERR_NOT_SQUARE. */
 typedef struct sap_precond sap_precond;
 
 /* name: "none" (identity) or "jacobi" (scalar Jacobi; zero diagonal entries give
@@ -515,7 +525,8 @@ typedef struct sap_precond sap_precond;
 sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **P);
 void sap_precond_destroy(sap_precond *P);
 const char *sap_precond_name(const sap_precond *P);
-/* Precision the preconditioner stores and applies in (default double). */
+/* Precision the preconditioner stores and applies in (default double).  Changing it after
+ * the numeric setup requires a new numeric setup. */
 sap_status sap_precond_set_precision(sap_precond *P, sap_precision precision);
 sap_status sap_precond_setup_symbolic(sap_precond *P, const sap_csr *A);
 sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A);
@@ -538,20 +549,28 @@ typedef enum sap_krylov_type {
 typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;
 
 /* Parses "cg", "bicgstab", "bicgstabl:2", "gmres:20", "fgmres:30", "idr:4" (the number is
- * optional). */
+ * optional: *param = 0 means the default; l <= 16, m <= 1000, s <= 64). */
 sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param);
 const char *sap_krylov_name(sap_krylov_type type);
 
-/* Called after every iteration (quarter steps for BiCGStab(l)); return non-zero to stop
- * (the solve then returns SAP_WARN_NOT_CONVERGED). */
+/* Called after every iteration and every partial step (BiCGStab: half steps; BiCGStab(l):
+ * steps of 1/(2l), quarter steps for l = 2) with the relative residual the iteration
+ * monitors; return non-zero to stop (the solve then returns SAP_WARN_NOT_CONVERGED). */
 typedef int (*sap_krylov_monitor)(void *state, double iteration, double relative_residual);
 
 typedef struct sap_krylov_options {
     sap_krylov_type type;     /* default SAP_KRYLOV_BICGSTABL */
     int param;                /* l, m or s; 0 = the method's default */
-    sap_precond_side side;    /* default right (CG always uses the symmetric form) */
-    double tol;               /* relative residual ||b - Ax|| / ||b||, default 1e-10 */
-    sap_int maxit;            /* default 1000 iterations */
+    sap_precond_side side;    /* default right.  Right preconditioning monitors the true
+                                 residual; left monitors ||M^-1 r|| / ||M^-1 b||.  CG always
+                                 uses the symmetric form (monitors ||r||), FGMRES is right
+                                 only: for them side is ignored */
+    double tol;               /* relative residual ||b - Ax|| / ||b||, default 1e-10; the
+                                 true residual is checked at the end, and when only the
+                                 recursive one met tol the method restarts from the true
+                                 residual (at most 3 times, within maxit) */
+    sap_int maxit;            /* default 1000 iterations (GMRES, FGMRES and IDR(s) count one
+                                 per SpMV; BiCGStab(l) one per outer iteration of 2l SpMVs) */
     sap_int stagnation_window; /* iterations without a 1e-3 relative decrease of the best
                                   residual that count as stagnation; default 0 = off */
     int history;              /* record the residual history (default 1) */
@@ -566,13 +585,18 @@ typedef struct sap_krylov_options {
 void sap_krylov_options_init(sap_krylov_options *opt);
 
 typedef struct sap_krylov_stats {
-    double iterations;          /* BiCGStab(l): in quarter steps, as the SaP papers count */
+    double iterations;          /* BiCGStab(l): in steps of 1/(2l) (quarter steps for l = 2,
+                                   as the SaP papers count); BiCGStab: half steps */
     double relative_residual;   /* as the iteration measured it (preconditioned if left) */
     double true_residual;       /* ||b - Ax|| / ||b|| recomputed at the end */
-    sap_int spmv_count, precond_count;
-    double time_setup, time_spmv, time_precond, time_vector, time_total; /* seconds */
+    sap_int spmv_count, precond_count; /* including the initial and final residuals */
+    double time_setup;          /* vectors, uploads, ||b|| */
+    double time_spmv, time_precond; /* inside SpMVs and preconditioner applications */
+    double time_vector;         /* the rest: vector kernels and host work */
+    double time_total;          /* seconds */
     sap_int history_length;
-    const double *history;      /* relative residual per iteration (owned by the solver) */
+    const double *history;      /* the initial relative residual, then one entry per monitor
+                                   call (owned by the solver, valid until its next solve) */
     sap_status status;
 } sap_krylov_stats;
 
@@ -582,10 +606,111 @@ typedef struct sap_krylov sap_krylov;
 sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sap_krylov **K);
 void sap_krylov_destroy(sap_krylov *K);
 /* Solves A x = b.  x holds the initial guess on entry (host, length n).  Returns SAP_OK on
- * convergence (true residual <= tol), a warning (not converged, stagnated, breakdown)
- * with x the best iterate, or an error. stats may be NULL. */
+ * convergence (true residual <= tol; b = 0 gives x = 0), a warning with x the best
+ * iterate (SAP_WARN_NOT_CONVERGED: maxit or the monitor; SAP_WARN_STAGNATED;
+ * SAP_WARN_BREAKDOWN: a scalar such as rho became 0), or an error (SAP_ERR_BREAKDOWN: a
+ * NaN/Inf appeared, x is still the best iterate; SAP_ERR_NONFINITE: NaN/Inf in b or x0;
+ * SAP_ERR_NOT_SQUARE; SAP_ERR_INVALID: e.g. P not set up or of another size).  The
+ * message (sap_context_last_error) names the method, the iteration and the quantity.
+ * The Krylov vectors work in the matrix' precision and stay allocated in K for the next
+ * solve of the same size.  stats may be NULL; when given it is always filled. */
 sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
                             sap_krylov_stats *stats);
+
+/* ------------------------------------------------------------------------------ */
+/* Banded systems                                                                  */
+/* ------------------------------------------------------------------------------ */
+/* The split-and-parallelize (truncated SPIKE) solver for a banded A of half-bandwidth K:
+ * A is split into P diagonal blocks A_i (sizes as sap_partition_offsets), each factored
+ * independently and in parallel by LU without pivoting (small pivots boosted), and the
+ * result preconditions BiCGStab(2) (CG for an SPD matrix with SaP-D).
+ *   SaP-D: M = blockdiag(A_i) (the coupling blocks are dropped).
+ *   SaP-C: M additionally couples neighbouring blocks through the truncated spikes
+ *          V_i^(b), W_{i+1}^(t) and the 2K x 2K reduced systems, with purified
+ *          right-hand sides for the final correction.
+ *   DIRECT: one block (P = 1) factored in double and applied with iterative refinement,
+ *          no Krylov iteration.
+ * The preconditioners are also registered as "sap-d", "sap-c" and "sap" (automatic) for
+ * sap_precond_create.  Timings follow the papers: T_LU (partition factorizations), T_BC
+ * (band and coupling blocks built and moved to the backend), T_SPK (spikes), T_LUrdcd
+ * (reduced systems), T_Kry (the Krylov solve). */
+
+typedef enum sap_band_method {
+    SAP_BAND_AUTO = 0,  /* chosen from N, K, d and the backend (stats.reason says why) */
+    SAP_BAND_SAPD = 1,  /* decoupled */
+    SAP_BAND_SAPC = 2,  /* coupled (truncated SPIKE) */
+    SAP_BAND_DIRECT = 3 /* P = 1, double, iterative refinement */
+} sap_band_method;
+
+/* "auto", "sap-d", "sap-c", "direct". */
+const char *sap_band_method_name(sap_band_method method);
+/* Parses the names above ("sapd", "sapc", "d", "c" also accepted); SAP_ERR_INVALID otherwise. */
+sap_status sap_band_method_parse(const char *name, sap_band_method *method);
+
+typedef struct sap_band_options {
+    sap_band_method method;  /* default SAP_BAND_AUTO */
+    sap_int partitions;      /* P; 0 = automatic (default).  1 <= P <= N */
+    sap_int half_bandwidth;  /* 0 (default): K of the matrix.  K > 0 (K < N): entries with
+                                |i - j| > K are dropped from the preconditioner and counted
+                                in stats.dropped_entries (the Krylov solve uses them all) */
+    int factor_precision;    /* -1 (default): automatic; SAP_FLOAT or SAP_DOUBLE: factors
+                                stored and applied in that precision */
+    double boost_threshold;  /* pivots with |u_kk| < threshold are boosted; < 0 (default):
+                                eps(factor precision) * ||A_i||_inf for each block */
+    double boost_value;      /* magnitude a boosted pivot gets (sign kept, + for 0);
+                                <= 0 (default): sqrt(eps(factor precision)) * ||A_i||_inf */
+    int krylov_auto;         /* 1 (default): CG for an SPD matrix with SaP-D, else
+                                BiCGStab(2) (krylov.type/param ignored); 0: krylov as given */
+    sap_krylov_options krylov; /* tolerance, maxit, ... (defaults of sap_krylov_options_init) */
+} sap_band_options;
+
+/* Fills *opt with the defaults above. */
+void sap_band_options_init(sap_band_options *opt);
+
+typedef struct sap_band_stats {
+    sap_band_method method;         /* the method used (never AUTO) */
+    sap_int partitions;             /* P used */
+    sap_int half_bandwidth;         /* K: the largest K_i */
+    sap_precision factor_precision; /* precision of the factors */
+    sap_krylov_type krylov_type;    /* the Krylov method used (none for DIRECT: CG reported) */
+    char reason[160];               /* why this method, P and precision */
+    sap_int boosted_pivots;         /* pivots replaced by the boost value (LU and UL) */
+    sap_int dropped_entries;        /* entries of A not represented in the preconditioner
+                                       (beyond half_bandwidth, or coupling non-neighbouring
+                                       blocks when blocks are smaller than K) */
+    double time_lu, time_bc, time_spk, time_lurdcd; /* T_LU, T_BC, T_SPK, T_LUrdcd (s) */
+    double time_setup;              /* the whole setup (s) */
+    double time_kry;                /* T_Kry: the last solve (s) */
+    double iterations;              /* of the last solve (BiCGStab(2): quarter steps; DIRECT:
+                                       refinement steps) */
+    double relative_residual;       /* true ||b - Ax|| / ||b|| of the last solve */
+    sap_status status;              /* of the last solve */
+} sap_band_stats;
+
+/* A banded solver bound to one matrix. */
+typedef struct sap_band_solver sap_band_solver;
+
+/* From a square CSR (copied).  opt may be NULL (defaults).  Checks the options (P > N,
+ * half_bandwidth >= N: SAP_ERR_INVALID; non-square: SAP_ERR_NOT_SQUARE; NaN/Inf entries:
+ * SAP_ERR_NONFINITE). */
+sap_status sap_band_solver_create(sap_context *ctx, const sap_csr *A, const sap_band_options *opt,
+                                  sap_band_solver **S);
+/* From band arrays in the tall-and-thin layout: A(i, j) = band[(j - i + K) * n + i] for
+ * |i - j| <= K (entries falling outside the matrix are ignored).  K < n, else
+ * SAP_ERR_INVALID. */
+sap_status sap_band_solver_create_band(sap_context *ctx, sap_int n, sap_int K, const double *band,
+                                       const sap_band_options *opt, sap_band_solver **S);
+void sap_band_solver_destroy(sap_band_solver *S);
+/* Automatic choices, partitioning, band and coupling extraction, factorizations, spikes,
+ * reduced systems.  SAP_WARN_BOOSTED_PIVOTS when pivots were boosted.  Done by the first
+ * solve when not called. */
+sap_status sap_band_solver_setup(sap_band_solver *S);
+/* Solves A x = b (host vectors of length n; x holds the initial guess, ignored by
+ * DIRECT).  Returns as sap_krylov_solve (DIRECT: SAP_WARN_INEXACT when refinement does
+ * not reach the tolerance).  stats may be NULL; when given it is filled. */
+sap_status sap_band_solver_solve(sap_band_solver *S, const double *b, double *x, sap_band_stats *stats);
+/* The statistics of the setup and the last solve. */
+sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *stats);
 
 /* ------------------------------------------------------------------------------ */
 /* Reorderings                                                                     */
@@ -625,7 +750,7 @@ typedef struct sap_db_info {
  * they come from the matching's dual variables.  info may be NULL.  Structurally
  * singular A: SAP_ERR_STRUCTURALLY_SINGULAR, message with the structural rank, which is
  * also info->matched; the other outputs are untouched.  Non-finite values:
- * SAP_ERR_NONFINITE.  Threads: weights and scaling run in parallel. */
+ * SAP_ERR_NONFINITE.  Threads: on large matrices weights and scaling run in parallel. */
 sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
                            sap_db_info *info);
 
@@ -661,11 +786,13 @@ typedef struct sap_cm_info {
 /* Bandwidth-reducing symmetric permutation perm (new -> old, length n) of the square A:
  * Cuthill-McKee on the pattern of A + A^T (diagonal ignored).  Each connected component
  * is ordered from the best of several start nodes (minimum degree node, George-Liu
- * pseudo-peripheral search, extra low-degree candidates of the last level) and placed
- * after the previous one.  Neighbours are pre-sorted by degree once, so each search is
+ * pseudo-peripheral search, extra low-degree candidates of the last level, the next
+ * lowest-degree nodes; at most 14 searches, the extra ones abandoned as soon as they
+ * cannot win) and placed after the previous one.  Neighbours are pre-sorted by degree once, so each search is
  * O(nnz).  flags: SAP_CM_*.  info may be NULL.  B = A(perm, perm) has half-bandwidth
  * info->K_after.  With SAP_CM_AUTO the result is never wider than A's own order: when
- * no search beats it, perm is the identity (info->chosen = SAP_CM_AUTO). */
+ * no search beats it, perm is the identity (info->chosen = SAP_CM_AUTO).  Node indices
+ * are 32-bit inside: n >= 2^28 gives SAP_ERR_TOO_LARGE. */
 sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_info *info);
 
 /* Drop-off (eq. (13) of the SPIKE::GPU paper): the smallest half-bandwidth K such that

@@ -1,4 +1,5 @@
 /* cmd_info.c -- `sap info FILE|SPEC`: prints the statistics of a matrix. */
+#define _POSIX_C_SOURCE 200809L
 #include "sap_tool.h"
 
 #include <math.h>

@@ -14,6 +14,7 @@ static const command commands[] = {
     {"info", sap_cmd_info, "print the statistics of a matrix (file or generator spec)"},
     {"gen", sap_cmd_gen, "generate a matrix from a spec and write it as Matrix Market"},
     {"spy", sap_cmd_spy, "draw the sparsity pattern of a matrix as a PNG"},
+    {"reorder", sap_cmd_reorder, "reorder a matrix into a narrow, diagonally heavy band (DB, CM, drop-off)"},
     {"solve", sap_cmd_solve, "solve A x = b with a preconditioned Krylov method"},
 };
 

@@ -10,6 +10,7 @@
 int sap_cmd_info(int argc, char **argv);
 int sap_cmd_gen(int argc, char **argv);
 int sap_cmd_spy(int argc, char **argv);
+int sap_cmd_reorder(int argc, char **argv);
 int sap_cmd_solve(int argc, char **argv);
 
 /* Prints "sap <cmd>: <status text>: <context message>" to stderr and returns 1. */

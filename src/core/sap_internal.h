@@ -118,6 +118,9 @@ static inline bool sap__mul_overflows(int64_t a, int64_t b, int64_t limit)
     return a > limit / b;
 }
 
+/* Largest entry count a CSR may have: colind + val (16 bytes per entry) fit in int64 bytes. */
+#define SAP_NNZ_MAX (INT64_MAX / 16)
+
 /* Wall-clock seconds (monotonic). */
 double sap__wtime(void);
 
@@ -140,6 +143,17 @@ static inline int sap__threads(const sap_context *ctx)
 {
     return ctx && ctx->threads > 0 ? ctx->threads : 1;
 }
+
+/* OpenMP loop pragmas that vanish (but still use nt) in a build without OpenMP:
+ * SAP_OMP_FOR(nt) for (...) -- static schedule; SAP_OMP_FOR_DYNAMIC(nt, chunk). */
+#ifdef _OPENMP
+#define SAP_PRAGMA(x) _Pragma(#x)
+#define SAP_OMP_FOR(nt) SAP_PRAGMA(omp parallel for schedule(static) num_threads(nt))
+#define SAP_OMP_FOR_DYNAMIC(nt, chunk) SAP_PRAGMA(omp parallel for schedule(dynamic, chunk) num_threads(nt))
+#else
+#define SAP_OMP_FOR(nt) (void)(nt);
+#define SAP_OMP_FOR_DYNAMIC(nt, chunk) (void)(nt);
+#endif
 
 /* ---- backends ------------------------------------------------------------------------- */
 

@@ -12,18 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#define GEN_PRAGMA(x) _Pragma(#x)
-#define GEN_PARALLEL_FOR(nt) GEN_PRAGMA(omp parallel for schedule(static) num_threads(nt))
-#define GEN_PARALLEL_FOR_DYNAMIC(nt) GEN_PRAGMA(omp parallel for schedule(dynamic, 256) num_threads(nt))
-#else
-#define GEN_PARALLEL_FOR(nt)
-#define GEN_PARALLEL_FOR_DYNAMIC(nt)
-#endif
-
-/* Largest nnz accepted: colind + val (16 bytes per entry) must fit in int64 bytes. */
-#define GEN_NNZ_MAX (INT64_MAX / 16)
-
 /* Stream tags: independent hash streams derived from one seed. */
 #define TAG_VALUE 0x76616c7565ull   /* band values (banded and synthetic) */
 #define TAG_KEEP 0x6b656570ull      /* synthetic: keep/drop decision of a band entry */
@@ -114,7 +102,7 @@ static sap_status gen_dense_rows(sap_context *ctx, const row_shape *s, uint64_t 
     sap_int *colind = A->colind;
     double *val = A->val;
     const sap_int *rowptr = A->rowptr;
-    GEN_PARALLEL_FOR(sap__threads(ctx))
+    SAP_OMP_FOR(sap__threads(ctx))
     for (sap_int i = 0; i < n; i++) {
         sap_int lo, hi;
         shape_row(s, i, &lo, &hi);
@@ -237,7 +225,7 @@ static sap_status check_band_args(sap_context *ctx, const char *fn, sap_int n, s
     if (!isfinite(d) || d < 0.0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: d = %g, must be finite and >= 0", fn, d);
     if (*k > n - 1) *k = n - 1;
     /* nnz <= n (2k + 1) */
-    if (n > GEN_NNZ_MAX || sap__mul_overflows(n, 2 * *k + 1, GEN_NNZ_MAX))
+    if (n > SAP_NNZ_MAX || sap__mul_overflows(n, 2 * *k + 1, SAP_NNZ_MAX))
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: n = %lld with k = %lld has too many entries", fn, (long long)n,
                          (long long)*k);
     return SAP_OK;
@@ -265,8 +253,8 @@ sap_status sap_gen_blocktridiag(sap_context *ctx, sap_int nb, sap_int k, double 
     if (k < 1) return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: k = %lld, must be >= 1", fn, (long long)k);
     if (!isfinite(d) || d < 0.0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: d = %g, must be finite and >= 0", fn, d);
     /* n = nb k, nnz <= 3 n k */
-    if (k > GEN_NNZ_MAX / 3 || sap__mul_overflows(nb, k, GEN_NNZ_MAX) ||
-        sap__mul_overflows(nb * k, 3 * k, GEN_NNZ_MAX))
+    if (k > SAP_NNZ_MAX / 3 || sap__mul_overflows(nb, k, SAP_NNZ_MAX) ||
+        sap__mul_overflows(nb * k, 3 * k, SAP_NNZ_MAX))
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: nb = %lld blocks of k = %lld have too many entries", fn,
                          (long long)nb, (long long)k);
     row_shape s = {SHAPE_BLOCKTRI, nb * k, k, nb};
@@ -300,7 +288,7 @@ sap_status sap_gen_synthetic(sap_context *ctx, sap_int n, sap_int k, double d, d
     const int nt = sap__threads(ctx);
 
     /* pass 1: entries kept in each band row (the diagonal always is) */
-    GEN_PARALLEL_FOR(nt)
+    SAP_OMP_FOR(nt)
     for (sap_int r = 0; r < n; r++) {
         sap_int lo, hi, c = 1;
         shape_row(&s, r, &lo, &hi);
@@ -317,7 +305,7 @@ sap_status sap_gen_synthetic(sap_context *ctx, sap_int n, sap_int k, double d, d
     sap_int *colind = B->colind;
     double *val = B->val;
     const sap_int *rowptr = B->rowptr;
-    GEN_PARALLEL_FOR_DYNAMIC(nt)
+    SAP_OMP_FOR_DYNAMIC(nt, 256)
     for (sap_int i = 0; i < n; i++) {
         sap_int r = p[i], lo, hi;
         shape_row(&s, r, &lo, &hi);

@@ -6,15 +6,6 @@
  * -1, so nnz = 5 n - 2 (nx + ny) in 2D and 7 n - 2 (nx ny + ny nz + nx nz) in 3D. */
 #include "sap_internal.h"
 
-#ifdef _OPENMP
-#define GEN_PRAGMA(x) _Pragma(#x)
-#define GEN_PARALLEL_FOR(nt) GEN_PRAGMA(omp parallel for schedule(static) num_threads(nt))
-#else
-#define GEN_PARALLEL_FOR(nt)
-#endif
-
-#define GEN_NNZ_MAX (INT64_MAX / 16)
-
 /* The stencil in column order: offsets -sz, -sy, -1, 0, +1, +sy, +sz (a dimension of
  * extent 1 contributes nothing).  dims[d] is the extent, stride[d] its row stride. */
 typedef struct grid {
@@ -61,7 +52,7 @@ static sap_status gen_grid(sap_context *ctx, const char *fn, int ndim, const sap
     for (int d = 0; d < ndim; d++) {
         if (dims[d] < 1)
             return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: %s = %lld, must be >= 1", fn, names[d], (long long)dims[d]);
-        if (sap__mul_overflows(g.n, dims[d], GEN_NNZ_MAX / 7))
+        if (sap__mul_overflows(g.n, dims[d], SAP_NNZ_MAX / 7))
             return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: grid too large (%s = %lld)", fn, names[d],
                              (long long)dims[d]);
         g.dims[d] = dims[d];
@@ -83,7 +74,7 @@ static sap_status gen_grid(sap_context *ctx, const char *fn, int ndim, const sap
     }
     sap_int *colind = A->colind;
     double *val = A->val;
-    GEN_PARALLEL_FOR(sap__threads(ctx))
+    SAP_OMP_FOR(sap__threads(ctx))
     for (sap_int i = 0; i < g.n; i++) {
         sap_int cols[7];
         double vals[7];

@@ -27,16 +27,6 @@
 #include <float.h>
 #include <math.h>
 
-#ifdef _OPENMP
-#define GEN_PRAGMA(x) _Pragma(#x)
-#define GEN_PARALLEL_FOR(nt) GEN_PRAGMA(omp parallel for schedule(static) num_threads(nt))
-#define GEN_PARALLEL_FOR_DYNAMIC(nt) GEN_PRAGMA(omp parallel for schedule(dynamic, 64) num_threads(nt))
-#else
-#define GEN_PARALLEL_FOR(nt)
-#define GEN_PARALLEL_FOR_DYNAMIC(nt)
-#endif
-
-#define GEN_NNZ_MAX (INT64_MAX / 16)
 #define EULER_GAMMA 0.57721566490153286060651209008240243
 #define GEN_PI 3.14159265358979323846264338327950288
 
@@ -177,7 +167,7 @@ sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double 
     double h = tau / (double)n;
     if (!(h > 0.0) || !isfinite(albedo / (2.0 * h)))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: element width tau / n = %g is too small", fn, h);
-    if (n > GEN_NNZ_MAX) return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: n = %lld is too large", fn, (long long)n);
+    if (n > SAP_NNZ_MAX) return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: n = %lld is too large", fn, (long long)n);
 
     if (bw < 0) {
         /* the paper's bandwidth: n (1 - exp(-n / (tc tau))), tc = max(n / 100, 5) */
@@ -186,7 +176,7 @@ sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double 
         bw = b >= (double)(n - 1) ? n - 1 : (b > 0.0 ? (sap_int)b : 0);
     }
     if (bw > n - 1) bw = n - 1;
-    if (sap__mul_overflows(n, 2 * bw + 1, GEN_NNZ_MAX))
+    if (sap__mul_overflows(n, 2 * bw + 1, SAP_NNZ_MAX))
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: n = %lld with bw = %lld has too many entries", fn,
                          (long long)n, (long long)bw);
 
@@ -198,7 +188,7 @@ sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double 
     gauss_legendre(gx, gw);
     const double scale = albedo / (2.0 * h);
     const int nt = sap__threads(ctx);
-    GEN_PARALLEL_FOR_DYNAMIC(nt)
+    SAP_OMP_FOR_DYNAMIC(nt, 64)
     for (sap_int m = 0; m <= bw; m++) coef[m] = scale * galerkin_g(m, h, gx, gw);
     /* entries that underflow to 0 are dropped: G decreases with m, so cut at the first */
     for (sap_int m = 1; m <= bw; m++)
@@ -217,7 +207,7 @@ sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double 
     sap_int *colind = A->colind;
     double *val = A->val;
     const sap_int *rowptr = A->rowptr;
-    GEN_PARALLEL_FOR(nt)
+    SAP_OMP_FOR(nt)
     for (sap_int i = 0; i < n; i++) {
         sap_int lo = i - bw > 0 ? i - bw : 0, hi = i + bw < n - 1 ? i + bw : n - 1;
         sap_int p = rowptr[i];

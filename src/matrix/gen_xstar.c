@@ -7,13 +7,6 @@
  *  SAP_XSTAR_ONES      x_i = 1. */
 #include "sap_internal.h"
 
-#ifdef _OPENMP
-#define GEN_PRAGMA(x) _Pragma(#x)
-#define GEN_PARALLEL_FOR(nt) GEN_PRAGMA(omp parallel for schedule(static) num_threads(nt))
-#else
-#define GEN_PARALLEL_FOR(nt)
-#endif
-
 static inline uint64_t mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -30,7 +23,7 @@ sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t s
     switch (kind) {
     case SAP_XSTAR_RANDOM: {
         const uint64_t key = mix64(mix64(seed) ^ 0x78737461720001ull);
-        GEN_PARALLEL_FOR(nt)
+        SAP_OMP_FOR(nt)
         for (sap_int i = 0; i < n; i++) {
             uint64_t h = mix64(key + (uint64_t)i * 0x9E3779B97F4A7C15ull);
             x[i] = 2.0 * ((double)(h >> 11) * 0x1.0p-53) - 1.0;
@@ -43,7 +36,7 @@ sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t s
             return SAP_OK;
         }
         const double c = 0.5 * (double)(n - 1);
-        GEN_PARALLEL_FOR(nt)
+        SAP_OMP_FOR(nt)
         for (sap_int i = 0; i < n; i++) {
             double t = ((double)i - c) / c;
             x[i] = 1.0 + 399.0 * (1.0 - t * t);
@@ -51,7 +44,7 @@ sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t s
         return SAP_OK;
     }
     case SAP_XSTAR_ONES:
-        GEN_PARALLEL_FOR(nt)
+        SAP_OMP_FOR(nt)
         for (sap_int i = 0; i < n; i++) x[i] = 1.0;
         return SAP_OK;
     }

@@ -1,0 +1,436 @@
+/* cuthill_mckee.c -- bandwidth reduction by Cuthill-McKee on the pattern of A + A^T.
+ *
+ * Graph (CM-S1).  The adjacency of B + B^T without diagonal (B = A, or a diagonal block of
+ * it for the third stage) is built from B's rows and its transposed pattern by merging
+ * the two sorted lists of each row (parallel over rows), then every neighbour list is
+ * put in (degree, index) order by one scatter pass in that order of the nodes (no
+ * comparison sort).  A breadth-first search that appends the unvisited
+ * neighbours in list order is then exactly a CM ordering at O(nnz) per search.
+ *
+ * Searches (CM-S2/S3).  Components are taken in order of their minimum-degree node and
+ * placed one after another.  Per component: the first search starts from that node;
+ * then, George-Liu style, the next start is the untried node of minimum degree in the
+ * last level of the deepest level structure so far, and the walk goes on while the
+ * height grows (a pseudo-peripheral node).  A few more low-degree nodes of that last
+ * level, then the next lowest-degree nodes of the component, are tried afterwards (the
+ * report's several starting nodes); those searches stop as soon as their bandwidth
+ * reaches the best one, so they cost little when they cannot win.  The bandwidth of an ordering is
+ * known during its search: when node u at position k is dequeued all its neighbours have
+ * positions, so max_pos(neighbours) - k is its row's reach.  The envelopes of the CM
+ * ordering and of its reverse come the same way; the reverse has the same bandwidth on
+ * a symmetric pattern, and AUTO keeps the smaller envelope. */
+#include "reorder_internal.h"
+
+#include <string.h>
+
+#define CM_WALK_TRIES 6   /* searches of the pseudo-peripheral walk */
+#define CM_EXTRA_TRIES 2  /* low-degree last-level candidates after the walk */
+#define CM_MINDEG_TRIES 6 /* lowest-degree nodes of the component after that */
+#define CM_MAX_TRIES (CM_WALK_TRIES + CM_EXTRA_TRIES + CM_MINDEG_TRIES)
+
+/* ---- workspace ------------------------------------------------------------------------- */
+
+sap_status sap__cm_work_create(sap_context *ctx, sap_int cap_n, sap_int cap_e, sap__cm_work *w)
+{
+    sap_status st = SAP_OK;
+    memset(w, 0, sizeof(*w));
+    if (cap_n > SAP__CM_MAX_NODES)
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "Cuthill-McKee graph of %lld nodes (at most %lld)",
+                         (long long)cap_n, (long long)SAP__CM_MAX_NODES);
+    w->cap_n = cap_n;
+    w->cap_e = cap_e;
+    SAP_ALLOC(ctx, w->xadj, cap_n + 1);
+    SAP_ALLOC(ctx, w->adj, 2 * cap_e);
+    SAP_ALLOC(ctx, w->adj2, 2 * cap_e);
+    SAP_ALLOC(ctx, w->tptr, cap_n + 1);
+    w->tind = w->adj; /* the transposed pattern is dead once adj2 is filled: share */
+    SAP_CALLOC(ctx, w->stamp, cap_n);
+    SAP_ALLOC(ctx, w->q[0], cap_n);
+    SAP_ALLOC(ctx, w->q[1], cap_n);
+    SAP_ALLOC(ctx, w->bydeg, cap_n);
+    SAP_ALLOC(ctx, w->cnt, cap_n + 1);
+    return SAP_OK;
+cleanup:
+    sap__cm_work_free(ctx, w);
+    return st;
+}
+
+void sap__cm_work_free(sap_context *ctx, sap__cm_work *w)
+{
+    if (!w) return;
+    sap__free(ctx, w->xadj);
+    sap__free(ctx, w->adj);
+    sap__free(ctx, w->adj2);
+    sap__free(ctx, w->tptr);
+    sap__free(ctx, w->stamp);
+    sap__free(ctx, w->q[0]);
+    sap__free(ctx, w->q[1]);
+    sap__free(ctx, w->bydeg);
+    sap__free(ctx, w->cnt);
+    memset(w, 0, sizeof(*w));
+}
+
+/* ---- graph ------------------------------------------------------------------------------- */
+
+/* First position in row i of A with column >= s. */
+static inline sap_int row_lower_bound(const sap_csr *A, sap_int i, sap_int s)
+{
+    sap_int lo = A->rowptr[i], hi = A->rowptr[i + 1];
+    if (s == 0) return lo;
+    while (lo < hi) {
+        sap_int mid = lo + (hi - lo) / 2;
+        if (A->colind[mid] < s) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Merges the sorted lists a[0..na) and b[0..nb) (local indices) skipping 'self';
+ * writes the union to out (if non-NULL) and returns its length. */
+static inline sap_int merge_union(const sap_int *a, sap_int na, sap_int offa, const sap__cm_idx *b, sap_int nb,
+                                  sap_int self, sap__cm_idx *out)
+{
+    sap_int ia = 0, ib = 0, k = 0;
+    while (ia < na || ib < nb) {
+        sap_int x;
+        if (ib >= nb || (ia < na && a[ia] - offa < b[ib])) x = a[ia++] - offa;
+        else if (ia >= na || b[ib] < a[ia] - offa) x = b[ib++];
+        else {
+            x = b[ib++];
+            ia++;
+        }
+        if (x == self) continue;
+        if (out) out[k] = (sap__cm_idx)x;
+        k++;
+    }
+    return k;
+}
+
+void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sap__cm_work *w)
+{
+    const sap_int m = e - s;
+    const sap_int *rp = A->rowptr, *ci = A->colind;
+    sap_int *tptr = w->tptr, *xadj = w->xadj, *cnt = w->cnt;
+    sap__cm_idx *tind = w->tind, *adj = w->adj, *adj2 = w->adj2, *bydeg = w->bydeg;
+    const sap_int work = rp[e] - rp[s];
+    const int nt = work > SAP_REORDER_PAR_MIN ? threads : 1;
+    (void)nt;
+
+    /* transposed pattern of the block: tind holds, for local column j, the local rows i
+     * with B(i, j) stored, increasing */
+    memset(tptr, 0, sizeof(sap_int) * (size_t)(m + 1));
+    for (sap_int i = s; i < e; i++)
+        for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) tptr[ci[p] - s + 1]++;
+    for (sap_int j = 0; j < m; j++) tptr[j + 1] += tptr[j];
+    /* fill using xadj as the cursor array */
+    memcpy(xadj, tptr, sizeof(sap_int) * (size_t)m);
+    for (sap_int i = s; i < e; i++)
+        for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) tind[xadj[ci[p] - s]++] = (sap__cm_idx)(i - s);
+
+    /* the union of row i and column i of B, diagonal excluded: count, then fill adj2 */
+    xadj[0] = 0;
+    SAP_ROMP("omp parallel for num_threads(nt) schedule(static)")
+    for (sap_int i = 0; i < m; i++) {
+        sap_int p0 = row_lower_bound(A, i + s, s), p1 = p0;
+        while (p1 < rp[i + s + 1] && ci[p1] < e) p1++;
+        xadj[i + 1] = merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, NULL);
+    }
+    for (sap_int i = 0; i < m; i++) xadj[i + 1] += xadj[i];
+    SAP_ROMP("omp parallel for num_threads(nt) schedule(static)")
+    for (sap_int i = 0; i < m; i++) {
+        sap_int p0 = row_lower_bound(A, i + s, s), p1 = p0;
+        while (p1 < rp[i + s + 1] && ci[p1] < e) p1++;
+        merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, adj2 + xadj[i]);
+    }
+
+    /* nodes by (degree, index): a stable counting sort */
+    memset(cnt, 0, sizeof(sap_int) * (size_t)(m + 1));
+    for (sap_int v = 0; v < m; v++) cnt[xadj[v + 1] - xadj[v] + 1]++;
+    for (sap_int d = 0; d < m; d++) cnt[d + 1] += cnt[d];
+    for (sap_int v = 0; v < m; v++) bydeg[cnt[xadj[v + 1] - xadj[v]]++] = (sap__cm_idx)v;
+
+    /* neighbour lists by (degree, index) without comparisons: visiting the nodes v in
+     * that order and appending v to the list of each neighbour u fills every list in
+     * order (the graph is symmetric).  tptr is free again and serves as the cursor. */
+    memcpy(tptr, xadj, sizeof(sap_int) * (size_t)m);
+    for (sap_int k = 0; k < m; k++) {
+        const sap__cm_idx v = bydeg[k];
+        for (sap_int p = xadj[v]; p < xadj[v + 1]; p++) adj[tptr[adj2[p]]++] = v;
+    }
+}
+
+sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e)
+{
+    sap_int K = 0;
+    for (sap_int i = s; i < e; i++) {
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            sap_int j = A->colind[p];
+            if (j < s) continue;
+            if (j >= e) break;
+            sap_int d = j > i ? j - i : i - j;
+            if (d > K) K = d;
+        }
+    }
+    return K;
+}
+
+/* ---- one CM search ---------------------------------------------------------------------- */
+
+typedef struct cm_run {
+    sap_int start;
+    sap_int size;       /* nodes reached (the component) */
+    sap_int bw;         /* bandwidth of the ordering */
+    sap_int height;     /* levels */
+    sap_int width;      /* widest level */
+    sap_int last_level; /* q index where the last level starts */
+    sap_int env_cm, env_rcm;
+    int aborted;
+} cm_run;
+
+/* CM search from 'start' writing the order into q; stops early (aborted = 1) once the
+ * bandwidth reaches abort_bw. */
+static cm_run cm_search(sap__cm_work *w, sap_int start, sap__cm_idx *q, sap_int abort_bw)
+{
+    const sap_int *xadj = w->xadj;
+    const sap__cm_idx *adj = w->adj;
+    sap_int *stamp = w->stamp;
+    const sap_int run = ++w->run;
+    const sap_int key0 = run * (w->cap_n + 1); /* stamp = key0 + position in this run */
+    cm_run r;
+    memset(&r, 0, sizeof(r));
+    r.start = start;
+    sap_int head = 0, tail = 0, level_end = 1, level_start = 0;
+    sap_int bw = 0, env_cm = 0, env_rcm = 0, height = 1, width = 1;
+    q[tail++] = (sap__cm_idx)start;
+    stamp[start] = key0;
+    while (head < tail) {
+        if (head == level_end) {
+            level_start = head;
+            level_end = tail;
+            height++;
+            if (tail - head > width) width = tail - head;
+        }
+        const sap_int k = head;
+        const sap_int u = q[head++];
+        sap_int minp = k, maxp = k;
+        for (sap_int p = xadj[u]; p < xadj[u + 1]; p++) {
+            const sap__cm_idx v = adj[p];
+            sap_int pv = stamp[v] - key0;
+            if (pv < 0) {
+                pv = tail;
+                stamp[v] = key0 + tail;
+                q[tail++] = v;
+            }
+            if (pv > maxp) maxp = pv;
+            if (pv < minp) minp = pv;
+        }
+        env_cm += k - minp;
+        env_rcm += maxp - k;
+        if (maxp - k > bw) {
+            bw = maxp - k;
+            if (bw >= abort_bw) {
+                r.aborted = 1;
+                r.bw = bw;
+                return r;
+            }
+        }
+    }
+    r.size = tail;
+    r.bw = bw;
+    r.height = height;
+    r.width = width;
+    r.last_level = level_start;
+    r.env_cm = env_cm;
+    r.env_rcm = env_rcm;
+    return r;
+}
+
+static inline void copy_order(sap_int *dst, const sap__cm_idx *src, sap_int len)
+{
+    for (sap_int k = 0; k < len; k++) dst[k] = src[k];
+}
+
+/* The untried node of minimum degree (ties: first in order) in q[from..to). */
+static sap_int pick_candidate(const sap__cm_work *w, const sap__cm_idx *q, sap_int from, sap_int to,
+                              const sap_int *tried, int ntried)
+{
+    sap_int best = -1, bestdeg = 0;
+    for (sap_int k = from; k < to; k++) {
+        sap_int v = q[k];
+        int seen = 0;
+        for (int t = 0; t < ntried; t++)
+            if (tried[t] == v) {
+                seen = 1;
+                break;
+            }
+        if (seen) continue;
+        sap_int d = w->xadj[v + 1] - w->xadj[v];
+        if (best < 0 || d < bestdeg) {
+            best = v;
+            bestdeg = d;
+        }
+    }
+    return best;
+}
+
+void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm_result *res)
+{
+    const sap_int *xadj = w->xadj;
+    const sap__cm_idx *bydeg = w->bydeg;
+    sap_int *stamp = w->stamp, *cnt = w->cnt;
+    memset(res, 0, sizeof(*res));
+    if (m == 0) {
+        res->reversed = flags != SAP_CM_FORCE_CM;
+        return;
+    }
+
+    /* stamps encode run * (cap_n + 1) + position; start afresh well before they overflow */
+    const sap_int span = w->cap_n + 1;
+    if (w->run > (INT64_MAX / 4) / span - (CM_MAX_TRIES + 1) * (m + 1)) {
+        memset(stamp, 0, sizeof(sap_int) * (size_t)w->cap_n);
+        w->run = 0;
+    }
+    /* a node belongs to an ordered component once a search of this call reached it (or it
+     * was placed as an isolated node, stamped with this call's own first key) */
+    const sap_int first_key = ++w->run * span;
+    sap_int base = 0, bw = 0, env_cm = 0, env_rcm = 0, ncomp = 0, tries = 0;
+    /* component starts are kept in cnt (free again) for the reversal */
+    for (sap_int k = 0; k < m; k++) {
+        sap_int s0 = bydeg[k];
+        if (stamp[s0] >= first_key) continue;
+        cnt[ncomp++] = base;
+        if (xadj[s0 + 1] == xadj[s0]) { /* isolated node */
+            stamp[s0] = first_key;
+            perm[base++] = s0;
+            continue;
+        }
+        sap_int tried[CM_MAX_TRIES];
+        int ntried = 0;
+        int cur = 0; /* q[cur] holds the deepest level structure so far */
+        const sap_int comp_key = (w->run + 1) * span; /* stamps >= comp_key: this component */
+        cm_run best = cm_search(w, s0, w->q[cur], INT64_MAX);
+        tries++;
+        tried[ntried++] = s0;
+        cm_run deep = best;
+        copy_order(perm + base, w->q[cur], best.size);
+        const sap_int size = best.size;
+        if (size > 2) {
+            /* pseudo-peripheral walk: go on while the height grows */
+            while (ntried < CM_WALK_TRIES) {
+                sap_int s = pick_candidate(w, w->q[cur], deep.last_level, deep.size, tried, ntried);
+                if (s < 0) break;
+                cm_run r = cm_search(w, s, w->q[1 - cur], INT64_MAX);
+                tries++;
+                tried[ntried++] = s;
+                if (r.bw < best.bw || (r.bw == best.bw && r.env_rcm < best.env_rcm)) {
+                    best = r;
+                    copy_order(perm + base, w->q[1 - cur], size);
+                }
+                if (r.height > deep.height) {
+                    deep = r;
+                    cur = 1 - cur;
+                } else {
+                    break;
+                }
+            }
+            /* extra low-degree candidates of the deepest structure's last level */
+            for (int x = 0; x < CM_EXTRA_TRIES; x++) {
+                sap_int s = pick_candidate(w, w->q[cur], deep.last_level, deep.size, tried, ntried);
+                if (s < 0) break;
+                cm_run r = cm_search(w, s, w->q[1 - cur], best.bw);
+                tries++;
+                tried[ntried++] = s;
+                if (!r.aborted && r.bw < best.bw) {
+                    best = r;
+                    copy_order(perm + base, w->q[1 - cur], size);
+                }
+            }
+            /* the next lowest-degree nodes of the component (bydeg order): the bandwidth
+             * is sensitive to ties among the low-degree candidates */
+            int left = CM_MINDEG_TRIES;
+            for (sap_int kk = k + 1; kk < m && left > 0; kk++) {
+                sap_int s = bydeg[kk];
+                if (stamp[s] < comp_key) continue;
+                int seen = 0;
+                for (int t = 0; t < ntried && !seen; t++) seen = tried[t] == s;
+                if (seen) continue;
+                left--;
+                cm_run r = cm_search(w, s, w->q[1 - cur], best.bw);
+                tries++;
+                tried[ntried++] = s;
+                if (!r.aborted && r.bw < best.bw) {
+                    best = r;
+                    copy_order(perm + base, w->q[1 - cur], size);
+                }
+            }
+            /* an aborted search leaves part of the component stamped with its run, which
+             * is >= first_key: the whole component counts as ordered, as it should */
+        }
+        if (best.bw > bw) bw = best.bw;
+        env_cm += best.env_cm;
+        env_rcm += best.env_rcm;
+        base += size;
+    }
+    int reverse = flags == SAP_CM_FORCE_RCM || (flags != SAP_CM_FORCE_CM && env_rcm <= env_cm);
+    if (reverse) {
+        for (sap_int c = 0; c < ncomp; c++) {
+            sap_int lo = cnt[c], hi = (c + 1 < ncomp ? cnt[c + 1] : m) - 1;
+            while (lo < hi) {
+                sap_int t = perm[lo];
+                perm[lo++] = perm[hi];
+                perm[hi--] = t;
+            }
+        }
+    }
+    res->bandwidth = bw;
+    res->components = ncomp;
+    res->tries = tries;
+    res->profile_cm = env_cm;
+    res->profile_rcm = env_rcm;
+    res->reversed = reverse;
+}
+
+/* ---- the public CM stage ------------------------------------------------------------------ */
+
+sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_info *info)
+{
+    if (!A) return SAP_ERR_INVALID;
+    sap_context *ctx = A->ctx;
+    if (A->nrows != A->ncols)
+        return SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "Cuthill-McKee of a %lld x %lld matrix", (long long)A->nrows,
+                         (long long)A->ncols);
+    if (flags < SAP_CM_AUTO || flags > SAP_CM_FORCE_CM)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "unknown Cuthill-McKee flags %d", flags);
+    const sap_int n = A->nrows;
+    if (!perm && n > 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "perm is NULL");
+    const double t0 = sap__wtime();
+    sap_status st = SAP_OK;
+    sap__cm_work w;
+    memset(&w, 0, sizeof(w));
+    SAP_TRY(sap__cm_work_create(ctx, n, A->nnz, &w));
+    sap__cm_build_graph(A, 0, n, sap__threads(ctx), &w);
+    sap__cm_result r;
+    sap__cm_order(&w, n, flags, perm, &r);
+    sap_int K0 = sap__block_bandwidth(A, 0, n);
+    int chosen = r.reversed ? SAP_CM_FORCE_RCM : SAP_CM_FORCE_CM;
+    sap_int K1 = r.bandwidth;
+    if (flags == SAP_CM_AUTO && K0 <= r.bandwidth) {
+        for (sap_int i = 0; i < n; i++) perm[i] = i;
+        chosen = SAP_CM_AUTO;
+        K1 = K0;
+    }
+    if (info) {
+        memset(info, 0, sizeof(*info));
+        info->K_before = K0;
+        info->K_after = K1;
+        info->chosen = chosen;
+        info->components = r.components;
+        info->tries = r.tries;
+        info->profile_cm = r.profile_cm;
+        info->profile_rcm = r.profile_rcm;
+        info->time = sap__wtime() - t0;
+    }
+cleanup:
+    sap__cm_work_free(ctx, &w);
+    return st;
+}

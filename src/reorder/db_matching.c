@@ -1,0 +1,369 @@
+/* db_matching.c -- diagonal boosting (DB): the row permutation that maximizes the product
+ * of the absolute diagonal entries, and the scaling to I-matrix form.
+ *
+ * With a_i = max_j |a_ij| (row maxima, eq. (12) of the SaP report), maximizing
+ * prod_i |a_{i,s(i)}| over permutations s is the same as minimizing sum_i c_{i,s(i)} with
+ * c_ij = log a_i - log |a_ij| >= 0 on the entries (explicit zeros are not edges): a
+ * minimum-cost perfect matching of the bipartite row/column graph.  It is solved in
+ * the four stages of the report:
+ *   S1 weights      row maxima and c_ij (parallel over rows);
+ *   S2 initial      dual variables u (rows) and v (columns) with u_i + v_j <= c_ij:
+ *                   v_j = min_i c_ij, u_i = min_j (c_ij - v_j); rows are matched greedily
+ *                   along tight edges (reduced cost c_ij - u_i - v_j = 0), then by
+ *                   length-two augmentations through tight edges;
+ *   S3 augment      for each row still unmatched, Dijkstra on the reduced costs (a binary
+ *                   heap of columns keyed by distance) finds a shortest augmenting path;
+ *                   the duals are updated so every reduced cost stays >= 0 and the matched
+ *                   ones 0, then the path is flipped;
+ *   S4 extract      permutation (column j's row becomes row j) and scaling factors
+ *                   r_i = exp(u_i) / a_i, c_j = exp(v_j) (parallel).
+ * Because u_i + v_j <= c_ij with equality on the matching, |r_i a_ij c_j| =
+ * exp(-(c_ij - u_i - v_j)) <= 1 and = 1 on the matched entries.
+ *
+ * A search that finds no free column means A is structurally singular; the structural
+ * rank is then computed by the maximum-matching DFS, warm-started from the partial
+ * matching, and reported. */
+#include "reorder_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- binary min-heap of columns keyed by dist[] -------------------------------------- */
+
+typedef struct col_heap {
+    sap_int *h;     /* heap of column ids */
+    sap_int *where; /* position in h, -1 when absent */
+    sap_int size;
+    const double *key;
+} col_heap;
+
+static inline void heap_up(col_heap *H, sap_int k)
+{
+    sap_int *h = H->h;
+    sap_int c = h[k];
+    double kc = H->key[c];
+    while (k > 0) {
+        sap_int parent = (k - 1) >> 1;
+        sap_int pc = h[parent];
+        if (H->key[pc] <= kc) break;
+        h[k] = pc;
+        H->where[pc] = k;
+        k = parent;
+    }
+    h[k] = c;
+    H->where[c] = k;
+}
+
+static inline void heap_down(col_heap *H, sap_int k)
+{
+    sap_int *h = H->h;
+    sap_int n = H->size;
+    sap_int c = h[k];
+    double kc = H->key[c];
+    for (;;) {
+        sap_int child = 2 * k + 1;
+        if (child >= n) break;
+        if (child + 1 < n && H->key[h[child + 1]] < H->key[h[child]]) child++;
+        if (H->key[h[child]] >= kc) break;
+        h[k] = h[child];
+        H->where[h[k]] = k;
+        k = child;
+    }
+    h[k] = c;
+    H->where[c] = k;
+}
+
+static inline void heap_push_or_decrease(col_heap *H, sap_int c)
+{
+    sap_int k = H->where[c];
+    if (k < 0) {
+        k = H->size++;
+        H->h[k] = c;
+    }
+    heap_up(H, k);
+}
+
+static inline sap_int heap_pop(col_heap *H)
+{
+    sap_int top = H->h[0];
+    H->where[top] = -1;
+    H->size--;
+    if (H->size > 0) {
+        H->h[0] = H->h[H->size];
+        H->where[H->h[0]] = 0;
+        heap_down(H, 0);
+    }
+    return top;
+}
+
+/* ---- the matching ------------------------------------------------------------------------ */
+
+sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
+                           sap_db_info *info)
+{
+    if (!A) return SAP_ERR_INVALID;
+    sap_context *ctx = A->ctx;
+    if (A->nrows != A->ncols)
+        return SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "diagonal boosting of a %lld x %lld matrix", (long long)A->nrows,
+                         (long long)A->ncols);
+    const sap_int n = A->nrows, nnz = A->nnz;
+    if (!rowperm && n > 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "rowperm is NULL");
+    if ((row_scale == NULL) != (col_scale == NULL))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "row_scale and col_scale must both be given or both be NULL");
+    const double t0 = sap__wtime();
+    const sap_int *rp = A->rowptr, *ci = A->colind;
+    const double *val = A->val;
+    const int nt = sap__threads(ctx);
+    (void)nt; /* used by the OpenMP pragmas only */
+    sap_db_info inf;
+    memset(&inf, 0, sizeof(inf));
+    inf.n = n;
+
+    sap_status st = SAP_OK;
+    double *c = NULL, *u = NULL, *v = NULL, *loga = NULL, *dist = NULL;
+    sap_int *mrow = NULL, *mcol = NULL, *mpos = NULL, *pred = NULL, *predpos = NULL, *cursor = NULL;
+    sap_int *touched = NULL, *finals = NULL, *hh = NULL, *where = NULL;
+    unsigned char *cstate = NULL;
+    SAP_ALLOC(ctx, c, nnz);
+    SAP_ALLOC(ctx, u, n);
+    SAP_ALLOC(ctx, v, n);
+    SAP_ALLOC(ctx, loga, n);
+    SAP_ALLOC(ctx, mrow, n);
+    SAP_ALLOC(ctx, mcol, n);
+    SAP_ALLOC(ctx, mpos, n);
+
+    /* ---- S1: weights ------------------------------------------------------------------ */
+    double t1 = sap__wtime();
+    sap_int nonfinite = 0;
+    SAP_ROMP("omp parallel for num_threads(nt) schedule(static) reduction(+ : nonfinite) if (nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++) {
+        double amax = 0.0;
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            double a = fabs(val[p]);
+            if (!isfinite(a)) nonfinite++;
+            if (a > amax) amax = a;
+        }
+        double la = amax > 0.0 ? log(amax) : 0.0;
+        loga[i] = la;
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            double a = fabs(val[p]);
+            c[p] = a > 0.0 ? (a == amax ? 0.0 : la - log(a)) : INFINITY;
+        }
+    }
+    if (nonfinite) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
+    inf.time_weights = sap__wtime() - t1;
+
+    /* ---- S2: duals and the greedy initial matching -------------------------------------- */
+    t1 = sap__wtime();
+    for (sap_int j = 0; j < n; j++) {
+        v[j] = INFINITY;
+        mcol[j] = -1;
+    }
+    for (sap_int p = 0; p < nnz; p++) {
+        sap_int j = ci[p];
+        if (c[p] < v[j]) v[j] = c[p];
+    }
+    for (sap_int j = 0; j < n; j++)
+        if (v[j] == INFINITY) v[j] = 0.0; /* empty column: A is singular, any value works */
+    SAP_ROMP("omp parallel for num_threads(nt) schedule(static) if (nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++) {
+        double best = INFINITY;
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            double r = c[p] - v[ci[p]];
+            if (r < best) best = r;
+        }
+        u[i] = best == INFINITY ? 0.0 : best;
+        mrow[i] = -1;
+        mpos[i] = -1;
+    }
+    sap_int matched = 0;
+    /* pass 1: a free column along a tight edge */
+    for (sap_int i = 0; i < n; i++) {
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            sap_int j = ci[p];
+            if (mcol[j] < 0 && c[p] - v[j] <= u[i]) {
+                mrow[i] = j;
+                mcol[j] = i;
+                mpos[i] = p;
+                matched++;
+                break;
+            }
+        }
+    }
+    /* pass 2: for a row still free, a tight edge to a matched column j whose row k can move
+     * to another free column along a tight edge.  cursor[k] only moves forward: columns
+     * once matched stay matched and tightness does not change in this stage. */
+    if (matched < n) {
+        SAP_ALLOC(ctx, cursor, n);
+        for (sap_int i = 0; i < n; i++) cursor[i] = rp[i];
+        for (sap_int i = 0; i < n && matched < n; i++) {
+            if (mrow[i] >= 0) continue;
+            for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+                sap_int j = ci[p];
+                if (c[p] - v[j] > u[i]) continue;
+                sap_int k = mcol[j];
+                sap_int q = cursor[k], qend = rp[k + 1];
+                while (q < qend && !(mcol[ci[q]] < 0 && c[q] - v[ci[q]] <= u[k])) q++;
+                cursor[k] = q;
+                if (q < qend) {
+                    sap_int j2 = ci[q];
+                    mrow[k] = j2;
+                    mcol[j2] = k;
+                    mpos[k] = q;
+                    mrow[i] = j;
+                    mcol[j] = i;
+                    mpos[i] = p;
+                    matched++;
+                    break;
+                }
+            }
+        }
+    }
+    inf.initial_matched = matched;
+    inf.time_initial = sap__wtime() - t1;
+
+    /* ---- S3: shortest augmenting paths ------------------------------------------------------ */
+    t1 = sap__wtime();
+    if (matched < n) {
+        SAP_ALLOC(ctx, dist, n);
+        SAP_ALLOC(ctx, pred, n);
+        SAP_ALLOC(ctx, predpos, n);
+        SAP_ALLOC(ctx, touched, n);
+        SAP_ALLOC(ctx, finals, n);
+        SAP_ALLOC(ctx, hh, n);
+        SAP_ALLOC(ctx, where, n);
+        SAP_CALLOC(ctx, cstate, n); /* 0 untouched, 1 in the heap, 2 final */
+        for (sap_int j = 0; j < n; j++) where[j] = -1;
+        col_heap H = {hh, where, 0, dist};
+        for (sap_int root = 0; root < n; root++) {
+            if (mrow[root] >= 0) continue;
+            sap_int ntouched = 0, nfinal = 0;
+            double lsap = INFINITY;
+            sap_int jsap = -1;
+            sap_int i = root;
+            double di = 0.0;
+            H.size = 0;
+            for (;;) {
+                /* scan row i, reached at distance di */
+                const double ui = u[i];
+                for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+                    double cp = c[p];
+                    if (cp == INFINITY) continue;
+                    sap_int j = ci[p];
+                    if (cstate[j] == 2) continue;
+                    double red = cp - ui - v[j];
+                    double nd = di + (red > 0.0 ? red : 0.0);
+                    if (nd >= lsap) continue;
+                    if (mcol[j] < 0) {
+                        lsap = nd;
+                        jsap = j;
+                        pred[j] = i;
+                        predpos[j] = p;
+                        continue;
+                    }
+                    if (cstate[j] == 0) {
+                        cstate[j] = 1;
+                        touched[ntouched++] = j;
+                        dist[j] = nd;
+                        pred[j] = i;
+                        predpos[j] = p;
+                        heap_push_or_decrease(&H, j);
+                    } else if (nd < dist[j]) {
+                        dist[j] = nd;
+                        pred[j] = i;
+                        predpos[j] = p;
+                        heap_push_or_decrease(&H, j);
+                    }
+                }
+                /* the closest column not yet final, if it can still beat lsap */
+                if (H.size == 0 || dist[H.h[0]] >= lsap) break;
+                sap_int j = heap_pop(&H);
+                cstate[j] = 2;
+                finals[nfinal++] = j;
+                i = mcol[j];
+                di = dist[j];
+            }
+            if (jsap >= 0) {
+                /* duals: rows reached at d_i gain lsap - d_i, final columns lose lsap - dist */
+                u[root] += lsap;
+                for (sap_int k = 0; k < nfinal; k++) {
+                    sap_int j = finals[k];
+                    double delta = lsap - dist[j];
+                    u[mcol[j]] += delta;
+                    v[j] -= delta;
+                }
+                /* flip the path */
+                sap_int j = jsap;
+                for (;;) {
+                    sap_int r = pred[j];
+                    sap_int next = mrow[r];
+                    mrow[r] = j;
+                    mcol[j] = r;
+                    mpos[r] = predpos[j];
+                    if (r == root) break;
+                    j = next;
+                }
+                matched++;
+                inf.augmentations++;
+            }
+            for (sap_int k = 0; k < ntouched; k++) {
+                cstate[touched[k]] = 0;
+                where[touched[k]] = -1;
+            }
+            if (jsap < 0) {
+                /* no augmenting path from root: A is structurally singular; find its rank */
+                sap_int size = 0;
+                SAP_TRY(sap__max_matching(A, mrow, mcol, &size));
+                inf.matched = size;
+                inf.time_augment = sap__wtime() - t1;
+                inf.time = sap__wtime() - t0;
+                SAP_FAIL(ctx, SAP_ERR_STRUCTURALLY_SINGULAR,
+                         "matrix is structurally singular: structural rank %lld of %lld (row %lld cannot be matched)",
+                         (long long)size, (long long)n, (long long)root);
+            }
+        }
+    }
+    inf.matched = matched;
+    inf.time_augment = sap__wtime() - t1;
+
+    /* ---- S4: permutation, cost and scaling ------------------------------------------------- */
+    t1 = sap__wtime();
+    double cost = 0.0, logp = 0.0;
+    for (sap_int i = 0; i < n; i++) {
+        sap_int p = mpos[i];
+        cost += c[p];
+        logp += log(fabs(val[p]));
+    }
+    if (n > 0) memcpy(rowperm, mcol, sizeof(sap_int) * (size_t)n);
+    if (row_scale) {
+        SAP_ROMP("omp parallel for num_threads(nt) schedule(static) if (n > SAP_REORDER_PAR_MIN)")
+        for (sap_int i = 0; i < n; i++) {
+            row_scale[i] = exp(u[i] - loga[i]);
+            col_scale[i] = exp(v[i]);
+        }
+    }
+    inf.cost = cost;
+    inf.log_product = logp;
+    inf.time_extract = sap__wtime() - t1;
+    inf.time = sap__wtime() - t0;
+
+cleanup:
+    if (info) *info = inf;
+    sap__free(ctx, c);
+    sap__free(ctx, u);
+    sap__free(ctx, v);
+    sap__free(ctx, loga);
+    sap__free(ctx, mrow);
+    sap__free(ctx, mcol);
+    sap__free(ctx, mpos);
+    sap__free(ctx, cursor);
+    sap__free(ctx, dist);
+    sap__free(ctx, pred);
+    sap__free(ctx, predpos);
+    sap__free(ctx, touched);
+    sap__free(ctx, finals);
+    sap__free(ctx, hh);
+    sap__free(ctx, where);
+    sap__free(ctx, cstate);
+    return st;
+}

@@ -1,0 +1,320 @@
+/* reorder.c -- the composed SaP preprocessing: DB (+ scaling) -> CM on A + A^T ->
+ * drop-off -> third stage, with the permutations and scalings kept so the solution of
+ * the reordered system maps back to the original one, and statistics after each stage.
+ *
+ * Bookkeeping.  Each stage applies a row permutation p_s and a column permutation q_s
+ * (new -> old) to the current matrix; the overall maps compose as
+ * row_perm[i] = row_perm_prev[p_s[i]] and col_perm[j] = col_perm_prev[q_s[j]].  DB permutes
+ * rows only; CM and the third stage are symmetric.  Scaling (DB) multiplies each entry as
+ * (r_i * a_ij) * c_j, and sap_reorder_undo_matrix divides in the reverse order. */
+#include "reorder_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+void sap_reorder_options_init(sap_reorder_options *opt)
+{
+    if (!opt) return;
+    memset(opt, 0, sizeof(*opt));
+    opt->db = SAP_DB_PRODUCT;
+    opt->scale = 1;
+    opt->cm = 1;
+    opt->cm_flags = SAP_CM_AUTO;
+    opt->drop_delta = 1.0;
+    opt->partitions = 1;
+    opt->stats = 1;
+}
+
+void sap_reorder_result_destroy(sap_reorder_result *res)
+{
+    if (!res) return;
+    sap_context *ctx = res->ctx;
+    sap__free(ctx, res->row_perm);
+    sap__free(ctx, res->col_perm);
+    sap__free(ctx, res->row_scale);
+    sap__free(ctx, res->col_scale);
+    sap_csr_destroy(res->A);
+    sap_csr_destroy(res->A_band);
+    sap__free(ctx, res->offsets);
+    sap__free(ctx, res->Ki_before);
+    sap__free(ctx, res->Ki);
+    sap__free(ctx, res);
+}
+
+/* Entries of the band of half-width K of an m x m matrix. */
+static double band_entries(sap_int m, sap_int K)
+{
+    if (m <= 0) return 0.0;
+    if (K >= m) K = m - 1;
+    return (double)m * (double)(2 * K + 1) - (double)K * (double)(K + 1);
+}
+
+/* Statistics of M after a stage (K from sap_csr_stats). */
+static sap_status stage_stats(const sap_csr *M, sap_reorder_stage *s)
+{
+    sap_matrix_stats ms;
+    sap_status st = sap_csr_stats(M, &ms);
+    if (st < 0) return st;
+    s->K = ms.half_bandwidth;
+    s->nnz = ms.nnz;
+    s->mean_row_width = ms.mean_row_width;
+    double be = band_entries(M->nrows, ms.half_bandwidth);
+    s->band_fill = be > 0 ? (double)ms.nnz / be : 0.0;
+    s->diag_dominance = ms.diag_dominance;
+    s->zero_diagonal = ms.zero_diagonal;
+    return SAP_OK;
+}
+
+/* In place: row i of M times rs[i], entry (i, j) then times cs[j]. */
+static void scale_rows_cols(sap_csr *M, const double *rs, const double *cs, int nt)
+{
+    const sap_int n = M->nrows;
+    (void)nt;
+    SAP_ROMP("omp parallel for num_threads(nt) schedule(static) if (M->nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++) {
+        const double ri = rs[i];
+        for (sap_int p = M->rowptr[i]; p < M->rowptr[i + 1]; p++) M->val[p] = (ri * M->val[p]) * cs[M->colind[p]];
+    }
+}
+
+sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **out)
+{
+    if (!A) return SAP_ERR_INVALID;
+    sap_context *ctx = A->ctx;
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output pointer is NULL");
+    *out = NULL;
+    if (A->nrows != A->ncols)
+        return SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "reordering a %lld x %lld matrix", (long long)A->nrows,
+                         (long long)A->ncols);
+    sap_reorder_options o;
+    sap_reorder_options_init(&o);
+    if (opt) o = *opt;
+    if (o.db != SAP_DB_NONE && o.db != SAP_DB_PRODUCT && o.db != SAP_DB_TRANSVERSAL)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "unknown DB mode %d", (int)o.db);
+    if (o.cm_flags < SAP_CM_AUTO || o.cm_flags > SAP_CM_FORCE_CM)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "unknown Cuthill-McKee flags %d", o.cm_flags);
+    if (!(o.drop_delta >= 0.0)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "drop_delta = %g", o.drop_delta);
+    const sap_int n = A->nrows;
+    const int nt = sap__threads(ctx);
+    sap_int P = o.partitions > 1 ? o.partitions : 1;
+    if (P > n && n > 0) P = n;
+    if (n == 0) P = 1;
+
+    sap_status st = SAP_OK;
+    sap_reorder_result *R = NULL;
+    sap_int *p = NULL, *tmp = NULL;
+    double *rsp = NULL;
+    sap_csr *cur = NULL, *next = NULL, *band = NULL;
+    double t;
+    SAP_CALLOC(ctx, R, 1);
+    R->ctx = ctx;
+    R->n = n;
+    R->P = P;
+    R->kept_fraction = 1.0;
+    SAP_ALLOC(ctx, R->row_perm, n);
+    SAP_ALLOC(ctx, R->col_perm, n);
+    SAP_ALLOC(ctx, R->offsets, P + 1);
+    SAP_ALLOC(ctx, R->Ki_before, P);
+    SAP_ALLOC(ctx, R->Ki, P);
+    SAP_ALLOC(ctx, p, n);
+    SAP_ALLOC(ctx, tmp, n);
+    for (sap_int i = 0; i < n; i++) R->row_perm[i] = R->col_perm[i] = i;
+    sap_partition_offsets(n, P, R->offsets);
+    if (o.stats) SAP_TRY(stage_stats(A, &R->stage[SAP_STAGE_ORIGINAL]));
+    R->stage[SAP_STAGE_ORIGINAL].done = 1;
+
+    /* ---- DB ---------------------------------------------------------------------------- */
+    t = sap__wtime();
+    if (o.db == SAP_DB_PRODUCT) {
+        int scale = o.scale != 0;
+        if (scale) {
+            SAP_ALLOC(ctx, R->row_scale, n);
+            SAP_ALLOC(ctx, R->col_scale, n);
+        }
+        SAP_TRY(sap_db_matching(A, p, R->row_scale, R->col_scale, &R->db));
+        SAP_TRY(sap_csr_permute(A, p, NULL, &cur));
+        if (scale) {
+            SAP_ALLOC(ctx, rsp, n);
+            for (sap_int i = 0; i < n; i++) rsp[i] = R->row_scale[p[i]];
+            scale_rows_cols(cur, rsp, R->col_scale, nt);
+            SAP_FREE(ctx, rsp);
+        }
+    } else if (o.db == SAP_DB_TRANSVERSAL) {
+        sap_int matched = 0;
+        SAP_TRY(sap_max_transversal(A, p, &matched));
+        R->db.n = n;
+        R->db.matched = matched;
+        SAP_TRY(sap_csr_permute(A, p, NULL, &cur));
+    } else {
+        SAP_TRY(sap_csr_copy(A, &cur));
+    }
+    if (o.db != SAP_DB_NONE) {
+        memcpy(R->row_perm, p, sizeof(sap_int) * (size_t)n);
+        R->stage[SAP_STAGE_DB].time = sap__wtime() - t;
+        R->stage[SAP_STAGE_DB].done = 1;
+        if (o.stats) SAP_TRY(stage_stats(cur, &R->stage[SAP_STAGE_DB]));
+    }
+
+    /* ---- CM on cur + cur^T -------------------------------------------------------------- */
+    if (o.cm) {
+        t = sap__wtime();
+        SAP_TRY(sap_cm_reorder(cur, o.cm_flags, p, &R->cm));
+        if (R->cm.chosen != SAP_CM_AUTO) { /* AUTO reports the identity kept */
+            SAP_TRY(sap_csr_permute(cur, p, p, &next));
+            sap_csr_destroy(cur);
+            cur = next;
+            next = NULL;
+            for (sap_int i = 0; i < n; i++) tmp[i] = R->row_perm[p[i]];
+            memcpy(R->row_perm, tmp, sizeof(sap_int) * (size_t)n);
+            for (sap_int i = 0; i < n; i++) tmp[i] = R->col_perm[p[i]];
+            memcpy(R->col_perm, tmp, sizeof(sap_int) * (size_t)n);
+        }
+        R->stage[SAP_STAGE_CM].time = sap__wtime() - t;
+        R->stage[SAP_STAGE_CM].done = 1;
+        if (o.stats) SAP_TRY(stage_stats(cur, &R->stage[SAP_STAGE_CM]));
+    }
+    R->K_drop = sap__block_bandwidth(cur, 0, n);
+
+    /* ---- drop-off ------------------------------------------------------------------------ */
+    if (o.drop_delta < 1.0) {
+        t = sap__wtime();
+        sap_int K = 0;
+        SAP_TRY(sap_drop_off(cur, o.drop_delta, &K, &R->kept_fraction));
+        SAP_TRY(sap_csr_band_drop(cur, K, &band));
+        R->K_drop = K;
+        R->stage[SAP_STAGE_DROP].time = sap__wtime() - t;
+        R->stage[SAP_STAGE_DROP].done = 1;
+        if (o.stats) SAP_TRY(stage_stats(band, &R->stage[SAP_STAGE_DROP]));
+        R->stage[SAP_STAGE_DROP].K = K;
+    }
+
+    /* ---- third stage --------------------------------------------------------------------- */
+    if (P > 1) {
+        t = sap__wtime();
+        const sap_csr *B = band ? band : cur;
+        SAP_TRY(sap_third_stage(B, P, o.cm_flags, p, R->Ki_before, R->Ki));
+        SAP_TRY(sap_csr_permute(cur, p, p, &next));
+        sap_csr_destroy(cur);
+        cur = next;
+        next = NULL;
+        if (band) {
+            SAP_TRY(sap_csr_permute(band, p, p, &next));
+            sap_csr_destroy(band);
+            band = next;
+            next = NULL;
+        }
+        for (sap_int i = 0; i < n; i++) tmp[i] = R->row_perm[p[i]];
+        memcpy(R->row_perm, tmp, sizeof(sap_int) * (size_t)n);
+        for (sap_int i = 0; i < n; i++) tmp[i] = R->col_perm[p[i]];
+        memcpy(R->col_perm, tmp, sizeof(sap_int) * (size_t)n);
+        R->stage[SAP_STAGE_THIRD].time = sap__wtime() - t;
+        R->stage[SAP_STAGE_THIRD].done = 1;
+        if (o.stats) {
+            const sap_csr *F = band ? band : cur;
+            sap_reorder_stage *s = &R->stage[SAP_STAGE_THIRD];
+            SAP_TRY(stage_stats(F, s));
+            sap_int kmax = 0, inblock = 0;
+            double be = 0.0;
+            for (sap_int b = 0; b < P; b++) {
+                sap_int s0 = R->offsets[b], s1 = R->offsets[b + 1];
+                if (R->Ki[b] > kmax) kmax = R->Ki[b];
+                be += band_entries(s1 - s0, R->Ki[b]);
+                for (sap_int i = s0; i < s1; i++)
+                    for (sap_int q = F->rowptr[i]; q < F->rowptr[i + 1]; q++) inblock += F->colind[q] >= s0 && F->colind[q] < s1;
+            }
+            s->K = kmax;
+            s->band_fill = be > 0 ? (double)inblock / be : 0.0;
+        }
+    } else {
+        sap_int K = sap__block_bandwidth(band ? band : cur, 0, n);
+        R->Ki_before[0] = R->Ki[0] = K;
+    }
+
+    R->A = cur;
+    cur = NULL;
+    R->A_band = band;
+    band = NULL;
+    R->time_total = 0.0;
+    for (int s = 0; s < SAP_REORDER_STAGES; s++) R->time_total += R->stage[s].time;
+    *out = R;
+    R = NULL;
+cleanup:
+    sap_reorder_result_destroy(R);
+    sap_csr_destroy(cur);
+    sap_csr_destroy(next);
+    sap_csr_destroy(band);
+    sap__free(ctx, p);
+    sap__free(ctx, tmp);
+    sap__free(ctx, rsp);
+    return st;
+}
+
+/* ---- mapping vectors and matrices between the two systems ----------------------------------- */
+
+sap_status sap_reorder_apply_rhs(const sap_reorder_result *res, const double *b, double *bhat)
+{
+    if (!res) return SAP_ERR_INVALID;
+    if ((!b || !bhat) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
+    for (sap_int i = 0; i < res->n; i++) {
+        sap_int o = res->row_perm[i];
+        bhat[i] = res->row_scale ? res->row_scale[o] * b[o] : b[o];
+    }
+    return SAP_OK;
+}
+
+sap_status sap_reorder_undo_solution(const sap_reorder_result *res, const double *y, double *x)
+{
+    if (!res) return SAP_ERR_INVALID;
+    if ((!y || !x) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
+    for (sap_int j = 0; j < res->n; j++) {
+        sap_int o = res->col_perm[j];
+        x[o] = res->col_scale ? res->col_scale[o] * y[j] : y[j];
+    }
+    return SAP_OK;
+}
+
+sap_status sap_reorder_apply_solution(const sap_reorder_result *res, const double *x, double *y)
+{
+    if (!res) return SAP_ERR_INVALID;
+    if ((!y || !x) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
+    for (sap_int j = 0; j < res->n; j++) {
+        sap_int o = res->col_perm[j];
+        y[j] = res->col_scale ? x[o] / res->col_scale[o] : x[o];
+    }
+    return SAP_OK;
+}
+
+sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr *B, sap_csr **A)
+{
+    if (!res || !B) return SAP_ERR_INVALID;
+    sap_context *ctx = res->ctx;
+    if (!A) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output pointer is NULL");
+    *A = NULL;
+    const sap_int n = res->n;
+    if (B->nrows != n || B->ncols != n)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "matrix is %lld x %lld, the reordering is for n = %lld",
+                         (long long)B->nrows, (long long)B->ncols, (long long)n);
+    sap_status st = SAP_OK;
+    sap_csr *C = NULL;
+    sap_int *pinv = NULL, *qinv = NULL;
+    SAP_ALLOC(ctx, pinv, n);
+    SAP_ALLOC(ctx, qinv, n);
+    SAP_TRY(sap_csr_copy(B, &C));
+    if (res->row_scale) {
+        for (sap_int i = 0; i < n; i++) {
+            const double ri = res->row_scale[res->row_perm[i]];
+            for (sap_int p = C->rowptr[i]; p < C->rowptr[i + 1]; p++)
+                C->val[p] = (C->val[p] / res->col_scale[res->col_perm[C->colind[p]]]) / ri;
+        }
+    }
+    for (sap_int i = 0; i < n; i++) {
+        pinv[res->row_perm[i]] = i;
+        qinv[res->col_perm[i]] = i;
+    }
+    SAP_TRY(sap_csr_permute(C, pinv, qinv, A));
+cleanup:
+    sap_csr_destroy(C);
+    sap__free(ctx, pinv);
+    sap__free(ctx, qinv);
+    return st;
+}

@@ -1,0 +1,83 @@
+/* reorder_internal.h -- pieces shared by the reordering sources (src/reorder): the
+ * maximum-cardinality matching used by the transversal and by DB's singular-matrix
+ * path, and the symmetric graph + Cuthill-McKee core shared by the global CM stage and
+ * the per-block third stage.  Not installed. */
+#ifndef SAP_REORDER_INTERNAL_H
+#define SAP_REORDER_INTERNAL_H
+
+#include "sap_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#define SAP_ROMP(x) _Pragma(x)
+#else
+#define SAP_ROMP(x)
+#endif
+
+/* Parallel loops only pay above this much work (entries touched). */
+#define SAP_REORDER_PAR_MIN 200000
+
+/* ---- matching (transversal.c) ---------------------------------------------------- */
+
+/* Maximum-cardinality matching of the bipartite row/column graph of the square A,
+ * explicit zeros excluded (DFS with lookahead, MC21 style).  match_row[i] is the column
+ * of row i (-1 if unmatched), match_col[j] the row of column j; on entry they may hold a
+ * valid partial matching (warm start) or all -1.  *size receives the matching size. */
+sap_status sap__max_matching(const sap_csr *A, sap_int *match_row, sap_int *match_col, sap_int *size);
+
+/* ---- symmetric graph and Cuthill-McKee (cuthill_mckee.c) ------------------------------ */
+
+/* Node indices of the CM graphs: 32-bit halves the memory traffic of the searches.
+ * Graphs of more than 2^28 - 1 nodes are refused (SAP_ERR_TOO_LARGE): that also keeps the
+ * search stamps run * (nodes + 1) + position within 64 bits over a whole call. */
+typedef int32_t sap__cm_idx;
+#define SAP__CM_MAX_NODES (((sap_int)1 << 28) - 1)
+
+/* Workspace of the CM core for graphs of at most cap_n nodes and cap_e stored entries of
+ * the source rows.  The core never allocates, so one workspace per thread lets the third
+ * stage order its blocks inside a parallel region. */
+typedef struct sap__cm_work {
+    sap_int cap_n, cap_e;
+    sap_int *xadj;      /* cap_n + 1: graph row pointers */
+    sap__cm_idx *adj;   /* 2 cap_e: neighbours, each list sorted by (degree, index) */
+    sap__cm_idx *adj2;  /* 2 cap_e: the same lists sorted by index (build scratch) */
+    sap_int *tptr;      /* cap_n + 1: transposed pattern of the source block */
+    sap__cm_idx *tind;  /* cap_e, aliases adj (dead before adj is written) */
+    sap_int *stamp;     /* cap_n: run * (cap_n + 1) + position of the last search reaching it */
+    sap__cm_idx *q[2];  /* cap_n each: BFS queues (the current level structure and a trial) */
+    sap__cm_idx *bydeg; /* cap_n: nodes sorted by (degree, index), set by the build */
+    sap_int *cnt;       /* cap_n + 1: counting-sort buckets, component starts */
+    sap_int run;        /* last run id used in stamp[] */
+} sap__cm_work;
+
+sap_status sap__cm_work_create(sap_context *ctx, sap_int cap_n, sap_int cap_e, sap__cm_work *w);
+void sap__cm_work_free(sap_context *ctx, sap__cm_work *w);
+
+/* Builds in w the adjacency of B + B^T without its diagonal, where B = A[s:e, s:e] (only
+ * entries with both indices in [s, e); stored entries count, explicit zeros included),
+ * with each neighbour list sorted by ascending degree then index.  Needs
+ * e - s <= cap_n and the rows' stored entries <= cap_e.  threads > 1 runs the row loops
+ * in parallel (call with 1 inside a parallel region). */
+void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sap__cm_work *w);
+
+/* Outcome of the CM core on the graph held in w. */
+typedef struct sap__cm_result {
+    sap_int bandwidth;    /* half-bandwidth of the ordering (same for CM and RCM) */
+    sap_int components;
+    sap_int tries;        /* BFS runs, aborted ones included */
+    sap_int profile_cm;   /* envelope sizes of the CM and of the reversed ordering */
+    sap_int profile_rcm;
+    int reversed;         /* 1 when perm holds the reversed (RCM) ordering */
+} sap__cm_result;
+
+/* Orders the m = e - s nodes of the graph in w: components one after another (in order
+ * of their minimum-degree node), each from the best of several start nodes
+ * (pseudo-peripheral search plus extra tries), reversed or not per flags
+ * (SAP_CM_AUTO keeps the smaller envelope; the half-bandwidth is the same).
+ * perm[k] (new -> old) is a local node index in 0..m-1. */
+void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm_result *res);
+
+/* Half-bandwidth max |i - j| over the stored entries of A[s:e, s:e]. */
+sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e);
+
+#endif /* SAP_REORDER_INTERNAL_H */
