@@ -121,6 +121,9 @@ static inline bool sap__mul_overflows(int64_t a, int64_t b, int64_t limit)
 /* Largest entry count a CSR may have: colind + val (16 bytes per entry) fit in int64 bytes. */
 #define SAP_NNZ_MAX (INT64_MAX / 16)
 
+/* Sorts n (column, value) pairs by column in place (src/matrix/sort_pairs.c). */
+void sap__sort_pairs(sap_int *c, double *v, sap_int n);
+
 /* Wall-clock seconds (monotonic). */
 double sap__wtime(void);
 
@@ -144,16 +147,26 @@ static inline int sap__threads(const sap_context *ctx)
     return ctx && ctx->threads > 0 ? ctx->threads : 1;
 }
 
-/* OpenMP loop pragmas that vanish (but still use nt) in a build without OpenMP:
- * SAP_OMP_FOR(nt) for (...) -- static schedule; SAP_OMP_FOR_DYNAMIC(nt, chunk). */
+/* OpenMP: SAP_OMP("omp ...") is a pragma that vanishes in a build without OpenMP;
+ * SAP_OMP_FOR(nt) for (...) and SAP_OMP_FOR_DYNAMIC(nt, chunk) are the common loops (they
+ * still use nt without OpenMP).  Loops of less work than SAP_PAR_MIN_WORK entries run
+ * serially. */
 #ifdef _OPENMP
+#include <omp.h>
+#define SAP_OMP(x) _Pragma(x)
 #define SAP_PRAGMA(x) _Pragma(#x)
 #define SAP_OMP_FOR(nt) SAP_PRAGMA(omp parallel for schedule(static) num_threads(nt))
 #define SAP_OMP_FOR_DYNAMIC(nt, chunk) SAP_PRAGMA(omp parallel for schedule(dynamic, chunk) num_threads(nt))
 #else
+#define SAP_OMP(x)
 #define SAP_OMP_FOR(nt) (void)(nt);
 #define SAP_OMP_FOR_DYNAMIC(nt, chunk) (void)(nt);
 #endif
+#define SAP_PAR_MIN_WORK 32768
+
+/* First row r in 0..n with rowptr[r] + r >= target: splits rows into ranges of about
+ * equal work (entries + rows) for threads (src/matrix/csr_split.c). */
+sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target);
 
 /* ---- backends ------------------------------------------------------------------------- */
 

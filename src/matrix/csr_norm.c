@@ -7,34 +7,15 @@
 
 #include <float.h>
 #include <math.h>
-#ifdef _OPENMP
-#define SAP_OMP(x) _Pragma(x)
-#else
-#define SAP_OMP(x)
-#endif
-
-#define PAR_MIN_WORK 32768
 #define SAP_NORM_CHUNKS 256
 
 /* max that propagates NaN whatever the order of its arguments */
 static inline double nan_max(double a, double b) { return (a > b || isnan(a)) ? a : b; }
 
-/* First row r with rowptr[r] + r >= target (rows 0..n). */
-static sap_int split_row(const sap_int *rowptr, sap_int n, sap_int target)
-{
-    sap_int lo = 0, hi = n;
-    while (lo < hi) {
-        sap_int mid = lo + (hi - lo) / 2;
-        if (rowptr[mid] + mid < target) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 static int threads_for(const sap_csr *A)
 {
     int nt = sap__threads(A->ctx);
-    if ((A->rowptr[A->nrows] + A->nrows) / nt < PAR_MIN_WORK) nt = 1;
+    if ((A->rowptr[A->nrows] + A->nrows) / nt < SAP_PAR_MIN_WORK) nt = 1;
     return nt;
 }
 
@@ -97,10 +78,10 @@ static double sum_squares(const sap_csr *A, double scale)
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
     for (int c = 0; c < SAP_NORM_CHUNKS; c++) {
-        sap_int r0 = split_row(ap, n, work / SAP_NORM_CHUNKS * c + work % SAP_NORM_CHUNKS * c / SAP_NORM_CHUNKS);
+        sap_int r0 = sap__split_rows(ap, n, work / SAP_NORM_CHUNKS * c + work % SAP_NORM_CHUNKS * c / SAP_NORM_CHUNKS);
         sap_int r1 = c + 1 == SAP_NORM_CHUNKS
                          ? n
-                         : split_row(ap, n,
+                         : sap__split_rows(ap, n,
                                      work / SAP_NORM_CHUNKS * (c + 1) + work % SAP_NORM_CHUNKS * (c + 1) / SAP_NORM_CHUNKS);
         double s = 0.0;
         if (scale == 1.0) {

@@ -1,14 +1,6 @@
 /* csr_scale.c -- A = diag(r) * A * diag(c) in place (rows in parallel). */
 #include "sap_internal.h"
 
-#ifdef _OPENMP
-#define SAP_OMP(x) _Pragma(x)
-#else
-#define SAP_OMP(x)
-#endif
-
-#define PAR_MIN_WORK 32768
-
 sap_status sap_csr_scale(sap_csr *A, const double *r, const double *c)
 {
     if (!A) return SAP_ERR_INVALID;
@@ -20,7 +12,7 @@ sap_status sap_csr_scale(sap_csr *A, const double *r, const double *c)
     const sap_int *ap = A->rowptr, *ai = A->colind;
     double *ax = A->val;
     int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < PAR_MIN_WORK) nt = 1;
+    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024)")
     for (sap_int i = 0; i < n; i++) {

@@ -4,27 +4,6 @@
 #include "sap_internal.h"
 
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#define SAP_OMP(x) _Pragma(x)
-#else
-#define SAP_OMP(x)
-#endif
-
-#define PAR_MIN_WORK 32768
-
-/* First row r with rowptr[r] + r >= target (rows 0..n). */
-static sap_int split_row(const sap_int *rowptr, sap_int n, sap_int target)
-{
-    sap_int lo = 0, hi = n;
-    while (lo < hi) {
-        sap_int mid = lo + (hi - lo) / 2;
-        if (rowptr[mid] + mid < target) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 static void spmv_rows(const sap_csr *A, sap_int r0, sap_int r1, double alpha, const double *x, double beta,
                       double *y)
 {
@@ -48,7 +27,7 @@ sap_status sap_csr_spmv(const sap_csr *A, double alpha, const double *x, double 
     if (A->ncols > 0 && !x && alpha != 0.0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_spmv: x is NULL");
     if (n == 0) return SAP_OK;
     int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < PAR_MIN_WORK) nt = 1;
+    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
     (void)nt;
     if (alpha == 0.0) {
         /* y = beta*y without reading A or x */
@@ -68,8 +47,8 @@ sap_status sap_csr_spmv(const sap_csr *A, double alpha, const double *x, double 
         t = omp_get_thread_num();
         T = omp_get_num_threads();
 #endif
-        sap_int r0 = split_row(A->rowptr, n, work * t / T);
-        sap_int r1 = t + 1 == T ? n : split_row(A->rowptr, n, work * (t + 1) / T);
+        sap_int r0 = sap__split_rows(A->rowptr, n, work * t / T);
+        sap_int r1 = t + 1 == T ? n : sap__split_rows(A->rowptr, n, work * (t + 1) / T);
         spmv_rows(A, r0, r1, alpha, x, beta, y);
     }
     return SAP_OK;

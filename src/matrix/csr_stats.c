@@ -8,14 +8,6 @@
 
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#define SAP_OMP(x) _Pragma(x)
-#else
-#define SAP_OMP(x)
-#endif
-
-#define PAR_MIN_WORK 32768
-
 /* max / min that propagate NaN whatever the order of their arguments */
 static inline double nan_max(double a, double b) { return (a > b || isnan(a)) ? a : b; }
 static inline double nan_min(double a, double b) { return (a < b || isnan(a)) ? a : b; }
@@ -157,7 +149,7 @@ sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats)
     row_acc tot;
     acc_init(&tot);
     int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < PAR_MIN_WORK) nt = 1;
+    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
     (void)nt;
     SAP_OMP("omp parallel num_threads(nt)")
     {

@@ -4,15 +4,7 @@
 
 #include <string.h>
 
-#ifdef _OPENMP
-#define SAP_OMP(x) _Pragma(x)
-#else
-#define SAP_OMP(x)
-#endif
-
 /* Rows with fewer nonzeros than this per thread are not worth a parallel region. */
-#define PAR_MIN_WORK 32768
-
 /* B = alpha*A + beta*S over the union pattern, A and S square n x n canonical CSR.
  * skip_s_diag drops the diagonal entries of S.  An entry present in only one operand
  * gets alpha*a (or beta*s); present in both, alpha*a + beta*s. */
@@ -27,7 +19,7 @@ static sap_status merge_add(sap_context *ctx, const sap_csr *A, double alpha, co
     SAP_TRY(sap_csr_create(ctx, n, n, 0, &B));
     sap_int *bp = B->rowptr;
     int nt = sap__threads(ctx);
-    if ((ap[n] + sp[n]) / nt < PAR_MIN_WORK) nt = 1;
+    if ((ap[n] + sp[n]) / nt < SAP_PAR_MIN_WORK) nt = 1;
     (void)nt;
 
     /* pass 1: size of the union of each row */
@@ -118,7 +110,7 @@ sap_status sap_csr_symmetric_expand(const sap_csr *T, sap_symmetry symmetry, sap
         const double *tx = T->val;
         sap_int bad = n;
         int nt = sap__threads(ctx);
-        if ((tp[n] + n) / nt < PAR_MIN_WORK) nt = 1;
+        if ((tp[n] + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
         (void)nt;
         SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : bad)")
         for (sap_int i = 0; i < n; i++)

@@ -6,27 +6,6 @@
  * the result is the same for any thread count. */
 #include "sap_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#define SAP_OMP(x) _Pragma(x)
-#else
-#define SAP_OMP(x)
-#endif
-
-#define PAR_MIN_WORK 32768
-
-/* First row r with rowptr[r] + r >= target (rows 0..n). */
-static sap_int split_row(const sap_int *rowptr, sap_int n, sap_int target)
-{
-    sap_int lo = 0, hi = n;
-    while (lo < hi) {
-        sap_int mid = lo + (hi - lo) / 2;
-        if (rowptr[mid] + mid < target) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 static void transpose_serial(const sap_csr *A, sap_csr *T)
 {
     const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
@@ -65,8 +44,8 @@ static void transpose_parallel(const sap_csr *A, sap_csr *T, int nt, sap_int *cn
         t = omp_get_thread_num();
         nb = omp_get_num_threads();
 #endif
-        sap_int r0 = split_row(ap, n, work * t / nb);
-        sap_int r1 = t + 1 == nb ? n : split_row(ap, n, work * (t + 1) / nb);
+        sap_int r0 = sap__split_rows(ap, n, work * t / nb);
+        sap_int r1 = t + 1 == nb ? n : sap__split_rows(ap, n, work * (t + 1) / nb);
         sap_int *c = cnt + (size_t)t * (size_t)m;
         for (sap_int p = ap[r0]; p < ap[r1]; p++) c[ai[p]]++;
         SAP_OMP("omp barrier")
@@ -118,7 +97,7 @@ sap_status sap_csr_transpose(const sap_csr *A, sap_csr **out)
 
     /* threads: enough work each, and per-thread counters no larger than the matrix */
     sap_int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < PAR_MIN_WORK) nt = (nnz + n) / PAR_MIN_WORK;
+    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = (nnz + n) / SAP_PAR_MIN_WORK;
     if (nt > nnz / (m + 1)) nt = nnz / (m + 1);
     if (nt >= 2) {
         SAP_CALLOC(ctx, cnt, (size_t)nt * (size_t)m);

@@ -127,93 +127,6 @@ cleanup:
     return st;
 }
 
-/* ---- sorting a row's (column, value) pairs in place -------------------------------------- */
-
-static inline void swap_pair(sap_int *c, double *v, sap_int a, sap_int b)
-{
-    sap_int tc = c[a];
-    c[a] = c[b];
-    c[b] = tc;
-    double tv = v[a];
-    v[a] = v[b];
-    v[b] = tv;
-}
-
-static void insertion_sort_pairs(sap_int *c, double *v, sap_int n)
-{
-    for (sap_int i = 1; i < n; i++) {
-        sap_int ci = c[i];
-        double vi = v[i];
-        sap_int j = i;
-        while (j > 0 && c[j - 1] > ci) {
-            c[j] = c[j - 1];
-            v[j] = v[j - 1];
-            j--;
-        }
-        c[j] = ci;
-        v[j] = vi;
-    }
-}
-
-static void sift_down_pairs(sap_int *c, double *v, sap_int root, sap_int n)
-{
-    for (;;) {
-        sap_int child = 2 * root + 1;
-        if (child >= n) return;
-        if (child + 1 < n && c[child + 1] > c[child]) child++;
-        if (c[root] >= c[child]) return;
-        swap_pair(c, v, root, child);
-        root = child;
-    }
-}
-
-static void heapsort_pairs(sap_int *c, double *v, sap_int n)
-{
-    for (sap_int i = n / 2 - 1; i >= 0; i--) sift_down_pairs(c, v, i, n);
-    for (sap_int i = n - 1; i > 0; i--) {
-        swap_pair(c, v, 0, i);
-        sift_down_pairs(c, v, 0, i);
-    }
-}
-
-/* Introsort: quicksort (median of three, Hoare partition), heapsort when too deep,
- * insertion sort for short pieces.  Sorts by c, moving v along; no extra memory. */
-static void sort_pairs(sap_int *c, double *v, sap_int n, int depth)
-{
-    while (n > 24) {
-        if (depth-- <= 0) {
-            heapsort_pairs(c, v, n);
-            return;
-        }
-        sap_int mid = n / 2;
-        if (c[mid] < c[0]) swap_pair(c, v, mid, 0);
-        if (c[n - 1] < c[0]) swap_pair(c, v, n - 1, 0);
-        if (c[n - 1] < c[mid]) swap_pair(c, v, n - 1, mid);
-        sap_int pivot = c[mid];
-        sap_int i = -1, j = n;
-        for (;;) {
-            do i++;
-            while (c[i] < pivot);
-            do j--;
-            while (c[j] > pivot);
-            if (i >= j) break;
-            swap_pair(c, v, i, j);
-        }
-        /* [0, j] <= pivot <= [j + 1, n); recurse on the smaller side */
-        sap_int nl = j + 1, nr = n - nl;
-        if (nl < nr) {
-            sort_pairs(c, v, nl, depth);
-            c += nl;
-            v += nl;
-            n = nr;
-        } else {
-            sort_pairs(c + nl, v + nl, nr, depth);
-            n = nl;
-        }
-    }
-    insertion_sort_pairs(c, v, n);
-}
-
 /* ---- argument checks ---------------------------------------------------------------------- */
 
 static sap_status check_band_args(sap_context *ctx, const char *fn, sap_int n, sap_int *k, double d, sap_csr **A)
@@ -325,9 +238,7 @@ sap_status sap_gen_synthetic(sap_context *ctx, sap_int n, sap_int k, double d, d
         }
         val[pd] = dominant_diagonal(d, sum);
         sap_int len = pos - p0;
-        int depth = 2;
-        for (sap_int m = len; m > 1; m >>= 1) depth += 2;
-        sort_pairs(colind + p0, val + p0, len, depth);
+        sap__sort_pairs(colind + p0, val + p0, len);
     }
 
     if (p_out) memcpy(p_out, p, sizeof(sap_int) * (size_t)n);

@@ -129,14 +129,14 @@ void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sa
 
     /* the union of row i and column i of B, diagonal excluded: count, then fill adj2 */
     xadj[0] = 0;
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < m; i++) {
         sap_int p0 = row_lower_bound(A, i + s, s), p1 = p0;
         while (p1 < rp[i + s + 1] && ci[p1] < e) p1++;
         xadj[i + 1] = merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, NULL);
     }
     for (sap_int i = 0; i < m; i++) xadj[i + 1] += xadj[i];
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < m; i++) {
         sap_int p0 = row_lower_bound(A, i + s, s), p1 = p0;
         while (p1 < rp[i + s + 1] && ci[p1] < e) p1++;

@@ -135,7 +135,7 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     /* ---- S1: weights ------------------------------------------------------------------ */
     double t1 = sap__wtime();
     sap_int nonfinite = 0;
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static) reduction(+ : nonfinite) if (nnz > SAP_REORDER_PAR_MIN)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(+ : nonfinite) if (nnz > SAP_REORDER_PAR_MIN)")
     for (sap_int i = 0; i < n; i++) {
         double amax = 0.0;
         for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
@@ -165,7 +165,7 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     }
     for (sap_int j = 0; j < n; j++)
         if (v[j] == INFINITY) v[j] = 0.0; /* empty column: A is singular, any value works */
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static) if (nnz > SAP_REORDER_PAR_MIN)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (nnz > SAP_REORDER_PAR_MIN)")
     for (sap_int i = 0; i < n; i++) {
         double best = INFINITY;
         for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
@@ -336,7 +336,7 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     }
     if (n > 0) memcpy(rowperm, mcol, sizeof(sap_int) * (size_t)n);
     if (row_scale) {
-        SAP_ROMP("omp parallel for num_threads(nt) schedule(static) if (n > SAP_REORDER_PAR_MIN)")
+        SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > SAP_REORDER_PAR_MIN)")
         for (sap_int i = 0; i < n; i++) {
             row_scale[i] = exp(u[i] - loga[i]);
             col_scale[i] = exp(v[i]);

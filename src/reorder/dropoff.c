@@ -27,7 +27,7 @@ sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept
     if (A->nnz < SAP_REORDER_PAR_MIN || nt < 1) nt = 1;
     /* the widest distance decides the histogram length */
     sap_int kmax = 0;
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kmax)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kmax)")
     for (sap_int i = 0; i < n; i++) {
         if (rp[i + 1] == rp[i]) continue;
         sap_int a = i - ci[rp[i]], b = ci[rp[i + 1] - 1] - i;
@@ -36,14 +36,14 @@ sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept
     }
     const sap_int hl = kmax + 1;
     SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nt);
-    SAP_ROMP("omp parallel num_threads(nt)")
+    SAP_OMP("omp parallel num_threads(nt)")
     {
         int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
         double *ht = h + (size_t)t * (size_t)hl;
-        SAP_ROMP("omp for schedule(static)")
+        SAP_OMP("omp for schedule(static)")
         for (sap_int i = 0; i < n; i++) {
             for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
                 sap_int d = ci[p] > i ? ci[p] - i : i - ci[p];
@@ -99,7 +99,7 @@ sap_status sap_csr_band_drop(const sap_csr *A, sap_int K, sap_csr **B)
     (void)nt;
     SAP_ALLOC(ctx, cnt, n + 1);
     cnt[0] = 0;
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < n; i++) {
         sap_int c = 0;
         for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
@@ -111,7 +111,7 @@ sap_status sap_csr_band_drop(const sap_csr *A, sap_int K, sap_csr **B)
     for (sap_int i = 0; i < n; i++) cnt[i + 1] += cnt[i];
     SAP_TRY(sap_csr_create(ctx, n, A->ncols, cnt[n], &C));
     memcpy(C->rowptr, cnt, sizeof(sap_int) * (size_t)(n + 1));
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < n; i++) {
         sap_int w = C->rowptr[i];
         for (sap_int p = rp[i]; p < rp[i + 1]; p++) {

@@ -70,7 +70,7 @@ static void scale_rows_cols(sap_csr *M, const double *rs, const double *cs, int 
 {
     const sap_int n = M->nrows;
     (void)nt;
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(static) if (M->nnz > SAP_REORDER_PAR_MIN)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (M->nnz > SAP_REORDER_PAR_MIN)")
     for (sap_int i = 0; i < n; i++) {
         const double ri = rs[i];
         for (sap_int p = M->rowptr[i]; p < M->rowptr[i + 1]; p++) M->val[p] = (ri * M->val[p]) * cs[M->colind[p]];

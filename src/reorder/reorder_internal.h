@@ -7,13 +7,6 @@
 
 #include "sap_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#define SAP_ROMP(x) _Pragma(x)
-#else
-#define SAP_ROMP(x)
-#endif
-
 /* Parallel loops only pay above this much work (entries touched). */
 #define SAP_REORDER_PAR_MIN 200000
 

@@ -52,7 +52,7 @@ sap_status sap_third_stage(const sap_csr *A, sap_int P, int flags, sap_int *perm
     SAP_CALLOC(ctx, ws, nt);
     for (; nws < nt; nws++) SAP_TRY(sap__cm_work_create(ctx, cap_n, cap_e, &ws[nws]));
 
-    SAP_ROMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
     for (sap_int b = 0; b < P; b++) {
         int t = 0;
 #ifdef _OPENMP
