@@ -75,6 +75,19 @@ const char *sap_test_matrix_dir(void)
 #endif
 }
 
+int sap_test_have_matrices(const char *what)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/MANIFEST.tsv", sap_test_matrix_dir());
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return 1;
+    }
+    printf("note: matrix collection not found in %s (set SAP_MATRIX_DIR): %s skipped\n", sap_test_matrix_dir(), what);
+    return 0;
+}
+
 const char *sap_test_tmpdir(void)
 {
     static char dir[512];

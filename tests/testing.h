@@ -74,6 +74,10 @@ sap_context *sap_test_failing_context(sap_test_failing_alloc *state);
 /* Directory holding the SuiteSparse matrices: $SAP_MATRIX_DIR or the build default. */
 const char *sap_test_matrix_dir(void);
 
+/* 1 when the matrix collection (its MANIFEST.tsv) is readable, else prints a note naming
+ * 'what' that is skipped and returns 0. */
+int sap_test_have_matrices(const char *what);
+
 /* Directory for temporary files of this test (created). */
 const char *sap_test_tmpdir(void);
 
