@@ -629,7 +629,12 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
  *          V_i^(b), W_{i+1}^(t) and the 2K x 2K reduced systems, with purified
  *          right-hand sides for the final correction.
  *   DIRECT: one block (P = 1) factored in double and applied with iterative refinement,
- *          no Krylov iteration.
+ *          no Krylov iteration (runs on the host on every backend).
+ * W_{i+1}^(t) comes from a UL factorization of the leading m + 3 K_{i+1} rows of A_{i+1}
+ * only (an approximation of the full UL that the decay of the spikes makes accurate for
+ * dominant matrices; the Krylov iteration absorbs the rest).  On the cuda backend the
+ * factors live in device memory and every kernel runs there; the band itself is built
+ * from the CSR on the host and uploaded (counted in T_BC).
  * The preconditioners are also registered as "sap-d", "sap-c" and "sap" (automatic) for
  * sap_precond_create.  Timings follow the papers: T_LU (partition factorizations), T_BC
  * (band and coupling blocks built and moved to the backend), T_SPK (spikes), T_LUrdcd
@@ -648,13 +653,17 @@ const char *sap_band_method_name(sap_band_method method);
 sap_status sap_band_method_parse(const char *name, sap_band_method *method);
 
 typedef struct sap_band_options {
-    sap_band_method method;  /* default SAP_BAND_AUTO */
-    sap_int partitions;      /* P; 0 = automatic (default).  1 <= P <= N */
+    sap_band_method method;  /* default SAP_BAND_AUTO: SaP-D when d >= 1 (d = min_i |a_ii| /
+                                sum_{j != i} |a_ij|) or P = 1, else SaP-C */
+    sap_int partitions;      /* P; 0 = automatic (default): cpu one per thread; cuda SaP-D 16
+                                per SM, SaP-C 2 per SM; then limited so that partitions keep
+                                >= max(2K, 64) rows (cuda SaP-D: >= max(K/2, 64)).  1 <= P <= N */
     sap_int half_bandwidth;  /* 0 (default): K of the matrix.  K > 0 (K < N): entries with
                                 |i - j| > K are dropped from the preconditioner and counted
                                 in stats.dropped_entries (the Krylov solve uses them all) */
-    int factor_precision;    /* -1 (default): automatic; SAP_FLOAT or SAP_DOUBLE: factors
-                                stored and applied in that precision */
+    int factor_precision;    /* -1 (default): automatic (float, double when d < 0.1 and for
+                                DIRECT); SAP_FLOAT or SAP_DOUBLE: factors stored and applied
+                                in that precision */
     double boost_threshold;  /* pivots with |u_kk| < threshold are boosted; < 0 (default):
                                 eps(factor precision) * ||A_i||_inf for each block */
     double boost_value;      /* magnitude a boosted pivot gets (sign kept, + for 0);
@@ -706,11 +715,23 @@ void sap_band_solver_destroy(sap_band_solver *S);
  * solve when not called. */
 sap_status sap_band_solver_setup(sap_band_solver *S);
 /* Solves A x = b (host vectors of length n; x holds the initial guess, ignored by
- * DIRECT).  Returns as sap_krylov_solve (DIRECT: SAP_WARN_INEXACT when refinement does
- * not reach the tolerance).  stats may be NULL; when given it is filled. */
+ * DIRECT).  Returns as sap_krylov_solve (DIRECT: SAP_WARN_INEXACT when 10 refinement
+ * steps do not reach the tolerance; NaN/Inf in b: SAP_ERR_NONFINITE); when this call did
+ * the setup itself and pivots were boosted, a converged solve returns
+ * SAP_WARN_BOOSTED_PIVOTS.  stats may be NULL; when given it is filled. */
 sap_status sap_band_solver_solve(sap_band_solver *S, const double *b, double *x, sap_band_stats *stats);
 /* The statistics of the setup and the last solve. */
 sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *stats);
+
+/* For a "sap-d" / "sap-c" / "sap" preconditioner (sap_precond_create): sets the band
+ * options it uses at its next numeric setup (method AUTO/SAPD/SAPC only matters for
+ * "sap"; partitions, half_bandwidth, boost_*; the factor precision is the
+ * preconditioner's, sap_precond_set_precision).  SAP_ERR_INVALID for another
+ * preconditioner. */
+sap_status sap_precond_set_band_options(sap_precond *P, const sap_band_options *opt);
+/* What its last numeric setup did: method, partitions, half_bandwidth, reason,
+ * boosted_pivots, dropped_entries, time_lu/bc/spk/lurdcd (the solve fields are zero). */
+sap_status sap_precond_get_band_stats(const sap_precond *P, sap_band_stats *stats);
 
 /* ------------------------------------------------------------------------------ */
 /* Reorderings                                                                     */

@@ -5,6 +5,7 @@
  * Exit codes: 0 converged (true residual <= tol), 1 error (bad input, out of memory,
  * NaN/Inf breakdown, ...), 2 usage error, 3 not converged (iteration limit, stagnation or
  * breakdown: x is the best iterate and is still written with -o). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty, fileno under -std=c11 */
 #include "sap_tool.h"
 
 #include <math.h>
@@ -18,36 +19,39 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: sap solve FILE|SPEC [--rhs FILE] [--krylov METHOD] [--precond none|jacobi]\n"
-            "                 [--precond-precision float|double] [--side left|right]\n"
-            "                 [--format auto|csr|ell|sellp|hec] [--tol T] [--maxit N] [--stagnation N]\n"
-            "                 [--backend cpu|cuda|auto] [--threads N] [--xstar parabola|random|ones]\n"
-            "                 [-o X.mtx] [--report OUT.json] [--quiet]\n\n"
-            "Solves A x = b with a preconditioned Krylov method and prints a summary: backend,\n"
-            "method, SpMV format, iterations, relative residual (recursive and true), the error\n"
-            "against x* when the system is manufactured, time per phase, bytes moved between\n"
-            "host and device.\n\n"
-            "  --rhs FILE        right-hand side (Matrix Market, first column); default b = A x*\n"
-            "  --xstar KIND      manufactured solution: parabola (default; 1 at the ends, 400 in\n"
-            "                    the middle), random (uniform in [-1, 1], seed 1) or ones\n"
-            "  --krylov METHOD   cg | bicgstab | bicgstabl[:l] | gmres[:m] | fgmres[:m] | idr[:s]\n"
-            "                    (default bicgstabl:2; BiCGStab(l) counts iterations in 1/(2l) steps)\n"
-            "  --precond P       none (default) or jacobi\n"
-            "  --precond-precision float|double   precision of the preconditioner (default double)\n"
-            "  --side left|right preconditioning side (default right; cg is always symmetric,\n"
-            "                    fgmres always right)\n"
-            "  --format F        SpMV format (default auto: chosen by the backend)\n"
-            "  --tol T           relative residual ||b - Ax|| / ||b|| to reach (default 1e-10)\n"
-            "  --maxit N         iteration limit (default 1000)\n"
-            "  --stagnation N    stop when the best residual did not drop by 1e-3 in N iterations\n"
-            "  --backend B       cpu, cuda or auto (default auto: cuda when a GPU is present)\n"
-            "  --threads N       CPU threads (default: all)\n"
-            "  -o X.mtx          write the solution as a Matrix Market array\n"
-            "  --report F.json   write the summary and the residual history as JSON\n"
-            "  --quiet           no progress line and no summary (errors still go to stderr)\n\n"
-            "Exit status: 0 converged, 1 error, 2 usage error, 3 not converged (iteration limit,\n"
-            "stagnation or breakdown).\n");
+    fprintf(f, "usage: sap solve FILE|SPEC [--rhs FILE] [--krylov METHOD] [--precond none|jacobi|sap-d|sap-c|auto]\n"
+               "                 [--partitions P]\n"
+               "                 [--precond-precision float|double] [--side left|right]\n"
+               "                 [--format auto|csr|ell|sellp|hec] [--tol T] [--maxit N] [--stagnation N]\n"
+               "                 [--backend cpu|cuda|auto] [--threads N] [--xstar parabola|random|ones]\n"
+               "                 [-o X.mtx] [--report OUT.json] [--quiet]\n\n"
+               "Solves A x = b with a preconditioned Krylov method and prints a summary: backend,\n"
+               "method, SpMV format, iterations, relative residual (recursive and true), the error\n"
+               "against x* when the system is manufactured, time per phase, bytes moved between\n"
+               "host and device.\n\n"
+               "  --rhs FILE        right-hand side (Matrix Market, first column); default b = A x*\n"
+               "  --xstar KIND      manufactured solution: parabola (default; 1 at the ends, 400 in\n"
+               "                    the middle), random (uniform in [-1, 1], seed 1) or ones\n"
+               "  --krylov METHOD   cg | bicgstab | bicgstabl[:l] | gmres[:m] | fgmres[:m] | idr[:s]\n"
+               "                    (default bicgstabl:2; BiCGStab(l) counts iterations in 1/(2l) steps)\n"
+               "  --precond P       none (default), jacobi, or the banded SaP preconditioners sap-d\n"
+               "                    (decoupled), sap-c (coupled) or auto (prints T_LU, T_BC, T_SPK,\n"
+               "                    T_LUrdcd, T_Kry)\n"
+               "  --partitions P    SaP partitions (default 0: automatic)\n"
+               "  --precond-precision float|double   precision of the preconditioner (default double)\n"
+               "  --side left|right preconditioning side (default right; cg is always symmetric,\n"
+               "                    fgmres always right)\n"
+               "  --format F        SpMV format (default auto: chosen by the backend)\n"
+               "  --tol T           relative residual ||b - Ax|| / ||b|| to reach (default 1e-10)\n"
+               "  --maxit N         iteration limit (default 1000)\n"
+               "  --stagnation N    stop when the best residual did not drop by 1e-3 in N iterations\n"
+               "  --backend B       cpu, cuda or auto (default auto: cuda when a GPU is present)\n"
+               "  --threads N       CPU threads (default: all)\n"
+               "  -o X.mtx          write the solution as a Matrix Market array\n"
+               "  --report F.json   write the summary and the residual history as JSON\n"
+               "  --quiet           no progress line and no summary (errors still go to stderr)\n\n"
+               "Exit status: 0 converged, 1 error, 2 usage error, 3 not converged (iteration limit,\n"
+               "stagnation or breakdown).\n");
 }
 
 /* ---- context with a log hook that keeps the backend choice message -------------------- */
@@ -59,7 +63,8 @@ typedef struct log_capture {
 static void capture_log(void *state, int level, const char *message)
 {
     log_capture *c = state;
-    if (level == SAP_PRINT_INFO && strstr(message, "backend")) snprintf(c->backend_msg, sizeof(c->backend_msg), "%s", message);
+    if (level == SAP_PRINT_INFO && strstr(message, "backend"))
+        snprintf(c->backend_msg, sizeof(c->backend_msg), "%s", message);
 }
 
 /* ---- progress line ---------------------------------------------------------------------------- */
@@ -121,7 +126,7 @@ static void json_num(FILE *f, double v)
 typedef struct solve_args {
     const char *input, *rhs, *krylov, *precond, *pprec, *side, *format, *backend, *xstar, *out, *report;
     double tol;
-    long long maxit, threads, stagnation;
+    long long maxit, threads, stagnation, partitions;
     int quiet;
 } solve_args;
 
@@ -172,7 +177,8 @@ static int parse_args(int argc, char **argv, solve_args *a)
                 fprintf(stderr, "sap solve: --tol needs a number >= 0\n");
                 return 2;
             }
-        } else if (!strcmp(o, "--maxit") || !strcmp(o, "--threads") || !strcmp(o, "--stagnation")) {
+        } else if (!strcmp(o, "--maxit") || !strcmp(o, "--threads") || !strcmp(o, "--stagnation") ||
+                   !strcmp(o, "--partitions")) {
             long long v = 0;
             if (sap_tool_parse_int(argv[i + 1], &v)) {
                 fprintf(stderr, "sap solve: %s needs a non-negative integer\n", o);
@@ -181,6 +187,7 @@ static int parse_args(int argc, char **argv, solve_args *a)
             i++;
             if (!strcmp(o, "--maxit")) a->maxit = v;
             else if (!strcmp(o, "--threads")) a->threads = v;
+            else if (!strcmp(o, "--partitions")) a->partitions = v;
             else a->stagnation = v;
         } else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "sap solve: unknown option '%s'\n", o);
@@ -215,12 +222,14 @@ int sap_cmd_solve(int argc, char **argv)
     sap_precision pprec = SAP_DOUBLE;
     sap_xstar xkind = SAP_XSTAR_PARABOLA;
     if (sap_krylov_parse(a.krylov, &kopt.type, &kopt.param) != SAP_OK) {
-        fprintf(stderr, "sap solve: unknown Krylov method '%s' (cg, bicgstab, bicgstabl:2, gmres:20, fgmres:30, idr:4)\n",
+        fprintf(stderr,
+                "sap solve: unknown Krylov method '%s' (cg, bicgstab, bicgstabl:2, gmres:20, fgmres:30, idr:4)\n",
                 a.krylov);
         return 2;
     }
-    if (strcmp(a.precond, "none") && strcmp(a.precond, "jacobi")) {
-        fprintf(stderr, "sap solve: unknown preconditioner '%s' (none or jacobi)\n", a.precond);
+    if (!strcmp(a.precond, "auto")) a.precond = "sap";
+    if (strcmp(a.precond, "none") && strcmp(a.precond, "jacobi") && strncmp(a.precond, "sap", 3)) {
+        fprintf(stderr, "sap solve: unknown preconditioner '%s' (none, jacobi, sap-d, sap-c, auto)\n", a.precond);
         return 2;
     }
     if (!strcmp(a.pprec, "float") || !strcmp(a.pprec, "single")) pprec = SAP_FLOAT;
@@ -265,15 +274,19 @@ int sap_cmd_solve(int argc, char **argv)
     sap_context *ctx = NULL;
     sap_status st = sap_context_create(&ctx, &cfg);
     if (st != SAP_OK) {
-        fprintf(stderr, "sap solve: cannot create a %s context: %s\n", sap_backend_name(backend), sap_status_string(st));
+        fprintf(stderr, "sap solve: cannot create a %s context: %s\n", sap_backend_name(backend),
+                sap_status_string(st));
         return 1;
     }
     char backend_why[300] = "requested";
     if (backend == SAP_BACKEND_AUTO) {
         const char *m = strchr(cap.backend_msg, '(');
-        if (sap_context_backend(ctx) == SAP_BACKEND_CUDA) snprintf(backend_why, sizeof(backend_why), "auto: CUDA device found");
+        if (sap_context_backend(ctx) == SAP_BACKEND_CUDA)
+            snprintf(backend_why, sizeof(backend_why), "auto: CUDA device found");
         else if (m) snprintf(backend_why, sizeof(backend_why), "auto: %.*s", (int)strcspn(m + 1, ")"), m + 1);
-        else snprintf(backend_why, sizeof(backend_why), "auto: %s", sap_has_cuda() ? "no usable CUDA device" : "built without CUDA");
+        else
+            snprintf(backend_why, sizeof(backend_why), "auto: %s",
+                     sap_has_cuda() ? "no usable CUDA device" : "built without CUDA");
     }
 
     sap_csr *A = NULL;
@@ -343,6 +356,12 @@ int sap_cmd_solve(int argc, char **argv)
     t0 = now();
     st = sap_precond_create(ctx, a.precond, &P);
     if (st >= 0) st = sap_precond_set_precision(P, pprec);
+    if (st >= 0 && !strncmp(a.precond, "sap", 3)) { /* banded SaP: partitions */
+        sap_band_options bopt;
+        sap_band_options_init(&bopt);
+        bopt.partitions = (sap_int)a.partitions;
+        st = sap_precond_set_band_options(P, &bopt);
+    }
     if (st >= 0) st = sap_precond_setup_symbolic(P, A);
     if (st >= 0) st = sap_precond_setup_numeric(P, A);
     t_precond = now() - t0;
@@ -355,7 +374,11 @@ int sap_cmd_solve(int argc, char **argv)
     if (kopt.param || kopt.type == SAP_KRYLOV_BICGSTABL || kopt.type == SAP_KRYLOV_GMRES ||
         kopt.type == SAP_KRYLOV_FGMRES || kopt.type == SAP_KRYLOV_IDR) {
         int p = kopt.param;
-        if (!p) p = kopt.type == SAP_KRYLOV_BICGSTABL ? 2 : kopt.type == SAP_KRYLOV_GMRES ? 20 : kopt.type == SAP_KRYLOV_FGMRES ? 30 : 4;
+        if (!p)
+            p = kopt.type == SAP_KRYLOV_BICGSTABL ? 2
+                : kopt.type == SAP_KRYLOV_GMRES   ? 20
+                : kopt.type == SAP_KRYLOV_FGMRES  ? 30
+                                                  : 4;
         snprintf(method, sizeof(method), "%s(%d)", sap_krylov_name(kopt.type), p);
     } else {
         snprintf(method, sizeof(method), "%s", sap_krylov_name(kopt.type));
@@ -402,9 +425,12 @@ int sap_cmd_solve(int argc, char **argv)
     if (!strcmp(pname, "none")) side = "-";
 
     if (!a.quiet) {
-        printf("matrix        %s (%lld x %lld, %lld nonzeros)\n", a.input, (long long)n, (long long)n, (long long)A->nnz);
-        printf("rhs           %s\n", a.rhs ? a.rhs : (xkind == SAP_XSTAR_PARABOLA ? "b = A x*, x* parabola"
-                                                        : xkind == SAP_XSTAR_RANDOM ? "b = A x*, x* random" : "b = A x*, x* ones"));
+        printf("matrix        %s (%lld x %lld, %lld nonzeros)\n", a.input, (long long)n, (long long)n,
+               (long long)A->nnz);
+        printf("rhs           %s\n", a.rhs ? a.rhs
+                                           : (xkind == SAP_XSTAR_PARABOLA ? "b = A x*, x* parabola"
+                                              : xkind == SAP_XSTAR_RANDOM ? "b = A x*, x* random"
+                                                                          : "b = A x*, x* ones"));
         printf("backend       %s, %s (%s)\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx),
                backend_why);
         printf("method        %s, tol %.3g, maxit %lld\n", method, kopt.tol, (long long)kopt.maxit);
@@ -412,6 +438,13 @@ int sap_cmd_solve(int argc, char **argv)
         printf("spmv format   %s (%s)\n", sap_spmv_format_name(sap_matrix_format(M)), sap_matrix_format_reason(M));
         printf("status        %s: %s\n", sap_status_name(solve_st), sap_status_string(solve_st));
         if (solve_msg[0]) printf("message       %s\n", solve_msg);
+        sap_band_stats bst;
+        if (sap_precond_get_band_stats(P, &bst) == SAP_OK)
+            printf("sap           %s, P = %lld, K = %lld, %lld boosted pivots (%s)\n"
+                   "sap timings   T_LU %.6f s, T_BC %.6f s, T_SPK %.6f s, T_LUrdcd %.6f s, T_Kry %.6f s\n",
+                   sap_band_method_name(bst.method), (long long)bst.partitions, (long long)bst.half_bandwidth,
+                   (long long)bst.boosted_pivots, bst.reason, bst.time_lu, bst.time_bc, bst.time_spk,
+                   bst.time_lurdcd, t_solve);
         printf("iterations    %g (%lld SpMV, %lld preconditioner applications)\n", ks.iterations,
                (long long)ks.spmv_count, (long long)ks.precond_count);
         printf("residual      recursive %.3e, true %.3e (||b - A x|| / ||b||)\n", ks.relative_residual, truerel);
@@ -466,10 +499,13 @@ int sap_cmd_solve(int argc, char **argv)
         json_num(f, err);
         fprintf(f, ",\n  \"spmv_count\": %lld,\n  \"precond_count\": %lld,\n", (long long)ks.spmv_count,
                 (long long)ks.precond_count);
-        fprintf(f, "  \"time\": {\"load\": %.6f, \"matrix\": %.6f, \"precond_setup\": %.6f, \"solve\": %.6f, "
-                   "\"solve_setup\": %.6f, \"spmv\": %.6f, \"precond\": %.6f, \"vector\": %.6f},\n",
+        fprintf(f,
+                "  \"time\": {\"load\": %.6f, \"matrix\": %.6f, \"precond_setup\": %.6f, \"solve\": %.6f, "
+                "\"solve_setup\": %.6f, \"spmv\": %.6f, \"precond\": %.6f, \"vector\": %.6f},\n",
                 t_load, t_matrix, t_precond, t_solve, ks.time_setup, ks.time_spmv, ks.time_precond, ks.time_vector);
-        fprintf(f, "  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"h2d_copies\": %lld, \"d2h_copies\": %lld},\n",
+        fprintf(f,
+                "  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"h2d_copies\": %lld, \"d2h_copies\": "
+                "%lld},\n",
                 (long long)cs.h2d_bytes, (long long)cs.d2h_bytes, (long long)cs.h2d_copies, (long long)cs.d2h_copies);
         fprintf(f, "  \"history\": [");
         for (sap_int i = 0; i < ks.history_length; i++) {

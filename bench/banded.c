@@ -1,0 +1,299 @@
+/* banded.c -- the banded SaP solver against LAPACK dgbsv (OpenBLAS, all host cores) on
+ * the papers' synthetic banded matrices (sap_gen_banded, x* = parabola, b = A x*):
+ *   grid    Table 3 of the SaP paper: N x K, d = 1 (SaP-D and SaP-C with P = 50 and
+ *           the automatic choice, dgbsv)
+ *   psweep  Table 1: N = 200,000, K = 200, d = 1, P in a list (SaP-D, SaP-C)
+ *   dsweep  Table 2: N = 200,000, K = 200, P = 50, d in a list (SaP-D, SaP-C)
+ * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
+ * <out>/banded.csv and <out>/banded.md.
+ *
+ * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
+ *               [--parts grid,psweep,dsweep] [--out DIR] [--dgbsv-max-gflop G] [--threads T]
+ * LIST is comma separated.  SaP times: setup (T_BC + T_LU + T_SPK + T_LUrdcd + automatic
+ * choices) + T_Kry; dgbsv: the factor+solve call only. */
+#define _POSIX_C_SOURCE 200809L
+#include "sap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef SAP_HAVE_OPENBLAS
+extern void dgbsv_(const int *n, const int *kl, const int *ku, const int *nrhs, double *ab, const int *ldab, int *ipiv,
+                   double *b, const int *ldb, int *info);
+extern void openblas_set_num_threads(int);
+extern int openblas_get_num_threads(void);
+#endif
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int parse_list(const char *s, double *v, int max)
+{
+    int n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok && n < max; tok = strtok(NULL, ",")) v[n++] = atof(tok);
+    return n;
+}
+
+typedef struct run_result {
+    int ok;
+    sap_band_stats st;
+    double total, device, resid;
+} run_result;
+
+static double rel_res(const sap_csr *A, const double *x, const double *b, double *work)
+{
+    memcpy(work, b, sizeof(double) * (size_t)A->nrows);
+    sap_csr_spmv(A, -1.0, x, 1.0, work);
+    double nr = 0, nb = 0;
+    for (sap_int i = 0; i < A->nrows; i++) nr += work[i] * work[i], nb += b[i] * b[i];
+    return sqrt(nr / nb);
+}
+
+static run_result run_sap(sap_context *ctx, const sap_csr *A, const double *b, double *x, double *work,
+                          sap_band_method m, sap_int P)
+{
+    run_result r;
+    memset(&r, 0, sizeof r);
+    sap_band_options o;
+    sap_band_options_init(&o);
+    o.method = m;
+    o.partitions = P;
+    o.krylov.sync_timing = 0;
+    o.krylov.history = 0;
+    sap_band_solver *S = NULL;
+    memset(x, 0, sizeof(double) * (size_t)A->nrows);
+    sap_status s = sap_band_solver_create(ctx, A, &o, &S);
+    if (s == SAP_OK) s = sap_band_solver_solve(S, b, x, &r.st);
+    r.ok = s >= 0;
+    if (s != SAP_OK) fprintf(stderr, "  sap %s P=%lld: %s (%s)\n", sap_band_method_name(m), (long long)P,
+                             sap_status_name(s), sap_context_last_error(ctx));
+    r.total = r.st.time_setup + r.st.time_kry;
+    r.device = r.st.time_lu + r.st.time_spk + r.st.time_lurdcd + r.st.time_kry;
+    r.resid = rel_res(A, x, b, work);
+    sap_band_solver_destroy(S);
+    return r;
+}
+
+/* dgbsv time (s) or -1 (not available / skipped), x receives the solution. */
+static double run_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x, double max_gflop, double *resid,
+                        double *work)
+{
+#ifdef SAP_HAVE_OPENBLAS
+    const double gflop = 2.0 * (double)A->nrows * (double)K * (double)(2 * K + 1) * 1e-9;
+    if (gflop > max_gflop) return -2;
+    const int n = (int)A->nrows, kl = (int)K, ku = (int)K, ldab = 2 * kl + ku + 1, one = 1;
+    double *ab = calloc((size_t)ldab * (size_t)n, sizeof(double));
+    int *ipiv = malloc(sizeof(int) * (size_t)n);
+    if (!ab || !ipiv) {
+        free(ab);
+        free(ipiv);
+        return -1;
+    }
+    for (sap_int i = 0; i < A->nrows; i++)
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            sap_int j = A->colind[p];
+            ab[(size_t)(kl + ku + i - j) + (size_t)j * (size_t)ldab] = A->val[p];
+        }
+    memcpy(x, b, sizeof(double) * (size_t)n);
+    int info = 0;
+    double t0 = now();
+    dgbsv_(&n, &kl, &ku, &one, ab, &ldab, ipiv, x, &n, &info);
+    double t = now() - t0;
+    free(ab);
+    free(ipiv);
+    *resid = rel_res(A, x, b, work);
+    return info == 0 ? t : -1;
+#else
+    (void)A, (void)K, (void)b, (void)x, (void)max_gflop, (void)resid, (void)work;
+    return -1;
+#endif
+}
+
+static FILE *csv, *md;
+static double speedups[4096];
+static int nspeed;
+
+static void point(sap_context *ctx, const char *part, sap_int n, sap_int K, double d, const sap_int *Ps, int nP,
+                  int with_auto, int with_lapack, double max_gflop)
+{
+    sap_csr *A = NULL;
+    if (sap_gen_banded(ctx, n, K, d, 0, 42, &A) != SAP_OK) {
+        fprintf(stderr, "generation failed N=%lld K=%lld: %s\n", (long long)n, (long long)K, sap_context_last_error(ctx));
+        return;
+    }
+    double *b = malloc(sizeof(double) * (size_t)n), *x = malloc(sizeof(double) * (size_t)n);
+    double *xs = malloc(sizeof(double) * (size_t)n), *work = malloc(sizeof(double) * (size_t)n);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+    sap_csr_spmv(A, 1.0, xs, 0.0, b);
+    double best = INFINITY;
+    const char *best_name = "-";
+    for (int ip = 0; ip <= nP; ip++) {
+        if (ip == nP && !with_auto) break;
+        const sap_int P = ip < nP ? Ps[ip] : 0;
+        for (int m = (ip == nP ? 0 : 1); m <= (ip == nP ? 0 : 2); m++) {
+            run_result r = run_sap(ctx, A, b, x, work, (sap_band_method)m, P);
+            const char *mn = m == 0 ? "auto" : sap_band_method_name((sap_band_method)m);
+            printf("%-6s N=%8lld K=%3lld d=%.2f %-6s P=%4lld(%4lld) it=%6.2f res=%.1e | BC %8.4f LU %8.4f SPK %8.4f "
+                   "rdcd %8.4f Kry %8.4f | dev %8.4f total %8.4f s\n",
+                   part, (long long)n, (long long)K, d, mn, (long long)P, (long long)r.st.partitions, r.st.iterations,
+                   r.resid, r.st.time_bc, r.st.time_lu, r.st.time_spk, r.st.time_lurdcd, r.st.time_kry, r.device, r.total);
+            fflush(stdout);
+            fprintf(csv, "%s,%lld,%lld,%.3g,%s,%lld,%lld,%s,%.2f,%.3e,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", part,
+                    (long long)n, (long long)K, d, mn, (long long)P, (long long)r.st.partitions,
+                    sap_band_method_name(r.st.method), r.st.iterations, r.resid, r.st.time_bc, r.st.time_lu,
+                    r.st.time_spk, r.st.time_lurdcd, r.st.time_kry, r.device, r.total, r.ok);
+            fprintf(md, "| %s | %lld | %lld | %.2g | %s | %lld | %.2f | %.1e | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f |\n",
+                    part, (long long)n, (long long)K, d, mn, (long long)r.st.partitions, r.st.iterations, r.resid,
+                    r.st.time_bc, r.st.time_lu, r.st.time_spk, r.st.time_lurdcd, r.st.time_kry, r.device, r.total);
+            if (r.ok && r.resid <= 1.01e-10 && r.total < best) best = r.total, best_name = mn;
+        }
+    }
+    if (with_lapack) {
+        double lres = 0;
+        double t = run_dgbsv(A, K, b, x, max_gflop, &lres, work);
+        if (t > 0) {
+            printf("%-6s N=%8lld K=%3lld d=%.2f dgbsv  res=%.1e time %.4f s  speedup(best SaP: %s) %.1fx\n", part,
+                   (long long)n, (long long)K, d, lres, t, best_name, t / best);
+            fprintf(csv, "%s,%lld,%lld,%.3g,dgbsv,0,0,dgbsv,0,%.3e,0,0,0,0,0,%.6f,%.6f,1\n", part, (long long)n,
+                    (long long)K, d, lres, t, t);
+            fprintf(md, "| %s | %lld | %lld | %.2g | **dgbsv** | - | - | %.1e | | | | | | | %.4f (speedup %.1fx) |\n", part,
+                    (long long)n, (long long)K, d, lres, t, t / best);
+            if (n >= 10000 && nspeed < 4096 && isfinite(best)) speedups[nspeed++] = t / best;
+        } else {
+            printf("%-6s N=%8lld K=%3lld dgbsv %s\n", part, (long long)n, (long long)K,
+                   t == -2 ? "skipped (--dgbsv-max-gflop)" : "not available");
+        }
+        fflush(stdout);
+    }
+    free(b);
+    free(x);
+    free(xs);
+    free(work);
+    sap_csr_destroy(A);
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep";
+    double Ns[32] = {1000, 10000, 100000, 200000, 500000, 1000000}, Ks[16] = {10, 20, 50, 100, 200, 500};
+    double Pl[32] = {10, 20, 50, 100, 200, 264, 400}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
+    int nN = 6, nK = 6, nPl = 7, nd = 8, threads = 0;
+    double max_gflop = 1e9;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "missing value for %s\n", o);
+            return 2;
+        }
+        i++;
+        if (!strcmp(o, "--backend")) backend = v;
+        else if (!strcmp(o, "--out")) out = v;
+        else if (!strcmp(o, "--parts")) parts = v;
+        else if (!strcmp(o, "--n")) nN = parse_list(v, Ns, 32);
+        else if (!strcmp(o, "--k")) nK = parse_list(v, Ks, 16);
+        else if (!strcmp(o, "--p")) nPl = parse_list(v, Pl, 32);
+        else if (!strcmp(o, "--d")) nd = parse_list(v, dl, 16);
+        else if (!strcmp(o, "--dgbsv-max-gflop")) max_gflop = atof(v);
+        else if (!strcmp(o, "--threads")) threads = atoi(v);
+        else {
+            fprintf(stderr, "unknown option %s\n", o);
+            return 2;
+        }
+    }
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    if (sap_backend_parse(backend, &cfg.backend) != SAP_OK) return 2;
+    cfg.threads = threads;
+    cfg.print_level = SAP_PRINT_ERRORS;
+    sap_context *ctx = NULL;
+    if (sap_context_create(&ctx, &cfg) != SAP_OK) {
+        fprintf(stderr, "no context for backend %s\n", backend);
+        return 1;
+    }
+#ifdef SAP_HAVE_OPENBLAS
+    openblas_set_num_threads((int)sysconf(_SC_NPROCESSORS_ONLN));
+    printf("dgbsv: OpenBLAS, %d threads\n", openblas_get_num_threads());
+#else
+    printf("dgbsv: not linked (OpenBLAS not found at configure time)\n");
+#endif
+    printf("backend %s: %s\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx));
+    mkdir(out, 0755);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/banded.csv", out);
+    csv = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/banded.md", out);
+    md = fopen(path, "w");
+    if (!csv || !md) {
+        fprintf(stderr, "cannot write into %s\n", out);
+        return 1;
+    }
+    fprintf(csv, "part,N,K,d,method,P_asked,P,method_used,iterations,residual,T_BC,T_LU,T_SPK,T_LUrdcd,T_Kry,device,"
+                 "total,ok\n");
+    fprintf(md, "# bench/banded: SaP-D / SaP-C vs dgbsv\n\nbackend %s: %s; times in seconds; total = setup (T_BC + "
+                "factor + automatic choices) + T_Kry; dev = T_LU + T_SPK + T_LUrdcd + T_Kry.\n\n",
+            sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx));
+    fprintf(md, "| part | N | K | d | method | P | it | residual | T_BC | T_LU | T_SPK | T_LUrdcd | T_Kry | dev | total |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    /* warm-up (context, kernels) */
+    {
+        sap_csr *A = NULL;
+        sap_gen_banded(ctx, 5000, 10, 1.0, 0, 1, &A);
+        double *b = calloc(5000, sizeof(double)), *x = calloc(5000, sizeof(double)), *w = calloc(5000, sizeof(double));
+        for (int i = 0; i < 5000; i++) b[i] = 1;
+        run_sap(ctx, A, b, x, w, SAP_BAND_SAPC, 8);
+        run_sap(ctx, A, b, x, w, SAP_BAND_SAPD, 8);
+        free(b);
+        free(x);
+        free(w);
+        sap_csr_destroy(A);
+    }
+    const sap_int P50[1] = {50};
+    if (strstr(parts, "grid"))
+        for (int a = 0; a < nN; a++)
+            for (int k = 0; k < nK; k++) {
+                if ((sap_int)Ks[k] >= (sap_int)Ns[a]) continue;
+                point(ctx, "grid", (sap_int)Ns[a], (sap_int)Ks[k], 1.0, (sap_int)Ns[a] >= 50 ? P50 : NULL,
+                      (sap_int)Ns[a] >= 50, 1, 1, max_gflop);
+            }
+    if (strstr(parts, "psweep")) {
+        sap_int Ps[32];
+        for (int i = 0; i < nPl; i++) Ps[i] = (sap_int)Pl[i];
+        point(ctx, "psweep", 200000, 200, 1.0, Ps, nPl, 1, 0, max_gflop);
+    }
+    if (strstr(parts, "dsweep"))
+        for (int i = 0; i < nd; i++) point(ctx, "dsweep", 200000, 200, dl[i], P50, 1, 0, 0, max_gflop);
+    if (nspeed) {
+        qsort(speedups, (size_t)nspeed, sizeof(double), cmpd);
+        double med = nspeed % 2 ? speedups[nspeed / 2] : 0.5 * (speedups[nspeed / 2 - 1] + speedups[nspeed / 2]);
+        printf("\nspeedup of the best SaP over dgbsv, grid points with N >= 10000 (%d): min %.1fx median %.1fx max "
+               "%.1fx\n",
+               nspeed, speedups[0], med, speedups[nspeed - 1]);
+        fprintf(md, "\nSpeedup of the best SaP run over dgbsv at the %d grid points with N >= 10,000: min %.1fx, "
+                    "median %.1fx, max %.1fx.\n\nDistribution:",
+                nspeed, speedups[0], med, speedups[nspeed - 1]);
+        for (int i = 0; i < nspeed; i++) fprintf(md, " %.1f", speedups[i]);
+        fprintf(md, "\n");
+    }
+    fclose(csv);
+    fclose(md);
+    sap_context_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# gpu_run.sh -- everything the GPU machine has to do, in one command:
+#   configure + build (Release, sm_90, -j16), the GPU tests (ctest -L gpu), bench/spmv,
+#   bench/krylov --backend cuda (when it exists), then the rest of the test suite.
+# Logs and results go to $OUT (the device tool brings back at most 8 files):
+#   build.log, gpu_tests_<date>.md, spmv.md, spmv.csv, krylov.log (+ what krylov writes),
+#   ctest_all.log.
+#
+# Usage (repository root):  SAP_COMMIT=<hash> OUT=<dir> bash bench/gpu_run.sh
+#   SAP_COMMIT   the commit being measured (git may not work on the GPU machine; a file
+#                .commit in the root is read when the variable is unset)
+#   SAP_MATRIX_DIR  the matrices (default: .mat in the root, a git-ignored copy of
+#                ../shared/matrices carried by the device tool, else ../shared/matrices)
+#   SAP_GPU_STEPS   which steps to run (default "build gpu spmv krylov all")
+#   SAP_SPMV_ARGS   extra arguments for bench/spmv
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-/tmp/sap_gpu_out}
+mkdir -p "$OUT"
+BUILD=${SAP_GPU_BUILD:-$ROOT/build-gpu}
+STEPS=${SAP_GPU_STEPS:-"build gpu spmv krylov all"}
+DATE=$(date -u +%Y-%m-%d)
+STAMP=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+if [ -z "${SAP_COMMIT:-}" ]; then
+  SAP_COMMIT=$(cat .commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+fi
+export SAP_COMMIT
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+[ -n "$GPU" ] || GPU="unknown (nvidia-smi failed)"
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+
+# ---- build --------------------------------------------------------------------------------
+if has build; then
+  {
+    echo "== configure $(date -u)"; nvcc --version | tail -2
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSAP_ENABLE_CUDA=ON
+    echo "== build"
+    cmake --build "$BUILD" -j16
+  } > "$OUT/build.log" 2>&1
+  rc=$?
+  echo "build: rc=$rc ($(elapsed) s)"
+  if [ $rc -ne 0 ]; then grep -E "error|Error" "$OUT/build.log" | head -40; tail -30 "$OUT/build.log"; exit 1; fi
+fi
+
+# ---- matrices -----------------------------------------------------------------------------
+MATDIR=${SAP_MATRIX_DIR:-}
+if [ -z "$MATDIR" ]; then
+  if [ -d "$ROOT/.mat" ]; then MATDIR=$ROOT/.mat; else MATDIR=$ROOT/../shared/matrices; fi
+fi
+if ! grep -q "sap: zlib ON" "$OUT/build.log" 2>/dev/null && ls "$MATDIR"/*.mtx.gz > /dev/null 2>&1; then
+  # no zlib in this build: decompress once with gzip
+  mkdir -p /tmp/sap_matrices
+  for f in "$MATDIR"/*.mtx.gz; do
+    b=$(basename "$f" .gz)
+    [ -f /tmp/sap_matrices/$b ] || gzip -dc "$f" > /tmp/sap_matrices/$b
+  done
+  MATDIR=/tmp/sap_matrices
+fi
+export SAP_MATRIX_DIR=$MATDIR
+echo "matrices: $MATDIR ($(ls "$MATDIR" | grep -c '\.mtx') files, $(elapsed) s)"
+
+# ---- GPU tests ----------------------------------------------------------------------------
+if has gpu; then
+  CMD="ctest -L gpu --output-on-failure --timeout 400"
+  (cd "$BUILD" && $CMD) > "$OUT/gpu_tests.raw" 2>&1
+  rc=$?
+  {
+    echo "# GPU tests ($DATE)"
+    echo
+    echo "- date: $STAMP"
+    echo "- GPU: $GPU"
+    echo "- commit: $SAP_COMMIT"
+    echo "- command: \`cd build && $CMD\` (built by bench/gpu_run.sh: Release, CMAKE_CUDA_ARCHITECTURES=90)"
+    echo "- result: exit code $rc"
+    echo
+    echo '```'
+    cat "$OUT/gpu_tests.raw"
+    echo '```'
+    echo
+    echo "## Test program output"
+    for t in "$BUILD"/Testing/Temporary/LastTest.log; do
+      echo '```'
+      grep -v "^$" "$t" | head -400
+      echo '```'
+    done
+  } > "$OUT/gpu_tests_$DATE.md"
+  rm -f "$OUT/gpu_tests.raw"
+  echo "gpu tests: rc=$rc ($(elapsed) s)"
+  grep -E "tests passed|tests failed|Failed|Passed|Not Run|Skipped" "$OUT/gpu_tests_$DATE.md" | head -20
+fi
+
+# ---- SpMV benchmark -------------------------------------------------------------------------
+if has spmv; then
+  "$BUILD/bench/spmv" --out "$OUT" ${SAP_SPMV_ARGS:-} > "$OUT/spmv.log" 2>&1
+  rc=$?
+  echo "spmv: rc=$rc ($(elapsed) s)"
+  tail -4 "$OUT/spmv.log"
+  [ -f "$OUT/spmv.md" ] && rm -f "$OUT/spmv.log" # the markdown holds the whole output
+fi
+
+# ---- Krylov benchmark -----------------------------------------------------------------------
+if has krylov && [ -x "$BUILD/bench/krylov" ]; then
+  mkdir -p "$OUT/krylov"
+  timeout ${SAP_KRYLOV_TIMEOUT_S:-150} "$BUILD/bench/krylov" --backend cuda --out "$OUT/krylov" > "$OUT/krylov.log" 2>&1
+  echo "krylov: rc=$? ($(elapsed) s)"
+  tail -15 "$OUT/krylov.log"
+fi
+
+# ---- the whole suite ------------------------------------------------------------------------
+if has all; then
+  left=$(( ${SAP_GPU_BUDGET_S:-560} - $(elapsed) ))
+  [ $left -lt 30 ] && left=30
+  (cd "$BUILD" && timeout $left ctest -j8 --output-on-failure --timeout 200 -LE gpu) > "$OUT/ctest_all.log" 2>&1
+  echo "ctest (all but gpu): rc=$? ($(elapsed) s)"
+  tail -15 "$OUT/ctest_all.log"
+fi
+ls -la "$OUT"

@@ -1,0 +1,244 @@
+/* band_sap.c -- the SaP driver, written once for every backend: partitioning, band and
+ * coupling extraction, the order of the factorization kernels, and the preconditioner
+ * apply (SaP-D: one block-diagonal solve; SaP-C: block solve, reduced 2K x 2K systems,
+ * purified right-hand sides, second block solve).  The heavy operations are the band
+ * kernel table (band_impl.h).
+ * The arrays live in the backend's memory (kernel table F->kt); the driver builds the
+ * band on the host (T_BC includes the upload). */
+#include "band_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static size_t prec_size(sap_precision p) { return p == SAP_FLOAT ? sizeof(float) : sizeof(double); }
+
+static const sap_band_kernels *kernels_for(const sap_context *ctx)
+{
+#ifdef SAP_HAVE_CUDA
+    if (ctx->backend == SAP_BACKEND_CUDA) return sap__band_kernels_cuda();
+#endif
+    (void)ctx;
+    return sap__band_kernels_cpu();
+}
+
+void sap__band_fact_destroy(sap_band_fact *F)
+{
+    if (!F) return;
+    sap_context *ctx = F->ctx;
+    const sap_band_kernels *kt = F->kt;
+    if (kt->release) kt->release(F);
+    void *dev[] = {F->lu, F->ul, F->B, F->C, F->V, F->W, F->R, F->rpiv, F->g, F->xr};
+    for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
+        if (dev[i]) kt->mem_free(ctx, dev[i]);
+    void *host[] = {F->uoff, F->thr, F->bst, F->roff, F->xoff};
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) sap__free(ctx, host[i]);
+    sap__band_layout_free(ctx, &F->L);
+    sap__free(ctx, F);
+}
+
+/* Uploads n doubles converted to prec into the backend array dst (allocated here). */
+static sap_status upload_conv(sap_band_fact *F, const double *src, int64_t n, void **dst)
+{
+    sap_context *ctx = F->ctx;
+    sap_status st = SAP_OK;
+    const size_t es = prec_size(F->prec);
+    void *tmp = NULL;
+    *dst = NULL;
+    if (n <= 0) return SAP_OK;
+    SAP_TRY(F->kt->mem_alloc(ctx, (size_t)n * es, dst));
+    if (F->prec == SAP_FLOAT) {
+        tmp = sap__alloc(ctx, (size_t)n, sizeof(float), false, __FILE__, __LINE__);
+        if (!tmp) SAP_FAIL(ctx, sap__alloc_failure((size_t)n, sizeof(float)), "band: no memory for a conversion");
+        float *t = tmp;
+        const int nt = sap__threads(ctx);
+        SAP_OMP_FOR(nt)
+        for (int64_t i = 0; i < n; i++) t[i] = (float)src[i];
+        SAP_TRY(F->kt->mem_upload(ctx, *dst, tmp, (size_t)n * es));
+    } else {
+        SAP_TRY(F->kt->mem_upload(ctx, *dst, src, (size_t)n * es));
+    }
+cleanup:
+    sap__free(ctx, tmp);
+    return st;
+}
+
+static sap_status alloc_dev(sap_band_fact *F, size_t n, size_t es, void **p)
+{
+    *p = NULL;
+    if (n == 0) return SAP_OK;
+    return F->kt->mem_alloc(F->ctx, n * es, p);
+}
+
+sap_status sap__band_fact_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_precision prec,
+                                 const sap_band_factor_opts *o, int host_only, sap_band_fact **out, sap_int *dropped,
+                                 double *t_bc)
+{
+    sap_status st = SAP_OK;
+    sap_band_fact *F = NULL;
+    double *band = NULL, *B = NULL, *C = NULL, *win = NULL;
+    *out = NULL;
+    double t0 = sap__wtime();
+    SAP_CALLOC(ctx, F, 1);
+    F->ctx = ctx;
+    F->prec = prec;
+    F->kt = host_only ? sap__band_kernels_cpu() : kernels_for(ctx);
+    SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, &F->L));
+    const sap_band_layout *L = &F->L;
+    F->coupled = o->coupled && L->P > 1;
+    const size_t es = prec_size(prec);
+    SAP_ALLOC(ctx, band, L->boff[L->P]);
+    const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
+    if (F->coupled) {
+        SAP_ALLOC(ctx, B, ncpl);
+        SAP_ALLOC(ctx, C, ncpl);
+    }
+    SAP_TRY(sap__band_fill(ctx, A, L, band, B, C, dropped));
+    /* boost parameters from ||A_i||_inf */
+    SAP_ALLOC(ctx, F->thr, L->P);
+    SAP_ALLOC(ctx, F->bst, L->P);
+    const double eps = prec == SAP_FLOAT ? 0x1.0p-23 : 0x1.0p-52;
+    const int nt = sap__threads(ctx);
+    SAP_OMP_FOR_DYNAMIC(nt, 1)
+    for (sap_int b = 0; b < L->P; b++) {
+        const sap_int nb = L->off[b + 1] - L->off[b], K = L->Ki[b];
+        const double *a = band + L->boff[b];
+        double nrm = 0;
+        for (sap_int r = 0; r < nb; r++) {
+            double sum = 0;
+            for (sap_int t = 0; t <= 2 * K; t++) sum += fabs(a[t * nb + r]);
+            if (sum > nrm) nrm = sum;
+        }
+        if (!(nrm > 0)) nrm = 1;
+        F->thr[b] = o->boost_threshold >= 0 ? o->boost_threshold : eps * nrm;
+        F->bst[b] = o->boost_value > 0 ? o->boost_value : sqrt(eps) * nrm;
+        if (prec == SAP_FLOAT && !((float)F->bst[b] > 0)) F->bst[b] = 1;
+    }
+    SAP_TRY(upload_conv(F, band, L->boff[L->P], &F->lu));
+    if (F->coupled) {
+        /* leading windows of partitions 1..P-1 for the UL factorizations */
+        SAP_ALLOC(ctx, F->uoff, L->P + 1);
+        F->uoff[0] = 0;
+        for (sap_int b = 0; b < L->P; b++) F->uoff[b + 1] = F->uoff[b] + (2 * L->Ki[b] + 1) * L->w[b];
+        SAP_ALLOC(ctx, win, F->uoff[L->P]);
+        SAP_OMP_FOR_DYNAMIC(nt, 4)
+        for (sap_int b = 1; b < L->P; b++) {
+            const sap_int nb = L->off[b + 1] - L->off[b], K = L->Ki[b], w = L->w[b];
+            const double *src = band + L->boff[b];
+            double *dst = win + F->uoff[b];
+            for (sap_int t = 0; t <= 2 * K; t++)
+                for (sap_int r = 0; r < w; r++) {
+                    sap_int c = r + t - K;
+                    dst[t * w + r] = (c >= 0 && c < w) ? src[t * nb + r] : 0.0;
+                }
+        }
+        SAP_TRY(upload_conv(F, win, F->uoff[L->P], &F->ul));
+        SAP_TRY(upload_conv(F, B, ncpl, &F->B));
+        SAP_TRY(upload_conv(F, C, ncpl, &F->C));
+        SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->V));
+        SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->W));
+        SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->R));
+        SAP_ALLOC(ctx, F->roff, L->P);
+        SAP_ALLOC(ctx, F->xoff, L->P);
+        int64_t sm = 0;
+        for (sap_int i = 0; i < L->P; i++) {
+            F->roff[i] = sm;
+            F->xoff[i] = 2 * sm;
+            sm += L->m[i];
+        }
+        SAP_TRY(alloc_dev(F, (size_t)sm, sizeof(int32_t), (void **)&F->rpiv));
+        SAP_TRY(alloc_dev(F, (size_t)(2 * sm), es, &F->xr));
+        SAP_TRY(alloc_dev(F, (size_t)L->n, es, &F->g));
+    }
+    SAP_FREE(ctx, B);
+    SAP_FREE(ctx, C);
+    SAP_FREE(ctx, win);
+    SAP_FREE(ctx, band);
+    if (F->kt->prepare) SAP_TRY(F->kt->prepare(F));
+    if (t_bc) *t_bc = sap__wtime() - t0;
+
+    t0 = sap__wtime();
+    SAP_TRY(F->kt->factor(F, &F->boosted));
+    F->t_lu = sap__wtime() - t0;
+    if (F->coupled) {
+        t0 = sap__wtime();
+        SAP_TRY(F->kt->spikes(F));
+        F->t_spk = sap__wtime() - t0;
+        t0 = sap__wtime();
+        SAP_TRY(F->kt->reduced_factor(F));
+        F->t_lurdcd = sap__wtime() - t0;
+    }
+    *out = F;
+    if (F->boosted > 0) {
+        SAP_ERROR(ctx, SAP_WARN_BOOSTED_PIVOTS, "band: %lld pivots boosted during factorization",
+                  (long long)F->boosted);
+        return SAP_WARN_BOOSTED_PIVOTS;
+    }
+    return SAP_OK;
+cleanup:
+    sap__free(ctx, band);
+    sap__free(ctx, B);
+    sap__free(ctx, C);
+    sap__free(ctx, win);
+    sap__band_fact_destroy(F);
+    return st;
+}
+
+sap_status sap__band_fact_apply(sap_band_fact *F, const void *r, void *z)
+{
+    const sap_band_kernels *kt = F->kt;
+    sap_status st = SAP_OK;
+    if (!F->coupled) return kt->block_solve(F, r, z);
+    SAP_TRY(kt->block_solve(F, r, F->g));
+    SAP_TRY(kt->reduced_solve(F, F->g));
+    SAP_TRY(kt->purify(F, r, z));
+    SAP_TRY(kt->block_solve(F, z, z));
+cleanup:
+    return st;
+}
+
+void sap__band_auto(const sap_context *ctx, sap_int n, sap_int K, double d, sap_band_method *method, sap_int *P,
+                    sap_precision *prec, char *reason, size_t reason_len)
+{
+    /* SaP-D vs SaP-C: diagonal dominance d >= 1 makes the coupling blocks' effect decay
+     * fast (the Krylov method absorbs it in a few iterations, Table 2 of the paper: SaP-D
+     * is the faster one there); below that SaP-C. */
+    if (*method == SAP_BAND_AUTO) {
+        if (P && *P == 1) *method = SAP_BAND_SAPD;
+        else *method = d >= 1.0 ? SAP_BAND_SAPD : SAP_BAND_SAPC;
+    }
+    const int coupled = *method == SAP_BAND_SAPC;
+    /* P.  cpu: the kernels parallelise across partitions, one partition per thread.
+     * cuda: a thread block per partition; the sequential chain of a partition (n_i steps
+     * of LU and of each sweep) is what costs, so many short partitions win (bench psweep
+     * on an H200, N = 200,000, K = 200, device part: P = 264 40 ms, 1000 15.4 ms, 2000
+     * 10.7 ms): SaP-D up to 16 per SM with partitions >= max(K/2, 64) rows, SaP-C (whose
+     * spikes and reduced systems grow with P) up to 2 per SM with partitions >=
+     * max(2K, 64) rows. */
+    sap_int p = sap__threads(ctx);
+    const char *why_p = "one partition per host thread";
+    sap_int minrows = 2 * K > 64 ? 2 * K : 64;
+#ifdef SAP_HAVE_CUDA
+    if (ctx->backend == SAP_BACKEND_CUDA) {
+        const sap_int sm = sap__band_cuda_sm_count(ctx);
+        p = coupled ? 2 * sm : 16 * sm;
+        why_p = coupled ? "two partitions per SM" : "16 partitions per SM";
+        if (!coupled) minrows = K / 2 > 64 ? K / 2 : 64;
+    }
+#endif
+    if (p > n / minrows) {
+        p = n / minrows;
+        why_p = coupled ? "limited by partitions of >= max(2K, 64) rows" : "limited by the partition height";
+    }
+    if (p < 1) p = 1;
+    if (P && *P <= 0) *P = p;
+    else if (P) why_p = "given";
+    /* factors in float: half the memory traffic; the double Krylov iteration recovers the
+     * accuracy.  Double for DIRECT (no outer iteration) and for strongly non-dominant
+     * matrices (d < 0.1), where float LU without pivoting loses too much. */
+    if (prec) *prec = (*method == SAP_BAND_DIRECT || d < 0.1) ? SAP_DOUBLE : SAP_FLOAT;
+    if (reason)
+        snprintf(reason, reason_len, "%s (d = %.3g), P = %lld (%s)%s%s", sap_band_method_name(*method), d,
+                 (long long)(P ? *P : p), why_p, prec ? (*prec == SAP_FLOAT ? ", float" : ", double") : "",
+                 prec ? " factors" : "");
+}

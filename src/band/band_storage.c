@@ -1,0 +1,139 @@
+/* band_storage.c -- partition layout of a banded matrix and conversion from CSR into the
+ * tall-and-thin band storage plus coupling blocks (band_impl.h describes the layout). */
+#include "band_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+void sap__band_layout_free(sap_context *ctx, sap_band_layout *L)
+{
+    if (!L) return;
+    sap__free(ctx, L->off);
+    sap__free(ctx, L->Ki);
+    sap__free(ctx, L->boff);
+    sap__free(ctx, L->m);
+    sap__free(ctx, L->coff);
+    sap__free(ctx, L->w);
+    memset(L, 0, sizeof(*L));
+}
+
+sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap,
+                                   sap_band_layout *L)
+{
+    sap_status st = SAP_OK;
+    memset(L, 0, sizeof(*L));
+    const sap_int n = A->nrows;
+    if (P < 1 || P > (n > 0 ? n : 1))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "band: %lld partitions for %lld rows (need 1 <= P <= N)", (long long)P,
+                         (long long)n);
+    L->n = n;
+    L->P = P;
+    SAP_ALLOC(ctx, L->off, P + 1);
+    SAP_CALLOC(ctx, L->Ki, P);
+    SAP_ALLOC(ctx, L->boff, P + 1);
+    SAP_CALLOC(ctx, L->m, P);
+    SAP_ALLOC(ctx, L->coff, P + 1);
+    SAP_CALLOC(ctx, L->w, P);
+    sap_partition_offsets(n, P, L->off);
+    /* K_i: the widest entry of diagonal block i (rows are sorted) */
+    const int nt = sap__threads(ctx);
+    sap_int Kmax = 0;
+    SAP_OMP_FOR(nt)
+    for (sap_int b = 0; b < P; b++) {
+        sap_int kb = 0;
+        for (sap_int r = L->off[b]; r < L->off[b + 1]; r++)
+            for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
+                sap_int c = A->colind[p];
+                if (c < L->off[b] || c >= L->off[b + 1]) continue;
+                sap_int dd = c > r ? c - r : r - c;
+                if (K_cap > 0 && dd > K_cap) continue;
+                if (dd > kb) kb = dd;
+            }
+        L->Ki[b] = kb;
+    }
+    /* K: the half-bandwidth of the whole matrix (capped) */
+    for (sap_int r = 0; r < n; r++) {
+        sap_int p0 = A->rowptr[r], p1 = A->rowptr[r + 1];
+        if (p0 == p1) continue;
+        sap_int a = r - A->colind[p0], c = A->colind[p1 - 1] - r;
+        if (a > Kmax) Kmax = a;
+        if (c > Kmax) Kmax = c;
+    }
+    if (K_cap > 0 && Kmax > K_cap) Kmax = K_cap;
+    L->K = Kmax;
+    L->boff[0] = 0;
+    L->coff[0] = 0;
+    for (sap_int b = 0; b < P; b++) {
+        sap_int nb = L->off[b + 1] - L->off[b];
+        if (sap__mul_overflows(2 * L->Ki[b] + 1, nb, INT64_MAX / 16 - L->boff[b]))
+            SAP_FAIL(ctx, SAP_ERR_TOO_LARGE, "band: storage of partition %lld overflows", (long long)b);
+        L->boff[b + 1] = L->boff[b] + (2 * L->Ki[b] + 1) * nb;
+        sap_int m = 0;
+        if (b + 1 < P) {
+            sap_int nb1 = L->off[b + 2] - L->off[b + 1];
+            m = Kmax < nb ? Kmax : nb;
+            if (nb1 < m) m = nb1;
+        }
+        L->m[b] = m;
+        L->coff[b + 1] = L->coff[b] + m * m;
+        /* UL window of partition b (for W_b^(t)): the coupling rows plus 3 K_b more */
+        if (b > 0) {
+            sap_int kb = L->Ki[b] > 0 ? L->Ki[b] : 1;
+            sap_int w = L->m[b - 1] + 3 * kb;
+            L->w[b] = w < nb ? w : nb;
+        }
+    }
+    return SAP_OK;
+cleanup:
+    sap__band_layout_free(ctx, L);
+    return st;
+}
+
+sap_status sap__band_fill(sap_context *ctx, const sap_csr *A, const sap_band_layout *L, double *band, double *B,
+                          double *C, sap_int *dropped)
+{
+    const sap_int n = L->n, P = L->P;
+    const int nt = sap__threads(ctx);
+    sap_int ndrop = 0, nbad = 0;
+    SAP_OMP_FOR(nt)
+    for (sap_int b = 0; b < P; b++)
+        memset(band + L->boff[b], 0, (size_t)(L->boff[b + 1] - L->boff[b]) * sizeof(double));
+    if (B && P > 1) {
+        memset(B, 0, (size_t)L->coff[P - 1] * sizeof(double));
+        memset(C, 0, (size_t)L->coff[P - 1] * sizeof(double));
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(+ : ndrop, nbad)
+#endif
+    for (sap_int b = 0; b < P; b++) {
+        const sap_int o0 = L->off[b], o1 = L->off[b + 1], nb = o1 - o0, K = L->Ki[b];
+        double *a = band + L->boff[b];
+        for (sap_int r = o0; r < o1; r++)
+            for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
+                const sap_int c = A->colind[p];
+                const double v = A->val[p];
+                if (!isfinite(v)) nbad++;
+                if (c >= o0 && c < o1) {
+                    sap_int dd = c - r;
+                    if (dd > K || -dd > K) ndrop++;
+                    else a[(dd + K) * nb + (r - o0)] = v;
+                } else if (B && c >= o1 && b + 1 < P) {
+                    /* B_b: rows o1 - m .. o1 - 1, columns o1 .. o1 + m - 1 */
+                    const sap_int m = L->m[b];
+                    if (r >= o1 - m && c < o1 + m && c - r <= L->K) B[L->coff[b] + (r - (o1 - m)) + (c - o1) * m] = v;
+                    else ndrop++;
+                } else if (C && c < o0 && b > 0) {
+                    /* C_b: rows o0 .. o0 + m - 1, columns o0 - m .. o0 - 1 (m of interface b-1) */
+                    const sap_int m = L->m[b - 1];
+                    if (r < o0 + m && c >= o0 - m && r - c <= L->K) C[L->coff[b - 1] + (r - o0) + (c - (o0 - m)) * m] = v;
+                    else ndrop++;
+                } else {
+                    ndrop++;
+                }
+            }
+    }
+    (void)n;
+    if (dropped) *dropped = ndrop;
+    if (nbad) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "band: the matrix has %lld NaN/Inf entries", (long long)nbad);
+    return SAP_OK;
+}

@@ -1,0 +1,167 @@
+/* bicgstabl.c -- BiCGStab(l) (Sleijpen and Fokkema 1993, in the form of van der Vorst's
+ * book, Alg. 9.3) with right, left or no preconditioning; l = 2 by default.
+ *
+ * One iteration = l BiCG steps (2 SpMVs each) and a minimal-residual (MR) polynomial step
+ * of degree l over r_1..r_l, orthogonalised by modified Gram-Schmidt (row-oriented: after
+ * r_j is final, one mdot gives sigma_j = r_j.r_j, r_0.r_j and the tau_jk = r_k.r_j for all
+ * k > j, then r_k -= tau_jk r_j).
+ *
+ * Iteration count in steps of 1/(2l) -- quarter steps for l = 2, the convention of the
+ * SaP::GPU papers.  Exit points within iteration k:
+ *   k + (j+1)/(2l)  after BiCG step j = 0..l-1 (l = 2: +0.25, +0.5);
+ *   k + (l+j)/(2l)  after the MR step of degree j < l, taken when the residual of that
+ *                   truncated polynomial (||r_0||^2 - sum_{i<=j} (r_0.r_i)^2/sigma_i,
+ *                   known from the MGS scalars) is below the tolerance (l = 2: +0.75);
+ *   k + 1           after the full MR step of degree l.
+ * Every exit point leaves a consistent pair (x, r) (the MR exits update x with the
+ * truncated polynomial's coefficients).  If a truncated MR step was taken but its
+ * residual turned out above the tolerance, the recurrences restart (rho0 = alpha = 0 ...)
+ * from that valid iterate, the shadow vector kept.  SaP::GPU's own code also reports
+ * .25/.5/.75 exits, but its middle exits test partially updated residuals.
+ *
+ * Right preconditioning runs on A M^-1 y = r0 with y accumulated from 0 and
+ * x = x0 + M^-1 y at the end (one extra apply); left runs on M^-1 A.  Breakdown: rho0 = 0,
+ * rho = r0hat.r_j = 0, gamma = r0hat.u_{j+1} = 0, sigma_j = 0, omega = gamma_l = 0. */
+#include "krylov_impl.h"
+
+#include <string.h>
+
+#define LMAX 16
+
+/* The MR coefficients for degree d (1 <= d <= l): gamma (T gamma = gamma', T unit upper
+ * triangular with the tau), and gamma'' for the update of x. */
+static void mr_coefficients(int d, double tau[LMAX + 1][LMAX + 1], const double *gp, double *gamma, double *gpp)
+{
+    gamma[d] = gp[d];
+    for (int j = d - 1; j >= 1; j--) {
+        double g = gp[j];
+        for (int i = j + 1; i <= d; i++) g -= tau[j][i] * gamma[i];
+        gamma[j] = g;
+    }
+    for (int j = 1; j < d; j++) {
+        double g = gamma[j + 1];
+        for (int i = j + 1; i < d; i++) g += tau[j][i] * gamma[i + 1];
+        gpp[j] = g;
+    }
+}
+
+/* Applies the MR step of degree d: xs += gamma_1 r_0 + sum gamma''_j r_j,
+ * u_0 -= sum gamma_j u_j, r_0 -= sum gamma'_j r_j; *rn = ||r_0||. */
+static sap_status mr_update(kry_solve *s, int d, sap_vec *r, sap_vec *u, sap_vec *xs, const double *gamma,
+                            const double *gpp, const double *gp, double *rn)
+{
+    sap_status st = SAP_OK;
+    double a[LMAX + 1];
+    a[0] = gamma[1];
+    for (int j = 1; j < d; j++) a[j] = gpp[j];
+    SAP_TRY(kry_maxpy(s, d, a, r, xs));
+    for (int j = 1; j <= d; j++) a[j - 1] = -gamma[j];
+    SAP_TRY(kry_maxpy(s, d, a, u + 1, u));
+    for (int j = 1; j < d; j++) a[j - 1] = -gp[j];
+    SAP_TRY(kry_maxpy(s, d - 1, a, r + 1, r));
+    SAP_TRY(s->ops->axpby_nrm2(s->ctx, -gp[d], &r[d], 1.0, r, rn));
+cleanup:
+    return st;
+}
+
+sap_status sap__krylov_bicgstabl(kry_solve *s)
+{
+    const sap_backend_ops *ops = s->ops;
+    sap_context *ctx = s->ctx;
+    sap_status st = SAP_OK;
+    const int l = s->K->param;
+    sap_vec *r = &s->w[0], *u = &s->w[l + 1];
+    sap_vec *rhat = &s->w[2 * l + 2], *y = &s->w[2 * l + 3], *tmp = &s->w[2 * l + 4];
+    const int right = s->side == KRY_SIDE_RIGHT;
+    sap_vec *xs = right ? y : s->x; /* the vector the iteration updates */
+    double tau[LMAX + 1][LMAX + 1], sigma[LMAX + 1], gp[LMAX + 1], gamma[LMAX + 1], gpp[LMAX + 1];
+    double dd[LMAX + 2];
+    sap_vec list[LMAX + 2];
+    memset(tau, 0, sizeof(tau));
+
+    double rn = 0.0, rho0 = 1.0, alpha = 0.0, omega = 1.0;
+    SAP_TRY(kry_residual(s, s->x, &r[0], tmp, &rn));
+    if (kry_start(s, rn)) goto done;
+    SAP_TRY(ops->copy(ctx, &r[0], rhat));
+    if (right) SAP_TRY(ops->set(ctx, y, 0.0));
+    SAP_TRY(ops->set(ctx, &u[0], 0.0));
+    for (;;) {
+        const double base = s->iter;
+        rho0 = -omega * rho0;
+        /* ---- BiCG part ---- */
+        for (int j = 0; j < l; j++) {
+            double rho1 = 0.0, g = 0.0;
+            SAP_TRY(ops->dot(ctx, rhat, &r[j], &rho1));
+            KRY_SCALAR(s, "rho0", rho0, 1);
+            KRY_SCALAR(s, "rho = r0hat . r_j", rho1, 1);
+            const double beta = alpha * rho1 / rho0;
+            KRY_SCALAR(s, "beta", beta, 0);
+            rho0 = rho1;
+            for (int i = 0; i <= j; i++) SAP_TRY(ops->axpby(ctx, 1.0, &r[i], -beta, &u[i]));
+            SAP_TRY(kry_op(s, &u[j], &u[j + 1], tmp));
+            SAP_TRY(ops->dot(ctx, rhat, &u[j + 1], &g));
+            KRY_SCALAR(s, "gamma = r0hat . u_{j+1}", g, 1);
+            alpha = rho0 / g;
+            KRY_SCALAR(s, "alpha", alpha, 0);
+            for (int i = 1; i <= j; i++) SAP_TRY(ops->axpby(ctx, -alpha, &u[i + 1], 1.0, &r[i]));
+            SAP_TRY(ops->axpby_nrm2(ctx, -alpha, &u[1], 1.0, &r[0], &rn));
+            SAP_TRY(ops->axpby(ctx, alpha, &u[0], 1.0, xs));
+            if (kry_check(s, base + (double)(j + 1) / (2.0 * l), rn)) goto done;
+            SAP_TRY(kry_op(s, &r[j], &r[j + 1], tmp));
+        }
+        /* ---- MR part: modified Gram-Schmidt on r_1..r_l ---- */
+        double est2 = rn * rn;
+        int soft_restart = 0;
+        for (int j = 1; j <= l; j++) {
+            int k = 0;
+            list[k++] = r[j];
+            list[k++] = r[0];
+            for (int i = j + 1; i <= l; i++) list[k++] = r[i];
+            SAP_TRY(ops->mdot(ctx, k, list, &r[j], dd));
+            sigma[j] = dd[0];
+            KRY_SCALAR(s, "sigma_j = r_j . r_j", sigma[j], 1);
+            gp[j] = dd[1] / sigma[j];
+            KRY_SCALAR(s, "gamma'_j", gp[j], 0);
+            for (int i = j + 1; i <= l; i++) {
+                tau[j][i] = dd[2 + i - j - 1] / sigma[j];
+                SAP_TRY(ops->axpby(ctx, -tau[j][i], &r[j], 1.0, &r[i]));
+            }
+            est2 -= gp[j] * gp[j] * sigma[j];
+            if (j < l && sqrt(est2 > 0.0 ? est2 : 0.0) / s->refnorm <= s->tol) {
+                /* the truncated polynomial of degree j already reaches the tolerance */
+                mr_coefficients(j, tau, gp, gamma, gpp);
+                SAP_TRY(mr_update(s, j, r, u, xs, gamma, gpp, gp, &rn));
+                if (kry_check(s, base + (double)(l + j) / (2.0 * l), rn)) goto done;
+                soft_restart = 1;
+                break;
+            }
+        }
+        if (!soft_restart) {
+            mr_coefficients(l, tau, gp, gamma, gpp);
+            SAP_TRY(mr_update(s, l, r, u, xs, gamma, gpp, gp, &rn));
+            omega = gamma[l];
+            if (kry_check(s, base + 1.0, rn)) goto done;
+        } else if (kry_check(s, base + 1.0, rn)) {
+            goto done; /* the end of this iteration (same residual as at the MR exit) */
+        }
+        SAP_TRY(kry_track_best(s, xs));
+        if (soft_restart) {
+            /* the recurrences assume a degree-l polynomial: start them again from here */
+            rho0 = 1.0;
+            alpha = 0.0;
+            omega = 1.0;
+            SAP_TRY(ops->set(ctx, &u[0], 0.0));
+        } else {
+            KRY_SCALAR(s, "omega = gamma_l", omega, 1);
+        }
+    }
+done:
+    SAP_TRY(kry_restore_best(s, xs));
+    if (right) {
+        /* x = x0 + M^-1 y */
+        SAP_TRY(kry_prec(s, y, tmp));
+        SAP_TRY(ops->axpby(ctx, 1.0, tmp, 1.0, s->x));
+    }
+cleanup:
+    return st;
+}

@@ -1,0 +1,548 @@
+/* krylov.c -- the Krylov solver front end: options, method table, the vectors cached in
+ * the sap_krylov object, the helpers the drivers share (timed SpMV and preconditioner,
+ * convergence/stagnation/monitor checks, best-iterate tracking) and sap_krylov_solve,
+ * which runs a driver and checks the true residual at the end.
+ *
+ * Stopping (every case has its own status; x is always the best iterate seen):
+ *  - the monitored residual ||r|| / ||b|| (left preconditioning: ||M^-1 r|| / ||M^-1 b||)
+ *    reaches tol: the true residual ||b - A x|| / ||b|| is recomputed; above tol the
+ *    driver restarts from the true residual with a tighter internal tolerance, at most
+ *    KRY_MAX_RESTARTS times and while iterations remain, else SAP_WARN_NOT_CONVERGED;
+ *  - maxit iterations or a monitor callback returning non-zero: SAP_WARN_NOT_CONVERGED;
+ *  - no relative decrease of 1e-3 of the best residual within stagnation_window
+ *    iterations: SAP_WARN_STAGNATED;
+ *  - a scalar of the recurrence is zero (rho, omega, ...): SAP_WARN_BREAKDOWN;
+ *  - a scalar or the residual is NaN/Inf: SAP_ERR_BREAKDOWN.
+ * b = 0 gives x = 0 at once.  The message of every warning or error names the method,
+ * the iteration and the quantity (sap_context_last_error). */
+#include "krylov_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define KRY_MAX_RESTARTS 3
+#define KRY_HIST_INITIAL 65536
+
+/* ---- the method table ---------------------------------------------------------------------- */
+
+typedef struct kry_method {
+    sap_krylov_type type;
+    const char *name;
+    int default_param, max_param; /* 0: no parameter */
+    int steps;                    /* history entries per iteration */
+    sap_status (*run)(kry_solve *s);
+} kry_method;
+
+static const kry_method methods[] = {
+    {SAP_KRYLOV_CG, "cg", 0, 0, 1, sap__krylov_cg},
+    {SAP_KRYLOV_BICGSTAB, "bicgstab", 0, 0, 2, sap__krylov_bicgstab},
+    {SAP_KRYLOV_BICGSTABL, "bicgstabl", 2, 16, 4, sap__krylov_bicgstabl},
+    {SAP_KRYLOV_GMRES, "gmres", 20, 1000, 1, sap__krylov_gmres},
+    {SAP_KRYLOV_FGMRES, "fgmres", 30, 1000, 1, sap__krylov_gmres},
+    {SAP_KRYLOV_IDR, "idr", 4, 64, 1, sap__krylov_idr},
+};
+#define NMETHODS ((int)(sizeof(methods) / sizeof(methods[0])))
+
+static const kry_method *find_method(sap_krylov_type type)
+{
+    for (int i = 0; i < NMETHODS; i++)
+        if (methods[i].type == type) return &methods[i];
+    return NULL;
+}
+
+/* Work vectors of a driver (besides b, x and the best iterate). */
+static int method_nvec(sap_krylov_type type, int p)
+{
+    switch (type) {
+    case SAP_KRYLOV_CG: return 4;
+    case SAP_KRYLOV_BICGSTAB: return 8;
+    case SAP_KRYLOV_BICGSTABL: return 2 * (p + 1) + 3;
+    case SAP_KRYLOV_GMRES: return p + 3;
+    case SAP_KRYLOV_FGMRES: return 2 * p + 3;
+    case SAP_KRYLOV_IDR: return 3 * p + 4;
+    }
+    return 0;
+}
+
+const char *sap_krylov_name(sap_krylov_type type)
+{
+    const kry_method *m = find_method(type);
+    return m ? m->name : "unknown";
+}
+
+sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param)
+{
+    if (!spec || !type) return SAP_ERR_INVALID;
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    const kry_method *m = NULL;
+    for (int i = 0; i < NMETHODS; i++)
+        if (strlen(methods[i].name) == len && strncmp(spec, methods[i].name, len) == 0) m = &methods[i];
+    if (!m) return SAP_ERR_INVALID;
+    int p = 0;
+    if (colon) {
+        const char *q = colon + 1;
+        if (!*q || m->max_param == 0) return SAP_ERR_INVALID;
+        long v = 0;
+        for (; *q; q++) {
+            if (*q < '0' || *q > '9') return SAP_ERR_INVALID;
+            v = v * 10 + (*q - '0');
+            if (v > m->max_param) return SAP_ERR_INVALID;
+        }
+        if (v < 1) return SAP_ERR_INVALID;
+        p = (int)v;
+    }
+    *type = m->type;
+    if (param) *param = p;
+    return SAP_OK;
+}
+
+void sap_krylov_options_init(sap_krylov_options *opt)
+{
+    if (!opt) return;
+    memset(opt, 0, sizeof(*opt));
+    opt->type = SAP_KRYLOV_BICGSTABL;
+    opt->param = 0;
+    opt->side = SAP_PRECOND_RIGHT;
+    opt->tol = 1e-10;
+    opt->maxit = 1000;
+    opt->stagnation_window = 0;
+    opt->history = 1;
+    opt->sync_timing = 1;
+}
+
+/* ---- object ------------------------------------------------------------------------------- */
+
+sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sap_krylov **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: output pointer is NULL");
+    *out = NULL;
+    sap_krylov_options o;
+    if (opt) o = *opt;
+    else sap_krylov_options_init(&o);
+    const kry_method *m = find_method(o.type);
+    if (!m) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: unknown Krylov method %d", (int)o.type);
+    if (o.param < 0 || o.param > m->max_param || (m->max_param == 0 && o.param != 0))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: parameter %d out of range for %s (1..%d)", o.param,
+                         m->name, m->max_param);
+    if (!(o.tol >= 0.0) || !isfinite(o.tol))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: tolerance %g must be finite and >= 0", o.tol);
+    if (o.maxit < 0 || o.stagnation_window < 0)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: maxit and stagnation_window must be >= 0");
+    if (o.side != SAP_PRECOND_LEFT && o.side != SAP_PRECOND_RIGHT)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: unknown preconditioning side %d", (int)o.side);
+    sap_status st = SAP_OK;
+    sap_krylov *K = NULL;
+    SAP_CALLOC(ctx, K, 1);
+    K->ctx = ctx;
+    K->opt = o;
+    K->param = o.param ? o.param : m->default_param;
+    *out = K;
+cleanup:
+    return st;
+}
+
+static void free_vectors(sap_krylov *K)
+{
+    const sap_backend_ops *ops = sap__ops(K->ctx);
+    for (int i = 0; i < K->nvec; i++)
+        if (K->vec[i].data) ops->vec_destroy(K->ctx, &K->vec[i]);
+    sap__free(K->ctx, K->vec);
+    K->vec = NULL;
+    K->nvec = 0;
+    for (int i = 0; i < K->nshadow; i++)
+        if (K->shadow[i].data) ops->vec_destroy(K->ctx, &K->shadow[i]);
+    sap__free(K->ctx, K->shadow);
+    K->shadow = NULL;
+    K->nshadow = 0;
+}
+
+void sap_krylov_destroy(sap_krylov *K)
+{
+    if (!K) return;
+    free_vectors(K);
+    sap__free(K->ctx, K->hist);
+    sap__free(K->ctx, K->hwork);
+    sap__free(K->ctx, K);
+}
+
+/* count vectors of length n in precision prec, reusing the cached ones when they fit */
+static sap_status get_vectors(sap_krylov *K, sap_int n, sap_precision prec, int count)
+{
+    if (K->vec && K->vec_n == n && K->vec_prec == prec && K->nvec >= count) return SAP_OK;
+    sap_context *ctx = K->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    free_vectors(K);
+    sap_status st = SAP_OK;
+    SAP_CALLOC(ctx, K->vec, count);
+    K->nvec = count;
+    K->vec_n = n;
+    K->vec_prec = prec;
+    for (int i = 0; i < count; i++) SAP_TRY(ops->vec_create(ctx, n, prec, &K->vec[i]));
+    return SAP_OK;
+cleanup:
+    free_vectors(K);
+    return st;
+}
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+static inline double tick(kry_solve *s)
+{
+    if (s->sync) s->ops->synchronize(s->ctx);
+    return sap__wtime();
+}
+
+sap_status kry_spmv(kry_solve *s, const sap_vec *x, sap_vec *y)
+{
+    double t0 = tick(s);
+    sap_status st = s->ops->spmv(s->ctx, s->A, 1.0, x, 0.0, y);
+    s->st->time_spmv += tick(s) - t0;
+    s->st->spmv_count++;
+    return st;
+}
+
+sap_status kry_prec(kry_solve *s, const sap_vec *r, sap_vec *z)
+{
+    if (!s->P) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
+    double t0 = tick(s);
+    sap_status st = sap__precond_apply_vec(s->P, r, z);
+    s->st->time_precond += tick(s) - t0;
+    s->st->precond_count++;
+    return st;
+}
+
+sap_status kry_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp)
+{
+    sap_status st = SAP_OK;
+    switch (s->side) {
+    case KRY_SIDE_RIGHT:
+        SAP_TRY(kry_prec(s, in, tmp));
+        SAP_TRY(kry_spmv(s, tmp, out));
+        break;
+    case KRY_SIDE_LEFT:
+        SAP_TRY(kry_spmv(s, in, tmp));
+        SAP_TRY(kry_prec(s, tmp, out));
+        break;
+    default: SAP_TRY(kry_spmv(s, in, out)); break;
+    }
+cleanup:
+    return st;
+}
+
+sap_status kry_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_vec *tmp, double *nrm)
+{
+    sap_status st = SAP_OK;
+    sap_vec *t = s->side == KRY_SIDE_LEFT ? tmp : r;
+    SAP_TRY(kry_spmv(s, x, t));
+    SAP_TRY(s->ops->axpby_nrm2(s->ctx, 1.0, s->b, -1.0, t, nrm));
+    if (s->side == KRY_SIDE_LEFT) {
+        SAP_TRY(kry_prec(s, t, r));
+        SAP_TRY(s->ops->nrm2(s->ctx, r, nrm));
+    }
+cleanup:
+    return st;
+}
+
+sap_status kry_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, double *r)
+{
+    for (int i = 0; i < k; i += 64) {
+        sap_status st = s->ops->mdot(s->ctx, k - i < 64 ? k - i : 64, x + i, y, r + i);
+        if (st < 0) return st;
+    }
+    return SAP_OK;
+}
+
+sap_status kry_maxpy(kry_solve *s, int k, const double *a, const sap_vec *x, sap_vec *y)
+{
+    for (int i = 0; i < k; i += 64) {
+        sap_status st = s->ops->maxpy(s->ctx, k - i < 64 ? k - i : 64, a + i, x + i, y);
+        if (st < 0) return st;
+    }
+    return SAP_OK;
+}
+
+static int record(kry_solve *s, double relres)
+{
+    sap_krylov *K = s->K;
+    if (!K->opt.history) return 0;
+    if (K->hist_len == K->hist_cap) {
+        sap_int cap = K->hist_cap ? 2 * K->hist_cap : 64;
+        double *h = sap__realloc(s->ctx, K->hist, (size_t)cap, sizeof(double), __FILE__, __LINE__);
+        if (!h) {
+            s->err = SAP_ERR_OUT_OF_MEMORY;
+            s->reason = KRY_ERROR;
+            return 1;
+        }
+        K->hist = h;
+        K->hist_cap = cap;
+    }
+    K->hist[K->hist_len++] = relres;
+    return 0;
+}
+
+static void fmt_iter(char *buf, size_t len, double it)
+{
+    if (it == floor(it)) snprintf(buf, len, "%.0f", it);
+    else snprintf(buf, len, "%.2f", it);
+}
+
+int kry_start(kry_solve *s, double nrm)
+{
+    s->relres = nrm / s->refnorm;
+    if (!s->started) {
+        s->started = 1;
+        s->stag_best = s->relres;
+        s->stag_iter = s->iter;
+        if (record(s, s->relres)) return 1;
+    }
+    if (!isfinite(s->relres)) {
+        s->reason = KRY_NONFINITE;
+        snprintf(s->msg, sizeof(s->msg), "%s: the initial residual norm is %g (NaN or Inf in A, b or x0)", s->method,
+                 nrm);
+        return 1;
+    }
+    if (s->relres <= s->tol) {
+        s->reason = KRY_CONVERGED;
+        return 1;
+    }
+    if (s->iter >= s->maxit) {
+        char it[32];
+        fmt_iter(it, sizeof(it), s->iter);
+        s->reason = KRY_MAXIT;
+        snprintf(s->msg, sizeof(s->msg), "%s: %s iterations done, relative residual %.3e > tol %.3e", s->method, it,
+                 s->relres, s->K->opt.tol);
+        return 1;
+    }
+    return 0;
+}
+
+int kry_check(kry_solve *s, double iter, double nrm)
+{
+    s->iter = iter;
+    s->relres = nrm / s->refnorm;
+    if (record(s, s->relres)) return 1;
+    char it[32];
+    if (!isfinite(s->relres)) {
+        fmt_iter(it, sizeof(it), iter);
+        s->reason = KRY_NONFINITE;
+        snprintf(s->msg, sizeof(s->msg), "%s: the residual norm became %g at iteration %s", s->method, nrm, it);
+        return 1;
+    }
+    int stop = 0;
+    const sap_krylov_options *o = &s->K->opt;
+    if (o->monitor) stop = o->monitor(o->monitor_state, iter, s->relres);
+    if (s->relres <= s->tol) {
+        s->reason = KRY_CONVERGED;
+        return 1;
+    }
+    if (stop) {
+        fmt_iter(it, sizeof(it), iter);
+        s->reason = KRY_MONITOR;
+        snprintf(s->msg, sizeof(s->msg), "%s: stopped by the monitor at iteration %s (relative residual %.3e)",
+                 s->method, it, s->relres);
+        return 1;
+    }
+    if (s->relres < s->stag_best * (1.0 - 1e-3)) {
+        s->stag_best = s->relres;
+        s->stag_iter = iter;
+    } else if (o->stagnation_window > 0 && iter - s->stag_iter >= (double)o->stagnation_window) {
+        fmt_iter(it, sizeof(it), iter);
+        s->reason = KRY_STAGNATED;
+        snprintf(s->msg, sizeof(s->msg),
+                 "%s: stagnated at iteration %s: best relative residual %.3e not improved by 1e-3 in %lld iterations",
+                 s->method, it, s->stag_best, (long long)o->stagnation_window);
+        return 1;
+    }
+    if (iter >= s->maxit) {
+        fmt_iter(it, sizeof(it), iter);
+        s->reason = KRY_MAXIT;
+        snprintf(s->msg, sizeof(s->msg), "%s: %s iterations done, relative residual %.3e > tol %.3e", s->method, it,
+                 s->relres, s->K->opt.tol);
+        return 1;
+    }
+    return 0;
+}
+
+int kry_breakdown(kry_solve *s, const char *what, double v)
+{
+    char it[32];
+    fmt_iter(it, sizeof(it), s->iter);
+    s->reason = isfinite(v) ? KRY_BREAKDOWN : KRY_NONFINITE;
+    snprintf(s->msg, sizeof(s->msg), "%s: breakdown at iteration %s: %s = %g", s->method, it, what, v);
+    return 1;
+}
+
+sap_status kry_track_best(kry_solve *s, const sap_vec *state)
+{
+    if (!(s->relres < 0.5 * s->best_saved)) return SAP_OK;
+    s->best_saved = s->relres;
+    return s->ops->copy(s->ctx, state, s->xbest);
+}
+
+sap_status kry_restore_best(kry_solve *s, sap_vec *state)
+{
+    if (s->reason == KRY_CONVERGED || !isfinite(s->best_saved)) return SAP_OK;
+    if (s->relres <= s->best_saved) return SAP_OK; /* (a NaN residual restores) */
+    s->relres = s->best_saved;
+    return s->ops->copy(s->ctx, s->xbest, state);
+}
+
+/* ---- solve ------------------------------------------------------------------------------------ */
+
+static sap_status reason_status(kry_reason r)
+{
+    switch (r) {
+    case KRY_CONVERGED: return SAP_OK;
+    case KRY_STAGNATED: return SAP_WARN_STAGNATED;
+    case KRY_BREAKDOWN: return SAP_WARN_BREAKDOWN;
+    case KRY_NONFINITE: return SAP_ERR_BREAKDOWN;
+    default: return SAP_WARN_NOT_CONVERGED;
+    }
+}
+
+/* an argument error before the solve started: the status goes into the statistics too */
+static sap_status early(sap_krylov_stats *stats, sap_status st)
+{
+    if (stats) stats->status = st;
+    return st;
+}
+
+sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
+                            sap_krylov_stats *stats)
+{
+    if (stats) memset(stats, 0, sizeof(*stats));
+    if (!K) return early(stats, SAP_ERR_INVALID);
+    sap_context *ctx = K->ctx;
+    const double t_start = sap__wtime();
+    if (!A || !A->sm) return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: matrix is NULL"));
+    if (A->ctx != ctx)
+        return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: matrix of another context"));
+    if (A->nrows != A->ncols)
+        return early(stats, SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "sap_krylov_solve: the matrix is %lld x %lld",
+                                      (long long)A->nrows, (long long)A->ncols));
+    const sap_int n = A->nrows;
+    if (n > 0 && (!b || !x)) return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: b or x is NULL"));
+    if (P && P->ctx != ctx)
+        return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: preconditioner of another context"));
+    sap_status st = sap__precond_check_ready(P, n);
+    if (st < 0) return early(stats, st);
+
+    const kry_method *m = find_method(K->opt.type);
+    const sap_backend_ops *ops = sap__ops(ctx);
+    double truerel = NAN;
+    sap_krylov_stats S;
+    memset(&S, 0, sizeof(S));
+    K->hist_len = 0;
+
+    kry_solve s;
+    memset(&s, 0, sizeof(s));
+    s.K = K;
+    s.ctx = ctx;
+    s.ops = ops;
+    s.A = A->sm;
+    s.P = sap__precond_is_identity(P) ? NULL : P;
+    s.n = n;
+    s.st = &S;
+    s.sync = K->opt.sync_timing;
+    s.maxit = (double)K->opt.maxit;
+    s.tol = K->opt.tol;
+    s.best_saved = INFINITY;
+    if (m->max_param) snprintf(s.method, sizeof(s.method), "%s(%d)", m->name, K->param);
+    else snprintf(s.method, sizeof(s.method), "%s", m->name);
+    /* CG: symmetric form (monitors ||r||); FGMRES: right (flexible) only */
+    if (!s.P) s.side = KRY_SIDE_NONE;
+    else if (m->type == SAP_KRYLOV_CG) s.side = KRY_SIDE_NONE;
+    else if (m->type == SAP_KRYLOV_FGMRES) s.side = KRY_SIDE_RIGHT;
+    else s.side = K->opt.side == SAP_PRECOND_LEFT ? KRY_SIDE_LEFT : KRY_SIDE_RIGHT;
+
+    if (K->opt.history && K->hist_cap == 0) {
+        double want = (double)K->opt.maxit * m->steps + 2;
+        sap_int cap = want < KRY_HIST_INITIAL ? (sap_int)want : KRY_HIST_INITIAL;
+        SAP_ALLOC(ctx, K->hist, cap);
+        K->hist_cap = cap;
+    }
+    const int nw = method_nvec(m->type, K->param);
+    SAP_TRY(get_vectors(K, n, A->sm->prec, nw + 3));
+    s.b = &K->vec[0];
+    s.x = &K->vec[1];
+    s.xbest = &K->vec[2];
+    s.w = &K->vec[3];
+    s.nw = nw;
+    for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &s.w[i], 0.0));
+    SAP_TRY(ops->vec_upload(ctx, s.b, b));
+    SAP_TRY(ops->vec_upload(ctx, s.x, x));
+    SAP_TRY(ops->nrm2(ctx, s.b, &s.bnorm));
+    if (!isfinite(s.bnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the right-hand side b contains NaN or Inf", s.method);
+    if (s.bnorm == 0.0) {
+        /* b = 0: x = 0 is the solution */
+        for (sap_int i = 0; i < n; i++) x[i] = 0.0;
+        S.status = SAP_OK;
+        S.time_setup = S.time_total = sap__wtime() - t_start;
+        S.history = K->hist;
+        S.history_length = K->hist_len;
+        if (stats) *stats = S;
+        return SAP_OK;
+    }
+    double xnorm = 0.0;
+    SAP_TRY(ops->nrm2(ctx, s.x, &xnorm));
+    if (!isfinite(xnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the initial guess x contains NaN or Inf", s.method);
+    s.refnorm = s.bnorm;
+    if (s.side == KRY_SIDE_LEFT) {
+        SAP_TRY(kry_prec(&s, s.b, s.xbest));
+        SAP_TRY(ops->nrm2(ctx, s.xbest, &s.refnorm));
+        if (!(s.refnorm > 0.0) || !isfinite(s.refnorm))
+            SAP_FAIL(ctx, s.refnorm == 0.0 ? SAP_ERR_SINGULAR : SAP_ERR_BREAKDOWN,
+                     "%s: the preconditioned right-hand side M^-1 b has norm %g", s.method, s.refnorm);
+    }
+    S.time_setup = sap__wtime() - t_start;
+
+    int restarts = 0;
+    for (;;) {
+        s.reason = KRY_RUNNING;
+        s.best_saved = INFINITY;
+        s.msg[0] = '\0';
+        SAP_TRY(m->run(&s));
+        if (s.reason == KRY_ERROR) {
+            st = s.err;
+            goto cleanup;
+        }
+        /* the true residual, in the scratch vector xbest */
+        double tn = 0.0;
+        SAP_TRY(ops->spmv(ctx, s.A, 1.0, s.x, 0.0, s.xbest));
+        S.spmv_count++;
+        SAP_TRY(ops->axpby_nrm2(ctx, 1.0, s.b, -1.0, s.xbest, &tn));
+        truerel = tn / s.bnorm;
+        if (s.reason != KRY_CONVERGED) break;
+        if (truerel <= K->opt.tol) break;
+        if (!(s.iter < s.maxit) || restarts >= KRY_MAX_RESTARTS || !isfinite(truerel)) {
+            s.reason = KRY_MAXIT;
+            snprintf(s.msg, sizeof(s.msg),
+                     "%s: the recursive residual %.3e reached the tolerance but the true residual is %.3e > %.3e "
+                     "(after %d restart%s)",
+                     s.method, s.relres, truerel, K->opt.tol, restarts, restarts == 1 ? "" : "s");
+            break;
+        }
+        /* restart from the true residual with a tighter internal tolerance */
+        restarts++;
+        double f = K->opt.tol / truerel;
+        s.tol *= f < 1e-3 ? 1e-3 : (f > 0.5 ? 0.5 : f);
+    }
+    SAP_TRY(ops->vec_download(ctx, s.x, x));
+    st = reason_status(s.reason);
+    if (st != SAP_OK) st = SAP_ERROR(ctx, st, "%s", s.msg[0] ? s.msg : sap_status_string(st));
+
+cleanup:
+    S.iterations = s.iter;
+    S.relative_residual = s.relres;
+    S.true_residual = truerel;
+    S.status = st;
+    S.history = K->hist;
+    S.history_length = K->hist_len;
+    S.time_total = sap__wtime() - t_start;
+    S.time_vector = S.time_total - S.time_setup - S.time_spmv - S.time_precond;
+    if (S.time_vector < 0.0) S.time_vector = 0.0;
+    if (stats) *stats = S;
+    return st;
+}

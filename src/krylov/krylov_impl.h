@@ -1,0 +1,131 @@
+/* krylov_impl.h -- what the Krylov drivers (cg.c, bicgstab.c, bicgstabl.c, gmres.c,
+ * idr.c) share with the front end (krylov.c).  Every driver is written once against the
+ * kernel table sap__ops(ctx), so the same code runs on every backend.  Internal.
+ *
+ * A driver starts from s->x (it computes its own initial residual), iterates until one
+ * of the kry_check() / kry_breakdown() stop conditions and leaves in s->x the last
+ * iterate, or the best one saved by kry_track_best() when that had a smaller residual.
+ * It returns an error status only for errors (out of memory, device errors); every
+ * numerical outcome is in s->reason.  The front end then checks the true residual. */
+#ifndef SAP_KRYLOV_IMPL_H
+#define SAP_KRYLOV_IMPL_H
+
+#include "../solve/matrix_impl.h"
+#include "../solve/precond_impl.h"
+#include "sap_backend.h"
+
+#include <math.h>
+
+typedef enum kry_reason {
+    KRY_RUNNING = 0,
+    KRY_CONVERGED, /* monitored residual <= tolerance */
+    KRY_MAXIT,     /* iteration limit */
+    KRY_STAGNATED, /* no progress over the stagnation window */
+    KRY_BREAKDOWN, /* a scalar became zero */
+    KRY_NONFINITE, /* a scalar or the residual became NaN/Inf */
+    KRY_MONITOR,   /* the monitor callback asked to stop */
+    KRY_ERROR      /* an error status (s->err) */
+} kry_reason;
+
+/* How the preconditioner enters the iteration. */
+typedef enum kry_side { KRY_SIDE_NONE = 0, KRY_SIDE_LEFT, KRY_SIDE_RIGHT } kry_side;
+
+struct sap_krylov {
+    sap_context *ctx;
+    sap_krylov_options opt;
+    int param; /* l, m or s resolved (never 0) */
+    /* vectors cached across solves of the same size and precision */
+    sap_vec *vec;
+    int nvec;
+    sap_int vec_n;
+    sap_precision vec_prec;
+    /* IDR(s) shadow space (kept across solves of the same size) */
+    sap_vec *shadow;
+    int nshadow;
+    /* residual history of the last solve */
+    double *hist;
+    sap_int hist_len, hist_cap;
+    /* host work space of the drivers (Hessenberg matrix, ...) */
+    double *hwork;
+    size_t hwork_len;
+};
+
+typedef struct kry_solve {
+    sap_krylov *K;
+    sap_context *ctx;
+    const sap_backend_ops *ops;
+    const sap_spmat *A;
+    sap_precond *P;  /* NULL when there is nothing to apply */
+    kry_side side;   /* NONE when P is NULL */
+    char method[32]; /* "bicgstab(2)" etc., for messages */
+    sap_int n;
+    sap_vec *b, *x; /* right-hand side and iterate on the backend */
+    sap_vec *w;     /* the driver's work vectors */
+    int nw;
+    sap_vec *xbest;    /* copy of the best iterate (see kry_track_best) */
+    double best_saved; /* its relative residual (INFINITY: none saved) */
+    double bnorm;      /* ||b|| */
+    double refnorm;    /* the monitored residual is divided by this (||b||, or ||M^-1 b|| if left) */
+    double tol;        /* tolerance on the monitored relative residual */
+    double iter;       /* iterations done (quarter steps for BiCGStab(l)) */
+    double maxit;
+    double relres; /* last monitored relative residual */
+    double stag_best, stag_iter;
+    int started; /* the initial residual has been recorded once */
+    kry_reason reason;
+    sap_status err;
+    char msg[400]; /* what stopped the iteration (breakdown etc.) */
+    int sync;      /* synchronise around timed phases */
+    sap_krylov_stats *st;
+} kry_solve;
+
+/* ---- helpers (krylov.c) ---------------------------------------------------------------- */
+
+/* y = A x (timed, counted). */
+sap_status kry_spmv(kry_solve *s, const sap_vec *x, sap_vec *y);
+/* z = M^{-1} r (timed, counted); a copy when there is no preconditioner. */
+sap_status kry_prec(kry_solve *s, const sap_vec *r, sap_vec *z);
+/* out = op(in): A M^{-1} in (right), M^{-1} A in (left), A in (none); tmp is scratch. */
+sap_status kry_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp);
+/* r = b - A x, or M^{-1}(b - A x) when left preconditioned (tmp: scratch, may be NULL
+ * when not left); *nrm = ||r||. */
+sap_status kry_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_vec *tmp, double *nrm);
+/* r[i] = x[i] . y and y += sum a[i] x[i] for any k (in groups of 64). */
+sap_status kry_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, double *r);
+sap_status kry_maxpy(kry_solve *s, int k, const double *a, const sap_vec *x, sap_vec *y);
+
+/* Records the initial residual norm; returns 1 when the solve must stop at once
+ * (already converged, maxit = 0, NaN/Inf). */
+int kry_start(kry_solve *s, double nrm);
+/* After an iteration (or a partial step): records the residual norm at 'iter', calls the
+ * monitor and returns 1 when the iteration must stop (s->reason tells why). */
+int kry_check(kry_solve *s, double iter, double nrm);
+/* A scalar 'what' has the value v that makes the method break down (zero) or is NaN/Inf;
+ * records the reason and returns 1. */
+int kry_breakdown(kry_solve *s, const char *what, double v);
+/* Keeps a copy of 'state' when its residual (s->relres) is below half of the saved one. */
+sap_status kry_track_best(kry_solve *s, const sap_vec *state);
+/* Unless converged, puts the saved copy back into 'state' when it was better. */
+sap_status kry_restore_best(kry_solve *s, sap_vec *state);
+
+/* ---- drivers --------------------------------------------------------------------------- */
+
+sap_status sap__krylov_cg(kry_solve *s);
+sap_status sap__krylov_bicgstab(kry_solve *s);
+sap_status sap__krylov_bicgstabl(kry_solve *s);
+sap_status sap__krylov_gmres(kry_solve *s); /* GMRES(m) and FGMRES(m) */
+sap_status sap__krylov_idr(kry_solve *s);
+/* The IDR(s) shadow space for vectors of length n (created once, fixed seed). */
+sap_status sap__krylov_idr_shadow(kry_solve *s, int nshadow);
+
+/* A scalar that must be finite (and non-zero when nonzero != 0): otherwise break down. */
+#define KRY_SCALAR(s, what, v, nonzero)                                                                                \
+    do {                                                                                                               \
+        double v__ = (v);                                                                                              \
+        if (!isfinite(v__) || ((nonzero) && v__ == 0.0)) {                                                             \
+            kry_breakdown((s), (what), v__);                                                                           \
+            goto done;                                                                                                 \
+        }                                                                                                              \
+    } while (0)
+
+#endif /* SAP_KRYLOV_IMPL_H */

@@ -1,0 +1,854 @@
+/* test_gpu_kernels.c -- every kernel of the cuda backend's table against the cpu backend
+ * on the same random inputs (double and float; lengths 0, 1, 31, 33, 1000, 100003,
+ * 1000003), every SpMV format (CSR with each threads-per-row variant, ELL with one and two
+ * rows per thread, SELL-P with 1..8 threads per row, HEC, auto) on matrices with empty
+ * rows, one row, no columns, long rows, rectangular shapes; the device conversions
+ * against the host layouts of formats.c; determinism of the reductions and of SpMV;
+ * transfer and pool statistics; and the error paths (injected device allocation failures
+ * through the device_alloc hook: SAP_ERR_OUT_OF_MEMORY, no leak, context still usable).
+ * Tolerances are relative to the magnitudes involved, never bitwise GPU vs CPU.
+ * Exits 77 (skipped) without CUDA or without a device. */
+#include "testing.h"
+
+#include "sap_backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SAP_HAVE_CUDA
+int main(void)
+{
+    printf("test_gpu_kernels: built without CUDA, skipped\n");
+    return 77;
+}
+#else
+
+#include "../src/kernels/cuda/cuda_internal.h"
+
+#include <cuda_runtime_api.h>
+
+typedef struct backend {
+    const sap_backend_ops *ops;
+    sap_context *ctx;
+} backend;
+
+static backend G, C; /* gpu, cpu */
+static sap_rng rng;
+/* SAP_TEST_GPU_DRYRUN=1: "gpu" is a second cpu context (checks the test itself on a
+ * machine without a GPU; the cuda-only parts are skipped) */
+static int dryrun = 0;
+
+static double urand(void) { return 2.0 * sap__rng_uniform(&rng) - 1.0; }
+
+static double tol_of(sap_precision p) { return p == SAP_DOUBLE ? 1e-13 : 2e-6; }
+static const char *pname(sap_precision p) { return p == SAP_DOUBLE ? "double" : "float"; }
+
+static void fill_random(double *v, sap_int n)
+{
+    for (sap_int i = 0; i < n; i++) v[i] = urand();
+}
+
+/* a vector on a backend holding host values */
+static sap_vec mkvec(backend *b, sap_int n, sap_precision p, const double *h)
+{
+    sap_vec v;
+    memset(&v, 0, sizeof(v));
+    CHECK_OK(b->ctx, b->ops->vec_create(b->ctx, n, p, &v));
+    if (h) CHECK_OK(b->ctx, b->ops->vec_upload(b->ctx, &v, h));
+    return v;
+}
+
+static void getvec(backend *b, const sap_vec *v, double *h) { CHECK_OK(b->ctx, b->ops->vec_download(b->ctx, v, h)); }
+
+/* max |a - b| / max(scale) */
+static double rel_diff(const double *a, const double *b, const double *scale, sap_int n)
+{
+    double d = 0.0, s = 0.0;
+    for (sap_int i = 0; i < n; i++) {
+        double e = fabs(a[i] - b[i]);
+        if (isnan(a[i]) != isnan(b[i])) e = INFINITY;
+        if (e > d) d = e;
+        if (scale[i] > s) s = scale[i];
+    }
+    return s > 0.0 ? d / s : d;
+}
+
+/* values rounded to the precision (what the cpu backend's float vectors hold) */
+static void round_to(double *v, sap_int n, sap_precision p)
+{
+    if (p == SAP_FLOAT)
+        for (sap_int i = 0; i < n; i++) v[i] = (double)(float)v[i];
+}
+
+/* ---- vectors and BLAS-1 ------------------------------------------------------------------- */
+
+static void test_vectors(sap_int n, sap_precision p)
+{
+    const double tol = tol_of(p);
+    double *hx = malloc(sizeof(double) * (size_t)(n + 1)), *hy = malloc(sizeof(double) * (size_t)(n + 1));
+    double *hz = malloc(sizeof(double) * (size_t)(n + 1)), *g = malloc(sizeof(double) * (size_t)(n + 1));
+    double *c = malloc(sizeof(double) * (size_t)(n + 1)), *sc = malloc(sizeof(double) * (size_t)(n + 1));
+    fill_random(hx, n);
+    fill_random(hy, n);
+    fill_random(hz, n);
+    round_to(hx, n, p);
+    round_to(hy, n, p);
+    round_to(hz, n, p);
+    backend *B[2] = {&G, &C};
+    sap_vec x[2], y[2], z[2];
+
+#define RESET()                                                                                       \
+    for (int b = 0; b < 2; b++) {                                                                     \
+        CHECK_OK(B[b]->ctx, B[b]->ops->vec_upload(B[b]->ctx, &x[b], hx));                             \
+        CHECK_OK(B[b]->ctx, B[b]->ops->vec_upload(B[b]->ctx, &y[b], hy));                             \
+        CHECK_OK(B[b]->ctx, B[b]->ops->vec_upload(B[b]->ctx, &z[b], hz));                             \
+    }
+#define COMPARE(vv, what, scalefn)                                                                    \
+    do {                                                                                              \
+        getvec(&G, &vv[0], g);                                                                        \
+        getvec(&C, &vv[1], c);                                                                        \
+        for (sap_int i = 0; i < n; i++) sc[i] = (scalefn);                                            \
+        double r_ = rel_diff(g, c, sc, n);                                                            \
+        CHECK_MSG(r_ <= tol, "%s n=%lld %s: relative difference %.3g", what, (long long)n, pname(p), r_); \
+    } while (0)
+
+    for (int b = 0; b < 2; b++) {
+        x[b] = mkvec(B[b], n, p, NULL);
+        y[b] = mkvec(B[b], n, p, NULL);
+        z[b] = mkvec(B[b], n, p, NULL);
+    }
+    /* a new vector is zero */
+    getvec(&G, &x[0], g);
+    int zero = 1;
+    for (sap_int i = 0; i < n; i++) zero &= g[i] == 0.0;
+    CHECK_MSG(zero, "vec_create n=%lld: not zero-initialised", (long long)n);
+
+    RESET();
+    /* upload / download round trip */
+    getvec(&G, &x[0], g);
+    int same = 1;
+    for (sap_int i = 0; i < n; i++) same &= g[i] == hx[i];
+    CHECK_MSG(same, "upload/download n=%lld %s: values changed", (long long)n, pname(p));
+
+    /* copy, also across precisions */
+    for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->copy(B[b]->ctx, &x[b], &y[b]));
+    COMPARE(y, "copy", fabs(hx[i]));
+    {
+        sap_precision q = p == SAP_DOUBLE ? SAP_FLOAT : SAP_DOUBLE;
+        sap_vec w[2];
+        for (int b = 0; b < 2; b++) {
+            w[b] = mkvec(B[b], n, q, NULL);
+            CHECK_OK(B[b]->ctx, B[b]->ops->copy(B[b]->ctx, &x[b], &w[b]));
+        }
+        getvec(&G, &w[0], g);
+        getvec(&C, &w[1], c);
+        for (sap_int i = 0; i < n; i++) sc[i] = fabs(hx[i]);
+        CHECK_MSG(rel_diff(g, c, sc, n) <= 1e-7, "copy %s -> %s n=%lld", pname(p), pname(q), (long long)n);
+        for (int b = 0; b < 2; b++) B[b]->ops->vec_destroy(B[b]->ctx, &w[b]);
+    }
+
+    /* set, scale */
+    for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->set(B[b]->ctx, &y[b], 0.375));
+    COMPARE(y, "set", 1.0);
+    for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->set(B[b]->ctx, &y[b], 0.0));
+    COMPARE(y, "set 0", 1.0);
+    RESET();
+    for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->scale(B[b]->ctx, &x[b], -1.75));
+    COMPARE(x, "scale", 1.75 * fabs(hx[i]));
+
+    /* axpby with b != 0 and b == 0 (y not read) */
+    RESET();
+    for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->axpby(B[b]->ctx, 0.7, &x[b], -1.3, &y[b]));
+    COMPARE(y, "axpby", 0.7 * fabs(hx[i]) + 1.3 * fabs(hy[i]));
+    RESET();
+    for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->axpby(B[b]->ctx, 0.7, &x[b], 0.0, &y[b]));
+    COMPARE(y, "axpby b=0", 0.7 * fabs(hx[i]));
+
+    /* axpbypcz */
+    RESET();
+    for (int b = 0; b < 2; b++)
+        CHECK_OK(B[b]->ctx, B[b]->ops->axpbypcz(B[b]->ctx, 0.3, &x[b], -2.0, &y[b], 1.1, &z[b]));
+    COMPARE(z, "axpbypcz", 0.3 * fabs(hx[i]) + 2.0 * fabs(hy[i]) + 1.1 * fabs(hz[i]));
+    RESET();
+    for (int b = 0; b < 2; b++)
+        CHECK_OK(B[b]->ctx, B[b]->ops->axpbypcz(B[b]->ctx, 0.3, &x[b], -2.0, &y[b], 0.0, &z[b]));
+    COMPARE(z, "axpbypcz c=0", 0.3 * fabs(hx[i]) + 2.0 * fabs(hy[i]));
+
+    /* pointwise_mult */
+    RESET();
+    for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->pointwise_mult(B[b]->ctx, &x[b], &y[b], &z[b]));
+    COMPARE(z, "pointwise_mult", fabs(hx[i] * hy[i]));
+
+    /* dot, nrm2 (and determinism: a second run is bit-identical) */
+    RESET();
+    {
+        double dg = 0, dg2 = 1, dc = 0, ng = 0, ng2 = 1, nc = 0, sabs = 0, ss = 0;
+        CHECK_OK(G.ctx, G.ops->dot(G.ctx, &x[0], &y[0], &dg));
+        CHECK_OK(G.ctx, G.ops->dot(G.ctx, &x[0], &y[0], &dg2));
+        CHECK_OK(C.ctx, C.ops->dot(C.ctx, &x[1], &y[1], &dc));
+        CHECK_OK(G.ctx, G.ops->nrm2(G.ctx, &x[0], &ng));
+        CHECK_OK(G.ctx, G.ops->nrm2(G.ctx, &x[0], &ng2));
+        CHECK_OK(C.ctx, C.ops->nrm2(C.ctx, &x[1], &nc));
+        for (sap_int i = 0; i < n; i++) {
+            sabs += fabs(hx[i] * hy[i]);
+            ss += hx[i] * hx[i];
+        }
+        CHECK_MSG(fabs(dg - dc) <= 1e-12 * sabs + 1e-300, "dot n=%lld %s: %.17g vs %.17g", (long long)n, pname(p), dg, dc);
+        CHECK_MSG(memcmp(&dg, &dg2, sizeof(double)) == 0, "dot n=%lld %s not deterministic", (long long)n, pname(p));
+        CHECK_MSG(fabs(ng - nc) <= 1e-12 * sqrt(ss) + 1e-300, "nrm2 n=%lld %s: %.17g vs %.17g", (long long)n, pname(p), ng, nc);
+        CHECK_MSG(memcmp(&ng, &ng2, sizeof(double)) == 0, "nrm2 n=%lld %s not deterministic", (long long)n, pname(p));
+        CHECK_MSG(fabs(ng - sqrt(ss)) <= 1e-12 * sqrt(ss), "nrm2 n=%lld %s vs host", (long long)n, pname(p));
+        if (n == 0) CHECK(dg == 0.0 && ng == 0.0);
+    }
+
+    /* axpby_nrm2 */
+    {
+        double r[2], r2 = -1;
+        RESET();
+        for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->axpby_nrm2(B[b]->ctx, 0.5, &x[b], -0.25, &y[b], &r[b]));
+        COMPARE(y, "axpby_nrm2 (vector)", 0.5 * fabs(hx[i]) + 0.25 * fabs(hy[i]));
+        double ss = 0;
+        for (sap_int i = 0; i < n; i++) ss += c[i] * c[i];
+        CHECK_MSG(fabs(r[0] - r[1]) <= (p == SAP_DOUBLE ? 1e-12 : 1e-6) * sqrt(ss) + 1e-300,
+                  "axpby_nrm2 n=%lld %s: %.17g vs %.17g", (long long)n, pname(p), r[0], r[1]);
+        RESET();
+        CHECK_OK(G.ctx, G.ops->axpby_nrm2(G.ctx, 0.5, &x[0], -0.25, &y[0], &r2));
+        CHECK_MSG(memcmp(&r2, &r[0], sizeof(double)) == 0, "axpby_nrm2 n=%lld not deterministic", (long long)n);
+        RESET();
+        for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->axpby_nrm2(B[b]->ctx, 0.5, &x[b], 0.0, &y[b], &r[b]));
+        COMPARE(y, "axpby_nrm2 b=0", 0.5 * fabs(hx[i]));
+    }
+
+    /* cg_update: x += alpha p, r -= alpha q, rr = r.r (p = y, q = z here, x, r = x, a copy) */
+    {
+        double rr[2], rr2 = -1;
+        sap_vec r[2];
+        RESET();
+        for (int b = 0; b < 2; b++) {
+            r[b] = mkvec(B[b], n, p, hz);
+            CHECK_OK(B[b]->ctx, B[b]->ops->cg_update(B[b]->ctx, 0.625, &y[b], &x[b], &z[b], &r[b], &rr[b]));
+        }
+        COMPARE(z, "cg_update x", fabs(hz[i]) + 0.625 * fabs(hy[i]));
+        COMPARE(r, "cg_update r", fabs(hz[i]) + 0.625 * fabs(hx[i]));
+        double ss = 0;
+        for (sap_int i = 0; i < n; i++) ss += c[i] * c[i];
+        CHECK_MSG(fabs(rr[0] - rr[1]) <= (p == SAP_DOUBLE ? 1e-12 : 1e-5) * ss + 1e-300,
+                  "cg_update rr n=%lld %s: %.17g vs %.17g", (long long)n, pname(p), rr[0], rr[1]);
+        RESET();
+        CHECK_OK(G.ctx, G.ops->vec_upload(G.ctx, &r[0], hz));
+        CHECK_OK(G.ctx, G.ops->cg_update(G.ctx, 0.625, &y[0], &x[0], &z[0], &r[0], &rr2));
+        CHECK_MSG(memcmp(&rr2, &rr[0], sizeof(double)) == 0, "cg_update n=%lld not deterministic", (long long)n);
+        for (int b = 0; b < 2; b++) B[b]->ops->vec_destroy(B[b]->ctx, &r[b]);
+    }
+
+    /* maxpy and mdot with k in 1, 3, 8, 9, 20, 64 */
+    {
+        static const int ks[] = {1, 3, 8, 9, 20, 64};
+        sap_int nk = n <= 100003 ? 64 : 9; /* bound the memory of the largest case */
+        sap_vec *X[2];
+        double *hxk = malloc(sizeof(double) * (size_t)(n + 1) * (size_t)nk);
+        for (sap_int j = 0; j < nk * n; j++) hxk[j] = urand();
+        round_to(hxk, nk * n, p);
+        for (int b = 0; b < 2; b++) {
+            X[b] = malloc(sizeof(sap_vec) * (size_t)nk);
+            for (sap_int j = 0; j < nk; j++) X[b][j] = mkvec(B[b], n, p, hxk + j * n);
+        }
+        double a[64], rg[64], rg2[64], rc[64];
+        for (int j = 0; j < 64; j++) a[j] = urand();
+        for (size_t t = 0; t < sizeof(ks) / sizeof(ks[0]); t++) {
+            int k = ks[t];
+            if (k > nk) continue;
+            RESET();
+            for (int b = 0; b < 2; b++) CHECK_OK(B[b]->ctx, B[b]->ops->maxpy(B[b]->ctx, k, a, X[b], &y[b]));
+            getvec(&G, &y[0], g);
+            getvec(&C, &y[1], c);
+            for (sap_int i = 0; i < n; i++) {
+                sc[i] = fabs(hy[i]);
+                for (int j = 0; j < k; j++) sc[i] += fabs(a[j] * hxk[j * n + i]);
+            }
+            double rd = rel_diff(g, c, sc, n);
+            CHECK_MSG(rd <= tol * 4, "maxpy k=%d n=%lld %s: %.3g", k, (long long)n, pname(p), rd);
+            RESET();
+            CHECK_OK(G.ctx, G.ops->mdot(G.ctx, k, X[0], &y[0], rg));
+            CHECK_OK(G.ctx, G.ops->mdot(G.ctx, k, X[0], &y[0], rg2));
+            CHECK_OK(C.ctx, C.ops->mdot(C.ctx, k, X[1], &y[1], rc));
+            for (int j = 0; j < k; j++) {
+                double sabs = 0;
+                for (sap_int i = 0; i < n; i++) sabs += fabs(hxk[j * n + i] * hy[i]);
+                CHECK_MSG(fabs(rg[j] - rc[j]) <= 1e-12 * sabs + 1e-300, "mdot k=%d j=%d n=%lld %s: %.17g vs %.17g", k, j,
+                          (long long)n, pname(p), rg[j], rc[j]);
+                CHECK_MSG(memcmp(&rg[j], &rg2[j], sizeof(double)) == 0, "mdot k=%d n=%lld not deterministic", k,
+                          (long long)n);
+            }
+        }
+        for (int b = 0; b < 2; b++) {
+            for (sap_int j = 0; j < nk; j++) B[b]->ops->vec_destroy(B[b]->ctx, &X[b][j]);
+            free(X[b]);
+        }
+        free(hxk);
+    }
+    CHECK_OK(G.ctx, G.ops->synchronize(G.ctx));
+    for (int b = 0; b < 2; b++) {
+        B[b]->ops->vec_destroy(B[b]->ctx, &x[b]);
+        B[b]->ops->vec_destroy(B[b]->ctx, &y[b]);
+        B[b]->ops->vec_destroy(B[b]->ctx, &z[b]);
+    }
+    free(hx);
+    free(hy);
+    free(hz);
+    free(g);
+    free(c);
+    free(sc);
+#undef RESET
+#undef COMPARE
+}
+
+/* ---- matrices ------------------------------------------------------------------------------ */
+
+/* Random CSR: row i gets about len(i) entries at random columns (duplicates summed). */
+typedef sap_int (*len_fn)(sap_int i, sap_int n, sap_int m);
+
+static sap_csr *random_csr(sap_context *ctx, sap_int n, sap_int m, len_fn len)
+{
+    sap_coo *T = NULL;
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_coo_create(ctx, n, m, 16, &T));
+    if (!T) return NULL;
+    for (sap_int i = 0; i < n; i++) {
+        sap_int l = m > 0 ? len(i, n, m) : 0;
+        for (sap_int k = 0; k < l; k++) {
+            sap_int j = (sap_int)sap__rng_below(&rng, (uint64_t)m);
+            /* mostly near the diagonal, some far away */
+            if (k % 4 != 3 && m > 1) j = (i * m / (n > 0 ? n : 1) + (sap_int)sap__rng_below(&rng, 64) - 32 + m) % m;
+            CHECK_OK(ctx, sap_coo_push(T, i, j, urand()));
+        }
+    }
+    CHECK_OK(ctx, sap_csr_from_coo(T, &A));
+    sap_coo_destroy(T);
+    return A;
+}
+
+static sap_int len_regular(sap_int i, sap_int n, sap_int m) { return 7; }
+static sap_int len_empty_rows(sap_int i, sap_int n, sap_int m) { return i % 3 == 0 ? 0 : 1 + (i % 11); }
+static sap_int len_long_rows(sap_int i, sap_int n, sap_int m)
+{
+    if (i == 5) return 6000; /* > 4096 after duplicates: a block per row in HEC and CSR */
+    if (i % 97 == 0) return 400;
+    return 3 + (i % 5);
+}
+static sap_int len_wide(sap_int i, sap_int n, sap_int m) { return 40 + (i % 60); }
+static sap_int len_full(sap_int i, sap_int n, sap_int m) { return m; }
+static sap_int len_one(sap_int i, sap_int n, sap_int m) { return 1; }
+
+static const sap_spmv_format formats[] = {SAP_FORMAT_AUTO, SAP_FORMAT_CSR, SAP_FORMAT_ELL, SAP_FORMAT_SELLP,
+                                          SAP_FORMAT_HEC};
+
+/* y = alpha A x + beta y on both backends; compare relative to |alpha| |A| |x| + |beta y|. */
+static void compare_spmv(const sap_csr *A, sap_spmat *Mg, sap_spmat *Mc, sap_precision p, const char *what)
+{
+    const sap_int n = A->nrows, m = A->ncols;
+    double *hx = malloc(sizeof(double) * (size_t)(m + 1)), *hy = malloc(sizeof(double) * (size_t)(n + 1));
+    double *g = malloc(sizeof(double) * (size_t)(n + 1)), *g2 = malloc(sizeof(double) * (size_t)(n + 1));
+    double *c = malloc(sizeof(double) * (size_t)(n + 1)), *sc = malloc(sizeof(double) * (size_t)(n + 1));
+    fill_random(hx, m);
+    fill_random(hy, n);
+    round_to(hx, m, p);
+    round_to(hy, n, p);
+    static const double ab[][2] = {{1.0, 0.0}, {-0.5, 0.75}, {2.0, 1.0}, {0.0, 0.5}};
+    for (size_t t = 0; t < 4; t++) {
+        const double alpha = ab[t][0], beta = ab[t][1];
+        sap_vec xg = mkvec(&G, m, p, hx), yg = mkvec(&G, n, p, hy), xc = mkvec(&C, m, p, hx), yc = mkvec(&C, n, p, hy);
+        CHECK_OK(G.ctx, G.ops->spmv(G.ctx, Mg, alpha, &xg, beta, &yg));
+        CHECK_OK(C.ctx, C.ops->spmv(C.ctx, Mc, alpha, &xc, beta, &yc));
+        getvec(&G, &yg, g);
+        getvec(&C, &yc, c);
+        for (sap_int i = 0; i < n; i++) {
+            double s = 0;
+            for (sap_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) s += fabs(A->val[k] * hx[A->colind[k]]);
+            sc[i] = fabs(alpha) * s + fabs(beta * hy[i]);
+        }
+        double rd = rel_diff(g, c, sc, n);
+        CHECK_MSG(rd <= (p == SAP_DOUBLE ? 1e-13 : 1e-5), "spmv %s %s alpha=%g beta=%g: relative difference %.3g", what,
+                  pname(p), alpha, beta, rd);
+        /* deterministic: the same product again is bit-identical */
+        CHECK_OK(G.ctx, G.ops->vec_upload(G.ctx, &yg, hy));
+        CHECK_OK(G.ctx, G.ops->spmv(G.ctx, Mg, alpha, &xg, beta, &yg));
+        getvec(&G, &yg, g2);
+        CHECK_MSG(n == 0 || memcmp(g, g2, sizeof(double) * (size_t)n) == 0, "spmv %s %s not deterministic", what,
+                  pname(p));
+        G.ops->vec_destroy(G.ctx, &xg);
+        G.ops->vec_destroy(G.ctx, &yg);
+        C.ops->vec_destroy(C.ctx, &xc);
+        C.ops->vec_destroy(C.ctx, &yc);
+    }
+    free(hx);
+    free(hy);
+    free(g);
+    free(g2);
+    free(c);
+    free(sc);
+}
+
+static int32_t *dl_i32(const int32_t *d, sap_int n)
+{
+    int32_t *h = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    if (n > 0) CHECK_OK(G.ctx, sap__cuda_d2h(G.ctx, h, d, sizeof(int32_t) * (size_t)n));
+    return h;
+}
+
+static double *dl_val(const void *d, sap_int n, sap_precision p)
+{
+    double *h = malloc(sizeof(double) * (size_t)(n + 1));
+    if (n <= 0) return h;
+    if (p == SAP_DOUBLE) {
+        CHECK_OK(G.ctx, sap__cuda_d2h(G.ctx, h, d, sizeof(double) * (size_t)n));
+    } else {
+        float *f = malloc(sizeof(float) * (size_t)n);
+        CHECK_OK(G.ctx, sap__cuda_d2h(G.ctx, f, d, sizeof(float) * (size_t)n));
+        for (sap_int i = 0; i < n; i++) h[i] = f[i];
+        free(f);
+    }
+    return h;
+}
+
+static double rnd(double v, sap_precision p) { return p == SAP_FLOAT ? (double)(float)v : v; }
+
+/* The device layouts against the host conversions of formats.c (exact). */
+static void compare_layout(const sap_csr *A, sap_spmat *Mg, sap_precision p, const char *what)
+{
+    if (dryrun) return;
+    sap_cuda_spmat_view v;
+    CHECK_OK(G.ctx, sap__cuda_spmat_view(Mg, &v));
+    const sap_int n = A->nrows;
+    int bad = 0;
+    if (v.format == SAP_FORMAT_ELL || v.format == SAP_FORMAT_HEC) {
+        sap_ell_host E;
+        sap_hec_host H;
+        memset(&E, 0, sizeof(E));
+        memset(&H, 0, sizeof(H));
+        if (v.format == SAP_FORMAT_ELL) CHECK_OK(G.ctx, sap__ell_from_csr(G.ctx, A, -1, &E));
+        else CHECK_OK(G.ctx, sap__hec_from_csr(G.ctx, A, &H));
+        sap_ell_host *e = v.format == SAP_FORMAT_ELL ? &E : &H.ell;
+        CHECK_MSG(e->width == v.ell_width, "%s: ELL width %lld (host) vs %d (device)", what, (long long)e->width,
+                  v.ell_width);
+        if (e->width == v.ell_width) {
+            int32_t *col = dl_i32(v.ell_col, (sap_int)v.ell_ld * v.ell_width);
+            double *val = dl_val(v.ell_val, (sap_int)v.ell_ld * v.ell_width, p);
+            for (sap_int k = 0; k < e->width && !bad; k++)
+                for (sap_int i = 0; i < n; i++) {
+                    size_t hi = (size_t)(i + k * n), di = (size_t)(i + k * v.ell_ld);
+                    if (e->col[hi] != col[di] || rnd(e->val[hi], p) != val[di]) {
+                        bad = 1;
+                        CHECK_MSG(0, "%s: ELL slot (%lld, %lld) differs: (%d, %g) host vs (%d, %g) device", what,
+                                  (long long)i, (long long)k, e->col[hi], e->val[hi], col[di], val[di]);
+                        break;
+                    }
+                }
+            free(col);
+            free(val);
+        }
+        if (v.format == SAP_FORMAT_HEC && !bad) {
+            int32_t *rp = dl_i32(v.rem_rowptr, n + 1);
+            for (sap_int i = 0; i <= n && !bad; i++)
+                if (rp[i] != H.csr_rowptr[i]) {
+                    bad = 1;
+                    CHECK_MSG(0, "%s: HEC remainder rowptr[%lld] %lld (host) vs %d", what, (long long)i,
+                              (long long)H.csr_rowptr[i], rp[i]);
+                }
+            sap_int rn = H.csr_rowptr[n];
+            int32_t *rc = dl_i32(v.rem_col, rn);
+            double *rv = dl_val(v.rem_val, rn, p);
+            for (sap_int k = 0; k < rn && !bad; k++)
+                if (rc[k] != H.csr_col[k] || rv[k] != rnd(H.csr_val[k], p)) {
+                    bad = 1;
+                    CHECK_MSG(0, "%s: HEC remainder entry %lld differs", what, (long long)k);
+                }
+            sap_int nlist = 0;
+            for (sap_int i = 0; i < n; i++) nlist += H.csr_rowptr[i + 1] > H.csr_rowptr[i];
+            CHECK_MSG(nlist == v.rem_nrows, "%s: %lld rows with a remainder (host) vs %d", what, (long long)nlist,
+                      v.rem_nrows);
+            free(rp);
+            free(rc);
+            free(rv);
+        }
+        sap__ell_free(G.ctx, &E);
+        sap__hec_free(G.ctx, &H);
+    } else if (v.format == SAP_FORMAT_SELLP) {
+        sap_sellp_host S;
+        memset(&S, 0, sizeof(S));
+        CHECK_OK(G.ctx, sap__sellp_from_csr(G.ctx, A, &S));
+        CHECK(S.nslices == v.nslices);
+        int32_t *sp = dl_i32(v.slice_ptr, v.nslices + 1);
+        for (sap_int s = 0; s <= S.nslices && !bad; s++)
+            if (S.slice_ptr[s] != sp[s]) {
+                bad = 1;
+                CHECK_MSG(0, "%s: SELL-P slice_ptr[%lld] %lld (host) vs %d", what, (long long)s,
+                          (long long)S.slice_ptr[s], sp[s]);
+            }
+        sap_int maxw = 0;
+        for (sap_int s = 0; s < S.nslices; s++) maxw = S.slice_width[s] > maxw ? S.slice_width[s] : maxw;
+        CHECK_MSG(maxw == Mg->ell_width, "%s: SELL-P max width %lld vs %lld", what, (long long)maxw,
+                  (long long)Mg->ell_width);
+        if (!bad) {
+            sap_int tot = S.slice_ptr[S.nslices];
+            int32_t *col = dl_i32(v.sell_col, tot);
+            double *val = dl_val(v.sell_val, tot, p);
+            for (sap_int k = 0; k < tot; k++)
+                if (col[k] != S.col[k] || val[k] != rnd(S.val[k], p)) {
+                    CHECK_MSG(0, "%s: SELL-P slot %lld differs: (%d, %g) host vs (%d, %g)", what, (long long)k,
+                              S.col[k], S.val[k], col[k], val[k]);
+                    break;
+                }
+            free(col);
+            free(val);
+        }
+        free(sp);
+        sap__sellp_free(G.ctx, &S);
+    } else if (v.format == SAP_FORMAT_CSR) {
+        int32_t *rp = dl_i32(v.rowptr, n + 1), *ci = dl_i32(v.colind, A->nnz);
+        double *val = dl_val(v.val, A->nnz, p);
+        for (sap_int i = 0; i <= n; i++) bad |= rp[i] != A->rowptr[i];
+        for (sap_int k = 0; k < A->nnz; k++) bad |= ci[k] != A->colind[k] || val[k] != rnd(A->val[k], p);
+        CHECK_MSG(!bad, "%s: device CSR differs from the host CSR", what);
+        free(rp);
+        free(ci);
+        free(val);
+    }
+}
+
+static void test_matrix(const sap_csr *A0, const char *name)
+{
+    if (!A0) return;
+    char what[160];
+    sap_csr *A = NULL;
+    CHECK_OK(C.ctx, sap_csr_copy(A0, &A));
+    for (int pi = 0; pi < 2; pi++) {
+        sap_precision p = pi ? SAP_FLOAT : SAP_DOUBLE;
+        for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
+            sap_spmat *Mg = NULL, *Mc = NULL;
+            snprintf(what, sizeof(what), "%s %lldx%lld nnz=%lld format %s", name, (long long)A->nrows,
+                     (long long)A->ncols, (long long)A->nnz, sap_spmv_format_name(formats[f]));
+            CHECK_OK(G.ctx, G.ops->spmat_create(G.ctx, A, formats[f], p, &Mg));
+            sap_spmv_format real = Mg ? Mg->format : SAP_FORMAT_CSR;
+            CHECK_OK(C.ctx, C.ops->spmat_create(C.ctx, A, real, p, &Mc));
+            if (!Mg || !Mc) {
+                G.ops->spmat_destroy(G.ctx, Mg);
+                C.ops->spmat_destroy(C.ctx, Mc);
+                continue;
+            }
+            CHECK(Mg->format != SAP_FORMAT_AUTO && Mg->reason && Mg->reason[0]);
+            if (formats[f] != SAP_FORMAT_AUTO) CHECK(Mg->format == formats[f]);
+            compare_layout(A, Mg, p, what);
+            compare_spmv(A, Mg, Mc, p, what);
+            /* every kernel variant */
+            if (dryrun) {
+            } else if (real == SAP_FORMAT_CSR)
+                for (int t = 1; t <= 32; t *= 2) {
+                    CHECK(sap__cuda_spmat_tune(Mg, 2, t) == SAP_OK);
+                    char w2[200];
+                    snprintf(w2, sizeof(w2), "%s tpr=%d", what, t);
+                    compare_spmv(A, Mg, Mc, p, w2);
+                }
+            if (real == SAP_FORMAT_SELLP && !dryrun)
+                for (int t = 1; t <= 8; t *= 2) {
+                    CHECK(sap__cuda_spmat_tune(Mg, 1, t) == SAP_OK);
+                    char w2[200];
+                    snprintf(w2, sizeof(w2), "%s tpr=%d", what, t);
+                    compare_spmv(A, Mg, Mc, p, w2);
+                }
+            if ((real == SAP_FORMAT_ELL || real == SAP_FORMAT_HEC) && !dryrun) {
+                CHECK(sap__cuda_spmat_tune(Mg, 0, 2) == SAP_OK);
+                char w2[200];
+                snprintf(w2, sizeof(w2), "%s rows/thread=2", what);
+                compare_spmv(A, Mg, Mc, p, w2);
+            }
+            /* new values, same pattern */
+            for (sap_int k = 0; k < A->nnz; k++) A->val[k] = urand();
+            CHECK_OK(G.ctx, G.ops->spmat_update_values(G.ctx, Mg, A));
+            CHECK_OK(C.ctx, C.ops->spmat_update_values(C.ctx, Mc, A));
+            snprintf(what + strlen(what), sizeof(what) - strlen(what), " (updated)");
+            compare_layout(A, Mg, p, what);
+            compare_spmv(A, Mg, Mc, p, what);
+            G.ops->spmat_destroy(G.ctx, Mg);
+            C.ops->spmat_destroy(C.ctx, Mc);
+        }
+    }
+    sap_csr_destroy(A);
+}
+
+static void test_matrices(void)
+{
+    sap_context *ctx = C.ctx;
+    struct {
+        sap_int n, m;
+        len_fn len;
+        const char *name;
+    } cases[] = {
+        {0, 0, len_regular, "empty 0x0"},
+        {1, 1, len_one, "1x1"},
+        {1, 100, len_full, "one full row"},
+        {1, 5000, len_full, "one long row"},
+        {31, 31, len_regular, "regular"},
+        {33, 33, len_empty_rows, "empty rows"},
+        {50, 0, len_regular, "no columns"},
+        {100, 37, len_empty_rows, "rectangular"},
+        {37, 200, len_wide, "wide rows"},
+        {1000, 1000, len_regular, "regular"},
+        {1003, 1003, len_empty_rows, "empty rows"},
+        {3001, 8000, len_long_rows, "long rows"},
+        {20000, 20000, len_wide, "wide rows"},
+        {100003, 100003, len_empty_rows, "empty rows"},
+    };
+    for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+        sap_csr *A = random_csr(ctx, cases[t].n, cases[t].m, cases[t].len);
+        test_matrix(A, cases[t].name);
+        sap_csr_destroy(A);
+    }
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_poisson3d(ctx, 23, 17, 11, &A));
+    test_matrix(A, "poisson3d 23x17x11");
+    sap_csr_destroy(A);
+    A = NULL;
+    /* all rows empty */
+    CHECK_OK(ctx, sap_csr_create(ctx, 40, 40, 0, &A));
+    test_matrix(A, "all rows empty");
+    sap_csr_destroy(A);
+}
+
+/* ---- statistics, pool, handles, errors ------------------------------------------------------- */
+
+static void test_stats_and_pool(void)
+{
+    sap_context *ctx = G.ctx;
+    const sap_int n = 12345;
+    double *h = calloc((size_t)n, sizeof(double));
+    sap_context_stats s0, s1;
+    sap_vec v;
+    CHECK_OK(ctx, G.ops->vec_create(ctx, n, SAP_DOUBLE, &v));
+    sap_context_reset_transfer_stats(ctx);
+    CHECK_OK(ctx, sap_context_get_stats(ctx, &s0));
+    CHECK_OK(ctx, G.ops->vec_upload(ctx, &v, h));
+    CHECK_OK(ctx, G.ops->vec_download(ctx, &v, h));
+    CHECK_OK(ctx, sap_context_get_stats(ctx, &s1));
+    CHECK(s1.h2d_bytes - s0.h2d_bytes == 8 * n && s1.h2d_copies - s0.h2d_copies == 1);
+    CHECK(s1.d2h_bytes - s0.d2h_bytes == 8 * n && s1.d2h_copies - s0.d2h_copies == 1);
+    CHECK(s1.device_bytes_in_use >= 8 * n && s1.device_bytes_peak >= s1.device_bytes_in_use);
+    G.ops->vec_destroy(ctx, &v);
+    /* the pool: creating and destroying the same vectors again allocates nothing */
+    CHECK_OK(ctx, sap_context_get_stats(ctx, &s0));
+    for (int it = 0; it < 100; it++) {
+        sap_vec a, b;
+        CHECK_OK(ctx, G.ops->vec_create(ctx, n, SAP_DOUBLE, &a));
+        CHECK_OK(ctx, G.ops->vec_create(ctx, n + 7, SAP_FLOAT, &b));
+        double d;
+        CHECK_OK(ctx, G.ops->dot(ctx, &a, &a, &d));
+        G.ops->vec_destroy(ctx, &a);
+        G.ops->vec_destroy(ctx, &b);
+    }
+    CHECK_OK(ctx, sap_context_get_stats(ctx, &s1));
+    CHECK_MSG(s1.device_allocs - s0.device_allocs <= 2, "pool: %lld device allocations for 200 vectors",
+              (long long)(s1.device_allocs - s0.device_allocs));
+    CHECK(s1.device_bytes_in_use == s0.device_bytes_in_use);
+    CHECK(sap__cuda_pool_cached(ctx) > 0);
+    CHECK(sap__cuda_pool_trim(ctx) > 0);
+    CHECK(sap__cuda_pool_cached(ctx) == 0);
+    /* library handles: created once */
+    void *h1 = NULL, *h2 = NULL;
+    CHECK_OK(ctx, sap__cuda_cusparse(ctx, &h1));
+    CHECK_OK(ctx, sap__cuda_cusparse(ctx, &h2));
+    CHECK(h1 && h1 == h2);
+    CHECK_OK(ctx, sap__cuda_cublas(ctx, &h1));
+    CHECK_OK(ctx, sap__cuda_cublas(ctx, &h2));
+    CHECK(h1 && h1 == h2);
+    CHECK(sap__cuda_stream(ctx) != NULL);
+    free(h);
+}
+
+static void test_invalid(void)
+{
+    sap_context *ctx = G.ctx;
+    sap_vec a, b, f;
+    CHECK_OK(ctx, G.ops->vec_create(ctx, 10, SAP_DOUBLE, &a));
+    CHECK_OK(ctx, G.ops->vec_create(ctx, 11, SAP_DOUBLE, &b));
+    CHECK_OK(ctx, G.ops->vec_create(ctx, 10, SAP_FLOAT, &f));
+    double d;
+    CHECK_STATUS(ctx, G.ops->dot(ctx, &a, &b, &d), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, G.ops->dot(ctx, &a, &f, &d), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, G.ops->axpby(ctx, 1.0, &a, 1.0, &b), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, G.ops->maxpy(ctx, 65, &d, &a, &a), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, G.ops->vec_create(ctx, -1, SAP_DOUBLE, &b), SAP_ERR_INVALID);
+    CHECK_OK(ctx, G.ops->copy(ctx, &a, &f)); /* precision conversion is allowed in copy */
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 3, 3, &A));
+    sap_spmat *M = NULL;
+    CHECK_OK(ctx, G.ops->spmat_create(ctx, A, SAP_FORMAT_CSR, SAP_DOUBLE, &M));
+    CHECK_STATUS(ctx, G.ops->spmv(ctx, M, 1.0, &a, 0.0, &a), SAP_ERR_INVALID);     /* 9 x 9 vs 10 */
+    CHECK_STATUS(ctx, G.ops->spmat_create(ctx, A, (sap_spmv_format)17, SAP_DOUBLE, &M), SAP_ERR_INVALID);
+    CHECK(M == NULL);
+    G.ops->vec_destroy(ctx, &a);
+    G.ops->vec_destroy(ctx, &b);
+    G.ops->vec_destroy(ctx, &f);
+    sap_csr_destroy(A);
+    /* the context is still fine */
+    CHECK_OK(ctx, G.ops->synchronize(ctx));
+}
+
+/* device_alloc hook that fails from the fail_at-th call on */
+typedef struct dev_hook {
+    long fail_at, count, live;
+} dev_hook;
+
+static void *hook_alloc(void *state, size_t bytes, int device)
+{
+    dev_hook *h = state;
+    long k = h->count++;
+    if (h->fail_at >= 0 && k >= h->fail_at) return NULL;
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) return NULL;
+    h->live++;
+    return p;
+}
+
+static void hook_free(void *state, void *p, int device)
+{
+    dev_hook *h = state;
+    if (!p) return;
+    cudaFree(p);
+    h->live--;
+}
+
+static void test_alloc_failures(void)
+{
+    dev_hook h = {-1, 0, 0};
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = SAP_BACKEND_CUDA;
+    cfg.print_level = SAP_PRINT_SILENT;
+    cfg.allocator.device_alloc = hook_alloc;
+    cfg.allocator.device_free = hook_free;
+    cfg.allocator.state = &h;
+    sap_context *ctx = NULL;
+    CHECK_OK(NULL, sap_context_create(&ctx, &cfg));
+    if (!ctx) return;
+    CHECK(sap_context_backend(ctx) == SAP_BACKEND_CUDA);
+    const long base_live = h.live;
+    CHECK(base_live >= 1); /* the reduction scratch came through the hook */
+
+    /* a vector */
+    sap_vec v;
+    h.count = 0;
+    h.fail_at = 0;
+    CHECK_STATUS(ctx, G.ops->vec_create(ctx, 1000, SAP_DOUBLE, &v), SAP_ERR_OUT_OF_MEMORY);
+    CHECK(strstr(sap_context_last_error(ctx), "out of device memory") != NULL);
+    CHECK(v.data == NULL);
+    h.fail_at = -1;
+    CHECK_OK(ctx, G.ops->vec_create(ctx, 1000, SAP_DOUBLE, &v));
+    double d = -1;
+    CHECK_OK(ctx, G.ops->set(ctx, &v, 1.0));
+    CHECK_OK(ctx, G.ops->dot(ctx, &v, &v, &d));
+    CHECK(d == 1000.0);
+    G.ops->vec_destroy(ctx, &v);
+
+    /* matrices in every format: fail at every device allocation in turn */
+    sap_csr *A = random_csr(C.ctx, 3001, 8000, len_long_rows);
+    for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]) && A; f++) {
+        int ok = 0;
+        for (long fail = 0; fail < 64 && !ok; fail++) {
+            sap__cuda_pool_trim(ctx);
+            sap_context_stats s0, s1;
+            sap_context_get_stats(ctx, &s0);
+            h.count = 0;
+            h.fail_at = fail;
+            sap_spmat *M = NULL;
+            sap_status st = G.ops->spmat_create(ctx, A, formats[f], SAP_DOUBLE, &M);
+            h.fail_at = -1;
+            if (st == SAP_OK) {
+                ok = 1;
+                CHECK(fail > 0);
+                G.ops->spmat_destroy(ctx, M);
+            } else {
+                CHECK_MSG(st == SAP_ERR_OUT_OF_MEMORY, "format %s, failure at allocation %ld: %s (%s)",
+                          sap_spmv_format_name(formats[f]), fail, sap_status_name(st), sap_context_last_error(ctx));
+                CHECK(M == NULL);
+            }
+            sap_context_get_stats(ctx, &s1);
+            CHECK_MSG(s1.device_bytes_in_use == s0.device_bytes_in_use, "format %s fail %ld: %lld device bytes leaked",
+                      sap_spmv_format_name(formats[f]), fail, (long long)(s1.device_bytes_in_use - s0.device_bytes_in_use));
+            sap__cuda_pool_trim(ctx);
+            CHECK_MSG(h.live == base_live, "format %s fail %ld: %ld device blocks leaked", sap_spmv_format_name(formats[f]),
+                      fail, h.live - base_live);
+        }
+        CHECK_MSG(ok, "format %s never succeeded", sap_spmv_format_name(formats[f]));
+    }
+    /* still usable */
+    CHECK_OK(ctx, G.ops->vec_create(ctx, 77, SAP_FLOAT, &v));
+    CHECK_OK(ctx, G.ops->set(ctx, &v, 2.0));
+    CHECK_OK(ctx, G.ops->nrm2(ctx, &v, &d));
+    CHECK(fabs(d - sqrt(4.0 * 77)) < 1e-12);
+    G.ops->vec_destroy(ctx, &v);
+    sap_csr_destroy(A);
+    sap_context_destroy(ctx);
+    CHECK_MSG(h.live == 0, "%ld device blocks not given back at context destroy", h.live);
+
+    /* context creation itself failing on the device */
+    h.count = 0;
+    h.fail_at = 0;
+    ctx = NULL;
+    CHECK_STATUS(NULL, sap_context_create(&ctx, &cfg), SAP_ERR_OUT_OF_MEMORY);
+    CHECK(ctx == NULL);
+    CHECK(h.live == 0);
+}
+
+int main(void)
+{
+    if (!sap_has_cuda()) {
+        printf("test_gpu_kernels: no CUDA support, skipped\n");
+        return 77;
+    }
+    const char *dr = getenv("SAP_TEST_GPU_DRYRUN");
+    dryrun = dr && dr[0] == '1';
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = dryrun ? SAP_BACKEND_CPU : SAP_BACKEND_CUDA;
+    cfg.print_level = SAP_PRINT_SILENT;
+    sap_status st = sap_context_create(&G.ctx, &cfg);
+    if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
+        printf("test_gpu_kernels: no CUDA device (%s), skipped\n", sap_status_name(st));
+        return 77;
+    }
+    if (st != SAP_OK) {
+        printf("test_gpu_kernels: creating a cuda context failed: %s\n", sap_status_name(st));
+        return 1;
+    }
+    G.ops = dryrun ? sap__backend_cpu_ops() : sap__backend_cuda_ops();
+    C.ctx = sap_test_context(SAP_BACKEND_CPU);
+    C.ops = sap__backend_cpu_ops();
+    printf("device: %s\n", sap_context_device_name(G.ctx));
+    sap__rng_seed(&rng, 20240603);
+
+    static const sap_int sizes[] = {0, 1, 31, 33, 1000, 100003, 1000003};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        test_vectors(sizes[i], SAP_DOUBLE);
+        test_vectors(sizes[i], SAP_FLOAT);
+    }
+    printf("vectors: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
+    test_matrices();
+    printf("matrices: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
+    if (!dryrun) {
+        test_stats_and_pool();
+        test_invalid();
+        test_alloc_failures();
+    }
+
+    sap_context_stats s;
+    sap_context_get_stats(G.ctx, &s);
+    printf("device bytes peak %lld, device allocations %lld, h2d %lld bytes in %lld copies, d2h %lld bytes in %lld copies\n",
+           (long long)s.device_bytes_peak, (long long)s.device_allocs, (long long)s.h2d_bytes, (long long)s.h2d_copies,
+           (long long)s.d2h_bytes, (long long)s.d2h_copies);
+    sap_context_destroy(G.ctx);
+    sap_context_destroy(C.ctx);
+    return sap_test_finish("test_gpu_kernels");
+}
+
+#endif /* SAP_HAVE_CUDA */

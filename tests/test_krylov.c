@@ -1,0 +1,918 @@
+/* test_krylov.c -- the Krylov solvers on the cpu backend, through the public API:
+ *  - every method (CG on SPD systems; BiCGStab, BiCGStab(l), GMRES(m), FGMRES(m), IDR(s)
+ *    on all) with no preconditioner and with Jacobi in double and float, left and right,
+ *    reaches the requested TRUE residual ||b - A x|| / ||b|| (recomputed here with
+ *    sap_csr_spmv) on generated and real SPD and nonsymmetric systems, and agrees with a
+ *    dense LU solution (LAPACKE_dgesv, or our own Gaussian elimination with partial
+ *    pivoting) within the condition-number bound;
+ *  - each status: SAP_OK (also b = 0 and an exact x0), SAP_WARN_NOT_CONVERGED (maxit,
+ *    the monitor), SAP_WARN_STAGNATED (inconsistent singular system), SAP_WARN_BREAKDOWN
+ *    (r0hat . A p = 0), SAP_ERR_BREAKDOWN (NaN in A), SAP_ERR_NONFINITE (NaN in b);
+ *  - the monitor and the history, quarter-step counting of BiCGStab(2), the
+ *    true-residual restarts, float matrices, vector reuse across solves, determinism
+ *    (1 vs 2 threads bit-identical), option parsing, and an out-of-memory sweep of
+ *    sap_matrix_create + sap_krylov_solve for every method. */
+#include "testing.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef SAP_HAVE_LAPACKE
+#include <lapacke.h>
+#endif
+
+/* ---- systems ----------------------------------------------------------------------------------- */
+
+typedef struct sys {
+    const char *name;
+    sap_csr *A;
+    double *b, *xref; /* xref: dense LU solution (NULL when too large) */
+    double cond;      /* 1-norm condition number estimate (0 when unknown) */
+    int spd, has_diag;
+    int hard; /* ill-conditioned: unpreconditioned restarted methods may stall */
+} sys;
+
+#define DENSE_MAX 1100
+
+/* own dense LU with partial pivoting (column-major), in place; 0 when singular */
+static int ge_factor(double *a, sap_int n, sap_int *piv)
+{
+    for (sap_int k = 0; k < n; k++) {
+        sap_int p = k;
+        for (sap_int i = k + 1; i < n; i++)
+            if (fabs(a[i + k * n]) > fabs(a[p + k * n])) p = i;
+        piv[k] = p;
+        if (a[p + k * n] == 0.0) return 0;
+        if (p != k)
+            for (sap_int j = 0; j < n; j++) {
+                double t = a[k + j * n];
+                a[k + j * n] = a[p + j * n];
+                a[p + j * n] = t;
+            }
+        for (sap_int i = k + 1; i < n; i++) a[i + k * n] /= a[k + k * n];
+        for (sap_int j = k + 1; j < n; j++) {
+            const double f = a[k + j * n];
+            if (f != 0.0)
+                for (sap_int i = k + 1; i < n; i++) a[i + j * n] -= a[i + k * n] * f;
+        }
+    }
+    return 1;
+}
+
+static void ge_solve(const double *a, sap_int n, const sap_int *piv, double *x)
+{
+    /* the factorization swapped whole rows: apply every interchange, then L and U */
+    for (sap_int k = 0; k < n; k++) {
+        double t = x[k];
+        x[k] = x[piv[k]];
+        x[piv[k]] = t;
+    }
+    for (sap_int k = 0; k < n; k++)
+        for (sap_int i = k + 1; i < n; i++) x[i] -= a[i + k * n] * x[k];
+    for (sap_int k = n - 1; k >= 0; k--) {
+        x[k] /= a[k + k * n];
+        for (sap_int i = 0; i < k; i++) x[i] -= a[i + k * n] * x[k];
+    }
+}
+
+/* xref = A \ b and an estimate of the 1-norm condition number */
+static void dense_reference(sap_context *ctx, sys *S)
+{
+    const sap_int n = S->A->nrows;
+    if (n > DENSE_MAX) return;
+    sap_dense *D = NULL;
+    if (sap_csr_to_dense(S->A, &D) != SAP_OK) return;
+    double anorm = 0.0;
+    sap_csr_norm(S->A, SAP_NORM_ONE, &anorm);
+    S->xref = malloc(sizeof(double) * (size_t)n);
+    memcpy(S->xref, S->b, sizeof(double) * (size_t)n);
+#ifdef SAP_HAVE_LAPACKE
+    lapack_int *ipiv = malloc(sizeof(lapack_int) * (size_t)n);
+    lapack_int info =
+        LAPACKE_dgesv(LAPACK_COL_MAJOR, (lapack_int)n, 1, D->val, (lapack_int)n, ipiv, S->xref, (lapack_int)n);
+    double rcond = 0.0;
+    if (info == 0) LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', (lapack_int)n, D->val, (lapack_int)n, anorm, &rcond);
+    S->cond = rcond > 0.0 ? 1.0 / rcond : 0.0;
+    free(ipiv);
+    (void)ctx;
+    if (info == 0 && n <= 200) {
+        /* cross-check the fallback elimination against LAPACK on the small systems */
+        sap_dense *D2 = NULL;
+        sap_int *piv = calloc((size_t)n + 1, sizeof(sap_int));
+        double *y = malloc(sizeof(double) * (size_t)n);
+        memcpy(y, S->b, sizeof(double) * (size_t)n);
+        if (sap_csr_to_dense(S->A, &D2) == SAP_OK && ge_factor(D2->val, n, piv)) {
+            ge_solve(D2->val, n, piv, y);
+            double e = 0.0, s = 0.0;
+            for (sap_int i = 0; i < n; i++) {
+                e += (y[i] - S->xref[i]) * (y[i] - S->xref[i]);
+                s += S->xref[i] * S->xref[i];
+            }
+            CHECK_MSG(sqrt(e / s) <= 1e-13 * (S->cond > 1.0 ? S->cond : 1.0), "%s: own LU vs LAPACK", S->name);
+        }
+        sap_dense_destroy(D2);
+        free(piv);
+        free(y);
+    }
+#else
+    sap_int *piv = calloc((size_t)n + 1, sizeof(sap_int));
+    int info = ge_factor(D->val, n, piv) ? 0 : 1;
+    if (info == 0) {
+        ge_solve(D->val, n, piv, S->xref);
+        /* ||A^-1||_1 column by column */
+        double *e = malloc(sizeof(double) * (size_t)n), inorm = 0.0;
+        for (sap_int j = 0; j < n; j++) {
+            memset(e, 0, sizeof(double) * (size_t)n);
+            e[j] = 1.0;
+            ge_solve(D->val, n, piv, e);
+            double s = 0.0;
+            for (sap_int i = 0; i < n; i++) s += fabs(e[i]);
+            if (s > inorm) inorm = s;
+        }
+        S->cond = anorm * inorm;
+        free(e);
+    }
+    free(piv);
+    (void)ctx;
+#endif
+    if (info != 0) {
+        free(S->xref);
+        S->xref = NULL;
+    }
+    sap_dense_destroy(D);
+}
+
+static void make_system(sap_context *ctx, sys *S, const char *name, sap_csr *A, int spd)
+{
+    memset(S, 0, sizeof(*S));
+    S->name = name;
+    S->A = A;
+    S->spd = spd;
+    if (!A) return;
+    const sap_int n = A->nrows;
+    double *xs = malloc(sizeof(double) * (size_t)n);
+    S->b = malloc(sizeof(double) * (size_t)n);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+    sap_csr_spmv(A, 1.0, xs, 0.0, S->b);
+    free(xs);
+    sap_matrix_stats st;
+    sap_csr_stats(A, &st);
+    S->has_diag = st.zero_diagonal == 0;
+    dense_reference(ctx, S);
+}
+
+static void free_system(sys *S)
+{
+    sap_csr_destroy(S->A);
+    free(S->b);
+    free(S->xref);
+}
+
+static double true_residual(const sap_csr *A, const double *b, const double *x)
+{
+    const sap_int n = A->nrows;
+    double *r = malloc(sizeof(double) * (size_t)(n + 1)), rn = 0.0, bn = 0.0;
+    sap_csr_spmv(A, 1.0, x, 0.0, r);
+    for (sap_int i = 0; i < n; i++) {
+        rn += (b[i] - r[i]) * (b[i] - r[i]);
+        bn += b[i] * b[i];
+    }
+    free(r);
+    return bn > 0.0 ? sqrt(rn / bn) : sqrt(rn);
+}
+
+static double rel_err(const double *x, const double *y, sap_int n)
+{
+    double e = 0.0, s = 0.0;
+    for (sap_int i = 0; i < n; i++) {
+        e += (x[i] - y[i]) * (x[i] - y[i]);
+        s += y[i] * y[i];
+    }
+    return s > 0.0 ? sqrt(e / s) : sqrt(e);
+}
+
+/* ---- one solve through the public API ------------------------------------------------------------ */
+
+typedef struct solve_cfg {
+    sap_krylov_type type;
+    int param;
+    const char *pc; /* NULL: no preconditioner object */
+    sap_precision pc_prec, mat_prec;
+    sap_precond_side side;
+    sap_spmv_format format;
+    double tol;
+    sap_int maxit, stag;
+    sap_krylov_monitor monitor;
+    void *monitor_state;
+} solve_cfg;
+
+static void cfg_init(solve_cfg *c, sap_krylov_type type, int param)
+{
+    memset(c, 0, sizeof(*c));
+    c->type = type;
+    c->param = param;
+    c->pc_prec = SAP_DOUBLE;
+    c->mat_prec = SAP_DOUBLE;
+    c->side = SAP_PRECOND_RIGHT;
+    c->format = SAP_FORMAT_AUTO;
+    c->tol = 1e-10;
+    c->maxit = 3000;
+}
+
+static sap_status run_solve(sap_context *ctx, const sap_csr *A, const double *b, double *x, const solve_cfg *c,
+                            sap_krylov_stats *stats)
+{
+    sap_matrix *M = NULL;
+    sap_precond *P = NULL;
+    sap_krylov *K = NULL;
+    sap_matrix_options mo;
+    sap_matrix_options_init(&mo);
+    mo.format = c->format;
+    mo.precision = c->mat_prec;
+    sap_status st = sap_matrix_create(ctx, A, &mo, &M);
+    if (st == SAP_OK && c->pc) {
+        st = sap_precond_create(ctx, c->pc, &P);
+        if (st == SAP_OK) st = sap_precond_set_precision(P, c->pc_prec);
+        if (st == SAP_OK) st = sap_precond_setup_symbolic(P, A);
+        if (st == SAP_OK) st = sap_precond_setup_numeric(P, A);
+    }
+    sap_krylov_options opt;
+    sap_krylov_options_init(&opt);
+    opt.type = c->type;
+    opt.param = c->param;
+    opt.side = c->side;
+    opt.tol = c->tol;
+    opt.maxit = c->maxit;
+    opt.stagnation_window = c->stag;
+    opt.monitor = c->monitor;
+    opt.monitor_state = c->monitor_state;
+    if (st == SAP_OK) st = sap_krylov_create(ctx, &opt, &K);
+    if (st == SAP_OK) st = sap_krylov_solve(K, M, P, b, x, stats);
+    if (K && stats) {
+        /* the history belongs to the solver: keep a copy past its destruction */
+        static double hist_copy[1 << 16];
+        sap_int len = stats->history_length < (1 << 16) ? stats->history_length : (1 << 16);
+        if (len > 0) memcpy(hist_copy, stats->history, sizeof(double) * (size_t)len);
+        stats->history = hist_copy;
+        stats->history_length = len;
+    }
+    sap_krylov_destroy(K);
+    sap_precond_destroy(P);
+    sap_matrix_destroy(M);
+    return st;
+}
+
+/* ---- every method on every system ---------------------------------------------------------------- */
+
+static const struct {
+    sap_krylov_type type;
+    int param;
+} methods[] = {
+    {SAP_KRYLOV_CG, 0},        {SAP_KRYLOV_BICGSTAB, 0}, {SAP_KRYLOV_BICGSTABL, 0}, {SAP_KRYLOV_BICGSTABL, 1},
+    {SAP_KRYLOV_BICGSTABL, 4}, {SAP_KRYLOV_GMRES, 0},    {SAP_KRYLOV_GMRES, 50},    {SAP_KRYLOV_FGMRES, 0},
+    {SAP_KRYLOV_IDR, 0},       {SAP_KRYLOV_IDR, 1},
+};
+#define NMETHODS (sizeof(methods) / sizeof(methods[0]))
+
+static int solves_done = 0, lenient_warnings = 0;
+
+static void check_system(sap_context *ctx, const sys *S, double tol)
+{
+    if (!S->A) {
+        CHECK_MSG(0, "%s: no matrix", S->name);
+        return;
+    }
+    const sap_int n = S->A->nrows;
+    double *x = malloc(sizeof(double) * (size_t)n);
+    /* preconditioner variants: none (no object), jacobi double/float x left/right */
+    struct {
+        const char *pc;
+        sap_precision prec;
+        sap_precond_side side;
+    } pcs[] = {{NULL, SAP_DOUBLE, SAP_PRECOND_RIGHT},    {"jacobi", SAP_DOUBLE, SAP_PRECOND_RIGHT},
+               {"jacobi", SAP_DOUBLE, SAP_PRECOND_LEFT}, {"jacobi", SAP_FLOAT, SAP_PRECOND_RIGHT},
+               {"jacobi", SAP_FLOAT, SAP_PRECOND_LEFT},  {"none", SAP_DOUBLE, SAP_PRECOND_LEFT}};
+    for (size_t m = 0; m < NMETHODS; m++) {
+        if (methods[m].type == SAP_KRYLOV_CG && !S->spd) continue;
+        for (size_t p = 0; p < sizeof(pcs) / sizeof(pcs[0]); p++) {
+            if (pcs[p].pc && !strcmp(pcs[p].pc, "jacobi") && !S->has_diag) continue;
+            /* CG is side-independent; FGMRES is right-only: skip the duplicates */
+            if ((methods[m].type == SAP_KRYLOV_CG || methods[m].type == SAP_KRYLOV_FGMRES) &&
+                pcs[p].side == SAP_PRECOND_LEFT)
+                continue;
+            solve_cfg c;
+            cfg_init(&c, methods[m].type, methods[m].param);
+            c.pc = pcs[p].pc;
+            c.pc_prec = pcs[p].prec;
+            c.side = pcs[p].side;
+            c.tol = tol;
+            memset(x, 0, sizeof(double) * (size_t)n);
+            /* Runs that may legitimately fail to converge: no preconditioner on a hard
+             * system, and a float preconditioner in a non-flexible method when
+             * cond(A) * eps_float is not small (the preconditioner then varies from one
+             * application to the next by more than the method tolerates). */
+            const int lenient = (S->hard && (!c.pc || !strcmp(c.pc, "none"))) ||
+                                (c.pc_prec == SAP_FLOAT && S->cond * 6e-8 > 1e-3 && c.type != SAP_KRYLOV_FGMRES);
+            sap_krylov_stats ks;
+            sap_status st = run_solve(ctx, S->A, S->b, x, &c, &ks);
+            solves_done++;
+            char what[200];
+            snprintf(what, sizeof(what), "%s: %s(%d) pc=%s/%s side=%s", S->name, sap_krylov_name(c.type), c.param,
+                     c.pc ? c.pc : "-", c.pc_prec == SAP_FLOAT ? "float" : "double",
+                     c.side == SAP_PRECOND_LEFT ? "left" : "right");
+            if (lenient && st > 0) {
+                lenient_warnings++;
+                CHECK_MSG(fabs(ks.true_residual - true_residual(S->A, S->b, x)) <= 1e-6 * ks.true_residual,
+                          "%s: reported true residual", what);
+                continue;
+            }
+            CHECK_MSG(st == SAP_OK, "%s: %s (%s) after %g iterations", what, sap_status_name(st),
+                      sap_context_last_error(ctx), ks.iterations);
+            if (st != SAP_OK) continue;
+            const double tr = true_residual(S->A, S->b, x);
+            CHECK_MSG(tr <= tol, "%s: true residual %.3e > %.3e", what, tr, tol);
+            CHECK_MSG(fabs(ks.true_residual - tr) <= 1e-3 * tol + 1e-14, "%s: reported true residual %.3e vs %.3e",
+                      what, ks.true_residual, tr);
+            CHECK_MSG(ks.spmv_count >= (sap_int)ks.iterations, "%s: %lld SpMVs for %g iterations", what,
+                      (long long)ks.spmv_count, ks.iterations);
+            if (methods[m].type == SAP_KRYLOV_BICGSTABL) {
+                const int l = methods[m].param ? methods[m].param : 2;
+                const double steps = ks.iterations * 2.0 * l;
+                CHECK_MSG(fabs(steps - floor(steps + 0.5)) < 1e-9, "%s: %g iterations not a multiple of 1/%d", what,
+                          ks.iterations, 2 * l);
+            }
+            if (S->xref) {
+                const double e = rel_err(x, S->xref, n), bound = 10.0 * (S->cond > 1.0 ? S->cond : 1.0) * tol + 1e-12;
+                CHECK_MSG(e <= bound, "%s: error vs dense LU %.3e > %.3e (cond %.3g)", what, e, bound, S->cond);
+            }
+        }
+    }
+    free(x);
+}
+
+/* The synthetic generator hides the band by independent row and column permutations;
+ * permuting the columns by q^-1 p makes it a symmetric permutation of the band again
+ * (diagonal dominance d, Jacobi applicable). */
+static sap_csr *synthetic_system(sap_context *ctx, sap_int n, sap_int k, double d, double fill, uint64_t seed)
+{
+    sap_csr *A = NULL, *B = NULL;
+    sap_int *p = malloc(sizeof(sap_int) * (size_t)n), *q = malloc(sizeof(sap_int) * (size_t)n),
+            *qi = malloc(sizeof(sap_int) * (size_t)n), *c = malloc(sizeof(sap_int) * (size_t)n);
+    if (sap_gen_synthetic(ctx, n, k, d, fill, seed, &A, p, q) == SAP_OK && sap_perm_invert(ctx, n, q, qi) == SAP_OK) {
+        for (sap_int j = 0; j < n; j++) c[j] = qi[p[j]];
+        sap_csr_permute(A, NULL, c, &B);
+    }
+    sap_csr_destroy(A);
+    free(p);
+    free(q);
+    free(qi);
+    free(c);
+    return B;
+}
+
+static sap_csr *load(sap_context *ctx, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s.mtx.gz", sap_test_matrix_dir(), name);
+    sap_csr *A = NULL;
+    if (sap_mm_read_csr(ctx, path, NULL, &A, NULL) != SAP_OK) return NULL;
+    return A;
+}
+
+static void test_systems(sap_context *ctx)
+{
+    sys S;
+    sap_csr *A = NULL;
+    /* generated SPD */
+    sap_gen_poisson2d(ctx, 20, 17, &A);
+    make_system(ctx, &S, "poisson2d 20x17", A, 1);
+    check_system(ctx, &S, 1e-10);
+    free_system(&S);
+    A = NULL;
+    sap_gen_poisson3d(ctx, 7, 8, 6, &A);
+    make_system(ctx, &S, "poisson3d 7x8x6", A, 1);
+    check_system(ctx, &S, 1e-10);
+    free_system(&S);
+    A = NULL;
+    sap_gen_banded(ctx, 500, 6, 1.5, 1, 11, &A);
+    make_system(ctx, &S, "banded symmetric N=500 K=6 d=1.5", A, 1);
+    check_system(ctx, &S, 1e-10);
+    free_system(&S);
+    /* generated nonsymmetric */
+    A = NULL;
+    sap_gen_banded(ctx, 601, 5, 1.5, 0, 12, &A);
+    make_system(ctx, &S, "banded N=601 K=5 d=1.5", A, 0);
+    check_system(ctx, &S, 1e-10);
+    free_system(&S);
+    make_system(ctx, &S, "synthetic N=450 K=8 d=1.5 fill=0.6", synthetic_system(ctx, 450, 8, 1.5, 0.6, 3), 0);
+    check_system(ctx, &S, 1e-10);
+    free_system(&S);
+
+    /* real matrices from the collection (skipped politely when absent) */
+    static const struct {
+        const char *name;
+        int spd, hard;
+        double tol;
+    } real[] = {{"bcsstk01", 1, 1, 1e-10}, {"nos4", 1, 0, 1e-10},  {"mesh1em6", 1, 0, 1e-10},
+                {"bcsstk05", 1, 1, 1e-8},  {"cage5", 0, 0, 1e-10}, {"fs_760_1", 0, 0, 1e-10},
+                {"cage8", 0, 0, 1e-8}};
+    int found = 0;
+    for (size_t i = 0; i < sizeof(real) / sizeof(real[0]); i++) {
+        A = load(ctx, real[i].name);
+        if (!A) continue;
+        found++;
+        make_system(ctx, &S, real[i].name, A, real[i].spd);
+        S.hard = real[i].hard;
+        check_system(ctx, &S, real[i].tol);
+        free_system(&S);
+    }
+    if (!found)
+        printf("test_krylov: matrix collection not found in %s, real matrices skipped\n", sap_test_matrix_dir());
+}
+
+/* ---- statuses --------------------------------------------------------------------------------------- */
+
+static void test_trivial(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    sap_gen_poisson2d(ctx, 6, 6, &A);
+    const sap_int n = 36;
+    double b[36], x[36], xs[36];
+    for (int m = 0; m < (int)NMETHODS; m++) {
+        solve_cfg c;
+        cfg_init(&c, methods[m].type, methods[m].param);
+        sap_krylov_stats ks;
+        /* b = 0: x = 0 at once */
+        for (int i = 0; i < n; i++) {
+            b[i] = 0.0;
+            x[i] = 5.0;
+        }
+        CHECK_OK(ctx, run_solve(ctx, A, b, x, &c, &ks));
+        int zero = 1;
+        for (int i = 0; i < n; i++) zero &= x[i] == 0.0;
+        CHECK(zero && ks.iterations == 0.0 && ks.status == SAP_OK);
+        /* x0 = the solution: converged at iteration 0 */
+        for (int i = 0; i < n; i++) xs[i] = x[i] = 1.0 + i % 3;
+        sap_csr_spmv(A, 1.0, xs, 0.0, b);
+        CHECK_OK(ctx, run_solve(ctx, A, b, x, &c, &ks));
+        CHECK(ks.iterations == 0.0);
+        CHECK(ks.history_length == 1 && ks.history[0] <= 1e-15);
+        CHECK(rel_err(x, xs, n) == 0.0);
+    }
+    sap_csr_destroy(A);
+    /* the empty system */
+    sap_csr *E = NULL;
+    CHECK_OK(ctx, sap_csr_create(ctx, 0, 0, 0, &E));
+    for (int m = 0; m < (int)NMETHODS; m++) {
+        solve_cfg c;
+        cfg_init(&c, methods[m].type, methods[m].param);
+        c.pc = "jacobi";
+        sap_krylov_stats ks;
+        CHECK_OK(ctx, run_solve(ctx, E, NULL, NULL, &c, &ks));
+        CHECK(ks.iterations == 0.0);
+    }
+    sap_csr_destroy(E);
+}
+
+static void test_statuses(sap_context *ctx)
+{
+    sap_krylov_stats ks;
+    solve_cfg c;
+    /* maxit = 2 on a hard system */
+    sap_csr *A = NULL;
+    sap_gen_poisson2d(ctx, 30, 30, &A);
+    const sap_int n = 900;
+    double *b = malloc(sizeof(double) * n), *x = malloc(sizeof(double) * n);
+    for (sap_int i = 0; i < n; i++) b[i] = 1.0;
+    for (size_t m = 0; m < NMETHODS; m++) {
+        cfg_init(&c, methods[m].type, methods[m].param);
+        c.maxit = 2;
+        memset(x, 0, sizeof(double) * n);
+        CHECK_STATUS(ctx, run_solve(ctx, A, b, x, &c, &ks), SAP_WARN_NOT_CONVERGED);
+        CHECK_MSG(ks.iterations == 2.0, "%s: %g iterations with maxit 2", sap_krylov_name(c.type), ks.iterations);
+        CHECK(strstr(sap_context_last_error(ctx), "iterations") != NULL);
+        CHECK(isfinite(ks.relative_residual) && ks.relative_residual > 1e-6);
+        CHECK(fabs(ks.true_residual - true_residual(A, b, x)) < 1e-10);
+        /* maxit = 0: nothing done */
+        c.maxit = 0;
+        CHECK_STATUS(ctx, run_solve(ctx, A, b, x, &c, &ks), SAP_WARN_NOT_CONVERGED);
+        CHECK(ks.iterations == 0.0);
+    }
+    sap_csr_destroy(A);
+    free(b);
+    free(x);
+
+    /* stagnation: diag(1, ..., n-1, 0) with b = ones is inconsistent; the residual
+     * cannot drop below 1/sqrt(n) */
+    {
+        const sap_int m = 40;
+        sap_int rowptr[41], colind[40];
+        double val[40], bb[40], xx[40];
+        for (sap_int i = 0; i < m; i++) {
+            rowptr[i] = i;
+            colind[i] = i;
+            val[i] = i + 1 < m ? (double)(i + 1) : 0.0;
+            bb[i] = 1.0;
+        }
+        rowptr[m] = m;
+        sap_csr *D = NULL;
+        CHECK_OK(ctx, sap_csr_from_arrays(ctx, m, m, rowptr, colind, val, &D));
+        const sap_krylov_type st_methods[] = {SAP_KRYLOV_GMRES, SAP_KRYLOV_FGMRES};
+        for (int k = 0; k < 2; k++) {
+            cfg_init(&c, st_methods[k], 10);
+            c.stag = 15;
+            memset(xx, 0, sizeof(xx));
+            CHECK_STATUS(ctx, run_solve(ctx, D, bb, xx, &c, &ks), SAP_WARN_STAGNATED);
+            CHECK(strstr(sap_context_last_error(ctx), "stagnated") != NULL);
+            CHECK(ks.iterations < 100);
+            CHECK(fabs(ks.relative_residual - 1.0 / sqrt((double)m)) < 1e-6);
+        }
+        /* the other methods: stagnation, breakdown or the iteration limit, never OK */
+        for (size_t q = 0; q < NMETHODS; q++) {
+            cfg_init(&c, methods[q].type, methods[q].param);
+            c.stag = 25;
+            c.maxit = 400;
+            memset(xx, 0, sizeof(xx));
+            sap_status st = run_solve(ctx, D, bb, xx, &c, &ks);
+            CHECK_MSG(st == SAP_WARN_STAGNATED || st == SAP_WARN_BREAKDOWN || st == SAP_WARN_NOT_CONVERGED ||
+                          st == SAP_ERR_BREAKDOWN,
+                      "%s on an inconsistent system: %s", sap_krylov_name(c.type), sap_status_name(st));
+        }
+        /* consistent singular system (b_n = 0): GMRES converges */
+        bb[m - 1] = 0.0;
+        cfg_init(&c, SAP_KRYLOV_GMRES, 0);
+        memset(xx, 0, sizeof(xx));
+        CHECK_OK(ctx, run_solve(ctx, D, bb, xx, &c, &ks));
+        CHECK(true_residual(D, bb, xx) <= 1e-10);
+        sap_csr_destroy(D);
+    }
+
+    /* breakdown: A = [[0, 1], [1, 0]], b = e1: r0hat . A r0 = 0 */
+    {
+        sap_int rowptr[3] = {0, 1, 2}, colind[2] = {1, 0};
+        double val[2] = {1.0, 1.0}, bb[2] = {1.0, 0.0}, xx[2];
+        sap_csr *B = NULL;
+        CHECK_OK(ctx, sap_csr_from_arrays(ctx, 2, 2, rowptr, colind, val, &B));
+        const sap_krylov_type bd[] = {SAP_KRYLOV_CG, SAP_KRYLOV_BICGSTAB, SAP_KRYLOV_BICGSTABL};
+        for (int k = 0; k < 3; k++) {
+            cfg_init(&c, bd[k], 0);
+            xx[0] = xx[1] = 0.0;
+            CHECK_STATUS(ctx, run_solve(ctx, B, bb, xx, &c, &ks), SAP_WARN_BREAKDOWN);
+            CHECK(strstr(sap_context_last_error(ctx), "breakdown") != NULL);
+            CHECK(strstr(sap_context_last_error(ctx), sap_krylov_name(bd[k])) != NULL);
+            CHECK(xx[0] == 0.0 && xx[1] == 0.0); /* the best iterate: x0 */
+        }
+        /* GMRES solves it exactly (a happy breakdown at step 2) */
+        cfg_init(&c, SAP_KRYLOV_GMRES, 0);
+        xx[0] = xx[1] = 0.0;
+        CHECK_OK(ctx, run_solve(ctx, B, bb, xx, &c, &ks));
+        CHECK(fabs(xx[0]) < 1e-15 && fabs(xx[1] - 1.0) < 1e-15);
+        sap_csr_destroy(B);
+    }
+
+    /* NaN in A: SAP_ERR_BREAKDOWN; NaN in b: SAP_ERR_NONFINITE */
+    {
+        sap_csr *N = NULL;
+        sap_gen_poisson2d(ctx, 5, 5, &N);
+        double bb[25], xx[25];
+        for (int i = 0; i < 25; i++) bb[i] = 1.0;
+        N->val[7] = NAN;
+        for (size_t q = 0; q < NMETHODS; q++) {
+            cfg_init(&c, methods[q].type, methods[q].param);
+            memset(xx, 0, sizeof(xx));
+            CHECK_STATUS(ctx, run_solve(ctx, N, bb, xx, &c, &ks), SAP_ERR_BREAKDOWN);
+            CHECK(strstr(sap_context_last_error(ctx), "nan") != NULL || strstr(sap_context_last_error(ctx), "NaN"));
+        }
+        N->val[7] = -1.0;
+        bb[3] = INFINITY;
+        cfg_init(&c, SAP_KRYLOV_BICGSTABL, 0);
+        CHECK_STATUS(ctx, run_solve(ctx, N, bb, xx, &c, &ks), SAP_ERR_NONFINITE);
+        bb[3] = 1.0;
+        xx[2] = NAN;
+        CHECK_STATUS(ctx, run_solve(ctx, N, bb, xx, &c, &ks), SAP_ERR_NONFINITE);
+        sap_csr_destroy(N);
+    }
+}
+
+/* ---- monitor, history, quarter steps ----------------------------------------------------------------- */
+
+typedef struct mon {
+    int calls, stop_after;
+    double last_iter, iters[4096], res[4096];
+    int monotone;
+} mon;
+
+static int monitor(void *state, double iteration, double relres)
+{
+    mon *m = state;
+    if (iteration <= m->last_iter) m->monotone = 0;
+    m->last_iter = iteration;
+    if (m->calls < 4096) {
+        m->iters[m->calls] = iteration;
+        m->res[m->calls] = relres;
+    }
+    m->calls++;
+    return m->stop_after > 0 && m->calls >= m->stop_after;
+}
+
+static void test_monitor(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    sap_gen_banded(ctx, 400, 4, 1.2, 0, 21, &A);
+    const sap_int n = 400;
+    double *b = malloc(sizeof(double) * n), *x = malloc(sizeof(double) * n);
+    for (sap_int i = 0; i < n; i++) b[i] = sin(0.1 * (double)i);
+    for (size_t q = 0; q < NMETHODS; q++) {
+        if (methods[q].type == SAP_KRYLOV_CG) continue;
+        solve_cfg c;
+        cfg_init(&c, methods[q].type, methods[q].param);
+        mon m;
+        memset(&m, 0, sizeof(m));
+        m.monotone = 1;
+        m.last_iter = -1.0;
+        c.monitor = monitor;
+        c.monitor_state = &m;
+        sap_krylov_stats ks;
+        memset(x, 0, sizeof(double) * n);
+        CHECK_OK(ctx, run_solve(ctx, A, b, x, &c, &ks));
+        /* one history entry per monitor call, after the initial residual */
+        CHECK_MSG(ks.history_length == m.calls + 1, "%s: history %lld, monitor calls %d", sap_krylov_name(c.type),
+                  (long long)ks.history_length, m.calls);
+        CHECK(m.monotone);
+        CHECK(m.last_iter == ks.iterations);
+        CHECK(ks.history[0] == 1.0);
+        int same = 1;
+        for (int i = 0; i < m.calls && i < 4096; i++) same &= ks.history[i + 1] == m.res[i];
+        CHECK(same);
+        if (c.type == SAP_KRYLOV_BICGSTABL && c.param == 0) {
+            /* quarter steps: 0.25, 0.5, (0.75,) 1, 1.25, ... */
+            int quarters = 1;
+            for (int i = 0; i < m.calls && i < 4096; i++)
+                quarters &= fabs(m.iters[i] * 4 - floor(m.iters[i] * 4 + 0.5)) < 1e-12;
+            CHECK(quarters);
+            CHECK(m.iters[0] == 0.25 && m.iters[1] == 0.5);
+        }
+        if (c.type == SAP_KRYLOV_BICGSTAB) CHECK(m.iters[0] == 0.5 && m.iters[1] == 1.0);
+        /* stop after 3 calls */
+        memset(&m, 0, sizeof(m));
+        m.stop_after = 3;
+        m.last_iter = -1.0;
+        memset(x, 0, sizeof(double) * n);
+        CHECK_STATUS(ctx, run_solve(ctx, A, b, x, &c, &ks), SAP_WARN_NOT_CONVERGED);
+        CHECK(m.calls == 3);
+        CHECK(strstr(sap_context_last_error(ctx), "monitor") != NULL);
+        CHECK(ks.iterations == m.iters[2]);
+    }
+    free(b);
+    free(x);
+    sap_csr_destroy(A);
+}
+
+/* float matrices; a true-residual restart; tolerance out of reach in float */
+static void test_precision(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    sap_gen_banded(ctx, 300, 5, 1.3, 0, 31, &A);
+    const sap_int n = 300;
+    double *b = malloc(sizeof(double) * n), *x = malloc(sizeof(double) * n);
+    for (sap_int i = 0; i < n; i++) b[i] = 1.0 + (double)(i % 5);
+    for (size_t q = 1; q < NMETHODS; q++) {
+        solve_cfg c;
+        cfg_init(&c, methods[q].type, methods[q].param);
+        c.mat_prec = SAP_FLOAT;
+        c.pc = "jacobi";
+        c.pc_prec = SAP_FLOAT;
+        c.tol = 1e-5;
+        sap_krylov_stats ks;
+        memset(x, 0, sizeof(double) * n);
+        CHECK_OK(ctx, run_solve(ctx, A, b, x, &c, &ks));
+        CHECK_MSG(true_residual(A, b, x) <= 1e-5, "%s float: %.3e", sap_krylov_name(c.type), true_residual(A, b, x));
+        /* 1e-13 is below what float arithmetic can reach: an honest warning */
+        c.tol = 1e-13;
+        c.stag = 50;
+        memset(x, 0, sizeof(double) * n);
+        sap_status st = run_solve(ctx, A, b, x, &c, &ks);
+        CHECK_MSG(st == SAP_WARN_NOT_CONVERGED || st == SAP_WARN_STAGNATED || st == SAP_WARN_BREAKDOWN,
+                  "%s float tol 1e-13: %s", sap_krylov_name(c.type), sap_status_name(st));
+        CHECK(true_residual(A, b, x) < 1e-4);
+    }
+    free(b);
+    free(x);
+    sap_csr_destroy(A);
+}
+
+/* vectors cached in the solver: reuse across solves, then another size */
+static void test_reuse(sap_context *ctx)
+{
+    sap_csr *A = NULL, *B = NULL;
+    sap_gen_poisson2d(ctx, 12, 12, &A);
+    sap_gen_poisson2d(ctx, 9, 13, &B);
+    sap_matrix *MA = NULL, *MB = NULL;
+    CHECK_OK(ctx, sap_matrix_create(ctx, A, NULL, &MA));
+    CHECK_OK(ctx, sap_matrix_create(ctx, B, NULL, &MB));
+    const sap_krylov_type types[] = {SAP_KRYLOV_IDR, SAP_KRYLOV_GMRES, SAP_KRYLOV_BICGSTABL};
+    double b[144], x1[144], x2[144];
+    for (int i = 0; i < 144; i++) b[i] = cos((double)i);
+    for (int t = 0; t < 3; t++) {
+        sap_krylov_options o;
+        sap_krylov_options_init(&o);
+        o.type = types[t];
+        sap_krylov *K = NULL;
+        CHECK_OK(ctx, sap_krylov_create(ctx, &o, &K));
+        sap_krylov_stats s1, s2;
+        memset(x1, 0, sizeof(x1));
+        memset(x2, 0, sizeof(x2));
+        CHECK_OK(ctx, sap_krylov_solve(K, MA, NULL, b, x1, &s1));
+        CHECK_OK(ctx, sap_krylov_solve(K, MB, NULL, b, x2, &s2));
+        CHECK(true_residual(B, b, x2) <= 1e-10);
+        memset(x2, 0, sizeof(x2));
+        CHECK_OK(ctx, sap_krylov_solve(K, MA, NULL, b, x2, &s2));
+        CHECK(memcmp(x1, x2, sizeof(x1)) == 0 && s1.iterations == s2.iterations);
+        /* a preconditioner set up for another size */
+        sap_precond *P = NULL;
+        CHECK_OK(ctx, sap_precond_create(ctx, "jacobi", &P));
+        CHECK_STATUS(ctx, sap_krylov_solve(K, MA, P, b, x2, &s2), SAP_ERR_INVALID); /* not set up */
+        CHECK_OK(ctx, sap_precond_setup_numeric(P, B));
+        CHECK_STATUS(ctx, sap_krylov_solve(K, MA, P, b, x2, &s2), SAP_ERR_INVALID); /* wrong size */
+        sap_precond_destroy(P);
+        sap_krylov_destroy(K);
+    }
+    /* rectangular matrices are refused */
+    sap_csr *R = NULL;
+    CHECK_OK(ctx, sap_csr_create(ctx, 3, 4, 0, &R));
+    sap_matrix *MR = NULL;
+    CHECK_OK(ctx, sap_matrix_create(ctx, R, NULL, &MR));
+    sap_krylov *K = NULL;
+    CHECK_OK(ctx, sap_krylov_create(ctx, NULL, &K));
+    CHECK_STATUS(ctx, sap_krylov_solve(K, MR, NULL, b, x1, NULL), SAP_ERR_NOT_SQUARE);
+    CHECK_STATUS(ctx, sap_krylov_solve(K, NULL, NULL, b, x1, NULL), SAP_ERR_INVALID);
+    CHECK(sap_krylov_solve(NULL, MA, NULL, b, x1, NULL) == SAP_ERR_INVALID);
+    sap_krylov_destroy(K);
+    sap_krylov_destroy(NULL);
+    sap_matrix_destroy(MR);
+    sap_csr_destroy(R);
+    sap_matrix_destroy(MA);
+    sap_matrix_destroy(MB);
+    sap_csr_destroy(A);
+    sap_csr_destroy(B);
+}
+
+/* 1 and 2 threads give bit-identical solutions and iteration counts */
+static void test_determinism(void)
+{
+    sap_context *c1 = sap_test_context(SAP_BACKEND_CPU), *c2 = sap_test_context(SAP_BACKEND_CPU);
+    sap_context_set_threads(c1, 1);
+    sap_context_set_threads(c2, 2);
+    sap_csr *A = NULL;
+    sap_gen_banded(c1, 40000, 3, 1.1, 0, 41, &A);
+    const sap_int n = 40000;
+    double *b = malloc(sizeof(double) * n), *x1 = malloc(sizeof(double) * n), *x2 = malloc(sizeof(double) * n);
+    for (sap_int i = 0; i < n; i++) b[i] = 1.0 + sin((double)i);
+    const sap_krylov_type types[] = {SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_GMRES, SAP_KRYLOV_IDR};
+    for (int t = 0; t < 3; t++) {
+        solve_cfg c;
+        cfg_init(&c, types[t], 0);
+        c.pc = "jacobi";
+        c.tol = 1e-8;
+        sap_krylov_stats s1, s2;
+        memset(x1, 0, sizeof(double) * n);
+        memset(x2, 0, sizeof(double) * n);
+        CHECK_OK(c1, run_solve(c1, A, b, x1, &c, &s1));
+        CHECK_OK(c2, run_solve(c2, A, b, x2, &c, &s2));
+        CHECK_MSG(memcmp(x1, x2, sizeof(double) * n) == 0 && s1.iterations == s2.iterations,
+                  "%s: results depend on the thread count", sap_krylov_name(types[t]));
+    }
+    /* CG on 3D Poisson */
+    sap_csr *P = NULL;
+    sap_gen_poisson3d(c1, 34, 34, 34, &P);
+    solve_cfg c;
+    cfg_init(&c, SAP_KRYLOV_CG, 0);
+    c.tol = 1e-8;
+    sap_krylov_stats s1, s2;
+    const sap_int m = P->nrows;
+    double *y1 = calloc((size_t)m, sizeof(double)), *y2 = calloc((size_t)m, sizeof(double)),
+           *bb = malloc(sizeof(double) * (size_t)m);
+    for (sap_int i = 0; i < m; i++) bb[i] = 1.0;
+    CHECK_OK(c1, run_solve(c1, P, bb, y1, &c, &s1));
+    CHECK_OK(c2, run_solve(c2, P, bb, y2, &c, &s2));
+    CHECK(memcmp(y1, y2, sizeof(double) * (size_t)m) == 0 && s1.iterations == s2.iterations);
+    free(y1);
+    free(y2);
+    free(bb);
+    sap_csr_destroy(P);
+    free(b);
+    free(x1);
+    free(x2);
+    sap_csr_destroy(A);
+    sap_context_destroy(c1);
+    sap_context_destroy(c2);
+}
+
+static void test_parse(sap_context *ctx)
+{
+    sap_krylov_type t;
+    int p = -1;
+    CHECK_OK(ctx, sap_krylov_parse("cg", &t, &p));
+    CHECK(t == SAP_KRYLOV_CG && p == 0);
+    CHECK_OK(ctx, sap_krylov_parse("bicgstabl:2", &t, &p));
+    CHECK(t == SAP_KRYLOV_BICGSTABL && p == 2);
+    CHECK_OK(ctx, sap_krylov_parse("bicgstabl", &t, &p));
+    CHECK(t == SAP_KRYLOV_BICGSTABL && p == 0);
+    CHECK_OK(ctx, sap_krylov_parse("gmres:20", &t, &p));
+    CHECK(t == SAP_KRYLOV_GMRES && p == 20);
+    CHECK_OK(ctx, sap_krylov_parse("fgmres:30", &t, &p));
+    CHECK(t == SAP_KRYLOV_FGMRES && p == 30);
+    CHECK_OK(ctx, sap_krylov_parse("idr:4", &t, &p));
+    CHECK(t == SAP_KRYLOV_IDR && p == 4);
+    CHECK_OK(ctx, sap_krylov_parse("bicgstab", &t, &p));
+    CHECK(t == SAP_KRYLOV_BICGSTAB);
+    const char *bad[] = {"",        "cgs",    "cg:2",   "gmres:",        "gmres:0",
+                         "gmres:x", "idr:-1", "idr:65", "bicgstabl:2:3", "GMRES"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK_MSG(sap_krylov_parse(bad[i], &t, &p) == SAP_ERR_INVALID, "'%s' accepted", bad[i]);
+    CHECK(sap_krylov_parse(NULL, &t, &p) == SAP_ERR_INVALID);
+    const char *names[] = {"cg", "bicgstab", "bicgstabl", "gmres", "fgmres", "idr"};
+    for (int i = 0; i < 6; i++) CHECK(strcmp(sap_krylov_name((sap_krylov_type)i), names[i]) == 0);
+    CHECK(strcmp(sap_krylov_name((sap_krylov_type)99), "unknown") == 0);
+    /* option validation */
+    sap_krylov_options o;
+    sap_krylov_options_init(&o);
+    CHECK(o.type == SAP_KRYLOV_BICGSTABL && o.tol == 1e-10 && o.maxit == 1000 && o.side == SAP_PRECOND_RIGHT);
+    sap_krylov *K = NULL;
+    o.tol = -1.0;
+    CHECK_STATUS(ctx, sap_krylov_create(ctx, &o, &K), SAP_ERR_INVALID);
+    o.tol = NAN;
+    CHECK_STATUS(ctx, sap_krylov_create(ctx, &o, &K), SAP_ERR_INVALID);
+    o.tol = 1e-8;
+    o.param = 17;
+    CHECK_STATUS(ctx, sap_krylov_create(ctx, &o, &K), SAP_ERR_INVALID);
+    o.param = 0;
+    o.maxit = -1;
+    CHECK_STATUS(ctx, sap_krylov_create(ctx, &o, &K), SAP_ERR_INVALID);
+    o.maxit = 10;
+    o.type = SAP_KRYLOV_CG;
+    o.param = 3;
+    CHECK_STATUS(ctx, sap_krylov_create(ctx, &o, &K), SAP_ERR_INVALID);
+    o.type = (sap_krylov_type)42;
+    o.param = 0;
+    CHECK_STATUS(ctx, sap_krylov_create(ctx, &o, &K), SAP_ERR_INVALID);
+    CHECK(K == NULL);
+}
+
+/* out of memory anywhere in sap_matrix_create + preconditioner + sap_krylov_solve */
+static void test_oom(void)
+{
+    for (size_t q = 0; q < NMETHODS; q++) {
+        int done = 0;
+        for (long k = 0; k < 400 && !done; k++) {
+            sap_test_failing_alloc state = {-1, 0, 0};
+            sap_context *ctx = sap_test_failing_context(&state);
+            if (!ctx) {
+                CHECK(0);
+                return;
+            }
+            sap_csr *A = NULL;
+            sap_gen_poisson2d(ctx, 7, 6, &A);
+            double b[42], x[42];
+            for (int i = 0; i < 42; i++) {
+                b[i] = 1.0;
+                x[i] = 0.0;
+            }
+            state.fail_at = state.count + k;
+            solve_cfg c;
+            cfg_init(&c, methods[q].type, methods[q].param);
+            c.pc = "jacobi";
+            c.pc_prec = k % 2 ? SAP_FLOAT : SAP_DOUBLE;
+            sap_krylov_stats ks;
+            sap_status st = run_solve(ctx, A, b, x, &c, &ks);
+            CHECK_MSG(st == SAP_OK || st == SAP_ERR_OUT_OF_MEMORY, "%s fail at %ld: %s", sap_krylov_name(c.type), k,
+                      sap_status_name(st));
+            if (st == SAP_OK) {
+                done = 1;
+                CHECK(true_residual(A, b, x) <= 1e-10);
+            }
+            sap_csr_destroy(A);
+            sap_context_destroy(ctx);
+            CHECK_MSG(state.live == 0, "%s: leak of %ld blocks (fail at %ld)", sap_krylov_name(c.type), state.live, k);
+        }
+        CHECK(done);
+    }
+}
+
+int main(void)
+{
+    sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
+    if (!ctx) return 1;
+    test_parse(ctx);
+    test_trivial(ctx);
+    test_statuses(ctx);
+    test_monitor(ctx);
+    test_precision(ctx);
+    test_reuse(ctx);
+    test_systems(ctx);
+    sap_context_destroy(ctx);
+    test_determinism();
+    test_oom();
+    printf("test_krylov: %d solves on the test systems (%d tolerated warnings)\n", solves_done, lenient_warnings);
+    return sap_test_finish("test_krylov");
+}
