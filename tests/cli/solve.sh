@@ -47,7 +47,7 @@ contains "$W/out" "^iterations"
 contains "$W/out" "recursive .*, true "
 contains "$W/out" "^error"
 contains "$W/out" "spmv format   csr"
-contains "$W/out" "^backend       cpu"
+contains "$W/out" "^backend       \\(cpu\\|cuda\\)" # auto: cuda on a GPU machine
 contains "$W/out" "host->device"
 contains "$W/out" "solve phases"
 [ ! -s "$W/err" ] && ok || bad "stderr not empty on success: $(cat "$W/err")"
@@ -101,7 +101,7 @@ fi
 # --report: JSON with the summary and the history
 expect 0 "$SAP" solve $P2 --krylov bicgstabl:2 --precond jacobi --report "$W/r.json"
 for key in '"status": "SAP_OK"' '"converged": true' '"method": "bicgstabl(2)"' '"precond": "jacobi"' \
-    '"format": "csr"' '"backend": "cpu"' '"iterations": ' '"true_residual": ' '"error": ' '"history": \[1' \
+    '"format": "csr"' '"backend": "\(cpu\|cuda\)"' '"iterations": ' '"true_residual": ' '"error": ' '"history": \[1' \
     '"h2d_bytes": ' '"spmv": ' '"nrows": 576' '"manufactured": true'; do
     contains "$W/r.json" "$key"
 done
