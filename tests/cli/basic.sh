@@ -5,24 +5,7 @@ set -u
 SAP=$1
 W=$2
 rm -rf "$W" && mkdir -p "$W"
-MDIR=${SAP_MATRIX_DIR:-${SAP_MATRIX_DIR_DEFAULT:-../shared/matrices}}
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
-# expect CODE CMD...: runs CMD, checks its exit code, keeps stdout/stderr in $W/out, $W/err
-expect() {
-    local code=$1
-    shift
-    "$@" >"$W/out" 2>"$W/err"
-    local rc=$?
-    if [ "$rc" -eq "$code" ]; then ok; else bad "exit $rc (expected $code): $*"; cat "$W/err" >&2; fi
-}
-contains() { # FILE PATTERN
-    if grep -q -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 400 "$1")"; fi
-}
+source "$(dirname "$0")/lib.bash"
 
 expect 0 "$SAP" --help
 contains "$W/out" "info"
@@ -81,5 +64,4 @@ if [ -f "$MDIR/bcsstk01.mtx.gz" ]; then
     expect 0 "$SAP" spy "$MDIR/bcsstk01.mtx.gz" -o "$W/bcsstk01.png"
 fi
 
-echo "cli basic: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary "cli basic"

@@ -4,19 +4,7 @@ set -u
 SAP=$1
 W=$2
 rm -rf "$W" && mkdir -p "$W"
-MDIR=${SAP_MATRIX_DIR:-${SAP_MATRIX_DIR_DEFAULT:-../shared/matrices}}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-expect() {
-    local code=$1
-    shift
-    "$@" >"$W/out" 2>"$W/err"
-    local rc=$?
-    if [ "$rc" -eq "$code" ]; then ok; else bad "exit $rc (expected $code): $*"; cat "$W/err" >&2; fi
-}
-contains() { if grep -q -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 600 "$1")"; fi; }
+source "$(dirname "$0")/lib.bash"
 
 expect 0 "$SAP" reorder --help
 contains "$W/out" "usage: sap reorder"
@@ -54,5 +42,4 @@ printf '%%%%MatrixMarket matrix coordinate real general\n2 3 1\n1 1 1.0\n' >"$W/
 expect 1 "$SAP" reorder "$W/rect.mtx"
 contains "$W/err" "not square"
 
-echo "cli reorder: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary "cli reorder"

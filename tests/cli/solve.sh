@@ -6,27 +6,7 @@ set -u
 SAP=$1
 W=$2
 rm -rf "$W" && mkdir -p "$W"
-MDIR=${SAP_MATRIX_DIR:-${SAP_MATRIX_DIR_DEFAULT:-../shared/matrices}}
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
-# expect CODE CMD...: runs CMD, checks its exit code, keeps stdout/stderr in $W/out, $W/err
-expect() {
-    local code=$1
-    shift
-    "$@" >"$W/out" 2>"$W/err"
-    local rc=$?
-    if [ "$rc" -eq "$code" ]; then ok; else bad "exit $rc (expected $code): $*"; cat "$W/err" >&2; fi
-}
-contains() { # FILE PATTERN
-    if grep -q -- "$2" "$1"; then ok; else bad "'$2' not in $1: $(head -c 600 "$1")"; fi
-}
-lacks() { # FILE PATTERN
-    if grep -q -- "$2" "$1"; then bad "'$2' unexpectedly in $1"; else ok; fi
-}
+source "$(dirname "$0")/lib.bash"
 
 P2=gen:poisson2d:n=24
 NB=gen:banded:N=400,K=4,d=1.5
@@ -170,5 +150,4 @@ if [ -f "$MDIR/cage5.mtx.gz" ]; then
     contains "$W/out" "37 x 37"
 fi
 
-echo "cli solve: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary "cli solve"
