@@ -638,7 +638,10 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
  * The preconditioners are also registered as "sap-d", "sap-c" and "sap" (automatic) for
  * sap_precond_create.  Timings follow the papers: T_LU (partition factorizations), T_BC
  * (band and coupling blocks built and moved to the backend), T_SPK (spikes), T_LUrdcd
- * (reduced systems), T_Kry (the Krylov solve). */
+ * (reduced systems), T_Kry (the Krylov solve).
+ * PARTIAL: correct on both backends, not yet at its speed targets: the GPU kernels use
+ * one thread block per partition without blocked (tensor-core) updates, and the band and
+ * the Krylov solver's sparse matrix are built on the host (bench/results/banded.md). */
 
 typedef enum sap_band_method {
     SAP_BAND_AUTO = 0,  /* chosen from N, K, d and the backend (stats.reason says why) */
