@@ -175,6 +175,41 @@ sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target);
 sap_status sap__cuda_device_count(int *count, char *msg, size_t msglen);
 sap_status sap__cuda_context_init(sap_context *ctx);
 void sap__cuda_context_free(sap_context *ctx);
+/* src/kernels/cuda/reorder_cuda.cu: the GPU-friendly reordering stages on host arrays
+ * (upload, kernels, download; 32-bit indices inside, SAP_ERR_TOO_LARGE beyond).
+ * DB weights: c (nnz) and loga (nrows) as the CPU's S1 computes them, *nonfinite the
+ * count of NaN/Inf values.  Scaling: M->val[p] = (rs[i] * M->val[p]) * cs[j] in place.
+ * Graph: the pattern of A + A^T without its diagonal, each row sorted by index (what
+ * sap__cm_build_graph puts in xadj/adj2); *nadj = xadj[n]. */
+sap_status sap__cuda_db_weights(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);
+sap_status sap__cuda_scale_rows_cols(sap_context *ctx, sap_csr *M, const double *rs, const double *cs);
+sap_status sap__cuda_sym_graph(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
 #endif
+
+/* ---- reorderings on the GPU ------------------------------------------------------------ */
+
+/* A cuda context builds the symmetrized graph of Cuthill-McKee on the GPU when the
+ * matrix has at least sap__reorder_gpu_min_nnz_graph stored entries, and computes the DB
+ * weights and the DB scaling there from sap__reorder_gpu_min_nnz_db entries on.  Measured
+ * on an H200 with 16 host cores (bench/results/reorder_gpu.md): the graph build pays from
+ * about 0.5M entries (1.5-1.8x, transfers included); the weights and the scaling never
+ * pay while the matrix lives on the host (the PCIe transfers cost 2-30x the host's
+ * OpenMP loops), so they are off by default and kept for
+ * device-resident use and the tests.  Defined in src/reorder/reorder.c; the tests set
+ * both to 0 to force the GPU path. */
+extern sap_int sap__reorder_gpu_min_nnz_graph;
+extern sap_int sap__reorder_gpu_min_nnz_db;
+
+static inline int sap__reorder_on_gpu(const sap_context *ctx, sap_int nnz, sap_int min_nnz)
+{
+#ifdef SAP_HAVE_CUDA
+    return ctx->backend == SAP_BACKEND_CUDA && ctx->cuda != NULL && nnz >= min_nnz && nnz < ((sap_int)1 << 30);
+#else
+    (void)ctx;
+    (void)nnz;
+    (void)min_nnz;
+    return 0;
+#endif
+}
 
 #endif /* SAP_INTERNAL_H */

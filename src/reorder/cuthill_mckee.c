@@ -110,8 +110,8 @@ void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sa
 {
     const sap_int m = e - s;
     const sap_int *rp = A->rowptr, *ci = A->colind;
-    sap_int *tptr = w->tptr, *xadj = w->xadj, *cnt = w->cnt;
-    sap__cm_idx *tind = w->tind, *adj = w->adj, *adj2 = w->adj2, *bydeg = w->bydeg;
+    sap_int *tptr = w->tptr, *xadj = w->xadj;
+    sap__cm_idx *tind = w->tind, *adj2 = w->adj2;
     const sap_int work = rp[e] - rp[s];
     const int nt = work > SAP_REORDER_PAR_MIN ? threads : 1;
     (void)nt;
@@ -143,6 +143,13 @@ void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sa
         merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, adj2 + xadj[i]);
     }
 
+    sap__cm_finish_graph(w, m);
+}
+
+void sap__cm_finish_graph(sap__cm_work *w, sap_int m)
+{
+    sap_int *tptr = w->tptr, *xadj = w->xadj, *cnt = w->cnt;
+    sap__cm_idx *adj = w->adj, *adj2 = w->adj2, *bydeg = w->bydeg;
     /* nodes by (degree, index): a stable counting sort */
     memset(cnt, 0, sizeof(sap_int) * (size_t)(m + 1));
     for (sap_int v = 0; v < m; v++) cnt[xadj[v + 1] - xadj[v] + 1]++;
@@ -408,7 +415,14 @@ sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_inf
     sap__cm_work w;
     memset(&w, 0, sizeof(w));
     SAP_TRY(sap__cm_work_create(ctx, n, A->nnz, &w));
-    sap__cm_build_graph(A, 0, n, sap__threads(ctx), &w);
+#ifdef SAP_HAVE_CUDA
+    if (sap__reorder_on_gpu(ctx, A->nnz, sap__reorder_gpu_min_nnz_graph) && n > 0) {
+        sap_int nadj = 0;
+        SAP_TRY(sap__cuda_sym_graph(ctx, A, w.xadj, w.adj2, &nadj));
+        sap__cm_finish_graph(&w, n);
+    } else
+#endif
+        sap__cm_build_graph(A, 0, n, sap__threads(ctx), &w);
     sap__cm_result r;
     sap__cm_order(&w, n, flags, perm, &r);
     sap_int K0 = sap__block_bandwidth(A, 0, n);

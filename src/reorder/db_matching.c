@@ -96,6 +96,34 @@ static inline sap_int heap_pop(col_heap *H)
     return top;
 }
 
+/* ---- S1: weights (also on the GPU: src/kernels/cuda/reorder_cuda.cu) ---------------- */
+
+void sap__db_weights_cpu(const sap_csr *A, int nt, double *c, double *loga, sap_int *nonfinite_out)
+{
+    const sap_int n = A->nrows, nnz = A->nnz;
+    const sap_int *rp = A->rowptr;
+    const double *val = A->val;
+    sap_int nonfinite = 0;
+    (void)nt;
+    (void)nnz;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(+ : nonfinite) if (nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++) {
+        double amax = 0.0;
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            double a = fabs(val[p]);
+            if (!isfinite(a)) nonfinite++;
+            if (a > amax) amax = a;
+        }
+        double la = amax > 0.0 ? log(amax) : 0.0;
+        loga[i] = la;
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            double a = fabs(val[p]);
+            c[p] = a > 0.0 ? (a == amax ? 0.0 : la - log(a)) : INFINITY;
+        }
+    }
+    *nonfinite_out = nonfinite;
+}
+
 /* ---- the matching ------------------------------------------------------------------------ */
 
 sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
@@ -135,21 +163,11 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     /* ---- S1: weights ------------------------------------------------------------------ */
     double t1 = sap__wtime();
     sap_int nonfinite = 0;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(+ : nonfinite) if (nnz > SAP_REORDER_PAR_MIN)")
-    for (sap_int i = 0; i < n; i++) {
-        double amax = 0.0;
-        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
-            double a = fabs(val[p]);
-            if (!isfinite(a)) nonfinite++;
-            if (a > amax) amax = a;
-        }
-        double la = amax > 0.0 ? log(amax) : 0.0;
-        loga[i] = la;
-        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
-            double a = fabs(val[p]);
-            c[p] = a > 0.0 ? (a == amax ? 0.0 : la - log(a)) : INFINITY;
-        }
-    }
+#ifdef SAP_HAVE_CUDA
+    if (sap__reorder_on_gpu(ctx, nnz, sap__reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_db_weights(ctx, A, c, loga, &nonfinite));
+    else
+#endif
+        sap__db_weights_cpu(A, nt, c, loga, &nonfinite);
     if (nonfinite) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
     inf.time_weights = sap__wtime() - t1;
 

@@ -12,6 +12,10 @@
 #include <math.h>
 #include <string.h>
 
+/* See sap_internal.h; chosen from bench/results/reorder_gpu.md. */
+sap_int sap__reorder_gpu_min_nnz_graph = 500000;
+sap_int sap__reorder_gpu_min_nnz_db = INT64_MAX;
+
 void sap_reorder_options_init(sap_reorder_options *opt)
 {
     if (!opt) return;
@@ -66,7 +70,7 @@ static sap_status stage_stats(const sap_csr *M, sap_reorder_stage *s)
 }
 
 /* In place: row i of M times rs[i], entry (i, j) then times cs[j]. */
-static void scale_rows_cols(sap_csr *M, const double *rs, const double *cs, int nt)
+void sap__scale_rows_cols_cpu(sap_csr *M, const double *rs, const double *cs, int nt)
 {
     const sap_int n = M->nrows;
     (void)nt;
@@ -136,7 +140,11 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
         if (scale) {
             SAP_ALLOC(ctx, rsp, n);
             for (sap_int i = 0; i < n; i++) rsp[i] = R->row_scale[p[i]];
-            scale_rows_cols(cur, rsp, R->col_scale, nt);
+#ifdef SAP_HAVE_CUDA
+            if (sap__reorder_on_gpu(ctx, cur->nnz, sap__reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_scale_rows_cols(ctx, cur, rsp, R->col_scale));
+            else
+#endif
+                sap__scale_rows_cols_cpu(cur, rsp, R->col_scale, nt);
             SAP_FREE(ctx, rsp);
         }
     } else if (o.db == SAP_DB_TRANSVERSAL) {

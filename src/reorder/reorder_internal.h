@@ -18,6 +18,16 @@
  * valid partial matching (warm start) or all -1.  *size receives the matching size. */
 sap_status sap__max_matching(const sap_csr *A, sap_int *match_row, sap_int *match_col, sap_int *size);
 
+/* ---- CPU versions of the stages that also run on the GPU (for the tests and bench) ---- */
+
+/* DB S1: row maxima (loga[i] = log a_i, 0 for an all-zero row) and weights c[p] =
+ * log a_i - log |a_ij| (0 at the maximum, +INFINITY at explicit zeros); *nonfinite
+ * counts NaN/Inf values.  nt threads (db_matching.c). */
+void sap__db_weights_cpu(const sap_csr *A, int nt, double *c, double *loga, sap_int *nonfinite);
+
+/* M->val[p] = (rs[i] * M->val[p]) * cs[j], nt threads (reorder.c). */
+void sap__scale_rows_cols_cpu(sap_csr *M, const double *rs, const double *cs, int nt);
+
 /* ---- symmetric graph and Cuthill-McKee (cuthill_mckee.c) ------------------------------ */
 
 /* Node indices of the CM graphs: 32-bit halves the memory traffic of the searches.
@@ -52,6 +62,10 @@ void sap__cm_work_free(sap_context *ctx, sap__cm_work *w);
  * e - s <= cap_n and the rows' stored entries <= cap_e.  threads > 1 runs the row loops
  * in parallel (call with 1 inside a parallel region). */
 void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sap__cm_work *w);
+
+/* The second half of sap__cm_build_graph: given w->xadj and the index-sorted lists in
+ * w->adj2 of an m-node graph, sorts the nodes and the lists by (degree, index). */
+void sap__cm_finish_graph(sap__cm_work *w, sap_int m);
 
 /* Outcome of the CM core on the graph held in w. */
 typedef struct sap__cm_result {
