@@ -83,16 +83,16 @@ static void one(sap_context *C, sap_context *G, const char *spec)
         o.stats = 0;
         sap_csr *Ag = clone_to(G, A);
         sap_reorder_result *r = NULL;
-        sap_int keep_g = sap__reorder_gpu_min_nnz_graph, keep_d = sap__reorder_gpu_min_nnz_db;
+        sap_int keep_g = G->reorder_gpu_min_nnz_graph, keep_d = G->reorder_gpu_min_nnz_db;
         double t = sap__wtime();
         if (sap_reorder(A, &o, &r) == SAP_OK) tr_c = sap__wtime() - t;
         sap_reorder_result_destroy(r);
         r = NULL;
-        sap__reorder_gpu_min_nnz_graph = sap__reorder_gpu_min_nnz_db = 0;
+        G->reorder_gpu_min_nnz_graph = G->reorder_gpu_min_nnz_db = 0;
         t = sap__wtime();
         if (Ag && sap_reorder(Ag, &o, &r) == SAP_OK) tr_g = sap__wtime() - t;
-        sap__reorder_gpu_min_nnz_graph = keep_g;
-        sap__reorder_gpu_min_nnz_db = keep_d;
+        G->reorder_gpu_min_nnz_graph = keep_g;
+        G->reorder_gpu_min_nnz_db = keep_d;
         sap_reorder_result_destroy(r);
         sap_csr_destroy(Ag);
     }

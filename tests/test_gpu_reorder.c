@@ -3,7 +3,7 @@
  * in the last bit), DB scaling (bit for bit) and the symmetrized CM graph (identical), on
  * random matrices (odd sizes, empty rows, explicit zeros, one row) and on matrices of the
  * collection; then sap_db_matching, sap_cm_reorder and sap_reorder on a cuda context with
- * the GPU path forced (both sap__reorder_gpu_min_nnz_* = 0) against a cpu context.  Exits 77
+ * the GPU path forced (both ctx->reorder_gpu_min_nnz_* = 0) against a cpu context.  Exits 77
  * (skipped) without CUDA or without a device. */
 #include "testing.h"
 
@@ -260,8 +260,8 @@ int main(void)
     }
     C = sap_test_context(SAP_BACKEND_CPU);
     printf("device: %s\n", sap_context_device_name(G));
-    sap__reorder_gpu_min_nnz_graph = 0; /* force the GPU path */
-    sap__reorder_gpu_min_nnz_db = 0;
+    G->reorder_gpu_min_nnz_graph = 0; /* force the GPU path */
+    G->reorder_gpu_min_nnz_db = 0;
 
     static const struct {
         sap_int n, per_row, bw;

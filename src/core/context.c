@@ -79,6 +79,8 @@ sap_status sap_context_create(sap_context **out, const sap_context_config *cfg_i
     ctx->log = cfg.log;
     ctx->log_state = cfg.log_state;
     ctx->backend = SAP_BACKEND_CPU;
+    ctx->reorder_gpu_min_nnz_graph = SAP_REORDER_GPU_MIN_NNZ_GRAPH;
+    ctx->reorder_gpu_min_nnz_db = SAP_REORDER_GPU_MIN_NNZ_DB;
     describe_cpu(ctx);
 
     sap_status st = SAP_OK;

@@ -23,6 +23,9 @@ struct sap_context {
     char device_name[256];
     sap_context_stats stats;
     void *cuda; /* backend-private state (src/kernels/cuda), NULL on cpu */
+    /* reorderings on a cuda context: smallest nnz for which the A + A^T graph and the DB
+     * weights/scaling run on the GPU (see sap__reorder_on_gpu) */
+    sap_int reorder_gpu_min_nnz_graph, reorder_gpu_min_nnz_db;
 };
 
 /* ---- errors --------------------------------------------------------------------- */
@@ -189,16 +192,16 @@ sap_status sap__cuda_sym_graph(sap_context *ctx, const sap_csr *A, sap_int *xadj
 /* ---- reorderings on the GPU ------------------------------------------------------------ */
 
 /* A cuda context builds the symmetrized graph of Cuthill-McKee on the GPU when the
- * matrix has at least sap__reorder_gpu_min_nnz_graph stored entries, and computes the DB
- * weights and the DB scaling there from sap__reorder_gpu_min_nnz_db entries on.  Measured
+ * matrix has at least ctx->reorder_gpu_min_nnz_graph stored entries, and computes the DB
+ * weights and the DB scaling there from ctx->reorder_gpu_min_nnz_db entries on.  Measured
  * on an H200 with 16 host cores (bench/results/reorder_gpu.md): the graph build pays from
  * about 0.5M entries (1.5-1.8x, transfers included); the weights and the scaling never
  * pay while the matrix lives on the host (the PCIe transfers cost 2-30x the host's
  * OpenMP loops), so they are off by default and kept for
- * device-resident use and the tests.  Defined in src/reorder/reorder.c; the tests set
- * both to 0 to force the GPU path. */
-extern sap_int sap__reorder_gpu_min_nnz_graph;
-extern sap_int sap__reorder_gpu_min_nnz_db;
+ * device-resident use and the tests.  The defaults are set by sap_context_create; the
+ * tests set both to 0 to force the GPU path. */
+#define SAP_REORDER_GPU_MIN_NNZ_GRAPH 500000
+#define SAP_REORDER_GPU_MIN_NNZ_DB INT64_MAX
 
 static inline int sap__reorder_on_gpu(const sap_context *ctx, sap_int nnz, sap_int min_nnz)
 {

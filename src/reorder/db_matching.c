@@ -164,7 +164,7 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     double t1 = sap__wtime();
     sap_int nonfinite = 0;
 #ifdef SAP_HAVE_CUDA
-    if (sap__reorder_on_gpu(ctx, nnz, sap__reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_db_weights(ctx, A, c, loga, &nonfinite));
+    if (sap__reorder_on_gpu(ctx, nnz, ctx->reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_db_weights(ctx, A, c, loga, &nonfinite));
     else
 #endif
         sap__db_weights_cpu(A, nt, c, loga, &nonfinite);

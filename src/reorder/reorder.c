@@ -12,9 +12,6 @@
 #include <math.h>
 #include <string.h>
 
-/* See sap_internal.h; chosen from bench/results/reorder_gpu.md. */
-sap_int sap__reorder_gpu_min_nnz_graph = 500000;
-sap_int sap__reorder_gpu_min_nnz_db = INT64_MAX;
 
 void sap_reorder_options_init(sap_reorder_options *opt)
 {
@@ -141,7 +138,7 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
             SAP_ALLOC(ctx, rsp, n);
             for (sap_int i = 0; i < n; i++) rsp[i] = R->row_scale[p[i]];
 #ifdef SAP_HAVE_CUDA
-            if (sap__reorder_on_gpu(ctx, cur->nnz, sap__reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_scale_rows_cols(ctx, cur, rsp, R->col_scale));
+            if (sap__reorder_on_gpu(ctx, cur->nnz, ctx->reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_scale_rows_cols(ctx, cur, rsp, R->col_scale));
             else
 #endif
                 sap__scale_rows_cols_cpu(cur, rsp, R->col_scale, nt);
