@@ -164,4 +164,9 @@ sap_status sap__pc_sap_info(const sap_precond *P, sap_pc_sap_info *info);
 void sap__band_auto(const sap_context *ctx, sap_int n, sap_int K, double d, sap_band_method *method, sap_int *P,
                     sap_precision *prec, char *reason, size_t reason_len);
 
+/* Half-bandwidth K = max |i - j| and degree of diagonal dominance
+ * d = min_i |a_ii| / sum_{j != i} |a_ij| (rows without off-diagonal entries skipped; +inf
+ * if there are none) of A, in one OpenMP pass (src/band/band_storage.c). */
+void sap__band_shape(const sap_csr *A, int nt, sap_int *K, double *d);
+
 #endif /* SAP_BAND_IMPL_H */

@@ -185,28 +185,6 @@ static int spd_guess(const sap_csr *A)
     return 1;
 }
 
-static double dominance(const sap_csr *A, sap_int *K, int nt)
-{
-    double d = INFINITY;
-    sap_int k = 0;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt) reduction(min : d) reduction(max : k)
-#endif
-    for (sap_int r = 0; r < A->nrows; r++) {
-        double dg = 0, off = 0;
-        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
-            sap_int c = A->colind[p], dd = c > r ? c - r : r - c;
-            if (dd > k) k = dd;
-            if (c == r) dg += fabs(A->val[p]);
-            else off += fabs(A->val[p]);
-        }
-        if (off > 0 && dg / off < d) d = dg / off;
-    }
-    (void)nt;
-    *K = k;
-    return d;
-}
-
 sap_status sap_band_solver_setup(sap_band_solver *S)
 {
     if (!S) return SAP_ERR_INVALID;
@@ -223,7 +201,8 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
     const sap_band_options *o = &S->opt;
     const sap_int n = S->A->nrows;
     sap_int K;
-    const double d = dominance(S->A, &K, sap__threads(ctx));
+    double d = 0;
+    sap__band_shape(S->A, sap__threads(ctx), &K, &d);
     if (o->half_bandwidth > 0 && o->half_bandwidth < K) K = o->half_bandwidth;
     sap_band_method m = o->method;
     sap_int P = o->partitions;

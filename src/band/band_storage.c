@@ -137,3 +137,23 @@ sap_status sap__band_fill(sap_context *ctx, const sap_csr *A, const sap_band_lay
     if (nbad) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "band: the matrix has %lld NaN/Inf entries", (long long)nbad);
     return SAP_OK;
 }
+
+void sap__band_shape(const sap_csr *A, int nt, sap_int *K, double *d)
+{
+    sap_int k = 0;
+    double dmin = INFINITY;
+    (void)nt;
+    SAP_OMP("omp parallel for schedule(static) num_threads(nt) reduction(min : dmin) reduction(max : k)")
+    for (sap_int r = 0; r < A->nrows; r++) {
+        double diag = 0, off = 0;
+        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
+            sap_int c = A->colind[p], dd = c > r ? c - r : r - c;
+            if (dd > k) k = dd;
+            if (c == r) diag += fabs(A->val[p]);
+            else off += fabs(A->val[p]);
+        }
+        if (off > 0 && diag / off < dmin) dmin = diag / off;
+    }
+    *K = k;
+    *d = dmin;
+}

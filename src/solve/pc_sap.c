@@ -65,29 +65,6 @@ sap_status sap__pc_sap_info(const sap_precond *P, sap_pc_sap_info *info)
     return SAP_OK;
 }
 
-/* K and d = min_i |a_ii| / sum_{j != i} |a_ij| of A. */
-static void band_dominance(const sap_csr *A, sap_int *K, double *dmin, int nt)
-{
-    sap_int k = 0;
-    double d = INFINITY;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt) reduction(min : d) reduction(max : k)
-#endif
-    for (sap_int r = 0; r < A->nrows; r++) {
-        double diag = 0, off = 0;
-        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
-            sap_int c = A->colind[p], dd = c > r ? c - r : r - c;
-            if (dd > k) k = dd;
-            if (c == r) diag += fabs(A->val[p]);
-            else off += fabs(A->val[p]);
-        }
-        if (off > 0 && diag / off < d) d = diag / off;
-    }
-    (void)nt;
-    *K = k;
-    *dmin = d;
-}
-
 static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
 {
     sap_context *ctx = P->ctx;
@@ -97,7 +74,7 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
     memset(&d->info, 0, sizeof(d->info));
     sap_int K;
     double dom;
-    band_dominance(A, &K, &dom, sap__threads(ctx));
+    sap__band_shape(A, sap__threads(ctx), &K, &dom);
     if (d->opt.half_bandwidth > 0 && d->opt.half_bandwidth < K) K = d->opt.half_bandwidth;
     sap_band_method m = d->fixed != SAP_BAND_AUTO ? d->fixed : d->opt.method;
     if (m == SAP_BAND_DIRECT) m = SAP_BAND_SAPD; /* as a preconditioner: one LU block */
