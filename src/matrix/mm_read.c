@@ -1034,6 +1034,14 @@ static sap_status parse_csr(sap_context *ctx, const char *name, const char *text
     return st;
 }
 
+/* opt, or the defaults written into *def when opt is NULL. */
+static const sap_mm_read_options *options_or_default(const sap_mm_read_options *opt, sap_mm_read_options *def)
+{
+    if (opt) return opt;
+    sap_mm_read_options_init(def);
+    return def;
+}
+
 sap_status sap_mm_parse_csr(sap_context *ctx, const char *text, size_t len, const sap_mm_read_options *opt, sap_csr **A,
                             sap_mm_info *info)
 {
@@ -1042,10 +1050,7 @@ sap_status sap_mm_parse_csr(sap_context *ctx, const char *text, size_t len, cons
     *A = NULL;
     if (!text && len > 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "text is NULL");
     sap_mm_read_options def;
-    if (!opt) {
-        sap_mm_read_options_init(&def);
-        opt = &def;
-    }
+    opt = options_or_default(opt, &def);
     return parse_csr(ctx, NULL, text ? text : "", len, opt, A, info);
 }
 
@@ -1057,10 +1062,7 @@ sap_status sap_mm_read_csr(sap_context *ctx, const char *path, const sap_mm_read
     *A = NULL;
     if (!path) return SAP_ERROR(ctx, SAP_ERR_INVALID, "path is NULL");
     sap_mm_read_options def;
-    if (!opt) {
-        sap_mm_read_options_init(&def);
-        opt = &def;
-    }
+    opt = options_or_default(opt, &def);
     char *text = NULL;
     size_t len = 0;
     sap_status st = sap__mm_load(ctx, path, &text, &len, NULL);
@@ -1078,10 +1080,7 @@ sap_status sap_mm_read_dense(sap_context *ctx, const char *path, const sap_mm_re
     *X = NULL;
     if (!path) return SAP_ERROR(ctx, SAP_ERR_INVALID, "path is NULL");
     sap_mm_read_options def;
-    if (!opt) {
-        sap_mm_read_options_init(&def);
-        opt = &def;
-    }
+    opt = options_or_default(opt, &def);
     char *text = NULL;
     size_t len = 0;
     sap_status st = sap__mm_load(ctx, path, &text, &len, NULL);
