@@ -473,10 +473,14 @@ typedef enum sap_spmv_format {
     SAP_FORMAT_CSR = 1,  /* row-length-adaptive CSR */
     SAP_FORMAT_ELL = 2,  /* ELLPACK, column-major, padded to the longest row */
     SAP_FORMAT_SELLP = 3, /* sliced ELLPACK with padding (SELL-P) */
-    SAP_FORMAT_HEC = 4   /* hybrid ELL + CSR (ELL width chosen, the rest as CSR) */
+    SAP_FORMAT_HEC = 4,  /* hybrid ELL + CSR (ELL width chosen, the rest as CSR) */
+    SAP_FORMAT_BAND = 5  /* dense band (DIA): the diagonals -kl..ku stored column-major
+                            n x (kl + ku + 1), no column indices; for matrices whose band
+                            is mostly full (the automatic choice on cuda when at least 70%
+                            of the band's slots hold entries) */
 } sap_spmv_format;
 
-/* "auto", "csr", "ell", "sellp", "hec" ("sell-p" is also parsed).  On the cpu backend
+/* "auto", "csr", "ell", "sellp", "hec", "band" ("sell-p" is also parsed).  On the cpu backend
  * AUTO is CSR; the padded formats need ncols <= 2^31 - 1 (SAP_ERR_TOO_LARGE otherwise),
  * and ELL pads every row to the longest one. */
 const char *sap_spmv_format_name(sap_spmv_format format);
@@ -933,6 +937,145 @@ sap_status sap_reorder_apply_solution(const sap_reorder_result *res, const doubl
  * A(p[i], q[j]) = B(i, j) / c[q[j]] / r[p[i]].  Exact without scaling; with scaling to
  * a few ulps. */
 sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr *B, sap_csr **A);
+
+
+/* ------------------------------------------------------------------------------ */
+/* Sparse systems: the SaP pipeline                                                */
+/* ------------------------------------------------------------------------------ */
+/* sap_solver solves a general sparse A x = b by the SaP pipeline of the papers:
+ *   diagonal boosting (DB: max-product matching + scaling; skipped for SPD matrices)
+ *   -> Cuthill-McKee on A + A^T -> drop-off to the band that keeps most of ||A||_F^2
+ *   -> partition into P blocks with a third-stage CM inside each block (K_i per block)
+ *   -> dense banded SaP-D or SaP-C preconditioner (float factors by default)
+ *   -> BiCGStab(2) (CG for SPD matrices with SaP-D) on the reordered system,
+ * and maps the solution back.  Every stage is chosen automatically from the matrix
+ * statistics and the backend (stats.reason says what and why), can be forced through the
+ * options, and when a choice fails (no convergence, breakdown, too many boosted pivots,
+ * band too large for the memory) the next sensible one is tried; stats.tried lists
+ * every attempt with its outcome.  The band memory is estimated before it is allocated.
+ *
+ * Reuse: one setup serves any number of right-hand sides (sap_solver_solve_many takes
+ * several at once); sap_solver_refactor takes new values on the same pattern and redoes
+ * only the numeric work (scaling values, band, factorization), keeping the
+ * permutations, the partitioning and the band shapes. */
+
+typedef enum sap_solver_method {
+    SAP_METHOD_AUTO = 0,   /* SaP with the automatic choices and the fallback chain */
+    SAP_METHOD_SAPD = 1,   /* SaP-D preconditioner (decoupled) */
+    SAP_METHOD_SAPC = 2,   /* SaP-C preconditioner (coupled, truncated SPIKE) */
+    SAP_METHOD_BAND_LU = 3, /* P = 1: one banded LU of the reordered band (no pivoting,
+                               boosting, double) inside the Krylov method */
+    SAP_METHOD_BAND_PIVOT = 4, /* banded LU with partial pivoting (LAPACK dgbtrf on the
+                                  host) of the reordered band with iterative refinement: the
+                                  most robust fallback, for bands that fit the memory */
+    SAP_METHOD_JACOBI = 5  /* the Krylov method with a Jacobi preconditioner (last resort) */
+} sap_solver_method;
+
+/* "auto", "sap-d", "sap-c", "band-lu", "band-pivot", "jacobi". */
+const char *sap_solver_method_name(sap_solver_method method);
+sap_status sap_solver_method_parse(const char *name, sap_solver_method *method);
+
+typedef struct sap_solver_options {
+    sap_solver_method method; /* default SAP_METHOD_AUTO */
+    int fallback;             /* 1 (default): on failure try the next method; 0: report it */
+    int db;                   /* -1 (default): automatic (off for SPD-looking matrices, else
+                                 SAP_DB_PRODUCT); or a sap_db_mode */
+    int scale;                /* -1 (default): with DB product; 0/1 forces */
+    int cm;                   /* -1 (default) / 1: Cuthill-McKee on A + A^T; 0: off */
+    double drop_delta;        /* drop-off fraction of ||A||_F^2 kept; < 0 (default):
+                                 automatic; >= 1: no drop-off */
+    sap_int partitions;       /* P; 0 (default): automatic */
+    int third_stage;          /* -1 (default): automatic; 0/1 */
+    int factor_precision;     /* -1 (default): automatic; SAP_FLOAT / SAP_DOUBLE */
+    double boost_threshold;   /* as sap_band_options (< 0: automatic) */
+    double boost_value;       /* as sap_band_options (<= 0: automatic) */
+    int krylov_auto;          /* 1 (default): CG for SPD with SaP-D, else BiCGStab(2) */
+    sap_krylov_options krylov; /* tol (default 1e-10), maxit, ...; used as given when
+                                  krylov_auto = 0 */
+    int64_t memory_limit;     /* bytes the band and factors may take on the backend; 0
+                                 (default): 90% of the free device memory (cuda) or of the
+                                 physical memory (cpu) */
+    int host_small;           /* 1 (default): on a cuda context, systems too small for the
+                                 GPU to pay off (N < 20000 and band < 2M entries) run on
+                                 the host; 0: always on the context's backend */
+} sap_solver_options;
+
+void sap_solver_options_init(sap_solver_options *opt);
+/* Sets one option by name: "method", "fallback", "db" (none|product|transversal|auto),
+ * "scale", "cm", "drop" / "drop_delta", "partitions", "third_stage", "precision"
+ * (float|double|auto), "boost_threshold", "boost_value", "krylov" (as sap_krylov_parse,
+ * or auto), "tol", "maxit", "memory_limit" (bytes, suffixes k/M/G), "host_small".
+ * Unknown name or bad value: SAP_ERR_INVALID (opt unchanged). */
+sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value);
+/* Text listing the option names, values and defaults (static). */
+const char *sap_solver_options_help(void);
+
+#define SAP_SOLVER_MAX_TRIES 8
+
+typedef struct sap_solver_try {
+    sap_solver_method method;
+    sap_int partitions;
+    sap_int half_bandwidth;
+    sap_status status;        /* of that attempt */
+    double iterations;
+    double time;              /* seconds */
+    char note[96];            /* e.g. "not converged in 1000 iterations", "band 3.2 GB > limit" */
+} sap_solver_try;
+
+typedef struct sap_solver_stats {
+    sap_int n, nnz;
+    sap_solver_method method;  /* the method that produced the solution (never AUTO) */
+    char reason[256];          /* why this method, DB, drop-off, P and precision */
+    int spd;                   /* the matrix looked SPD (numerically symmetric, positive
+                                  diagonal) */
+    int db_used, scaled, cm_used, third_stage_used;
+    sap_int K_original, K_cm, K_drop, K_max; /* half-bandwidths: input, after CM, after
+                                                drop-off, largest K_i used */
+    double kept_fraction;      /* of ||A||_F^2 kept by the drop-off */
+    sap_int partitions;        /* P */
+    sap_precision factor_precision;
+    sap_krylov_type krylov_type;
+    int on_host;               /* the solver ran on the host (cpu kernels) */
+    sap_int boosted_pivots, dropped_entries;
+    int64_t memory_estimate;   /* bytes of band + factors + Krylov vectors estimated */
+    /* times (s) with the papers' names */
+    double time_db, time_cm, time_drop, time_third; /* T_DB, T_CM, T_Drop, third stage */
+    double time_transfer;      /* T_Dtransf: host <-> device copies of matrices and vectors */
+    double time_asmbl;         /* T_Asmbl / T_BC: band and coupling blocks assembled */
+    double time_lu, time_spk, time_lurdcd; /* T_LU, T_SPK, T_LUrdcd */
+    double time_kry;           /* T_Kry of the last solve (all its right-hand sides) */
+    double time_setup;         /* the whole setup or last refactor */
+    double time_solve;         /* the whole last solve call */
+    double iterations;         /* last solve (sum over its right-hand sides) */
+    double relative_residual;  /* true ||b - Ax|| / ||b|| (largest over the right-hand sides) */
+    sap_int nrhs;              /* right-hand sides of the last solve */
+    int ntries;
+    sap_solver_try tried[SAP_SOLVER_MAX_TRIES]; /* every attempt of the setup / last solve */
+    sap_status status;
+} sap_solver_stats;
+
+typedef struct sap_solver sap_solver;
+
+/* From a square CSR (copied).  opt may be NULL (defaults).  Non-square:
+ * SAP_ERR_NOT_SQUARE; NaN/Inf: SAP_ERR_NONFINITE; bad options: SAP_ERR_INVALID. */
+sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **S);
+void sap_solver_destroy(sap_solver *S);
+/* Symbolic (reorderings, partitioning, band shapes, memory estimate) and numeric
+ * (values, band, factorization) setup.  Done by the first solve when not called.
+ * SAP_WARN_BOOSTED_PIVOTS when pivots were boosted; SAP_ERR_STRUCTURALLY_SINGULAR with
+ * the structural rank in the message. */
+sap_status sap_solver_setup(sap_solver *S);
+/* New values in the CSR order of the matrix given at create (same pattern): redoes the
+ * numeric setup only. */
+sap_status sap_solver_refactor(sap_solver *S, const double *values);
+/* Solves A x = b (host vectors of length n; x holds the initial guess, 0 is fine).
+ * Returns SAP_OK when converged, a warning (SAP_WARN_NOT_CONVERGED, ...) with the best x
+ * when every method tried failed to reach the tolerance, or an error. */
+sap_status sap_solver_solve(sap_solver *S, const double *b, double *x);
+/* nrhs right-hand sides at once: column k of B is B + k * ldb (ldb >= n), likewise X.
+ * The status is the worst over the columns. */
+sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx);
+sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -94,7 +94,11 @@ static void compare_case(sap_int n, sap_int K, double d, sap_int P, int coupled,
               sap_status_name(r2), sap_context_last_error(G));
     const double rc = rel_residual(A, xc, b), rg = rel_residual(A, xg, b);
     CHECK_MSG(rc <= 1.0001e-10 && rg <= 1.0001e-10, "%s: residual cpu %.3g gpu %.3g", label, rc, rg);
-    CHECK_MSG(fabs(tc.iterations - tg.iterations) <= 2.0, "%s: iterations cpu %.2f gpu %.2f", label, tc.iterations,
+    /* the backends round differently (SpMV summation order, float factors): on
+     * ill-conditioned cases (d = 0.06: ~60 iterations) the Krylov paths drift apart, so
+     * the iteration counts agree to 2 or 15%, whichever is larger */
+    const double itol = fmax(2.0, 0.15 * tc.iterations);
+    CHECK_MSG(fabs(tc.iterations - tg.iterations) <= itol, "%s: iterations cpu %.2f gpu %.2f", label, tc.iterations,
               tg.iterations);
     printf("%-44s it cpu %6.2f gpu %6.2f  gpu: T_BC %.4f T_LU %.4f T_SPK %.4f T_LUrdcd %.4f T_Kry %.4f\n", label,
            tc.iterations, tg.iterations, tg.time_bc, tg.time_lu, tg.time_spk, tg.time_lurdcd, tg.time_kry);

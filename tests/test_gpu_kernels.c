@@ -342,7 +342,15 @@ static sap_int len_full(sap_int i, sap_int n, sap_int m) { return m; }
 static sap_int len_one(sap_int i, sap_int n, sap_int m) { return 1; }
 
 static const sap_spmv_format formats[] = {SAP_FORMAT_AUTO, SAP_FORMAT_CSR, SAP_FORMAT_ELL, SAP_FORMAT_SELLP,
-                                          SAP_FORMAT_HEC};
+                                          SAP_FORMAT_HEC,  SAP_FORMAT_BAND};
+
+/* BAND holds n x (kl + ku + 1) slots: skipped for wide random patterns */
+static int band_too_wide(const sap_csr *A)
+{
+    sap_matrix_stats st;
+    if (sap_csr_stats(A, &st) != SAP_OK) return 1;
+    return (double)A->nrows * (double)(st.lower_bandwidth + st.upper_bandwidth + 1) > 2e7;
+}
 
 /* y = alpha A x + beta y on both backends; compare relative to |alpha| |A| |x| + |beta y|. */
 static void compare_spmv(const sap_csr *A, sap_spmat *Mg, sap_spmat *Mc, sap_precision p, const char *what)
@@ -526,6 +534,7 @@ static void test_matrix(const sap_csr *A0, const char *name)
     for (int pi = 0; pi < 2; pi++) {
         sap_precision p = pi ? SAP_FLOAT : SAP_DOUBLE;
         for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
+            if (formats[f] == SAP_FORMAT_BAND && band_too_wide(A)) continue;
             sap_spmat *Mg = NULL, *Mc = NULL;
             snprintf(what, sizeof(what), "%s %lldx%lld nnz=%lld format %s", name, (long long)A->nrows,
                      (long long)A->ncols, (long long)A->nnz, sap_spmv_format_name(formats[f]));
@@ -608,6 +617,15 @@ static void test_matrices(void)
     sap_csr *A = NULL;
     CHECK_OK(ctx, sap_gen_poisson3d(ctx, 23, 17, 11, &A));
     test_matrix(A, "poisson3d 23x17x11");
+    sap_csr_destroy(A);
+    A = NULL;
+    /* dense bands: AUTO picks BAND */
+    CHECK_OK(ctx, sap_gen_banded(ctx, 20011, 9, 1.0, 0, 4, &A));
+    test_matrix(A, "banded 20011, K = 9");
+    sap_csr_destroy(A);
+    A = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, 77, 40, 1.0, 0, 4, &A));
+    test_matrix(A, "banded 77, K = 40 (band wider than the rows near the ends)");
     sap_csr_destroy(A);
     A = NULL;
     /* all rows empty */
@@ -753,6 +771,7 @@ static void test_alloc_failures(void)
     /* matrices in every format: fail at every device allocation in turn */
     sap_csr *A = random_csr(C.ctx, 3001, 8000, len_long_rows);
     for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]) && A; f++) {
+        if (formats[f] == SAP_FORMAT_BAND && band_too_wide(A)) continue;
         int ok = 0;
         for (long fail = 0; fail < 64 && !ok; fail++) {
             sap__cuda_pool_trim(ctx);

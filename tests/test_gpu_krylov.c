@@ -182,8 +182,9 @@ int main(void)
         }
     }
     /* every SpMV format inside a solve */
-    static const sap_spmv_format fmts[] = {SAP_FORMAT_CSR, SAP_FORMAT_ELL, SAP_FORMAT_SELLP, SAP_FORMAT_HEC};
-    for (size_t f = 0; f < 4; f++) {
+    static const sap_spmv_format fmts[] = {SAP_FORMAT_CSR, SAP_FORMAT_ELL, SAP_FORMAT_SELLP, SAP_FORMAT_HEC,
+                                           SAP_FORMAT_BAND};
+    for (size_t f = 0; f < 5; f++) {
         if (sys[0].A) run_case(&sys[0], SAP_KRYLOV_CG, 0, SAP_PRECOND_RIGHT, "jacobi", SAP_DOUBLE, fmts[f]);
         if (sys[1].A) run_case(&sys[1], SAP_KRYLOV_BICGSTABL, 2, SAP_PRECOND_RIGHT, NULL, SAP_DOUBLE, fmts[f]);
     }

@@ -54,8 +54,16 @@ static int close_rows(const sap_csr *A, const double *x, double beta, const doub
     return 1;
 }
 
-static const sap_spmv_format formats[] = {SAP_FORMAT_CSR, SAP_FORMAT_ELL, SAP_FORMAT_SELLP, SAP_FORMAT_HEC,
-                                          SAP_FORMAT_AUTO};
+static const sap_spmv_format formats[] = {SAP_FORMAT_CSR, SAP_FORMAT_ELL,  SAP_FORMAT_SELLP,
+                                          SAP_FORMAT_HEC, SAP_FORMAT_BAND, SAP_FORMAT_AUTO};
+
+/* slots of the BAND format of A (n x (kl + ku + 1)) */
+static double band_slots(const sap_csr *A)
+{
+    sap_matrix_stats st;
+    if (sap_csr_stats(A, &st) != SAP_OK) return 1e300;
+    return (double)A->nrows * (double)(st.lower_bandwidth + st.upper_bandwidth + 1);
+}
 
 /* every format and precision against sap_csr_spmv, for several alpha/beta */
 static void check_matrix(sap_context *ctx, const sap_csr *A, const char *what)
@@ -68,6 +76,7 @@ static void check_matrix(sap_context *ctx, const sap_csr *A, const char *what)
     const double ab[4][2] = {{1.0, 0.0}, {-2.5, 0.0}, {0.5, 1.0}, {1.5, -0.75}};
     for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++)
         for (int prec = 0; prec < 2; prec++) {
+            if (formats[f] == SAP_FORMAT_BAND && band_slots(A) > 4e6) continue; /* random wide patterns */
             sap_matrix_options mo;
             sap_matrix_options_init(&mo);
             mo.format = formats[f];
@@ -162,6 +171,7 @@ static void test_wide(sap_context *ctx)
     CHECK_STATUS(ctx, ops->spmat_create(ctx, &A, SAP_FORMAT_SELLP, SAP_DOUBLE, &(sap_spmat *){NULL}),
                  SAP_ERR_TOO_LARGE);
     CHECK_STATUS(ctx, ops->spmat_create(ctx, &A, SAP_FORMAT_HEC, SAP_FLOAT, &(sap_spmat *){NULL}), SAP_ERR_TOO_LARGE);
+    CHECK_STATUS(ctx, ops->spmat_create(ctx, &A, SAP_FORMAT_BAND, SAP_DOUBLE, &(sap_spmat *){NULL}), SAP_ERR_TOO_LARGE);
     ops->spmat_destroy(ctx, M);
 }
 
@@ -225,7 +235,7 @@ static void test_update_values(sap_context *ctx)
     double *y = malloc(sizeof(double) * 300), *r = malloc(sizeof(double) * 300), *z = calloc(300, sizeof(double));
     for (sap_int p = 0; p < A->nnz; p++) v2[p] = urand();
     for (int i = 0; i < 300; i++) x[i] = urand();
-    for (size_t f = 0; f < 4; f++)
+    for (size_t f = 0; f < 5; f++)
         for (int prec = 0; prec < 2; prec++) {
             sap_matrix_options mo;
             sap_matrix_options_init(&mo);
@@ -502,6 +512,36 @@ static void test_determinism(void)
         free(y2);
         sap_csr_destroy(A);
     }
+    /* BAND on a banded matrix large enough for the parallel path */
+    A = NULL;
+    CHECK_OK(c1, sap_gen_banded(c1, 50000, 7, 1.0, 0, 3, &A));
+    if (A) {
+        double *x = malloc(sizeof(double) * 50000), *y1 = malloc(sizeof(double) * 50000),
+               *y2 = malloc(sizeof(double) * 50000), *r = malloc(sizeof(double) * 50000),
+               *z = calloc(50000, sizeof(double));
+        for (int i = 0; i < 50000; i++) x[i] = urand();
+        sap_matrix_options mo;
+        sap_matrix_options_init(&mo);
+        mo.format = SAP_FORMAT_BAND;
+        sap_matrix *M1 = NULL, *M2 = NULL;
+        CHECK_OK(c1, sap_matrix_create(c1, A, &mo, &M1));
+        CHECK_OK(c2, sap_matrix_create(c2, A, &mo, &M2));
+        if (M1 && M2) {
+            CHECK_OK(c1, sap_matrix_spmv(M1, 1.0, x, 0.0, y1));
+            CHECK_OK(c2, sap_matrix_spmv(M2, 1.0, x, 0.0, y2));
+            CHECK_MSG(memcmp(y1, y2, sizeof(double) * 50000) == 0, "spmv band thread-count dependent");
+            sap_csr_spmv(A, 1.0, x, 0.0, r);
+            CHECK_MSG(close_rows(A, x, 0.0, z, y1, r, 1e-14), "band 50000 x 50000, K = 7");
+        }
+        sap_matrix_destroy(M1);
+        sap_matrix_destroy(M2);
+        free(x);
+        free(y1);
+        free(y2);
+        free(r);
+        free(z);
+        sap_csr_destroy(A);
+    }
     sap_context_destroy(c1);
     sap_context_destroy(c2);
 }
@@ -535,8 +575,8 @@ static void test_errors(sap_context *ctx)
 
 static void test_oom(void)
 {
-    const sap_spmv_format fm[4] = {SAP_FORMAT_CSR, SAP_FORMAT_ELL, SAP_FORMAT_SELLP, SAP_FORMAT_HEC};
-    for (int f = 0; f < 4; f++)
+    const sap_spmv_format fm[5] = {SAP_FORMAT_CSR, SAP_FORMAT_ELL, SAP_FORMAT_SELLP, SAP_FORMAT_HEC, SAP_FORMAT_BAND};
+    for (int f = 0; f < 5; f++)
         for (int prec = 0; prec < 2; prec++) {
             int done = 0;
             for (long k = 0; k < 200 && !done; k++) {

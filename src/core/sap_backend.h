@@ -65,6 +65,16 @@ void sap__sellp_free(sap_context *ctx, sap_sellp_host *S);
 sap_status sap__hec_from_csr(sap_context *ctx, const sap_csr *A, sap_hec_host *H);
 void sap__hec_free(sap_context *ctx, sap_hec_host *H);
 
+/* BAND: diagonals -kl..ku of A (kl = max(i - j), ku = max(j - i) over the entries, 0 if
+ * none) in a column-major nrows x (kl + ku + 1) array: A(i, j) at (j - i + kl) * nrows + i;
+ * slots outside the matrix or without an entry hold 0.  sap__band_dims gives kl, ku and
+ * the slot count (SAP_ERR_TOO_LARGE when it overflows); sap__band_fill_values writes the
+ * values (every slot: zeros included) in parallel into val (double or float by prec). */
+sap_status sap__band_dims(sap_context *ctx, const sap_csr *A, sap_int *kl, sap_int *ku, int64_t *slots);
+void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, void *val);
+/* Memory-parallel copy (OpenMP for large sizes). */
+void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes);
+
 /* The automatic SpMV format for a matrix on a backend, with the reason (static text). */
 sap_spmv_format sap__spmv_auto_format(const sap_csr *A, sap_backend backend, const char **reason);
 
@@ -119,6 +129,9 @@ typedef struct sap_backend_ops {
 const sap_backend_ops *sap__backend_cpu_ops(void);
 #ifdef SAP_HAVE_CUDA
 const sap_backend_ops *sap__backend_cuda_ops(void);
+/* Free (plus the context pool's cached) and total bytes of the context's device
+ * (src/kernels/cuda/cuda_context.cu; used by the sparse solver's memory estimate). */
+sap_status sap__cuda_mem_info(sap_context *ctx, size_t *free_bytes, size_t *total_bytes);
 #endif
 
 /* The table of the context's backend. */

@@ -195,3 +195,65 @@ cleanup:
     sap__hec_free(ctx, H);
     return st;
 }
+
+/* ---- BAND (dense band, DIA) ---------------------------------------------------------------- */
+
+sap_status sap__band_dims(sap_context *ctx, const sap_csr *A, sap_int *kl_out, sap_int *ku_out, int64_t *slots)
+{
+    sap_status st = check_cols(ctx, A);
+    if (st < 0) return st;
+    const sap_int n = A->nrows;
+    sap_int kl = 0, ku = 0;
+    const int nt = A->nnz + n < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kl, ku)")
+    for (sap_int i = 0; i < n; i++) {
+        const sap_int p0 = A->rowptr[i], p1 = A->rowptr[i + 1];
+        if (p0 == p1) continue;
+        /* canonical CSR: columns sorted, so the first and last entry bound the row */
+        const sap_int lo = i - A->colind[p0], hi = A->colind[p1 - 1] - i;
+        if (lo > kl) kl = lo;
+        if (hi > ku) ku = hi;
+    }
+    (void)nt;
+    if (sap__mul_overflows(kl + ku + 1, n > 0 ? n : 1, SAP_NNZ_MAX))
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "band format: %lld rows x %lld diagonals overflow", (long long)n,
+                         (long long)(kl + ku + 1));
+    *kl_out = kl;
+    *ku_out = ku;
+    *slots = (int64_t)n * (int64_t)(kl + ku + 1);
+    return SAP_OK;
+}
+
+void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, void *val)
+{
+    const sap_int n = A->nrows, w = kl + ku + 1, B = 256, nb = (n + B - 1) / B;
+    const size_t es = prec == SAP_DOUBLE ? sizeof(double) : sizeof(float);
+    const int nt = (int64_t)n * w < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);
+    (void)nt;
+    /* blocks of B rows: each thread zeroes the (contiguous) slots of its rows on every
+     * diagonal, then scatters the rows' entries */
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (sap_int b = 0; b < nb; b++) {
+        const sap_int i0 = b * B, i1 = i0 + B < n ? i0 + B : n;
+        for (sap_int t = 0; t < w; t++) memset((char *)val + ((size_t)t * n + i0) * es, 0, (size_t)(i1 - i0) * es);
+        for (sap_int i = i0; i < i1; i++)
+            for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                const size_t q = (size_t)(A->colind[p] - i + kl) * n + i;
+                if (prec == SAP_DOUBLE) ((double *)val)[q] = A->val[p];
+                else ((float *)val)[q] = (float)A->val[p];
+            }
+    }
+}
+
+void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    const size_t chunk = (size_t)1 << 22;
+    const int64_t nc = (int64_t)((bytes + chunk - 1) / chunk);
+    const int nt = nc < 4 ? 1 : sap__threads(ctx);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (int64_t c = 0; c < nc; c++) {
+        const size_t o = (size_t)c * chunk, len = bytes - o < chunk ? bytes - o : chunk;
+        memcpy((char *)dst + o, (const char *)src + o, len);
+    }
+}

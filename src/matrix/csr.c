@@ -177,7 +177,21 @@ sap_status sap_csr_check(const sap_csr *A)
     for (sap_int i = 0; i < A->nrows; i++)
         if (A->rowptr[i + 1] < A->rowptr[i])
             return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR rowptr decreases at row %lld", (long long)i);
+    /* the first bad row, found in parallel on large matrices; then its message */
+    sap_int bad = A->nrows;
+    const int nt = A->nnz + A->nrows < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : bad)")
     for (sap_int i = 0; i < A->nrows; i++) {
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const sap_int j = A->colind[p];
+            if (j < 0 || j >= A->ncols || (p > A->rowptr[i] && A->colind[p - 1] >= j)) {
+                if (i < bad) bad = i;
+                break;
+            }
+        }
+    }
+    for (sap_int i = bad; i < A->nrows; i++) {
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             sap_int j = A->colind[p];
             if (j < 0 || j >= A->ncols)

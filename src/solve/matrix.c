@@ -4,18 +4,18 @@
 
 #include <string.h>
 
-static const char *const format_names[] = {"auto", "csr", "ell", "sellp", "hec"};
+static const char *const format_names[] = {"auto", "csr", "ell", "sellp", "hec", "band"};
 
 const char *sap_spmv_format_name(sap_spmv_format format)
 {
-    if (format < SAP_FORMAT_AUTO || format > SAP_FORMAT_HEC) return "unknown";
+    if (format < SAP_FORMAT_AUTO || format > SAP_FORMAT_BAND) return "unknown";
     return format_names[format];
 }
 
 sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *format)
 {
     if (!name || !format) return SAP_ERR_INVALID;
-    for (int f = SAP_FORMAT_AUTO; f <= SAP_FORMAT_HEC; f++)
+    for (int f = SAP_FORMAT_AUTO; f <= SAP_FORMAT_BAND; f++)
         if (strcmp(name, format_names[f]) == 0) {
             *format = (sap_spmv_format)f;
             return SAP_OK;
@@ -44,7 +44,7 @@ sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matri
     sap_matrix_options opt;
     if (opt_in) opt = *opt_in;
     else sap_matrix_options_init(&opt);
-    if (opt.format < SAP_FORMAT_AUTO || opt.format > SAP_FORMAT_HEC)
+    if (opt.format < SAP_FORMAT_AUTO || opt.format > SAP_FORMAT_BAND)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown SpMV format %d", (int)opt.format);
     if (opt.precision != SAP_DOUBLE && opt.precision != SAP_FLOAT)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown precision %d", (int)opt.precision);
@@ -59,8 +59,8 @@ sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matri
     M->nnz = A->nnz;
     SAP_ALLOC(ctx, M->rowptr, A->nrows + 1);
     SAP_ALLOC(ctx, M->colind, A->nnz);
-    memcpy(M->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
-    if (A->nnz > 0) memcpy(M->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+    sap__par_memcpy(ctx, M->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
+    if (A->nnz > 0) sap__par_memcpy(ctx, M->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
     SAP_TRY(sap__ops(ctx)->spmat_create(ctx, A, opt.format, opt.precision, &M->sm));
     *out = M;
     return SAP_OK;

@@ -270,6 +270,7 @@ static void mat_free(sap_context *ctx, sap_cpu_mat *m)
     sap__free(ctx, m->slice_width);
     sap__free(ctx, m->sl_col);
     sap__free(ctx, m->sl_val);
+    sap__free(ctx, m->band_val);
     sap__free(ctx, m);
 }
 
@@ -311,7 +312,7 @@ static sap_status spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_form
     *out = NULL;
     if (prec != SAP_DOUBLE && prec != SAP_FLOAT)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_create: unknown precision %d", (int)prec);
-    if (fmt < SAP_FORMAT_AUTO || fmt > SAP_FORMAT_HEC)
+    if (fmt < SAP_FORMAT_AUTO || fmt > SAP_FORMAT_BAND)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_create: unknown format %d", (int)fmt);
     sap_status st = SAP_OK;
     sap_spmat *M = NULL;
@@ -368,6 +369,15 @@ static sap_status spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_form
         H.csr_col = NULL;
         SAP_TRY(take_values(ctx, &H.csr_val, m->rowptr[n], prec, &m->val));
         break;
+    case SAP_FORMAT_BAND: {
+        int64_t slots = 0;
+        SAP_TRY(sap__band_dims(ctx, A, &m->kl, &m->ku, &slots));
+        m->band_val = sap__alloc(ctx, (size_t)(slots > 0 ? slots : 1), ESIZE(prec), false, __FILE__, __LINE__);
+        if (!m->band_val) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the band (%lld slots)", (long long)slots);
+        sap__band_fill_values(ctx, A, m->kl, m->ku, prec, m->band_val);
+        M->ell_width = m->kl + m->ku + 1;
+        break;
+    }
     default: /* CSR */
         SAP_ALLOC(ctx, m->rowptr, n + 1);
         memcpy(m->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(n + 1));
@@ -402,6 +412,10 @@ static sap_status spmat_update_values(sap_context *ctx, sap_spmat *M, const sap_
     sap_cpu_mat *m = M->impl;
     const sap_int n = M->nrows;
     const sap_precision prec = M->prec;
+    if (M->format == SAP_FORMAT_BAND) {
+        sap__band_fill_values(ctx, A, m->kl, m->ku, prec, m->band_val);
+        return SAP_OK;
+    }
     for (sap_int i = 0; i < n; i++) {
         const sap_int p0 = A->rowptr[i], len = A->rowptr[i + 1] - p0;
         for (sap_int k = 0; k < len; k++) {

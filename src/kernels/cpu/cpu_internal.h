@@ -52,6 +52,9 @@ typedef struct sap_cpu_mat {
     sap_int *slice_ptr, *slice_width;
     int32_t *sl_col;
     void *sl_val;
+    /* BAND: column-major nrows x (kl + ku + 1) */
+    sap_int kl, ku;
+    void *band_val;
 } sap_cpu_mat;
 
 /* Kernels per precision (cpu_blas.c, cpu_spmv.c). */

@@ -1,5 +1,5 @@
 /* cpu_spmv_t.h -- template: y = alpha A x + beta y on the cpu backend for one precision,
- * in the four formats (CSR, ELL, SELL-P, HEC).  cpu_spmv.c includes it with S = d,
+ * in the five formats (CSR, ELL, SELL-P, HEC, BAND).  cpu_spmv.c includes it with S = d,
  * REAL = double and S = s, REAL = float.  Products are accumulated in double and every
  * y_i is computed by one thread in a fixed order, so the result does not depend on the
  * thread count.  beta = 0 means y is not read. */
@@ -125,6 +125,33 @@ static void FN(spmv_sellp)(sap_context *ctx, const sap_spmat *M, double alpha, c
     }
 }
 
+/* BAND: blocks of SAP_ELL_BLOCK rows, diagonal by diagonal (contiguous values and x);
+ * each y_i sums its diagonals in a fixed order. */
+static void FN(spmv_band)(sap_context *ctx, const sap_spmat *M, double alpha, const REAL *restrict x, double beta,
+                          REAL *restrict y)
+{
+    const sap_cpu_mat *m = M->impl;
+    const sap_int n = M->nrows, nc = M->ncols, kl = m->kl, w = m->kl + m->ku + 1;
+    const REAL *val = m->band_val;
+    const sap_int nb = (n + SAP_ELL_BLOCK - 1) / SAP_ELL_BLOCK;
+    int nt = sap__threads(ctx);
+    if (n * w < 2 * SAP_CPU_PAR_MIN) nt = 1;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (sap_int b = 0; b < nb; b++) {
+        double acc[SAP_ELL_BLOCK];
+        const sap_int i0 = b * SAP_ELL_BLOCK, i1 = i0 + SAP_ELL_BLOCK < n ? i0 + SAP_ELL_BLOCK : n;
+        for (sap_int i = 0; i < i1 - i0; i++) acc[i] = 0.0;
+        for (sap_int t = 0; t < w; t++) {
+            const sap_int off = t - kl; /* column j = i + off */
+            const sap_int lo = i0 > -off ? i0 : -off, hi = i1 < nc - off ? i1 : nc - off;
+            const REAL *vt = val + (size_t)t * n;
+            for (sap_int i = lo; i < hi; i++) acc[i - i0] += (double)vt[i] * (double)x[i + off];
+        }
+        for (sap_int i = i0; i < i1; i++) FN(store)(y, i, acc[i - i0], alpha, beta);
+    }
+}
+
 void FN(sap__cpu_spmv)(sap_context *ctx, const sap_spmat *M, double alpha, const REAL *x, double beta, REAL *y)
 {
     if (M->nrows == 0) return;
@@ -137,6 +164,7 @@ void FN(sap__cpu_spmv)(sap_context *ctx, const sap_spmat *M, double alpha, const
     case SAP_FORMAT_ELL: FN(spmv_ell)(ctx, M, 0, alpha, x, beta, y); break;
     case SAP_FORMAT_HEC: FN(spmv_ell)(ctx, M, 1, alpha, x, beta, y); break;
     case SAP_FORMAT_SELLP: FN(spmv_sellp)(ctx, M, alpha, x, beta, y); break;
+    case SAP_FORMAT_BAND: FN(spmv_band)(ctx, M, alpha, x, beta, y); break;
     default: FN(spmv_csr)(ctx, M, alpha, x, beta, y); break;
     }
 }

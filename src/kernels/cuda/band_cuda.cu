@@ -236,12 +236,54 @@ __global__ void k_block_solve(const T *lu, const T *r, T *z, band_dev d)
     if (SMEM || r != z)
         for (long long e = threadIdx.x; e < n; e += blockDim.x) x[e] = r[o + e];
     bsync<T, WARP>();
-    /* forward, unit L: after step k, x[k] is final */
-    for (long long k = 0; k < n - 1; k++) {
-        const long long kk = K < n - 1 - k ? K : n - 1 - k;
-        const T xk = x[k];
-        for (long long j = threadIdx.x; j < kk; j += blockDim.x) x[k + 1 + j] -= a[(K - 1 - j) * n + k + 1 + j] * xk;
-        bsync<T, WARP>();
+    /* forward, unit L: after step k, x[k] is final.  Each step is one barrier; the
+     * coefficients of step k + 1 are loaded before the barrier of step k (they do not
+     * depend on x), so the global-memory latency overlaps the previous step instead of
+     * adding to every one of the n dependent steps. */
+    if (blockDim.x >= K) {
+        const long long j = threadIdx.x;
+        T cf = (j < (K < n - 1 ? K : n - 1)) ? a[(K - 1 - j) * n + 1 + j] : T(0);
+        for (long long k = 0; k < n - 1; k++) {
+            const long long kk = K < n - 1 - k ? K : n - 1 - k;
+            const long long kn = K < n - 2 - k ? K : n - 2 - k; /* window of step k + 1 */
+            const T nx = (j < kn) ? a[(K - 1 - j) * n + k + 2 + j] : T(0);
+            const T xk = x[k];
+            if (j < kk) x[k + 1 + j] -= cf * xk;
+            cf = nx;
+            bsync<T, WARP>();
+        }
+    } else {
+        for (long long k = 0; k < n - 1; k++) {
+            const long long kk = K < n - 1 - k ? K : n - 1 - k;
+            const T xk = x[k];
+            for (long long j = threadIdx.x; j < kk; j += blockDim.x) x[k + 1 + j] -= a[(K - 1 - j) * n + k + 1 + j] * xk;
+            bsync<T, WARP>();
+        }
+    }
+    if (SMEM && blockDim.x >= K) {
+        /* backward, column oriented: x[k] /= u_kk is final (written to z, never read
+         * again here), then the rows above subtract u(row, k) x[k]; coefficients and the
+         * pivot of the next step prefetched as in the forward sweep */
+        const long long j = threadIdx.x;
+        long long k = n - 1;
+        T piv = a[K * n + k];
+        T cf = (j < (K < k ? K : k)) ? a[(K + 1 + j) * n + k - 1 - j] : T(0);
+        for (; k >= 0; k--) {
+            const long long kk = K < k ? K : k;
+            T npiv = T(1), nx = T(0);
+            if (k > 0) {
+                npiv = a[K * n + k - 1];
+                const long long kn = K < k - 1 ? K : k - 1;
+                if (j < kn) nx = a[(K + 1 + j) * n + k - 2 - j];
+            }
+            const T xk = x[k] / piv;
+            if (j == 0) z[o + k] = xk;
+            if (j < kk) x[k - 1 - j] -= cf * xk;
+            cf = nx;
+            piv = npiv;
+            bsync<T, WARP>();
+        }
+        return;
     }
     /* backward with D^{-1} U: first x = D^{-1} x, then unit upper sweeps */
     for (long long e = threadIdx.x; e < n; e += blockDim.x) x[e] /= a[K * n + e];

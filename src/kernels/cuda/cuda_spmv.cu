@@ -54,6 +54,7 @@ typedef struct cuda_spmat {
     int32_t rem_nshort, rem_nlong;
     int32_t long_thr;
     double fmt_bytes; /* bytes of the format's arrays one SpMV reads (x and y excluded) */
+    int32_t band_kl, band_w; /* BAND: lower bandwidth and diagonals stored (values in val) */
 } cuda_spmat;
 
 #define STREAM (sap__cuda_state(ctx)->stream)
@@ -214,6 +215,32 @@ template <typename T, bool BETA> __device__ __forceinline__ void store_y(T *y, i
 }
 
 template <typename T> __device__ __forceinline__ double mul(T a, T b) { return (double)a * (double)b; }
+
+/* BAND: a block of 32 rows x BAND_GROUPS diagonal groups; lanes on consecutive rows of
+ * one diagonal (coalesced values and x), groups over the diagonals t = g, g + G, ...;
+ * partial sums combined in a fixed order in shared memory. */
+#define BAND_GROUPS 8
+template <typename T, bool BETA>
+__global__ void __launch_bounds__(32 * BAND_GROUPS)
+    k_band(int32_t n, int32_t ncols, int32_t kl, int32_t w, const T *__restrict__ v, const T *__restrict__ x,
+           double alpha, double beta, T *__restrict__ y)
+{
+    __shared__ double part[BAND_GROUPS][32];
+    const int32_t i = blockIdx.x * 32 + threadIdx.x;
+    double s = 0.0;
+    if (i < n) {
+        const int32_t t0 = kl - i > 0 ? kl - i : 0, t1 = ncols - i + kl < w ? ncols - i + kl : w;
+        int32_t t = t0 + (int32_t)threadIdx.y;
+        for (; t < t1; t += BAND_GROUPS) s += mul(v[(size_t)t * n + i], ldx(x, i + t - kl));
+    }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && i < n) {
+        double a = 0.0;
+        for (int g = 0; g < BAND_GROUPS; g++) a += part[g][threadIdx.x];
+        store_y<T, BETA>(y, i, alpha, beta, a);
+    }
+}
 
 /* CSR rows in one launch, binned by length: the first nlong blocks take one long row
  * each (a block of 256 threads, fixed-order reduction), the other blocks give TPR threads
@@ -708,6 +735,36 @@ static void fill_view(cuda_spmat *m)
     v->rem_long = m->rem_long;
 }
 
+/* BAND: the band is filled on the host (in parallel, in the matrix' precision) and
+ * uploaded; an update rewrites it the same way. */
+template <typename T> static sap_status build_band(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool update)
+{
+    sap_status st = SAP_OK;
+    void *h = NULL;
+    sap_int kl = 0, ku = 0;
+    int64_t slots = 0;
+    SAP_TRY(sap__band_dims(ctx, A, &kl, &ku, &slots));
+    if (update && (kl != m->band_kl || kl + ku + 1 != m->band_w))
+        SAP_FAIL(ctx, SAP_ERR_INVALID, "update_values: the band changed");
+    if ((int64_t)(kl + ku + 1) >= INT32_MAX) SAP_FAIL(ctx, SAP_ERR_TOO_LARGE, "band format: too many diagonals");
+    if (!update) {
+        size_t total = 0;
+        SAP_TRY(dalloc(ctx, &m->val, (size_t)(slots > 0 ? slots : 1) * sizeof(T), &total));
+        m->band_kl = (int32_t)kl;
+        m->band_w = (int32_t)(kl + ku + 1);
+        m->fmt_bytes = (double)slots * sizeof(T);
+        m->pub.ell_width = m->band_w;
+        m->v.device_bytes = total;
+    }
+    h = sap__alloc(ctx, (size_t)(slots > 0 ? slots : 1), sizeof(T), false, __FILE__, __LINE__);
+    if (!h) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of host memory for the band (%lld slots)", (long long)slots);
+    sap__band_fill_values(ctx, A, kl, ku, sizeof(T) == sizeof(double) ? SAP_DOUBLE : SAP_FLOAT, h);
+    SAP_TRY(sap__cuda_h2d(ctx, m->val, h, (size_t)slots * sizeof(T)));
+cleanup:
+    sap__free(ctx, h);
+    return st;
+}
+
 extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_format fmt,
                                              sap_precision prec, sap_spmat **out)
 {
@@ -716,7 +773,7 @@ extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A,
     if (!A || A->nrows < 0 || A->ncols < 0 || A->nnz < 0 || !A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "invalid CSR matrix");
     if (prec != SAP_DOUBLE && prec != SAP_FLOAT) return SAP_ERROR(ctx, SAP_ERR_INVALID, "invalid precision");
-    if (fmt < SAP_FORMAT_AUTO || fmt > SAP_FORMAT_HEC) return SAP_ERROR(ctx, SAP_ERR_INVALID, "invalid SpMV format");
+    if (fmt < SAP_FORMAT_AUTO || fmt > SAP_FORMAT_BAND) return SAP_ERROR(ctx, SAP_ERR_INVALID, "invalid SpMV format");
     if (A->nrows >= INT32_MAX - 64 || A->ncols >= INT32_MAX || A->nnz > INT32_MAX)
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
                          "matrix %lld x %lld with %lld entries does not fit the 32-bit device indices",
@@ -739,7 +796,9 @@ extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A,
     m->ell_rpt = 1;
     m->sell_tpr = 1;
     m->rem_tpr = 32;
-    st = prec == SAP_DOUBLE ? build<double>(ctx, A, m, false) : build<float>(ctx, A, m, false);
+    if (fmt == SAP_FORMAT_BAND)
+        st = prec == SAP_DOUBLE ? build_band<double>(ctx, A, m, false) : build_band<float>(ctx, A, m, false);
+    else st = prec == SAP_DOUBLE ? build<double>(ctx, A, m, false) : build<float>(ctx, A, m, false);
     if (st < 0) {
         cudaStreamSynchronize(STREAM);
         spmat_free_arrays(ctx, m);
@@ -760,6 +819,8 @@ extern "C" sap_status sap__cuda_spmat_update_values(sap_context *ctx, sap_spmat 
     sap_status st = sap__cuda_enter(ctx);
     if (st != SAP_OK) return st;
     cuda_spmat *m = (cuda_spmat *)M->impl;
+    if (M->format == SAP_FORMAT_BAND)
+        return M->prec == SAP_DOUBLE ? build_band<double>(ctx, A, m, true) : build_band<float>(ctx, A, m, true);
     return M->prec == SAP_DOUBLE ? build<double>(ctx, A, m, true) : build<float>(ctx, A, m, true);
 }
 
@@ -851,6 +912,12 @@ static void launch(sap_context *ctx, const cuda_spmat *m, const T *x, double alp
     case SAP_FORMAT_ELL:
     case SAP_FORMAT_HEC: launch_ell<T, BETA>(ctx, m, x, alpha, beta, y); break;
     case SAP_FORMAT_SELLP: launch_sellp<T, BETA>(ctx, m, x, alpha, beta, y); break;
+    case SAP_FORMAT_BAND: {
+        dim3 b(32, BAND_GROUPS);
+        k_band<T, BETA><<<(unsigned)((m->pub.nrows + 31) / 32), b, 0, STREAM>>>(
+            (int32_t)m->pub.nrows, (int32_t)m->pub.ncols, m->band_kl, m->band_w, (const T *)m->val, x, alpha, beta, y);
+        break;
+    }
     default: launch_csr<T, BETA>(ctx, m, x, alpha, beta, y); break;
     }
 }
