@@ -23,13 +23,13 @@
  * LU (partial pivoting) of the reduced Schur complement R_i = I - W_{i+1}^(t) V_i^(b) of
  * the 2m x 2m reduced system [I V; W I].
  *
- * PARTIAL (state at the 2026-11-22 deadline, see bench/results/banded.md):
+ * Not done yet (see bench/results/banded.md for where the kernels sit):
  *  - the band and coupling blocks are built from the CSR on the host and uploaded (T_BC);
  *    extraction on the device is not done;
  *  - cuda kernels: one thread block per partition with one pivot per step (no blocked /
- *    tensor-core updates for large K, no several blocks per partition for small P);
- *  - cpu kernels: OpenMP across partitions only (no parallelism inside one partition);
- *  - the Krylov SpMV uses the library's CSR sap_matrix, not the band. */
+ *    tensor-core updates for large K); the automatic P keeps every SM busy instead
+ *    (thousands of partitions on large systems);
+ *  - cpu kernels: OpenMP across partitions only (no parallelism inside one partition). */
 #ifndef SAP_BAND_IMPL_H
 #define SAP_BAND_IMPL_H
 

@@ -7,15 +7,16 @@
  *                 step: the kk x kk Schur update is done diagonal by diagonal, consecutive
  *                 threads on consecutive rows of one diagonal (coalesced in the
  *                 tall-and-thin layout); multipliers and the pivot row in shared memory.
- *   block_solve   column sweeps: after z[k] is final, threads update z[k+1..k+K]; the
- *                 backward sweep uses U's rows scaled by their own pivot so that z[k] is
- *                 never written in the step that reads it.  A warp per partition
- *                 (__syncwarp only) for K <= 32, a block otherwise.
+ *   block_solve   column sweeps: after z[k] is final, threads update z[k+1..k+K] (one
+ *                 barrier per step, the next step's coefficients loaded before it); the
+ *                 backward sweep divides x[k] by the pivot and writes it straight to z.
+ *                 A warp per partition (__syncwarp only) for K <= 32, a block otherwise.
  *   spikes        a thread per right-hand-side column of the m x m triangular solves.
  *   reduced_*     a block per interface: I - W V, LU with partial pivoting, solves.
  *   purify        a block per interface, two launches (bottom rows, then top rows).
- * PARTIAL: no blocked (tensor-core) updates for large K and one block per partition
- * (not several) -- correct first; see bench/results/banded.md for where it stands. */
+ * Not done: blocked (tensor-core) updates for large K; one block per partition (the
+ * automatic P gives thousands of partitions on large systems instead).  Where each kernel
+ * sits against the H200's floors: bench/results/banded.md. */
 #include "cuda_internal.h"
 extern "C" {
 #include "../../band/band_impl.h"
