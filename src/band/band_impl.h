@@ -90,9 +90,20 @@ void sap__band_layout_free(sap_context *ctx, sap_band_layout *L);
 /* Fills band (boff[P] doubles) and, when B and C are non-NULL, the coupling blocks
  * (coff[P-1] doubles each) from A; *dropped receives the entries represented nowhere
  * (beyond K_cap, or coupling partitions that are not neighbours).  A NaN/Inf entry is
- * SAP_ERR_NONFINITE. */
+ * SAP_ERR_NONFINITE.  band == NULL: counts only (coupled says whether B and C would be
+ * filled). */
 sap_status sap__band_fill(sap_context *ctx, const sap_csr *A, const sap_band_layout *L, double *band, double *B,
-                          double *C, sap_int *dropped);
+                          double *C, int coupled, sap_int *dropped);
+/* Boost threshold and value of every partition from its ||A_b||_inf (norms[P]). */
+void sap__band_boost_params(sap_band_fact *F, const double *norms, const sap_band_factor_opts *o);
+
+/* A band already in the backend's memory in the BAND SpMV layout (sap_backend.h), in
+ * double: A(i, j) at val[(j - i + kl) * n + i] for 0 <= j - i + kl < w.  The factors can
+ * be filled from it on the backend (no host band, no upload). */
+typedef struct sap_band_source {
+    const double *val;
+    sap_int kl, w;
+} sap_band_source;
 
 /* ---- the band kernel table ------------------------------------------------------------- */
 
@@ -123,6 +134,12 @@ typedef struct sap_band_kernels {
     sap_status (*reduced_solve)(sap_band_fact *F, const void *g);
     /* f = r - [0; B_i x_{i+1}^(t)] - [C_i x_{i-1}^(b); 0] (f != r) */
     sap_status (*purify)(sap_band_fact *F, const void *r, void *f);
+    /* after prepare: fills lu and, coupled, B, C and the UL windows from a band source
+     * (the same values sap__band_fill + the host conversion give) and writes
+     * ||A_b||_inf of every partition into the host array norms[P] */
+    sap_status (*fill_from_band)(sap_band_fact *F, const sap_band_source *src, double *norms);
+    /* after F->thr / F->bst changed on the host (NULL: the kernels read them there) */
+    sap_status (*update_boost)(sap_band_fact *F);
 } sap_band_kernels;
 
 const sap_band_kernels *sap__band_kernels_cpu(void);
@@ -142,6 +159,11 @@ int sap__band_cuda_sm_count(const sap_context *ctx);
 sap_status sap__band_fact_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_precision prec,
                                  const sap_band_factor_opts *o, int host_only, sap_band_fact **F, sap_int *dropped,
                                  double *t_bc);
+/* The same from a band source in the backend's memory (src != NULL; A still gives the
+ * layout: partitions, K_i, dropped entries): T_BC then covers no host band and no upload. */
+sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const sap_band_source *src, sap_int P,
+                                     sap_int K_cap, sap_precision prec, const sap_band_factor_opts *o, int host_only,
+                                     sap_band_fact **F, sap_int *dropped, double *t_bc);
 void sap__band_fact_destroy(sap_band_fact *F);
 /* z = M^{-1} r on backend arrays of F's precision (SaP-D: block-diagonal solve; SaP-C:
  * block solve, reduced systems, purified right-hand sides, second block solve). */
@@ -151,6 +173,9 @@ sap_status sap__band_fact_apply(sap_band_fact *F, const void *r, void *z);
 
 /* Options of a "sap-d" / "sap-c" / "sap" preconditioner (before its numeric setup). */
 sap_status sap__pc_sap_configure(sap_precond *P, const sap_band_options *opt);
+/* The matrix' values live on the backend in the BAND layout already (the caller keeps
+ * them alive): the next numeric setups fill the factors from there.  NULL: from the CSR. */
+sap_status sap__pc_sap_set_source(sap_precond *P, const sap_band_source *src);
 /* What the last numeric setup did. */
 typedef struct sap_pc_sap_info {
     sap_band_method method; /* SAPD or SAPC */

@@ -3,8 +3,10 @@
  * apply (SaP-D: one block-diagonal solve; SaP-C: block solve, reduced 2K x 2K systems,
  * purified right-hand sides, second block solve).  The heavy operations are the band
  * kernel table (band_impl.h).
- * The arrays live in the backend's memory (kernel table F->kt); the driver builds the
- * band on the host (T_BC includes the upload). */
+ * The arrays live in the backend's memory (kernel table F->kt).  The band is either built
+ * on the host from the CSR and uploaded (T_BC includes the upload) or, when the caller
+ * has the matrix in the BAND format on the backend already (sap_band_source), filled
+ * there directly. */
 #include "band_impl.h"
 
 #include <math.h>
@@ -70,94 +72,53 @@ static sap_status alloc_dev(sap_band_fact *F, size_t n, size_t es, void **p)
     return F->kt->mem_alloc(F->ctx, n * es, p);
 }
 
-sap_status sap__band_fact_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_precision prec,
-                                 const sap_band_factor_opts *o, int host_only, sap_band_fact **out, sap_int *dropped,
-                                 double *t_bc)
+void sap__band_boost_params(sap_band_fact *F, const double *norms, const sap_band_factor_opts *o)
 {
-    sap_status st = SAP_OK;
-    sap_band_fact *F = NULL;
-    double *band = NULL, *B = NULL, *C = NULL, *win = NULL;
-    *out = NULL;
-    double t0 = sap__wtime();
-    SAP_CALLOC(ctx, F, 1);
-    F->ctx = ctx;
-    F->prec = prec;
-    F->kt = host_only ? sap__band_kernels_cpu() : kernels_for(ctx);
-    SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, &F->L));
-    const sap_band_layout *L = &F->L;
-    F->coupled = o->coupled && L->P > 1;
-    const size_t es = prec_size(prec);
-    SAP_ALLOC(ctx, band, L->boff[L->P]);
-    const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
-    if (F->coupled) {
-        SAP_ALLOC(ctx, B, ncpl);
-        SAP_ALLOC(ctx, C, ncpl);
-    }
-    SAP_TRY(sap__band_fill(ctx, A, L, band, B, C, dropped));
-    /* boost parameters from ||A_i||_inf */
-    SAP_ALLOC(ctx, F->thr, L->P);
-    SAP_ALLOC(ctx, F->bst, L->P);
-    const double eps = prec == SAP_FLOAT ? 0x1.0p-23 : 0x1.0p-52;
-    const int nt = sap__threads(ctx);
-    SAP_OMP_FOR_DYNAMIC(nt, 1)
-    for (sap_int b = 0; b < L->P; b++) {
-        const sap_int nb = L->off[b + 1] - L->off[b], K = L->Ki[b];
-        const double *a = band + L->boff[b];
-        double nrm = 0;
-        for (sap_int r = 0; r < nb; r++) {
-            double sum = 0;
-            for (sap_int t = 0; t <= 2 * K; t++) sum += fabs(a[t * nb + r]);
-            if (sum > nrm) nrm = sum;
-        }
-        if (!(nrm > 0)) nrm = 1;
+    const double eps = F->prec == SAP_FLOAT ? 0x1.0p-23 : 0x1.0p-52;
+    for (sap_int b = 0; b < F->L.P; b++) {
+        const double nrm = norms[b] > 0 ? norms[b] : 1.0;
         F->thr[b] = o->boost_threshold >= 0 ? o->boost_threshold : eps * nrm;
         F->bst[b] = o->boost_value > 0 ? o->boost_value : sqrt(eps) * nrm;
-        if (prec == SAP_FLOAT && !((float)F->bst[b] > 0)) F->bst[b] = 1;
+        if (F->prec == SAP_FLOAT && !((float)F->bst[b] > 0)) F->bst[b] = 1;
     }
-    SAP_TRY(upload_conv(F, band, L->boff[L->P], &F->lu));
-    if (F->coupled) {
-        /* leading windows of partitions 1..P-1 for the UL factorizations */
-        SAP_ALLOC(ctx, F->uoff, L->P + 1);
-        F->uoff[0] = 0;
-        for (sap_int b = 0; b < L->P; b++) F->uoff[b + 1] = F->uoff[b] + (2 * L->Ki[b] + 1) * L->w[b];
-        SAP_ALLOC(ctx, win, F->uoff[L->P]);
-        SAP_OMP_FOR_DYNAMIC(nt, 4)
-        for (sap_int b = 1; b < L->P; b++) {
-            const sap_int nb = L->off[b + 1] - L->off[b], K = L->Ki[b], w = L->w[b];
-            const double *src = band + L->boff[b];
-            double *dst = win + F->uoff[b];
-            for (sap_int t = 0; t <= 2 * K; t++)
-                for (sap_int r = 0; r < w; r++) {
-                    sap_int c = r + t - K;
-                    dst[t * w + r] = (c >= 0 && c < w) ? src[t * nb + r] : 0.0;
-                }
-        }
-        SAP_TRY(upload_conv(F, win, F->uoff[L->P], &F->ul));
-        SAP_TRY(upload_conv(F, B, ncpl, &F->B));
-        SAP_TRY(upload_conv(F, C, ncpl, &F->C));
-        SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->V));
-        SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->W));
-        SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->R));
-        SAP_ALLOC(ctx, F->roff, L->P);
-        SAP_ALLOC(ctx, F->xoff, L->P);
-        int64_t sm = 0;
-        for (sap_int i = 0; i < L->P; i++) {
-            F->roff[i] = sm;
-            F->xoff[i] = 2 * sm;
-            sm += L->m[i];
-        }
-        SAP_TRY(alloc_dev(F, (size_t)sm, sizeof(int32_t), (void **)&F->rpiv));
-        SAP_TRY(alloc_dev(F, (size_t)(2 * sm), es, &F->xr));
-        SAP_TRY(alloc_dev(F, (size_t)L->n, es, &F->g));
-    }
-    SAP_FREE(ctx, B);
-    SAP_FREE(ctx, C);
-    SAP_FREE(ctx, win);
-    SAP_FREE(ctx, band);
-    if (F->kt->prepare) SAP_TRY(F->kt->prepare(F));
-    if (t_bc) *t_bc = sap__wtime() - t0;
+}
 
-    t0 = sap__wtime();
+/* UL window offsets and the backend arrays of the coupled method (spikes, reduced
+ * systems, interface unknowns). */
+static sap_status alloc_coupled(sap_band_fact *F)
+{
+    sap_context *ctx = F->ctx;
+    sap_status st = SAP_OK;
+    const sap_band_layout *L = &F->L;
+    const size_t es = prec_size(F->prec);
+    const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
+    SAP_ALLOC(ctx, F->uoff, L->P + 1);
+    F->uoff[0] = 0;
+    for (sap_int b = 0; b < L->P; b++) F->uoff[b + 1] = F->uoff[b] + (2 * L->Ki[b] + 1) * L->w[b];
+    SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->V));
+    SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->W));
+    SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->R));
+    SAP_ALLOC(ctx, F->roff, L->P);
+    SAP_ALLOC(ctx, F->xoff, L->P);
+    int64_t sm = 0;
+    for (sap_int i = 0; i < L->P; i++) {
+        F->roff[i] = sm;
+        F->xoff[i] = 2 * sm;
+        sm += L->m[i];
+    }
+    SAP_TRY(alloc_dev(F, (size_t)sm, sizeof(int32_t), (void **)&F->rpiv));
+    SAP_TRY(alloc_dev(F, (size_t)(2 * sm), es, &F->xr));
+    SAP_TRY(alloc_dev(F, (size_t)L->n, es, &F->g));
+cleanup:
+    return st;
+}
+
+/* The factorizations (T_LU), spikes (T_SPK) and reduced systems (T_LUrdcd) of the filled
+ * arrays. */
+static sap_status factor_all(sap_band_fact *F)
+{
+    sap_status st = SAP_OK;
+    double t0 = sap__wtime();
     SAP_TRY(F->kt->factor(F, &F->boosted));
     F->t_lu = sap__wtime() - t0;
     if (F->coupled) {
@@ -168,18 +129,120 @@ sap_status sap__band_fact_create(sap_context *ctx, const sap_csr *A, sap_int P, 
         SAP_TRY(F->kt->reduced_factor(F));
         F->t_lurdcd = sap__wtime() - t0;
     }
-    *out = F;
     if (F->boosted > 0) {
-        SAP_ERROR(ctx, SAP_WARN_BOOSTED_PIVOTS, "band: %lld pivots boosted during factorization",
+        SAP_ERROR(F->ctx, SAP_WARN_BOOSTED_PIVOTS, "band: %lld pivots boosted during factorization",
                   (long long)F->boosted);
         return SAP_WARN_BOOSTED_PIVOTS;
     }
-    return SAP_OK;
+cleanup:
+    return st;
+}
+
+sap_status sap__band_fact_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_precision prec,
+                                 const sap_band_factor_opts *o, int host_only, sap_band_fact **out, sap_int *dropped,
+                                 double *t_bc)
+{
+    return sap__band_fact_create_src(ctx, A, NULL, P, K_cap, prec, o, host_only, out, dropped, t_bc);
+}
+
+sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const sap_band_source *src, sap_int P,
+                                     sap_int K_cap, sap_precision prec, const sap_band_factor_opts *o, int host_only,
+                                     sap_band_fact **out, sap_int *dropped, double *t_bc)
+{
+    sap_status st = SAP_OK;
+    sap_band_fact *F = NULL;
+    double *band = NULL, *B = NULL, *C = NULL, *win = NULL, *norms = NULL;
+    *out = NULL;
+    double t0 = sap__wtime();
+    SAP_CALLOC(ctx, F, 1);
+    F->ctx = ctx;
+    F->prec = prec;
+    F->kt = host_only ? sap__band_kernels_cpu() : kernels_for(ctx);
+    if (src && !F->kt->fill_from_band) src = NULL;
+    SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, &F->L));
+    const sap_band_layout *L = &F->L;
+    F->coupled = o->coupled && L->P > 1;
+    const size_t es = prec_size(prec);
+    const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
+    SAP_ALLOC(ctx, F->thr, L->P);
+    SAP_ALLOC(ctx, F->bst, L->P);
+    SAP_ALLOC(ctx, norms, L->P);
+    if (F->coupled) SAP_TRY(alloc_coupled(F));
+    const int nt = sap__threads(ctx);
+    if (src) {
+        /* everything on the backend from the source band: the host only counts the dropped
+         * entries (and checks the values) */
+        SAP_TRY(sap__band_fill(ctx, A, L, NULL, NULL, NULL, F->coupled, dropped));
+        SAP_TRY(alloc_dev(F, (size_t)L->boff[L->P], es, &F->lu));
+        if (F->coupled) {
+            SAP_TRY(alloc_dev(F, (size_t)F->uoff[L->P], es, &F->ul));
+            SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->B));
+            SAP_TRY(alloc_dev(F, (size_t)ncpl, es, &F->C));
+        }
+        memset(F->thr, 0, sizeof(double) * (size_t)L->P);
+        memset(F->bst, 0, sizeof(double) * (size_t)L->P);
+        if (F->kt->prepare) SAP_TRY(F->kt->prepare(F));
+        SAP_TRY(F->kt->fill_from_band(F, src, norms));
+        sap__band_boost_params(F, norms, o);
+        if (F->kt->update_boost) SAP_TRY(F->kt->update_boost(F));
+    } else {
+        SAP_ALLOC(ctx, band, L->boff[L->P]);
+        if (F->coupled) {
+            SAP_ALLOC(ctx, B, ncpl);
+            SAP_ALLOC(ctx, C, ncpl);
+        }
+        SAP_TRY(sap__band_fill(ctx, A, L, band, B, C, F->coupled, dropped));
+        /* boost parameters from ||A_i||_inf */
+        SAP_OMP_FOR_DYNAMIC(nt, 1)
+        for (sap_int b = 0; b < L->P; b++) {
+            const sap_int nb = L->off[b + 1] - L->off[b], K = L->Ki[b];
+            const double *a = band + L->boff[b];
+            double nrm = 0;
+            for (sap_int r = 0; r < nb; r++) {
+                double sum = 0;
+                for (sap_int t = 0; t <= 2 * K; t++) sum += fabs(a[t * nb + r]);
+                if (sum > nrm) nrm = sum;
+            }
+            norms[b] = nrm;
+        }
+        sap__band_boost_params(F, norms, o);
+        SAP_TRY(upload_conv(F, band, L->boff[L->P], &F->lu));
+        if (F->coupled) {
+            /* leading windows of partitions 1..P-1 for the UL factorizations */
+            SAP_ALLOC(ctx, win, F->uoff[L->P]);
+            SAP_OMP_FOR_DYNAMIC(nt, 4)
+            for (sap_int b = 1; b < L->P; b++) {
+                const sap_int nb = L->off[b + 1] - L->off[b], K = L->Ki[b], w = L->w[b];
+                const double *sb = band + L->boff[b];
+                double *dst = win + F->uoff[b];
+                for (sap_int t = 0; t <= 2 * K; t++)
+                    for (sap_int r = 0; r < w; r++) {
+                        sap_int c = r + t - K;
+                        dst[t * w + r] = (c >= 0 && c < w) ? sb[t * nb + r] : 0.0;
+                    }
+            }
+            SAP_TRY(upload_conv(F, win, F->uoff[L->P], &F->ul));
+            SAP_TRY(upload_conv(F, B, ncpl, &F->B));
+            SAP_TRY(upload_conv(F, C, ncpl, &F->C));
+        }
+        SAP_FREE(ctx, B);
+        SAP_FREE(ctx, C);
+        SAP_FREE(ctx, win);
+        SAP_FREE(ctx, band);
+        if (F->kt->prepare) SAP_TRY(F->kt->prepare(F));
+    }
+    SAP_FREE(ctx, norms);
+    if (t_bc) *t_bc = sap__wtime() - t0;
+    st = factor_all(F);
+    if (st < 0) goto cleanup;
+    *out = F;
+    return st;
 cleanup:
     sap__free(ctx, band);
     sap__free(ctx, B);
     sap__free(ctx, C);
     sap__free(ctx, win);
+    sap__free(ctx, norms);
     sap__band_fact_destroy(F);
     return st;
 }

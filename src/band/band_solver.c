@@ -1,6 +1,7 @@
 /* band_solver.c -- the public sap_band_* API: automatic choices, the SaP preconditioner
  * inside BiCGStab(2) / CG, and the direct banded solve (P = 1, double, iterative
  * refinement). */
+#include "../solve/matrix_impl.h"
 #include "../solve/precond_impl.h"
 #include "band_impl.h"
 
@@ -159,15 +160,20 @@ cleanup:
     return st;
 }
 
-/* symmetric values and positive diagonal */
-static int spd_guess(const sap_csr *A)
+/* symmetric values and positive diagonal (rows checked in parallel) */
+static int spd_guess(const sap_csr *A, int nt)
 {
+    int ok = 1;
+    if (A->nnz + A->nrows < SAP_PAR_MIN_WORK) nt = 1;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(&& : ok)")
     for (sap_int r = 0; r < A->nrows; r++) {
+        if (!ok) continue;
         int has_diag = 0;
-        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
+        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1] && ok; p++) {
             sap_int c = A->colind[p];
             if (c == r) {
-                if (!(A->val[p] > 0)) return 0;
+                if (!(A->val[p] > 0)) ok = 0;
                 has_diag = 1;
                 continue;
             }
@@ -178,11 +184,11 @@ static int spd_guess(const sap_csr *A)
                 if (A->colind[mid] < r) lo = mid + 1;
                 else hi = mid;
             }
-            if (lo >= A->rowptr[c + 1] || A->colind[lo] != r || A->val[lo] != A->val[p]) return 0;
+            if (lo >= A->rowptr[c + 1] || A->colind[lo] != r || A->val[lo] != A->val[p]) ok = 0;
         }
-        if (!has_diag) return 0;
+        if (!has_diag) ok = 0;
     }
-    return 1;
+    return ok;
 }
 
 sap_status sap_band_solver_setup(sap_band_solver *S)
@@ -231,11 +237,30 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
         bs->time_bc = t_bc;
         bs->krylov_type = SAP_KRYLOV_CG;
     } else {
+        /* the Krylov matrix first: a dense band goes to the BAND format on every backend,
+         * and the factors are then filled from it on the backend (no second band on the
+         * host, no second upload) */
+        if (!S->M) {
+            sap_matrix_options mo;
+            sap_matrix_options_init(&mo);
+            sap_int kl = 0, ku = 0;
+            int64_t slots = 0;
+            if (sap__band_dims(ctx, S->A, &kl, &ku, &slots) == SAP_OK && (double)slots * 0.7 <= (double)S->A->nnz)
+                mo.format = SAP_FORMAT_BAND;
+            SAP_TRY(sap_matrix_create(ctx, S->A, &mo, &S->M));
+        }
+        sap_band_source src;
+        memset(&src, 0, sizeof(src));
+        const void *bv = NULL;
+        if (S->M->sm->prec == SAP_DOUBLE && sap__ops(ctx)->spmat_band &&
+            sap__ops(ctx)->spmat_band(S->M->sm, &bv, &src.kl, &src.w) == SAP_OK)
+            src.val = bv;
         sap_band_options po = *o;
         po.method = m;
         po.partitions = P;
         SAP_TRY(sap_precond_create(ctx, m == SAP_BAND_SAPC ? "sap-c" : "sap-d", &S->pc));
         SAP_TRY(sap__pc_sap_configure(S->pc, &po));
+        if (src.val) SAP_TRY(sap__pc_sap_set_source(S->pc, &src));
         SAP_TRY(sap_precond_set_precision(S->pc, prec));
         SAP_TRY(sap_precond_setup_numeric(S->pc, S->A));
         sap_pc_sap_info info;
@@ -247,10 +272,9 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
         bs->time_bc = info.t_bc;
         bs->time_spk = info.t_spk;
         bs->time_lurdcd = info.t_lurdcd;
-        if (!S->M) SAP_TRY(sap_matrix_create(ctx, S->A, NULL, &S->M));
         sap_krylov_options ko = o->krylov;
         if (o->krylov_auto) {
-            int cg = m == SAP_BAND_SAPD && spd_guess(S->A);
+            int cg = m == SAP_BAND_SAPD && spd_guess(S->A, sap__threads(ctx));
             ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
             ko.param = cg ? 0 : 2;
         }

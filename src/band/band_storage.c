@@ -90,15 +90,18 @@ cleanup:
 }
 
 sap_status sap__band_fill(sap_context *ctx, const sap_csr *A, const sap_band_layout *L, double *band, double *B,
-                          double *C, sap_int *dropped)
+                          double *C, int coupled, sap_int *dropped)
 {
     const sap_int n = L->n, P = L->P;
     const int nt = sap__threads(ctx);
     sap_int ndrop = 0, nbad = 0;
-    SAP_OMP_FOR(nt)
-    for (sap_int b = 0; b < P; b++)
-        memset(band + L->boff[b], 0, (size_t)(L->boff[b + 1] - L->boff[b]) * sizeof(double));
-    if (B && P > 1) {
+    const int cpl = band ? B != NULL : coupled;
+    if (band) {
+        SAP_OMP_FOR(nt)
+        for (sap_int b = 0; b < P; b++)
+            memset(band + L->boff[b], 0, (size_t)(L->boff[b + 1] - L->boff[b]) * sizeof(double));
+    }
+    if (band && B && P > 1) {
         memset(B, 0, (size_t)L->coff[P - 1] * sizeof(double));
         memset(C, 0, (size_t)L->coff[P - 1] * sizeof(double));
     }
@@ -107,7 +110,7 @@ sap_status sap__band_fill(sap_context *ctx, const sap_csr *A, const sap_band_lay
 #endif
     for (sap_int b = 0; b < P; b++) {
         const sap_int o0 = L->off[b], o1 = L->off[b + 1], nb = o1 - o0, K = L->Ki[b];
-        double *a = band + L->boff[b];
+        double *a = band ? band + L->boff[b] : NULL;
         for (sap_int r = o0; r < o1; r++)
             for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
                 const sap_int c = A->colind[p];
@@ -116,17 +119,19 @@ sap_status sap__band_fill(sap_context *ctx, const sap_csr *A, const sap_band_lay
                 if (c >= o0 && c < o1) {
                     sap_int dd = c - r;
                     if (dd > K || -dd > K) ndrop++;
-                    else a[(dd + K) * nb + (r - o0)] = v;
-                } else if (B && c >= o1 && b + 1 < P) {
+                    else if (a) a[(dd + K) * nb + (r - o0)] = v;
+                } else if (cpl && c >= o1 && b + 1 < P) {
                     /* B_b: rows o1 - m .. o1 - 1, columns o1 .. o1 + m - 1 */
                     const sap_int m = L->m[b];
-                    if (r >= o1 - m && c < o1 + m && c - r <= L->K) B[L->coff[b] + (r - (o1 - m)) + (c - o1) * m] = v;
-                    else ndrop++;
-                } else if (C && c < o0 && b > 0) {
+                    if (r >= o1 - m && c < o1 + m && c - r <= L->K) {
+                        if (B) B[L->coff[b] + (r - (o1 - m)) + (c - o1) * m] = v;
+                    } else ndrop++;
+                } else if (cpl && c < o0 && b > 0) {
                     /* C_b: rows o0 .. o0 + m - 1, columns o0 - m .. o0 - 1 (m of interface b-1) */
                     const sap_int m = L->m[b - 1];
-                    if (r < o0 + m && c >= o0 - m && r - c <= L->K) C[L->coff[b - 1] + (r - o0) + (c - (o0 - m)) * m] = v;
-                    else ndrop++;
+                    if (r < o0 + m && c >= o0 - m && r - c <= L->K) {
+                        if (C) C[L->coff[b - 1] + (r - o0) + (c - (o0 - m)) * m] = v;
+                    } else ndrop++;
                 } else {
                     ndrop++;
                 }

@@ -124,6 +124,9 @@ typedef struct sap_backend_ops {
                        sap_vec *y);
     /* waits for all queued work of this context (no-op on cpu) */
     sap_status (*synchronize)(sap_context *ctx);
+    /* a BAND matrix' values in backend memory (*val, kl, w: see the BAND layout above);
+     * SAP_ERR_INVALID for another format */
+    sap_status (*spmat_band)(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w);
 } sap_backend_ops;
 
 const sap_backend_ops *sap__backend_cpu_ops(void);

@@ -15,6 +15,7 @@
 typedef struct pc_sap_data {
     sap_band_method fixed; /* SAPD, SAPC or AUTO (from the name) */
     sap_band_options opt;
+    sap_band_source src; /* src.val != NULL: fill the factors from this backend band */
     sap_band_fact *F;
     sap_pc_sap_info info;
 } pc_sap_data;
@@ -58,6 +59,16 @@ sap_status sap__pc_sap_configure(sap_precond *P, const sap_band_options *opt)
     return SAP_OK;
 }
 
+sap_status sap__pc_sap_set_source(sap_precond *P, const sap_band_source *src)
+{
+    if (!P || !P->ops || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
+    pc_sap_data *d = P->data;
+    if (src) d->src = *src;
+    else memset(&d->src, 0, sizeof(d->src));
+    if (P->state > SAP_PC_SYMBOLIC) P->state = SAP_PC_SYMBOLIC;
+    return SAP_OK;
+}
+
 sap_status sap__pc_sap_info(const sap_precond *P, sap_pc_sap_info *info)
 {
     if (!P || !info || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
@@ -86,7 +97,8 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
     sap_band_factor_opts fo = {
         .boost_threshold = d->opt.boost_threshold, .boost_value = d->opt.boost_value, .coupled = m == SAP_BAND_SAPC};
     double t_bc = 0;
-    st = sap__band_fact_create(ctx, A, np, d->opt.half_bandwidth, P->prec, &fo, 0, &d->F, &d->info.dropped, &t_bc);
+    st = sap__band_fact_create_src(ctx, A, d->src.val ? &d->src : NULL, np, d->opt.half_bandwidth, P->prec, &fo, 0,
+                                   &d->F, &d->info.dropped, &t_bc);
     if (st < 0) return st;
     d->info.method = m;
     d->info.P = d->F->L.P;

@@ -48,6 +48,10 @@ static sap_status cpu_reduced_factor(sap_band_fact *Fa)
 static sap_status cpu_block_solve(sap_band_fact *Fa, const void *r, void *z) { return DISPATCH(block_solve, Fa, r, z); }
 static sap_status cpu_reduced_solve(sap_band_fact *Fa, const void *g) { return DISPATCH(reduced_solve, Fa, g); }
 static sap_status cpu_purify(sap_band_fact *Fa, const void *r, void *f) { return DISPATCH(purify, Fa, r, f); }
+static sap_status cpu_fill_from_band(sap_band_fact *Fa, const sap_band_source *src, double *norms)
+{
+    return DISPATCH(fill_from_band, Fa, src, norms);
+}
 
 static const sap_band_kernels cpu_band_kernels = {
     .name = "cpu",
@@ -60,6 +64,7 @@ static const sap_band_kernels cpu_band_kernels = {
     .block_solve = cpu_block_solve,
     .reduced_solve = cpu_reduced_solve,
     .purify = cpu_purify,
+    .fill_from_band = cpu_fill_from_band,
 };
 
 const sap_band_kernels *sap__band_kernels_cpu(void) { return &cpu_band_kernels; }

@@ -330,3 +330,65 @@ static sap_status F(purify)(sap_band_fact *Fa, const void *rv, void *fv)
     }
     return SAP_OK;
 }
+
+/* lu (and, coupled, B, C and the UL windows) from a double band source in the BAND
+ * layout; norms[b] = ||A_b||_inf computed in double as the host path does. */
+static sap_status F(fill_from_band)(sap_band_fact *Fa, const sap_band_source *src, double *norms)
+{
+    const sap_band_layout *L = &Fa->L;
+    const sap_int n = L->n, P = L->P, kl = src->kl, sw = src->w;
+    const double *s = src->val;
+    T *lu = Fa->lu;
+    const int nt = sap__threads(Fa->ctx);
+    (void)nt;
+    SAP_OMP_FOR_DYNAMIC(nt, 1)
+    for (sap_int b = 0; b < P; b++) {
+        const sap_int o0 = L->off[b], nb = L->off[b + 1] - o0, K = L->Ki[b];
+        T *a = lu + L->boff[b];
+        for (sap_int t = 0; t <= 2 * K; t++) {
+            const sap_int q = t - K + kl; /* diagonal j - i = t - K in the source */
+            const int have = q >= 0 && q < sw;
+            for (sap_int r = 0; r < nb; r++) {
+                const sap_int c = r + t - K;
+                a[t * nb + r] = (have && c >= 0 && c < nb) ? (T)s[(size_t)q * n + o0 + r] : (T)0;
+            }
+        }
+        double nrm = 0;
+        for (sap_int r = 0; r < nb; r++) {
+            double sum = 0;
+            for (sap_int t = 0; t <= 2 * K; t++) {
+                const sap_int q = t - K + kl, c = r + t - K;
+                if (q >= 0 && q < sw && c >= 0 && c < nb) sum += fabs(s[(size_t)q * n + o0 + r]);
+            }
+            if (sum > nrm) nrm = sum;
+        }
+        norms[b] = nrm;
+    }
+    if (!Fa->coupled) return SAP_OK;
+    T *B = Fa->B, *C = Fa->C, *ul = Fa->ul;
+    SAP_OMP_FOR_DYNAMIC(nt, 1)
+    for (sap_int i = 0; i < P - 1; i++) {
+        /* B_i(a, c) = A(o1 - m + a, o1 + c), C_{i+1}(a, c) = A(o1 + a, o1 - m + c), entries with
+         * |j - i| <= K only */
+        const sap_int m = L->m[i], o1 = L->off[i + 1];
+        for (sap_int c = 0; c < m; c++)
+            for (sap_int a = 0; a < m; a++) {
+                const sap_int db = c + m - a, qb = db + kl, rb = o1 - m + a;
+                B[L->coff[i] + a + c * m] = (db <= L->K && qb < sw) ? (T)s[(size_t)qb * n + rb] : (T)0;
+                const sap_int dc = -(a + m - c), qc = dc + kl, rc = o1 + a;
+                C[L->coff[i] + a + c * m] = (-dc <= L->K && qc >= 0) ? (T)s[(size_t)qc * n + rc] : (T)0;
+            }
+    }
+    SAP_OMP_FOR_DYNAMIC(nt, 4)
+    for (sap_int b = 1; b < P; b++) {
+        const sap_int nb = L->off[b + 1] - L->off[b], K = L->Ki[b], w = L->w[b];
+        const T *sb = lu + L->boff[b];
+        T *dst = ul + Fa->uoff[b];
+        for (sap_int t = 0; t <= 2 * K; t++)
+            for (sap_int r = 0; r < w; r++) {
+                const sap_int c = r + t - K;
+                dst[t * w + r] = (c >= 0 && c < w) ? sb[t * nb + r] : (T)0;
+            }
+    }
+    return SAP_OK;
+}

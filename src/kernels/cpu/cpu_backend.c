@@ -453,6 +453,16 @@ static sap_status spmv(sap_context *ctx, const sap_spmat *M, double alpha, const
     return SAP_OK;
 }
 
+static sap_status spmat_band(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w)
+{
+    if (!M || !M->impl || M->format != SAP_FORMAT_BAND) return SAP_ERR_INVALID;
+    const sap_cpu_mat *m = M->impl;
+    *val = m->band_val;
+    *kl = m->kl;
+    *w = m->kl + m->ku + 1;
+    return SAP_OK;
+}
+
 static const sap_backend_ops cpu_ops = {
     .name = "cpu",
     .vec_create = vec_create,
@@ -474,6 +484,7 @@ static const sap_backend_ops cpu_ops = {
     .spmat_create = spmat_create,
     .spmat_update_values = spmat_update_values,
     .spmat_destroy = spmat_destroy,
+    .spmat_band = spmat_band,
     .spmv = spmv,
     .synchronize = synchronize,
 };

@@ -363,6 +363,70 @@ template <typename T> __global__ void k_purify(const T *M, const T *xr, T *f, ba
     }
 }
 
+/* ---- the factors from a BAND source (double, A(i, j) at s[(j - i + kl) n + i]) ----------- */
+
+/* partition b = blockIdx.x: its band (converted to T) and its ||A_b||_inf into norms[b] */
+template <typename T>
+__global__ void k_fill_lu(const double *__restrict__ s, long long n, long long kl, long long sw, T *lu, double *norms,
+                          band_dev d)
+{
+    const long long b = blockIdx.x;
+    const long long o0 = d.off[b], nb = d.off[b + 1] - o0, K = d.Ki[b], W = 2 * K + 1;
+    T *a = lu + d.boff[b];
+    for (long long e = threadIdx.x; e < W * nb; e += blockDim.x) {
+        const long long t = e / nb, r = e - t * nb, q = t - K + kl, c = r + t - K;
+        a[e] = (q >= 0 && q < sw && c >= 0 && c < nb) ? (T)s[q * n + o0 + r] : T(0);
+    }
+    /* row sums in double from the source, as the host path */
+    double mx = 0.0;
+    for (long long r = threadIdx.x; r < nb; r += blockDim.x) {
+        double sum = 0.0;
+        for (long long t = 0; t < W; t++) {
+            const long long q = t - K + kl, c = r + t - K;
+            if (q >= 0 && q < sw && c >= 0 && c < nb) sum += fabs(s[q * n + o0 + r]);
+        }
+        mx = sum > mx ? sum : mx;
+    }
+    __shared__ double red[1024];
+    red[threadIdx.x] = mx;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h && red[threadIdx.x + h] > red[threadIdx.x]) red[threadIdx.x] = red[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) norms[b] = red[0];
+}
+
+/* interface i = blockIdx.x: B_i(a, c) = A(o1 - m + a, o1 + c), C_{i+1}(a, c) = A(o1 + a, o1 - m + c),
+ * entries with |j - i| <= Kc only */
+template <typename T>
+__global__ void k_fill_coupling(const double *__restrict__ s, long long n, long long kl, long long sw, long long Kc,
+                                T *B, T *C, band_dev d)
+{
+    const long long i = blockIdx.x;
+    const long long m = d.m[i], o1 = d.off[i + 1];
+    for (long long e = threadIdx.x; e < m * m; e += blockDim.x) {
+        const long long c = e / m, a = e - c * m;
+        const long long db = c + m - a, qb = db + kl;
+        B[d.coff[i] + e] = (db <= Kc && qb < sw) ? (T)s[qb * n + o1 - m + a] : T(0);
+        const long long dc = a + m - c, qc = kl - dc;
+        C[d.coff[i] + e] = (dc <= Kc && qc >= 0) ? (T)s[qc * n + o1 + a] : T(0);
+    }
+}
+
+/* the leading UL window of partition b = blockIdx.x + 1 from its (unfactored) band */
+template <typename T> __global__ void k_fill_ul(const T *lu, T *ul, band_dev d)
+{
+    const long long b = blockIdx.x + 1;
+    const long long nb = d.off[b + 1] - d.off[b], K = d.Ki[b], w = d.w[b], W = 2 * K + 1;
+    const T *sb = lu + d.boff[b];
+    T *dst = ul + d.uoff[b];
+    for (long long e = threadIdx.x; e < W * w; e += blockDim.x) {
+        const long long t = e / w, r = e - t * w, c = r + t - K;
+        dst[e] = (c >= 0 && c < w) ? sb[t * nb + r] : T(0);
+    }
+}
+
 /* ---- host side -------------------------------------------------------------------------- */
 
 struct cuda_band_priv {
@@ -577,6 +641,48 @@ template <typename T> static sap_status purify_t(sap_band_fact *F, const void *r
     return SAP_OK;
 }
 
+template <typename T> static sap_status fill_from_band_t(sap_band_fact *F, const sap_band_source *src, double *norms)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    sap_status st = SAP_OK;
+    const sap_band_layout *L = &F->L;
+    double *d_norms = NULL;
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)L->P, (void **)&d_norms));
+    k_fill_lu<T><<<(unsigned)L->P, 256, 0, s>>>(src->val, (long long)L->n, (long long)src->kl, (long long)src->w,
+                                                (T *)F->lu, d_norms, pv->d);
+    SAP_CUDA_LAUNCHED(ctx, "band fill");
+    if (F->coupled) {
+        k_fill_coupling<T><<<(unsigned)(L->P - 1), 256, 0, s>>>(src->val, (long long)L->n, (long long)src->kl,
+                                                                (long long)src->w, (long long)L->K, (T *)F->B,
+                                                                (T *)F->C, pv->d);
+        SAP_CUDA_LAUNCHED(ctx, "band fill coupling");
+        k_fill_ul<T><<<(unsigned)(L->P - 1), 256, 0, s>>>((const T *)F->lu, (T *)F->ul, pv->d);
+        SAP_CUDA_LAUNCHED(ctx, "band fill UL windows");
+    }
+    SAP_TRY(sap__cuda_d2h(ctx, norms, d_norms, sizeof(double) * (size_t)L->P));
+cleanup:
+    if (d_norms) sap__cuda_free(ctx, d_norms);
+    return st;
+}
+
+static sap_status c_fill_from_band(sap_band_fact *F, const sap_band_source *src, double *norms)
+{
+    return F->prec == SAP_FLOAT ? fill_from_band_t<float>(F, src, norms) : fill_from_band_t<double>(F, src, norms);
+}
+
+/* thr and bst sit after the 9 int64 arrays of the device block (c_prepare) */
+static sap_status c_update_boost(sap_band_fact *F)
+{
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    sap_status st = SAP_OK;
+    SAP_TRY(sap__cuda_h2d(F->ctx, pv->d.thr, F->thr, sizeof(double) * (size_t)F->L.P));
+    SAP_TRY(sap__cuda_h2d(F->ctx, pv->d.bst, F->bst, sizeof(double) * (size_t)F->L.P));
+cleanup:
+    return st;
+}
+
 #define DISPATCH(fn, F, ...) ((F)->prec == SAP_FLOAT ? fn<float>(F, ##__VA_ARGS__) : fn<double>(F, ##__VA_ARGS__))
 
 static sap_status c_factor(sap_band_fact *F, sap_int *boosted) { return DISPATCH(factor_t, F, boosted); }
@@ -602,6 +708,8 @@ sap_band_kernels make_table()
     t.block_solve = c_block_solve;
     t.reduced_solve = c_reduced_solve;
     t.purify = c_purify;
+    t.fill_from_band = c_fill_from_band;
+    t.update_boost = c_update_boost;
     return t;
 }
 

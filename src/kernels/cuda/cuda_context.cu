@@ -342,3 +342,21 @@ cleanup:
     sap__cuda_context_free(ctx);
     return st;
 }
+
+/* ---- memory query (the sparse solver's memory estimate) -------------------------------- */
+
+extern "C" sap_status sap__cuda_mem_info(sap_context *ctx, size_t *free_bytes, size_t *total_bytes)
+{
+    *free_bytes = *total_bytes = 0;
+    sap_cuda_state *cs = sap__cuda_state(ctx);
+    if (!cs) return SAP_ERR_NO_DEVICE;
+    sap_status st = sap__cuda_enter(ctx);
+    if (st < 0) return st;
+    size_t f = 0, t = 0;
+    cudaError_t e = cudaMemGetInfo(&f, &t);
+    if (e != cudaSuccess) return sap__cuda_error(ctx, e, "cudaMemGetInfo", __FILE__, __LINE__);
+    /* the pool's cached free blocks are available to this context too */
+    *free_bytes = f + cs->cached_bytes;
+    *total_bytes = t;
+    return SAP_OK;
+}

@@ -962,6 +962,16 @@ extern "C" sap_status sap__cuda_spmv(sap_context *ctx, const sap_spmat *M, doubl
     return SAP_OK;
 }
 
+extern "C" sap_status sap__cuda_spmat_band(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w)
+{
+    if (!M || !M->impl || M->format != SAP_FORMAT_BAND) return SAP_ERR_INVALID;
+    const cuda_spmat *m = (const cuda_spmat *)M->impl;
+    *val = m->val;
+    *kl = m->band_kl;
+    *w = m->band_w;
+    return SAP_OK;
+}
+
 /* ---- introspection for the benchmark and the tests ----------------------------------------- */
 
 extern "C" sap_status sap__cuda_spmat_view(const sap_spmat *M, sap_cuda_spmat_view *view)

@@ -587,6 +587,7 @@ sap_status sap__cuda_spmat_update_values(sap_context *ctx, sap_spmat *M, const s
 void sap__cuda_spmat_destroy(sap_context *ctx, sap_spmat *M);
 sap_status sap__cuda_spmv(sap_context *ctx, const sap_spmat *M, double alpha, const sap_vec *x, double beta,
                           sap_vec *y);
+sap_status sap__cuda_spmat_band(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w);
 }
 
 static const sap_backend_ops cuda_ops = {
@@ -612,6 +613,7 @@ static const sap_backend_ops cuda_ops = {
     sap__cuda_spmat_destroy,
     sap__cuda_spmv,
     vsynchronize,
+    sap__cuda_spmat_band,
 };
 
 extern "C" const sap_backend_ops *sap__backend_cuda_ops(void) { return &cuda_ops; }
