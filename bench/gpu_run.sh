@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_run.sh -- everything the GPU machine has to do, in one command:
 #   configure + build (Release, sm_90, -j16), the GPU tests (ctest -L gpu), bench/spmv,
-#   bench/krylov --backend cuda (when it exists), then the rest of the test suite.
+#   bench/krylov --backend cuda (when it exists), bench/banded (step "banded"), Nsight
+#   Compute metrics of the band kernels (step "ncu"), then the rest of the test suite.
 # Logs and results go to $OUT (the device tool brings back at most 8 files):
 #   build.log, gpu_tests_<date>.md, spmv.md, spmv.csv, krylov.log (+ what krylov writes),
 #   ctest_all.log.
@@ -107,6 +108,23 @@ if has krylov && [ -x "$BUILD/bench/krylov" ]; then
   timeout ${SAP_KRYLOV_TIMEOUT_S:-150} "$BUILD/bench/krylov" --backend cuda --out "$OUT/krylov" > "$OUT/krylov.log" 2>&1
   echo "krylov: rc=$? ($(elapsed) s)"
   tail -15 "$OUT/krylov.log"
+fi
+
+# ---- banded SaP against dgbsv (Table 3 grid, P and d sweeps) ----------------------------------
+if has banded; then
+  mkdir -p "$OUT/banded"
+  timeout ${SAP_BANDED_TIMEOUT_S:-420} "$BUILD/bench/banded" --backend cuda --out "$OUT/banded" > "$OUT/banded.log" 2>&1
+  echo "banded: rc=$? ($(elapsed) s)"
+  tail -6 "$OUT/banded.log"
+fi
+
+# ---- per-kernel metrics of the band kernels (Nsight Compute), N = 200,000, K = 200 ---------------
+if has ncu && command -v ncu > /dev/null; then
+  timeout ${SAP_NCU_TIMEOUT_S:-200} ncu --csv --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,sm__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__sass_thread_inst_executed_op_fadd_pred_on.sum,sm__sass_thread_inst_executed_op_fmul_pred_on.sum,sm__sass_thread_inst_executed_op_dfma_pred_on.sum \
+    -k "regex:k_factor|k_block_solve|k_band|k_spikes|k_reduced|k_purify|k_fill" --launch-count 60 \
+    "$BUILD/bench/banded" --backend cuda --warmup 0 --parts psweep --n 200000 --k 200 --p 2000 --out /tmp/sap_ncu \
+    > "$OUT/ncu_band.csv" 2> "$OUT/ncu_band.err"
+  echo "ncu: rc=$? ($(elapsed) s)"
 fi
 
 # ---- the whole suite ------------------------------------------------------------------------
