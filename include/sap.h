@@ -644,10 +644,11 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
  * (band and coupling blocks built and moved to the backend), T_SPK (spikes), T_LUrdcd
  * (reduced systems), T_Kry (the Krylov solve).
  * The Krylov solver's matrix uses the BAND SpMV format (chosen automatically for dense
- * bands).  Speed on an H200 (bench/results/banded.md): N = 200,000, K = 200, d = 1 in
- * 8.7 ms of device time (T_LU + T_Kry), 93x OpenBLAS dgbsv; end to end from a host CSR
- * the host-side band assembly and uploads dominate (0.36 s, 2.3x dgbsv).  Not done: blocked
- * (tensor-core) factorization updates for large K and device-side band assembly. */
+ * bands) and the factors are filled from it on the backend.  Speed on an H200
+ * (bench/results/banded.md): N = 200,000, K = 200, d = 1 in 8.8 ms of device time
+ * (T_LU + T_Kry), 101x OpenBLAS dgbsv; end to end from a host CSR the host-side band
+ * assembly and upload dominate (0.27 s, 3.3x dgbsv).  Not done: blocked (tensor-core)
+ * factorization updates for large K. */
 
 typedef enum sap_band_method {
     SAP_BAND_AUTO = 0,  /* chosen from N, K, d and the backend (stats.reason says why) */
@@ -958,8 +959,58 @@ sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr 
  *
  * Reuse: one setup serves any number of right-hand sides (sap_solver_solve_many takes
  * several at once); sap_solver_refactor takes new values on the same pattern and redoes
- * only the numeric work (scaling values, band, factorization), keeping the
- * permutations, the partitioning and the band shapes. */
+ * only the numeric work (band, factorization), keeping the permutations, the DB scaling
+ * factors of the setup, the partitioning and the band shapes.
+ *
+ * The automatic rules (stats.reason spells out the ones taken):
+ *  - SPD guess: numerically symmetric with a positive diagonal (sap_csr_stats).
+ *  - DB: off for an SPD-looking matrix (it would destroy the symmetry CG needs), else
+ *    max-product matching with scaling.  A structurally singular matrix stops the setup
+ *    with SAP_ERR_STRUCTURALLY_SINGULAR and the rank (without DB a maximum transversal
+ *    checks it when the diagonal has zeros); no fallback is tried.
+ *  - Drop-off: the K keeping 1 - 1e-6 of ||A||_F^2 is used for SaP-D/SaP-C when it at
+ *    least halves K_cm (the dropped part is below 1e-3 ||A||_F, a perturbation the Krylov
+ *    iteration absorbs in a few steps, for at least 4x fewer LU flops); otherwise no
+ *    drop-off.  BAND_LU and BAND_PIVOT use the whole band K_cm.  When the attempt's
+ *    memory estimate exceeds the limit, or (automatic band only) its factorization work
+ *    2 N K^2 (BAND_PIVOT 4 N K^2) exceeds 2e11 flops on the host / 5e12 on a GPU (3D
+ *    meshes: CM leaves K ~ N^(2/3)), K is narrowed to the largest value that fits
+ *    (drop-off of the entries beyond it), and the attempt's note says so.  When the band
+ *    cut by the work limit keeps less than half of the off-diagonal ||A||_F^2 and a
+ *    fallback remains, the method is skipped (a band solve per iteration for little more
+ *    than Jacobi): the chain goes on, down to JACOBI.
+ *  - Method, P, precision: the banded rules (sap_band_options) applied to the reordered
+ *    matrix's N, K and d (d >= 1: SaP-D, else SaP-C; P = 1 makes SaP-C the same as
+ *    SaP-D, so SaP-D is used; float factors unless d < 0.1).  A forced SaP-C with an
+ *    automatic P uses P >= 2.  BAND_LU: P = 1, double.
+ *  - Third stage: for SaP-D with P > 1 (per-partition CM of the kept entries).  SaP-C
+ *    never uses it: with permuted partitions the truncated spikes would need the entire
+ *    spikes (the paper's point), which are not implemented.
+ *  - Krylov: CG for an SPD-looking matrix without DB unless the preconditioner is SaP-C,
+ *    else BiCGStab(2).
+ *  - Memory: band (N (2K + 1) x factor bytes), SaP-C coupling, spikes, reduced blocks and
+ *    UL windows, the Krylov matrix (12 bytes per entry) and vectors; on the cpu also the
+ *    double band built before conversion.  BAND_PIVOT: N (3K + 1) doubles.
+ *  - Backend: on a cuda context the reorderings run on the host (sap_reorder), the
+ *    preconditioner and the Krylov method on the device; with host_small a small system
+ *    runs on an internal cpu context with the same threads, allocator and log hooks
+ *    (stats.on_host).
+ *  - Chain (fallback = 1): AUTO tries SaP-D or SaP-C (as chosen), then SaP-C after SaP-D
+ *    when P > 1, BAND_LU, BAND_PIVOT, JACOBI; a forced method continues with the methods
+ *    after it in that order.  An attempt fails on: not converged / stagnated / breakdown /
+ *    non-finite residual, more boosted pivots than 1% of N, the memory estimate above the
+ *    limit at K = 0, an allocation failure, SAP_ERR_NOT_COMPILED (BAND_PIVOT without
+ *    LAPACK).  Every attempt but the last runs with maxit min(maxit, 200) and a
+ *    stagnation window of 50 (unless one is given); the last one uses the user's.
+ *    Attempts with a fallback run with the context's printing off (their failures are in
+ *    stats.tried); the method that succeeds stays the solver's method for later solves.
+ *  - Accuracy: the residual of the ORIGINAL system is checked on the host after every
+ *    solve; above tol the solve is repeated on the residual (iterative refinement in the
+ *    original system, 3 passes; BAND_PIVOT: 10 passes of one dgbtrs each).
+ * Batched work in sap_solver_solve_many: BAND_PIVOT solves all columns with one dgbtrs
+ * call (nrhs = number of columns) and batches each refinement step over the columns
+ * still above tol; every other method solves the columns one after another (the Krylov
+ * solvers are single-vector), reusing the setup. */
 
 typedef enum sap_solver_method {
     SAP_METHOD_AUTO = 0,   /* SaP with the automatic choices and the fallback chain */
@@ -1001,6 +1052,7 @@ typedef struct sap_solver_options {
                                  GPU to pay off (N < 20000 and band < 2M entries) run on
                                  the host; 0: always on the context's backend */
 } sap_solver_options;
+/* In the options: krylov.stagnation_window is honoured too ("stagnation" by name). */
 
 void sap_solver_options_init(sap_solver_options *opt);
 /* Sets one option by name: "method", "fallback", "db" (none|product|transversal|auto),
@@ -1052,7 +1104,10 @@ typedef struct sap_solver_stats {
     double relative_residual;  /* true ||b - Ax|| / ||b|| (largest over the right-hand sides) */
     sap_int nrhs;              /* right-hand sides of the last solve */
     int ntries;
-    sap_solver_try tried[SAP_SOLVER_MAX_TRIES]; /* every attempt of the setup / last solve */
+    sap_solver_try tried[SAP_SOLVER_MAX_TRIES]; /* every attempt since the setup (or the
+                                 last refactor), one entry per method in the order tried;
+                                 status, iterations, time and note are its latest outcome
+                                 (setup or solve) */
     sap_status status;
 } sap_solver_stats;
 
@@ -1068,14 +1123,20 @@ void sap_solver_destroy(sap_solver *S);
  * the structural rank in the message. */
 sap_status sap_solver_setup(sap_solver *S);
 /* New values in the CSR order of the matrix given at create (same pattern): redoes the
- * numeric setup only. */
+ * numeric setup only, in O(nnz) plus the factorization: the values go through the
+ * entry map computed at setup, scaled with the setup's DB scaling factors (the DB
+ * permutation and scaling depend on values, but are kept: the Krylov iteration absorbs
+ * the change), and the current method rebuilds its band, factors and Krylov matrix
+ * values.  When that method now fails (too many boosted pivots) the chain goes on.  NaN
+ * values: SAP_ERR_NONFINITE (solver unchanged). */
 sap_status sap_solver_refactor(sap_solver *S, const double *values);
 /* Solves A x = b (host vectors of length n; x holds the initial guess, 0 is fine).
  * Returns SAP_OK when converged, a warning (SAP_WARN_NOT_CONVERGED, ...) with the best x
  * when every method tried failed to reach the tolerance, or an error. */
 sap_status sap_solver_solve(sap_solver *S, const double *b, double *x);
 /* nrhs right-hand sides at once: column k of B is B + k * ldb (ldb >= n), likewise X.
- * The status is the worst over the columns. */
+ * The status is the worst over the columns.  Batched: BAND_PIVOT (one dgbtrs for all
+ * columns per step); the other methods run the columns one after another. */
 sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx);
 sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats);
 
