@@ -99,7 +99,7 @@ __device__ void factor_band(T *a, long long n, long long K, T thr, T bst, unsign
 }
 
 template <typename T>
-__global__ void k_factor(T *lu, T *ulw, band_dev d, long long P, int coupled)
+__global__ void __launch_bounds__(1024) k_factor(T *lu, T *ulw, band_dev d, long long P, int coupled)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *sl = reinterpret_cast<T *>(smem_raw);
@@ -122,7 +122,7 @@ template <typename T> __device__ inline T band_at(const T *a, long long ld, long
 
 /* V_i^(b) (blockIdx.y = 0) and W_{i+1}^(t) (blockIdx.y = 1), a thread per column. */
 template <typename T>
-__global__ void k_spikes(const T *lu, const T *ulw, const T *B, const T *C, T *V, T *W, band_dev d)
+__global__ void __launch_bounds__(1024) k_spikes(const T *lu, const T *ulw, const T *B, const T *C, T *V, T *W, band_dev d)
 {
     const long long i = blockIdx.x;
     const long long m = d.m[i];
@@ -170,7 +170,7 @@ __global__ void k_spikes(const T *lu, const T *ulw, const T *B, const T *C, T *V
 }
 
 /* R = I - W V, then LU with partial pivoting, a block per interface. */
-template <typename T> __global__ void k_reduced_factor(const T *V, const T *W, T *Rall, int *pivall, band_dev d)
+template <typename T> __global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, T *Rall, int *pivall, band_dev d)
 {
     const long long i = blockIdx.x;
     const long long m = d.m[i];
@@ -226,7 +226,7 @@ template <typename T, bool WARP> __device__ inline void bsync()
 }
 
 template <typename T, bool WARP, bool SMEM>
-__global__ void k_block_solve(const T *lu, const T *r, T *z, band_dev d)
+__global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T *z, band_dev d)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const long long b = blockIdx.x;
