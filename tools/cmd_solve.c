@@ -19,16 +19,30 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sap solve FILE|SPEC [--rhs FILE] [--krylov METHOD] [--precond none|jacobi|sap-d|sap-c|auto]\n"
+    fprintf(f, "usage: sap solve FILE|SPEC [--method auto|sap-d|sap-c|band-lu|band-pivot|jacobi] [--opt NAME=VALUE]...\n"
+               "                 [--nrhs K] [--profile]\n"
+               "       sap solve FILE|SPEC [--rhs FILE] [--krylov METHOD] [--precond none|jacobi|sap-d|sap-c|auto]\n"
                "                 [--partitions P]\n"
                "                 [--precond-precision float|double] [--side left|right]\n"
                "                 [--format auto|csr|ell|sellp|hec] [--tol T] [--maxit N] [--stagnation N]\n"
                "                 [--backend cpu|cuda|auto] [--threads N] [--xstar parabola|random|ones]\n"
                "                 [-o X.mtx] [--report OUT.json] [--quiet]\n\n"
-               "Solves A x = b with a preconditioned Krylov method and prints a summary: backend,\n"
-               "method, SpMV format, iterations, relative residual (recursive and true), the error\n"
-               "against x* when the system is manufactured, time per phase, bytes moved between\n"
-               "host and device.\n\n"
+               "Without --precond and --krylov, solves A x = b with the sparse SaP pipeline (DB, CM,\n"
+               "drop-off, partitions, SaP-D/SaP-C preconditioned BiCGStab(2) or CG, with automatic\n"
+               "choices and a fallback chain) and prints its profile: the method and why, every\n"
+               "method tried, K after each stage, P, precision, T_DB, T_CM, T_Drop, T_Dtransf,\n"
+               "T_Asmbl, T_LU, T_SPK, T_LUrdcd, T_Kry.  With --precond, --krylov, --side, --format or\n"
+               "--precond-precision, solves with that\n"
+               "Krylov method and preconditioner and prints a summary: backend, method, SpMV format,\n"
+               "iterations, relative residual (recursive and true), the error against x* when the\n"
+               "system is manufactured, time per phase, bytes moved between host and device.\n\n"
+               "  --method M        pipeline method: auto (default), sap-d, sap-c, band-lu, band-pivot,\n"
+               "                    jacobi (a forced method still falls back unless --opt fallback=0)\n"
+               "  --opt NAME=VALUE  pipeline option (repeatable), e.g. drop=0.999, db=none,\n"
+               "                    precision=double, memory_limit=2G; --opt help lists them\n"
+               "  --nrhs K          solve K manufactured right-hand sides at once (x*: the parabola,\n"
+               "                    then random vectors)\n"
+               "  --profile         accepted for compatibility: the pipeline always prints its profile\n"
                "  --rhs FILE        right-hand side (Matrix Market, first column); default b = A x*\n"
                "  --xstar KIND      manufactured solution: parabola (default; 1 at the ends, 400 in\n"
                "                    the middle), random (uniform in [-1, 1], seed 1) or ones\n"
@@ -123,10 +137,16 @@ static void json_num(FILE *f, double v)
 
 /* ---- the command ---------------------------------------------------------------------------------- */
 
+#define MAX_OPTS 32
+
 typedef struct solve_args {
     const char *input, *rhs, *krylov, *precond, *pprec, *side, *format, *backend, *xstar, *out, *report;
+    const char *method;
+    const char *opts[MAX_OPTS];
+    int nopts;
+    int pipeline; /* neither --precond nor --krylov given */
     double tol;
-    long long maxit, threads, stagnation, partitions;
+    long long maxit, threads, stagnation, partitions, nrhs;
     int quiet;
 } solve_args;
 
@@ -151,6 +171,9 @@ static int parse_args(int argc, char **argv, solve_args *a)
     a->xstar = "parabola";
     a->tol = 1e-10;
     a->maxit = 1000;
+    a->method = "auto";
+    a->nrhs = 1;
+    int explicit_path = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const int has = i + 1 < argc;
@@ -159,15 +182,36 @@ static int parse_args(int argc, char **argv, solve_args *a)
             return 1;
         } else if (!strcmp(o, "--quiet") || !strcmp(o, "-q")) {
             a->quiet = 1;
+        } else if (!strcmp(o, "--profile")) {
+            /* the pipeline prints its profile anyway */
+        } else if (!strcmp(o, "--opt") && has && !strcmp(argv[i + 1], "help")) {
+            fputs(sap_solver_options_help(), stdout);
+            return 1;
         } else if (o[0] == '-' && o[1] && !has) {
             fprintf(stderr, "sap solve: unknown option or missing value '%s'\n", o);
             return 2;
         } else if (!strcmp(o, "--rhs")) a->rhs = argv[++i];
-        else if (!strcmp(o, "--krylov")) a->krylov = argv[++i];
-        else if (!strcmp(o, "--precond")) a->precond = argv[++i];
-        else if (!strcmp(o, "--precond-precision")) a->pprec = argv[++i];
-        else if (!strcmp(o, "--side")) a->side = argv[++i];
-        else if (!strcmp(o, "--format")) a->format = argv[++i];
+        else if (!strcmp(o, "--krylov")) {
+            a->krylov = argv[++i];
+            explicit_path = 1;
+        } else if (!strcmp(o, "--precond")) {
+            a->precond = argv[++i];
+            explicit_path = 1;
+        } else if (!strcmp(o, "--method")) a->method = argv[++i];
+        else if (!strcmp(o, "--opt")) {
+            if (a->nopts >= MAX_OPTS) {
+                fprintf(stderr, "sap solve: at most %d --opt options\n", MAX_OPTS);
+                return 2;
+            }
+            a->opts[a->nopts++] = argv[++i];
+        }
+        else if (!strcmp(o, "--precond-precision") || !strcmp(o, "--side") || !strcmp(o, "--format")) {
+            /* options of the explicit Krylov + preconditioner path: they select it */
+            explicit_path = 1;
+            if (!strcmp(o, "--precond-precision")) a->pprec = argv[++i];
+            else if (!strcmp(o, "--side")) a->side = argv[++i];
+            else a->format = argv[++i];
+        }
         else if (!strcmp(o, "--backend")) a->backend = argv[++i];
         else if (!strcmp(o, "--xstar")) a->xstar = argv[++i];
         else if (!strcmp(o, "-o")) a->out = argv[++i];
@@ -178,7 +222,7 @@ static int parse_args(int argc, char **argv, solve_args *a)
                 return 2;
             }
         } else if (!strcmp(o, "--maxit") || !strcmp(o, "--threads") || !strcmp(o, "--stagnation") ||
-                   !strcmp(o, "--partitions")) {
+                   !strcmp(o, "--partitions") || !strcmp(o, "--nrhs")) {
             long long v = 0;
             if (sap_tool_parse_int(argv[i + 1], &v)) {
                 fprintf(stderr, "sap solve: %s needs a non-negative integer\n", o);
@@ -188,6 +232,7 @@ static int parse_args(int argc, char **argv, solve_args *a)
             if (!strcmp(o, "--maxit")) a->maxit = v;
             else if (!strcmp(o, "--threads")) a->threads = v;
             else if (!strcmp(o, "--partitions")) a->partitions = v;
+            else if (!strcmp(o, "--nrhs")) a->nrhs = v;
             else a->stagnation = v;
         } else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "sap solve: unknown option '%s'\n", o);
@@ -203,7 +248,250 @@ static int parse_args(int argc, char **argv, solve_args *a)
         fprintf(stderr, "sap solve: no matrix given\nusage: sap solve FILE|SPEC [options] (sap solve --help)\n");
         return 2;
     }
+    a->pipeline = !explicit_path;
+    if (!a->pipeline && (a->nopts || strcmp(a->method, "auto") || a->nrhs != 1)) {
+        fprintf(stderr, "sap solve: --method, --opt and --nrhs belong to the SaP pipeline (without --precond, "
+                        "--krylov, --side, --format, --precond-precision)\n");
+        return 2;
+    }
+    if (a->nrhs < 1) {
+        fprintf(stderr, "sap solve: --nrhs needs K >= 1\n");
+        return 2;
+    }
     return 0;
+}
+
+/* ---- the SaP pipeline (sap_solver) ------------------------------------------------------------ */
+
+static double vnorm(const double *v, sap_int n)
+{
+    double s = 0;
+    for (sap_int i = 0; i < n; i++) s += v[i] * v[i];
+    return sqrt(s);
+}
+
+/* Solves with sap_solver: nrhs right-hand sides (column 0 is b; manufactured columns
+ * 1.. from random x*), prints the profile, writes the report.  Returns the exit code. */
+static int run_pipeline(const solve_args *a, sap_context *ctx, const sap_csr *A, const double *b0, const double *xs0,
+                        sap_xstar xkind, const sap_solver_options *sopt, double t_load, const char *backend_why,
+                        const sap_dense *Bfile)
+{
+    const sap_int n = A->nrows;
+    sap_int k = (sap_int)a->nrhs;
+    if (Bfile && k > Bfile->ncols) k = Bfile->ncols;
+    const size_t nn = (size_t)(n > 0 ? n : 1) * (size_t)k;
+    double *B = malloc(sizeof(double) * nn), *X = calloc(nn, sizeof(double));
+    double *XS = xs0 ? malloc(sizeof(double) * nn) : NULL, *r = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    sap_solver *S = NULL;
+    sap_solver_stats ss;
+    memset(&ss, 0, sizeof(ss));
+    int exit_code = 1;
+    sap_status st = SAP_OK, setup_st = SAP_OK;
+    char msg[1024] = "";
+    if (!B || !X || !r || (xs0 && !XS)) {
+        fprintf(stderr, "sap solve: out of memory\n");
+        goto done;
+    }
+    for (sap_int j = 0; j < k; j++) {
+        if (j == 0) {
+            memcpy(B, b0, sizeof(double) * (size_t)n);
+            if (XS) memcpy(XS, xs0, sizeof(double) * (size_t)n);
+        } else if (Bfile) {
+            memcpy(B + j * n, Bfile->val + j * Bfile->ld, sizeof(double) * (size_t)n);
+        } else {
+            sap_gen_xstar(ctx, n, SAP_XSTAR_RANDOM, 1 + (uint64_t)j, XS + j * n);
+            sap_csr_spmv(A, 1.0, XS + j * n, 0.0, B + j * n);
+        }
+    }
+    double t0 = now();
+    st = sap_solver_create(ctx, A, sopt, &S);
+    if (st >= 0) setup_st = st = sap_solver_setup(S);
+    const double t_setup = now() - t0;
+    if (st < 0) {
+        sap_solver_get_stats(S, &ss);
+        snprintf(msg, sizeof(msg), "%s", sap_context_last_error(ctx));
+        fprintf(stderr, "sap solve: %s: %s\n", sap_status_name(st), msg);
+        for (int i = 0; i < ss.ntries; i++)
+            fprintf(stderr, "  tried %-10s %s: %s\n", sap_solver_method_name(ss.tried[i].method),
+                    sap_status_name(ss.tried[i].status), ss.tried[i].note);
+        goto done;
+    }
+    sap_context_reset_transfer_stats(ctx);
+    t0 = now();
+    st = sap_solver_solve_many(S, k, B, n, X, n);
+    const double t_solve = now() - t0;
+    if (st != SAP_OK) snprintf(msg, sizeof(msg), "%s", sap_context_last_error(ctx));
+    sap_solver_get_stats(S, &ss);
+    if (st < 0 && st != SAP_ERR_BREAKDOWN) {
+        fprintf(stderr, "sap solve: %s: %s\n", sap_status_name(st), msg);
+        goto done;
+    }
+    /* residuals and errors on the host, worst over the columns */
+    double res = 0, err = XS ? 0 : NAN;
+    for (sap_int j = 0; j < k; j++) {
+        memcpy(r, B + j * n, sizeof(double) * (size_t)n);
+        sap_csr_spmv(A, -1.0, X + j * n, 1.0, r);
+        double bn = vnorm(B + j * n, n), rr = bn > 0 ? vnorm(r, n) / bn : vnorm(r, n);
+        if (rr > res || !isfinite(rr)) res = rr;
+        if (XS) {
+            double e = 0, xn = 0;
+            for (sap_int i = 0; i < n; i++) {
+                e += (X[j * n + i] - XS[j * n + i]) * (X[j * n + i] - XS[j * n + i]);
+                xn += XS[j * n + i] * XS[j * n + i];
+            }
+            e = xn > 0 ? sqrt(e / xn) : sqrt(e);
+            if (e > err || !isfinite(e)) err = e;
+        }
+    }
+    sap_context_stats cs;
+    sap_context_get_stats(ctx, &cs);
+    const double t_total = t_load + t_setup + t_solve;
+    if (!a->quiet) {
+        printf("matrix        %s (%lld x %lld, %lld nonzeros)\n", a->input, (long long)n, (long long)n,
+               (long long)A->nnz);
+        printf("rhs           %s%s\n",
+               a->rhs ? a->rhs
+                      : (xkind == SAP_XSTAR_PARABOLA ? "b = A x*, x* parabola"
+                         : xkind == SAP_XSTAR_RANDOM ? "b = A x*, x* random"
+                                                     : "b = A x*, x* ones"),
+               k > 1 ? (a->rhs ? " (its columns)" : " (then random x*), solved together") : "");
+        if (k > 1) printf("nrhs          %lld\n", (long long)k);
+        printf("backend       %s, %s (%s)%s\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx),
+               backend_why, ss.on_host && sap_context_backend(ctx) == SAP_BACKEND_CUDA ? ", small system on the host" : "");
+        printf("method        %s (%s)\n", sap_solver_method_name(ss.method),
+               sopt->method == SAP_METHOD_AUTO ? "auto" : "given");
+        printf("reason        %s\n", ss.reason);
+        for (int i = 0; i < ss.ntries; i++)
+            printf("%s %d. %-10s %-24s %.3fs  %s\n", i == 0 ? "tried        " : "             ", i + 1,
+                   sap_solver_method_name(ss.tried[i].method), sap_status_name(ss.tried[i].status), ss.tried[i].time,
+                   ss.tried[i].note);
+        printf("bandwidth     K_original %lld, K_cm %lld, K_drop %lld, K_max %lld (drop-off kept %.8g of ||A||_F^2)\n",
+               (long long)ss.K_original, (long long)ss.K_cm, (long long)ss.K_drop, (long long)ss.K_max,
+               ss.kept_fraction);
+        printf("reorderings   DB %s%s, CM %s, third stage %s\n", ss.db_used ? "on" : "off",
+               ss.scaled ? " + scaling" : "", ss.cm_used ? "on" : "off", ss.third_stage_used ? "on" : "off");
+        printf("partitions    P = %lld, %s factors, %lld boosted pivots, %lld entries dropped\n",
+               (long long)ss.partitions, ss.factor_precision == SAP_FLOAT ? "float" : "double",
+               (long long)ss.boosted_pivots, (long long)ss.dropped_entries);
+        printf("krylov        %s, tol %.3g, maxit %lld\n",
+               ss.method == SAP_METHOD_BAND_PIVOT ? "none (refinement)" : sap_krylov_name(ss.krylov_type),
+               sopt->krylov.tol, (long long)sopt->krylov.maxit);
+        printf("memory        estimate %.4g MB\n", (double)ss.memory_estimate / 1e6);
+        printf("status        %s: %s\n", sap_status_name(st), sap_status_string(st));
+        if (msg[0]) printf("message       %s\n", msg);
+        printf("iterations    %g\n", ss.iterations);
+        printf("residual      %.3e (true ||b - A x|| / ||b||%s)\n", res, k > 1 ? ", worst column" : "");
+        if (XS) printf("error         %.3e (||x - x*|| / ||x*||%s)\n", err, k > 1 ? ", worst column" : "");
+        printf("profile       T_DB %.6f s, T_CM %.6f s, T_Drop %.6f s, T_Dtransf %.6f s, T_Asmbl %.6f s\n", ss.time_db,
+               ss.time_cm, ss.time_drop + ss.time_third, ss.time_transfer, ss.time_asmbl);
+        printf("              T_LU %.6f s, T_SPK %.6f s, T_LUrdcd %.6f s, T_Kry %.6f s\n", ss.time_lu, ss.time_spk,
+               ss.time_lurdcd, ss.time_kry);
+        printf("time          load %.4f s, setup %.4f s, solve %.4f s, total %.4f s\n", t_load, t_setup, t_solve,
+               t_total);
+    }
+    if (a->report) {
+        FILE *f = fopen(a->report, "w");
+        if (!f) {
+            fprintf(stderr, "sap solve: cannot write the report '%s'\n", a->report);
+            goto done;
+        }
+        fprintf(f, "{\n  \"matrix\": ");
+        json_str(f, a->input);
+        fprintf(f, ",\n  \"nrows\": %lld,\n  \"nnz\": %lld,\n  \"nrhs\": %lld,\n  \"pipeline\": true,\n  \"backend\": ",
+                (long long)n, (long long)A->nnz, (long long)k);
+        json_str(f, sap_backend_name(sap_context_backend(ctx)));
+        fprintf(f, ",\n  \"device\": ");
+        json_str(f, sap_context_device_name(ctx));
+        fprintf(f, ",\n  \"on_host\": %s,\n  \"method\": ", ss.on_host ? "true" : "false");
+        json_str(f, sap_solver_method_name(ss.method));
+        fprintf(f, ",\n  \"reason\": ");
+        json_str(f, ss.reason);
+        fprintf(f, ",\n  \"tried\": [");
+        for (int i = 0; i < ss.ntries; i++) {
+            fprintf(f, "%s\n    {\"method\": ", i ? "," : "");
+            json_str(f, sap_solver_method_name(ss.tried[i].method));
+            fprintf(f, ", \"status\": ");
+            json_str(f, sap_status_name(ss.tried[i].status));
+            fprintf(f, ", \"partitions\": %lld, \"half_bandwidth\": %lld, \"iterations\": ",
+                    (long long)ss.tried[i].partitions, (long long)ss.tried[i].half_bandwidth);
+            json_num(f, ss.tried[i].iterations);
+            fprintf(f, ", \"time\": ");
+            json_num(f, ss.tried[i].time);
+            fprintf(f, ", \"note\": ");
+            json_str(f, ss.tried[i].note);
+            fprintf(f, "}");
+        }
+        fprintf(f, "\n  ],\n  \"spd\": %s,\n  \"db\": %s,\n  \"scaled\": %s,\n  \"cm\": %s,\n  \"third_stage\": %s,\n",
+                ss.spd ? "true" : "false", ss.db_used ? "true" : "false", ss.scaled ? "true" : "false",
+                ss.cm_used ? "true" : "false", ss.third_stage_used ? "true" : "false");
+        fprintf(f,
+                "  \"K_original\": %lld,\n  \"K_cm\": %lld,\n  \"K_drop\": %lld,\n  \"K_max\": %lld,\n  \"kept_fraction\": ",
+                (long long)ss.K_original, (long long)ss.K_cm, (long long)ss.K_drop, (long long)ss.K_max);
+        json_num(f, ss.kept_fraction);
+        fprintf(f, ",\n  \"partitions\": %lld,\n  \"precision\": \"%s\",\n  \"krylov\": ", (long long)ss.partitions,
+                ss.factor_precision == SAP_FLOAT ? "float" : "double");
+        json_str(f, sap_krylov_name(ss.krylov_type));
+        fprintf(f, ",\n  \"boosted_pivots\": %lld,\n  \"dropped_entries\": %lld,\n  \"memory_estimate\": %lld,\n",
+                (long long)ss.boosted_pivots, (long long)ss.dropped_entries, (long long)ss.memory_estimate);
+        fprintf(f, "  \"tol\": ");
+        json_num(f, sopt->krylov.tol);
+        fprintf(f, ",\n  \"maxit\": %lld,\n  \"status\": ", (long long)sopt->krylov.maxit);
+        json_str(f, sap_status_name(st));
+        fprintf(f, ",\n  \"status_code\": %d,\n  \"message\": ", (int)st);
+        json_str(f, msg);
+        fprintf(f, ",\n  \"converged\": %s,\n  \"iterations\": ", st == SAP_OK ? "true" : "false");
+        json_num(f, ss.iterations);
+        fprintf(f, ",\n  \"true_residual\": ");
+        json_num(f, res);
+        fprintf(f, ",\n  \"error\": ");
+        json_num(f, err);
+        fprintf(f,
+                ",\n  \"time\": {\"T_DB\": %.6f, \"T_CM\": %.6f, \"T_Drop\": %.6f, \"T_third\": %.6f, \"T_Dtransf\": %.6f, "
+                "\"T_Asmbl\": %.6f, \"T_LU\": %.6f, \"T_SPK\": %.6f, \"T_LUrdcd\": %.6f, \"T_Kry\": %.6f, "
+                "\"load\": %.6f, \"setup\": %.6f, \"solve\": %.6f, \"total\": %.6f},\n",
+                ss.time_db, ss.time_cm, ss.time_drop, ss.time_third, ss.time_transfer, ss.time_asmbl, ss.time_lu,
+                ss.time_spk, ss.time_lurdcd, ss.time_kry, t_load, t_setup, t_solve, t_total);
+        fprintf(f,
+                "  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"h2d_copies\": %lld, \"d2h_copies\": "
+                "%lld}\n}\n",
+                (long long)cs.h2d_bytes, (long long)cs.d2h_bytes, (long long)cs.h2d_copies, (long long)cs.d2h_copies);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "sap solve: error writing the report '%s'\n", a->report);
+            goto done;
+        }
+    }
+    if (a->out) {
+        sap_dense *Xd = NULL;
+        sap_status ws = sap_dense_create(ctx, n, k, &Xd);
+        if (ws >= 0) {
+            for (sap_int j = 0; j < k; j++)
+                if (n > 0) memcpy(Xd->val + j * Xd->ld, X + j * n, sizeof(double) * (size_t)n);
+            sap_mm_write_options wo;
+            sap_mm_write_options_init(&wo);
+            wo.format = SAP_MM_ARRAY;
+            ws = sap_mm_write_dense(Xd, a->out, &wo);
+            sap_dense_destroy(Xd);
+        }
+        if (ws < 0) {
+            exit_code = sap_tool_fail("solve", ctx, ws);
+            goto done;
+        }
+    }
+    (void)setup_st;
+    if (st < 0) {
+        fprintf(stderr, "sap solve: %s: %s\n", sap_status_string(st), msg);
+        exit_code = 1;
+    } else {
+        exit_code = st == SAP_OK ? 0 : EXIT_NOT_CONVERGED;
+        if (st != SAP_OK && !a->quiet) fprintf(stderr, "sap solve: not converged: %s\n", msg);
+    }
+done:
+    sap_solver_destroy(S);
+    free(B);
+    free(X);
+    free(XS);
+    free(r);
+    return exit_code;
 }
 
 int sap_cmd_solve(int argc, char **argv)
@@ -260,6 +548,36 @@ int sap_cmd_solve(int argc, char **argv)
     kopt.tol = a.tol;
     kopt.maxit = (sap_int)a.maxit;
     kopt.stagnation_window = (sap_int)a.stagnation;
+    sap_solver_options sopt;
+    sap_solver_options_init(&sopt);
+    if (a.pipeline) {
+        sopt.krylov.tol = a.tol;
+        sopt.krylov.maxit = (sap_int)a.maxit;
+        sopt.krylov.stagnation_window = (sap_int)a.stagnation;
+        sopt.partitions = (sap_int)a.partitions;
+        if (sap_solver_method_parse(a.method, &sopt.method) != SAP_OK) {
+            fprintf(stderr, "sap solve: unknown method '%s' (auto, sap-d, sap-c, band-lu, band-pivot, jacobi)\n",
+                    a.method);
+            return 2;
+        }
+        for (int i = 0; i < a.nopts; i++) {
+            char name[64];
+            const char *eq = strchr(a.opts[i], '=');
+            size_t len = eq ? (size_t)(eq - a.opts[i]) : 0;
+            if (!eq || len == 0 || len >= sizeof(name)) {
+                fprintf(stderr, "sap solve: --opt needs NAME=VALUE, got '%s' (--opt help lists the options)\n",
+                        a.opts[i]);
+                return 2;
+            }
+            memcpy(name, a.opts[i], len);
+            name[len] = 0;
+            if (sap_solver_options_set(&sopt, name, eq + 1) != SAP_OK) {
+                fprintf(stderr, "sap solve: bad option '%s' (unknown name or bad value)\n%s", a.opts[i],
+                        sap_solver_options_help());
+                return 2;
+            }
+        }
+    }
 
     /* context (the log hook keeps the message that explains an 'auto' choice) */
     log_capture cap;
@@ -345,6 +663,11 @@ int sap_cmd_solve(int argc, char **argv)
         }
     }
     t_load = now() - t0;
+
+    if (a.pipeline) {
+        exit_code = run_pipeline(&a, ctx, A, b, xs, xkind, &sopt, t_load, backend_why, B);
+        goto out;
+    }
 
     t0 = now();
     st = sap_matrix_create(ctx, A, &mopt, &M);

@@ -18,8 +18,17 @@ contains "$W/out" "--krylov"
 expect 0 "$SAP" --help
 contains "$W/out" "solve"
 
-# default solve: manufactured system, summary on stdout, nothing on stderr (not a terminal)
+# default solve: the SaP pipeline with its profile, nothing on stderr (not a terminal)
 expect 0 "$SAP" solve $P2
+for key in "status        SAP_OK" "576 x 576" "^method        \(sap-d\|sap-c\) (auto)" "^reason        " \
+    "^tried         1\. " "K_original .*, K_cm .*, K_drop .*, K_max " "^partitions    P = " "T_DB .*T_CM .*T_Drop .*T_Dtransf .*T_Asmbl" \
+    "T_LU .*T_SPK .*T_LUrdcd .*T_Kry" "^residual" "^error" "setup .*solve .*total"; do
+    contains "$W/out" "$key"
+done
+[ ! -s "$W/err" ] && ok || bad "stderr not empty on success: $(cat "$W/err")"
+
+# explicit Krylov method: manufactured system, summary on stdout
+expect 0 "$SAP" solve $P2 --krylov bicgstabl:2
 contains "$W/out" "status        SAP_OK"
 contains "$W/out" "bicgstabl(2)"
 contains "$W/out" "576 x 576"
@@ -95,7 +104,7 @@ expect 0 "$SAP" solve $P2 --quiet --report "$W/q.json"
 contains "$W/q.json" '"converged": true'
 
 # not converged: exit 3, the reason on stderr, report says so, x still written
-expect 3 "$SAP" solve $P2 --maxit 2 -o "$W/x2.mtx" --report "$W/nc.json"
+expect 3 "$SAP" solve $P2 --precond none --maxit 2 -o "$W/x2.mtx" --report "$W/nc.json"
 contains "$W/out" "SAP_WARN_NOT_CONVERGED"
 contains "$W/err" "not converged"
 contains "$W/nc.json" '"converged": false'
@@ -144,7 +153,73 @@ if "$SAP" version | grep -q "cuda no"; then
     contains "$W/err" "cuda"
 fi
 
+# the SaP pipeline: methods, options, several right-hand sides, report, exit codes
+expect 0 "$SAP" solve $NB --method jacobi
+contains "$W/out" "^method        jacobi (given)"
+expect 0 "$SAP" solve $NB --nrhs 3 --report "$W/p3.json" -o "$W/x3.mtx"
+contains "$W/out" "^nrhs          3"
+contains "$W/out" "worst column"
+for key in '"pipeline": true' '"nrhs": 3' '"tried": \[' '"K_cm": ' '"T_DB": ' '"T_Kry": ' '"reason": ' '"converged": true'; do
+    contains "$W/p3.json" "$key"
+done
+if command -v python3 >/dev/null; then
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['true_residual'] <= 1e-10 and r['error'] < 1e-6; assert len(r['tried']) >= 1 and r['nrhs'] == 3" "$W/p3.json" && ok || bad "p3.json is not valid JSON or wrong values"
+fi
+head -n 3 "$W/x3.mtx" | grep -q "^400 3" && ok || bad "x3.mtx is not 400 x 3"
+expect 0 "$SAP" solve $NB --method sap-c --opt partitions=4 --opt precision=double --opt fallback=0
+contains "$W/out" "^method        sap-c (given)"
+contains "$W/out" "P = 4, double factors"
+expect 3 "$SAP" solve $P2 --method jacobi --opt fallback=0 --maxit 2
+contains "$W/err" "not converged"
+# zd.mtx has an empty column: structurally singular, reported at once (no fallback chain)
+expect 1 "$SAP" solve "$W/zd.mtx"
+contains "$W/err" "structurally singular: structural rank 2 of 3"
+lacks "$W/err" "tried"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 5\n1 2 2.0\n2 1 1.0\n2 3 1.0\n3 3 2.0\n3 1 0.5\n' >"$W/zd2.mtx"
+expect 0 "$SAP" solve "$W/zd2.mtx"
+contains "$W/out" "DB on"
+expect 0 "$SAP" solve $P2 --opt help
+contains "$W/out" "memory_limit"
+expect 2 "$SAP" solve $P2 --opt bogus=1
+contains "$W/err" "bad option 'bogus=1'"
+expect 2 "$SAP" solve $P2 --opt drop=abc
+expect 2 "$SAP" solve $P2 --opt drop
+contains "$W/err" "NAME=VALUE"
+expect 2 "$SAP" solve $P2 --method lu
+contains "$W/err" "unknown method"
+expect 2 "$SAP" solve $P2 --nrhs 0
+expect 2 "$SAP" solve $P2 --krylov cg --method sap-d
+contains "$W/err" "pipeline"
+
+# a 3D mesh: the band that the work limit allows holds little of A, the chain skips SaP and says why
+expect 0 "$SAP" solve gen:poisson3d:n=45
+contains "$W/out" "^method        jacobi (auto)"
+contains "$W/out" "sap-d .*SAP_ERR_TOO_LARGE .*skipped"
+contains "$W/out" "SAP_OK .*converged"
+
 # a real matrix from the collection, when present
+if [ -f "$MDIR/west0479.mtx.gz" ]; then
+    expect 0 "$SAP" solve "$MDIR/west0479.mtx.gz"
+    contains "$W/out" "479 x 479"
+    contains "$W/out" "DB on + scaling"
+    contains "$W/out" "^tried         1\."
+    expect 0 "$SAP" solve "$MDIR/west0479.mtx.gz" --method band-pivot --opt fallback=0 --nrhs 2
+    contains "$W/out" "^method        band-pivot (given)"
+    # DB off: the zero diagonal defeats SaP, the chain moves on and says so
+    expect 0 "$SAP" solve "$MDIR/west0479.mtx.gz" --opt db=none
+    contains "$W/out" "^tried         1\. sap-"
+    contains "$W/out" "^              2\. "
+fi
+if [ -f "$MDIR/bcsstk14.mtx.gz" ]; then
+    expect 0 "$SAP" solve "$MDIR/bcsstk14.mtx.gz" --report "$W/spd.json"
+    contains "$W/spd.json" '"spd": true'
+    contains "$W/spd.json" '"db": false'
+fi
+if [ -f "$MDIR/mbeacxc.mtx.gz" ]; then
+    expect 1 "$SAP" solve "$MDIR/mbeacxc.mtx.gz"
+    contains "$W/err" "SAP_ERR_STRUCTURALLY_SINGULAR"
+    contains "$W/err" "structural rank"
+fi
 if [ -f "$MDIR/cage5.mtx.gz" ]; then
     expect 0 "$SAP" solve "$MDIR/cage5.mtx.gz" --krylov bicgstabl:2 --precond jacobi
     contains "$W/out" "37 x 37"

@@ -1,0 +1,92 @@
+/* suite_sap.c -- sap in bench/suite: the sparse SaP pipeline (sap_solver_*) with the
+ * default options (every choice automatic) on a cuda context when a GPU is present,
+ * else on the cpu.  Timed: sap_solver_create (copies the CSR) + setup + solve, x on the
+ * host.  Excluded: sap_context_create (CUDA initialisation) and copying the suite's
+ * arrays into a sap_csr (the host CSR the solver starts from). */
+#define _POSIX_C_SOURCE 200809L
+#include "suite_anchor.h"
+
+#include "sap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int suite_run_sap(const suite_problem *p, double *x, suite_run *r)
+{
+#ifndef SAP_SUITE_HAVE_SAP_SOLVER
+    (void)p;
+    (void)x;
+    suite_note(r, "sap_solver_* not built (src/solver missing at configure time)");
+    return SUITE_RUN_NA;
+#else
+    double t0 = suite_now();
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = SAP_BACKEND_AUTO;
+    cfg.print_level = SAP_PRINT_ERRORS;
+    const char *be = getenv("SAP_SUITE_SAP_BACKEND"); /* cpu|cuda|auto, for experiments */
+    if (be && sap_backend_parse(be, &cfg.backend) != SAP_OK) cfg.backend = SAP_BACKEND_AUTO;
+    sap_context *ctx = NULL;
+    sap_status s = sap_context_create(&ctx, &cfg);
+    r->init_s = suite_now() - t0;
+    if (s != SAP_OK) {
+        suite_note(r, "sap_context_create: %s", sap_status_name(s));
+        return s == SAP_ERR_OUT_OF_MEMORY ? SUITE_RUN_OOM : SUITE_RUN_FAILED;
+    }
+    suite_note(r, "backend=%s", sap_backend_name(sap_context_backend(ctx)));
+
+    sap_csr *A = NULL;
+    s = sap_csr_create(ctx, p->n, p->n, p->nnz, &A);
+    if (s != SAP_OK) {
+        suite_note(r, "sap_csr_create: %s", sap_status_name(s));
+        sap_context_destroy(ctx);
+        return s == SAP_ERR_OUT_OF_MEMORY ? SUITE_RUN_OOM : SUITE_RUN_FAILED;
+    }
+    memcpy(A->rowptr, p->rowptr, sizeof(sap_int) * (size_t)(p->n + 1));
+    memcpy(A->colind, p->colind, sizeof(sap_int) * (size_t)p->nnz);
+    memcpy(A->val, p->val, sizeof(double) * (size_t)p->nnz);
+    memset(x, 0, sizeof(double) * (size_t)p->n);
+
+    sap_solver *S = NULL;
+    double t1 = suite_now();
+    s = sap_solver_create(ctx, A, NULL, &S);
+    if (s == SAP_OK) {
+        sap_status s2 = sap_solver_setup(S);
+        if (s2 >= 0) s2 = sap_solver_solve(S, p->b, x);
+        s = s2;
+    }
+    r->time_s = suite_now() - t1;
+
+    int rc = SUITE_RUN_DONE;
+    if (s < 0) {
+        const char *msg = sap_context_last_error(ctx);
+        suite_note(r, "%s: %.160s", sap_status_name(s), msg ? msg : "");
+        rc = s == SAP_ERR_OUT_OF_MEMORY ? SUITE_RUN_OOM : SUITE_RUN_FAILED;
+    } else if (s > 0) {
+        suite_note(r, "%s", sap_status_name(s));
+    }
+    if (S) {
+        sap_solver_stats st;
+        memset(&st, 0, sizeof st);
+        if (sap_solver_get_stats(S, &st) == SAP_OK) {
+            suite_note(r, "method=%s P=%lld K=%lld it=%.4g host=%d", sap_solver_method_name(st.method),
+                       (long long)st.partitions, (long long)st.K_max, st.iterations, st.on_host);
+            char tries[200];
+            size_t len = 0;
+            tries[0] = '\0';
+            for (int i = 0; i < st.ntries && i < SAP_SOLVER_MAX_TRIES && len + 40 < sizeof tries; i++) {
+                int w = snprintf(tries + len, sizeof tries - len, "%s%s:%s", i ? ">" : "",
+                                 sap_solver_method_name(st.tried[i].method), sap_status_name(st.tried[i].status));
+                if (w > 0) len += (size_t)w;
+            }
+            suite_note(r, "tries=%s", tries);
+            suite_note(r, "reason=%.120s", st.reason);
+        }
+    }
+    sap_solver_destroy(S);
+    sap_csr_destroy(A);
+    sap_context_destroy(ctx);
+    return rc;
+#endif
+}
