@@ -979,6 +979,10 @@ sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr 
  *    cut by the work limit keeps less than half of the off-diagonal ||A||_F^2 and a
  *    fallback remains, the method is skipped (a band solve per iteration for little more
  *    than Jacobi): the chain goes on, down to JACOBI.
+ *  - Small systems on the host (host_direct): when the system runs on the host and the
+ *    banded LU with partial pivoting of the whole CM band costs at most 4e9 flops
+ *    (4 N K^2), AUTO starts with BAND_PIVOT: a direct solve beats SaP + Krylov there (one
+ *    thread block of work per pivot is all a small band offers) and it is the most robust.
  *  - Method, P, precision: the banded rules (sap_band_options) applied to the reordered
  *    matrix's N, K and d (d >= 1: SaP-D, else SaP-C; P = 1 makes SaP-C the same as
  *    SaP-D, so SaP-D is used; float factors unless d < 0.1).  A forced SaP-C with an
@@ -1051,6 +1055,10 @@ typedef struct sap_solver_options {
     int host_small;           /* 1 (default): on a cuda context, systems too small for the
                                  GPU to pay off (N < 20000 and band < 2M entries) run on
                                  the host; 0: always on the context's backend */
+    int host_direct;          /* 1 (default): AUTO on the host (a cpu context, or a small
+                                 system with host_small) solves directly by the banded LU
+                                 with pivoting of the CM band (BAND_PIVOT) when that costs
+                                 at most 4e9 flops (4 N K^2); 0: SaP first */
 } sap_solver_options;
 /* In the options: krylov.stagnation_window is honoured too ("stagnation" by name). */
 
@@ -1058,7 +1066,8 @@ void sap_solver_options_init(sap_solver_options *opt);
 /* Sets one option by name: "method", "fallback", "db" (none|product|transversal|auto),
  * "scale", "cm", "drop" / "drop_delta", "partitions", "third_stage", "precision"
  * (float|double|auto), "boost_threshold", "boost_value", "krylov" (as sap_krylov_parse,
- * or auto), "tol", "maxit", "memory_limit" (bytes, suffixes k/M/G), "host_small".
+ * or auto), "tol", "maxit", "memory_limit" (bytes, suffixes k/M/G), "host_small",
+ * "host_direct".
  * Unknown name or bad value: SAP_ERR_INVALID (opt unchanged). */
 sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value);
 /* Text listing the option names, values and defaults (static). */

@@ -106,7 +106,10 @@ static void test_synthetic(sap_context *ctx)
         sap_solver_stats st;
         char label[64];
         snprintf(label, sizeof(label), "synthetic d=%.1f", ds[k]);
-        solve_check(ctx, A, NULL, 1e-7, label, &st);
+        sap_solver_options so;
+        sap_solver_options_init(&so);
+        CHECK_OK(ctx, sap_solver_options_set(&so, "host_direct", "0")); /* the SaP path */
+        solve_check(ctx, A, &so, 1e-7, label, &st);
         CHECK_MSG(st.K_original > 10 * K, "the permutations hide the band: K_original %lld", (long long)st.K_original);
         /* DB recovers the diagonal, CM the band: within a small factor of the hidden K */
         CHECK_MSG(st.K_cm <= 3 * K && st.K_cm >= K / 2, "K_cm %lld for hidden K %lld", (long long)st.K_cm,
@@ -133,19 +136,40 @@ static void test_real(sap_context *ctx)
         double err;
     } tab[] = {{"bcsstk14", 1, 1e-5}, {"west0479", 0, 0}, {"bayer03", 0, 0}, {"cage8", 0, 1e-8}, {"lns_3937", 0, 0},
                {"nos4", 1, 1e-6}};
-    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
-        sap_csr *A = load(ctx, tab[i].name);
+    int direct = 0;
+    for (size_t i = 0; i < 2 * sizeof(tab) / sizeof(tab[0]); i++) {
+        /* first with the defaults (small systems on the host: a direct banded LU with
+         * pivoting), then the SaP path (host_direct = 0) */
+        const int sap_path = i >= sizeof(tab) / sizeof(tab[0]);
+        const size_t t = sap_path ? i - sizeof(tab) / sizeof(tab[0]) : i;
+        sap_csr *A = load(ctx, tab[t].name);
         if (!A) continue;
         sap_solver_stats st;
-        solve_check(ctx, A, NULL, tab[i].err, tab[i].name, &st);
-        CHECK_MSG(st.spd == tab[i].spd, "%s: spd %d", tab[i].name, st.spd);
-        CHECK_MSG(st.db_used == !tab[i].spd, "%s: db %d", tab[i].name, st.db_used);
-        if (tab[i].spd && st.method == SAP_METHOD_SAPD)
-            CHECK_MSG(st.krylov_type == SAP_KRYLOV_CG, "%s: SPD with SaP-D solved with %s", tab[i].name,
+        sap_solver_options so;
+        sap_solver_options_init(&so);
+        if (sap_path) CHECK_OK(ctx, sap_solver_options_set(&so, "host_direct", "0"));
+        char label[64];
+        snprintf(label, sizeof(label), "%s%s", tab[t].name, sap_path ? " (SaP)" : "");
+        solve_check(ctx, A, &so, tab[t].err, label, &st);
+        if (!sap_path && strstr(st.reason, "small system on the host")) {
+            direct++;
+            CHECK_MSG(st.method == SAP_METHOD_BAND_PIVOT && st.ntries == 1, "%s: %s after %d tries", label,
+                      sap_solver_method_name(st.method), st.ntries);
+        }
+        if (sap_path) CHECK_MSG(st.tried[0].method != SAP_METHOD_BAND_PIVOT, "%s: band-pivot first", label);
+        CHECK_MSG(st.spd == tab[t].spd, "%s: spd %d", tab[t].name, st.spd);
+        CHECK_MSG(st.db_used == !tab[t].spd, "%s: db %d", tab[t].name, st.db_used);
+        if (tab[t].spd && st.method == SAP_METHOD_SAPD)
+            CHECK_MSG(st.krylov_type == SAP_KRYLOV_CG, "%s: SPD with SaP-D solved with %s", tab[t].name,
                       sap_krylov_name(st.krylov_type));
         if (st.method == SAP_METHOD_SAPC) CHECK(st.krylov_type == SAP_KRYLOV_BICGSTABL);
         sap_csr_destroy(A);
     }
+#ifdef SAP_HAVE_LAPACKE /* LAPACK present: the small matrices above go the direct way */
+    CHECK_MSG(direct > 0, "no small system was solved directly");
+#else
+    (void)direct;
+#endif
     /* with DB forced on an SPD matrix, and off on a nonsymmetric one with a full diagonal */
     sap_solver_options o;
     sap_solver_options_init(&o);
@@ -174,6 +198,7 @@ static void test_real(sap_context *ctx)
         sap_solver_stats st;
         sap_solver_options_init(&o);
         CHECK_OK(ctx, sap_solver_options_set(&o, "db", "none"));
+        CHECK_OK(ctx, sap_solver_options_set(&o, "host_direct", "0"));
         solve_check(ctx, A, &o, 0, "west0479 db=none", &st);
         CHECK_MSG(st.ntries >= 2 && st.method != st.tried[0].method, "the chain moved on: %d tries", st.ntries);
         CHECK(st.tried[0].status != SAP_OK);
@@ -268,7 +293,10 @@ static void test_refactor_fallback(sap_context *ctx)
     double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
     for (sap_int i = 0; i < n; i++) b[i] = 1.0 + (double)(i % 7);
     sap_solver *S = NULL;
-    CHECK_OK(ctx, sap_solver_create(ctx, A, NULL, &S));
+    sap_solver_options so;
+    sap_solver_options_init(&so);
+    CHECK_OK(ctx, sap_solver_options_set(&so, "host_direct", "0")); /* the SaP path */
+    CHECK_OK(ctx, sap_solver_create(ctx, A, &so, &S));
     CHECK_OK(ctx, sap_solver_solve(S, b, x));
     sap_solver_stats st;
     sap_solver_get_stats(S, &st);
@@ -362,6 +390,7 @@ static void test_forced(sap_context *ctx)
     CHECK(st.third_stage_used == 0);
     /* memory limit: the band is narrowed to fit, and says so */
     sap_solver_options_init(&o);
+    CHECK_OK(ctx, sap_solver_options_set(&o, "host_direct", "0"));
     CHECK_OK(ctx, sap_solver_options_set(&o, "memory_limit", "2.4M"));
     CHECK(o.memory_limit == (int64_t)(2.4 * 1048576));
     solve_check(ctx, A, &o, 1e-7, "memory_limit 2.4M", &st);

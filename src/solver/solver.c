@@ -41,6 +41,10 @@
 #define SV_HOST_SMALL_BAND 2.0e6 /* ... and band entries N (2K + 1) below this */
 #define SV_DROP_DELTA 0.999999   /* automatic drop-off: keep 1 - 1e-6 of ||A||_F^2 ... */
 #define SV_DROP_GAIN 2           /* ... when that divides K by at least this */
+#define SV_DIRECT_WORK 4.0e9     /* on the host, a banded LU with pivoting of at most this
+                                    many flops (4 N K^2; tens of ms on a multicore host) is
+                                    the first method: a direct solve beats SaP + Krylov
+                                    there and is the most robust (bench/results/suite.md) */
 
 typedef struct sv_attempt {
     sap_solver_method method;
@@ -841,7 +845,15 @@ sap_status sap_solver_setup(sap_solver *S)
     /* the chain */
     sap_solver_method first = o->method;
     char why_first[160] = "";
-    if (first == SAP_METHOD_AUTO) {
+    if (first == SAP_METHOD_AUTO && o->host_direct && !is_cuda(S->x) && sap__bp_available() &&
+        band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm) <= SV_DIRECT_WORK &&
+        estimate(S, SAP_METHOD_BAND_PIVOT, 1, S->K_cm, SAP_DOUBLE) <= S->mem_limit) {
+        first = SAP_METHOD_BAND_PIVOT;
+        snprintf(why_first, sizeof(why_first),
+                 "small system on the host: banded LU with pivoting of the CM band (4 N K^2 = %.2g flop <= %.2g) is "
+                 "a direct solve cheaper than SaP + Krylov",
+                 band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm), SV_DIRECT_WORK);
+    } else if (first == SAP_METHOD_AUTO) {
         sap_band_method bm = SAP_BAND_AUTO;
         sap_int P = o->partitions;
         char br[160];

@@ -54,6 +54,7 @@ void sap_solver_options_init(sap_solver_options *opt)
     sap_krylov_options_init(&opt->krylov);
     opt->memory_limit = 0;
     opt->host_small = 1;
+    opt->host_direct = 1;
 }
 
 /* 0/1 from on/off/true/false/yes/no/1/0; with allow_auto also "auto" -> -1. */
@@ -195,6 +196,9 @@ sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, con
     } else if (!strcasecmp(name, "host_small")) {
         bad = parse_bool(value, 0, &b);
         o.host_small = b;
+    } else if (!strcasecmp(name, "host_direct")) {
+        bad = parse_bool(value, 0, &b);
+        o.host_direct = b;
     } else {
         return SAP_ERR_INVALID;
     }
@@ -221,5 +225,7 @@ const char *sap_solver_options_help(void)
            "  maxit=N               iterations of the final method (default 1000)\n"
            "  stagnation=N          stagnation window (default 0: off)\n"
            "  memory_limit=auto|BYTES   e.g. 2G, 512M (default auto: 90% of free device / physical memory)\n"
-           "  host_small=1|0        small systems on the host on a cuda context (default 1)\n";
+           "  host_small=1|0        small systems on the host on a cuda context (default 1)\n"
+           "  host_direct=1|0       on the host, AUTO solves small bands directly by banded LU\n"
+           "                        with pivoting when it costs <= 4e9 flops (default 1)\n";
 }

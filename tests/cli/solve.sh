@@ -18,8 +18,9 @@ contains "$W/out" "--krylov"
 expect 0 "$SAP" --help
 contains "$W/out" "solve"
 
-# default solve: the SaP pipeline with its profile, nothing on stderr (not a terminal)
-expect 0 "$SAP" solve $P2
+# default solve: the SaP pipeline with its profile, nothing on stderr (not a terminal);
+# host_direct=0 keeps this small system on the SaP path (the default solves it directly)
+expect 0 "$SAP" solve $P2 --opt host_direct=0
 for key in "status        SAP_OK" "576 x 576" "^method        \(sap-d\|sap-c\) (auto)" "^reason        " \
     "^tried         1\. " "K_original .*, K_cm .*, K_drop .*, K_max " "^partitions    P = " "T_DB .*T_CM .*T_Drop .*T_Dtransf .*T_Asmbl" \
     "T_LU .*T_SPK .*T_LUrdcd .*T_Kry" "^residual" "^error" "setup .*solve .*total"; do
@@ -201,12 +202,14 @@ contains "$W/out" "SAP_OK .*converged"
 if [ -f "$MDIR/west0479.mtx.gz" ]; then
     expect 0 "$SAP" solve "$MDIR/west0479.mtx.gz"
     contains "$W/out" "479 x 479"
+    contains "$W/out" "^method        band-pivot (auto)"
+    contains "$W/out" "small system on the host"
     contains "$W/out" "DB on + scaling"
     contains "$W/out" "^tried         1\."
     expect 0 "$SAP" solve "$MDIR/west0479.mtx.gz" --method band-pivot --opt fallback=0 --nrhs 2
     contains "$W/out" "^method        band-pivot (given)"
     # DB off: the zero diagonal defeats SaP, the chain moves on and says so
-    expect 0 "$SAP" solve "$MDIR/west0479.mtx.gz" --opt db=none
+    expect 0 "$SAP" solve "$MDIR/west0479.mtx.gz" --opt db=none --opt host_direct=0
     contains "$W/out" "^tried         1\. sap-"
     contains "$W/out" "^              2\. "
 fi
