@@ -849,9 +849,7 @@ sap_status sap_solver_setup(sap_solver *S)
         band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm) <= SV_DIRECT_WORK &&
         estimate(S, SAP_METHOD_BAND_PIVOT, 1, S->K_cm, SAP_DOUBLE) <= S->mem_limit) {
         first = SAP_METHOD_BAND_PIVOT;
-        snprintf(why_first, sizeof(why_first),
-                 "small system on the host: banded LU with pivoting of the CM band (4 N K^2 = %.2g flop <= %.2g) is "
-                 "a direct solve cheaper than SaP + Krylov",
+        snprintf(why_first, sizeof(why_first), "small system on the host: direct banded LU, 4NK^2 = %.2g <= %.2g flop",
                  band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm), SV_DIRECT_WORK);
     } else if (first == SAP_METHOD_AUTO) {
         sap_band_method bm = SAP_BAND_AUTO;
