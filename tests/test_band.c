@@ -15,18 +15,6 @@
 #include <lapacke.h>
 #endif
 
-static double rel_residual(const sap_csr *A, const double *x, const double *b)
-{
-    double nr = 0, nb = 0;
-    for (sap_int i = 0; i < A->nrows; i++) {
-        double s = b[i];
-        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) s -= A->val[p] * x[A->colind[p]];
-        nr += s * s;
-        nb += b[i] * b[i];
-    }
-    return nb > 0 ? sqrt(nr / nb) : sqrt(nr);
-}
-
 /* Reference solution of A x = b (K: half-bandwidth): dgbsv, else dense partial pivoting. */
 static int reference_solve(const sap_csr *A, sap_int K, const double *b, double *x)
 {
@@ -117,7 +105,7 @@ static void check_solve(sap_context *ctx, const sap_csr *A, sap_int K, sap_band_
     sap_status s = sap_band_solver_solve(S, b, x, &st);
     CHECK_MSG(s == SAP_OK || s == SAP_WARN_BOOSTED_PIVOTS, "%s: %s (%s)", label, sap_status_name(s),
               sap_context_last_error(ctx));
-    double rr = rel_residual(A, x, b);
+    double rr = sap_test_rel_residual(A, x, b);
     CHECK_MSG(rr <= 1e-10 * 1.0001, "%s: residual %.3g (stats %.3g, it %.2f)", label, rr, st.relative_residual,
               st.iterations);
     if (info == 0) {
@@ -283,7 +271,7 @@ static void test_boosting(sap_context *ctx)
         sap_status s = sap_band_solver_solve(S, b, x, &st);
         CHECK_MSG(st.boosted_pivots >= 1, "boosted %lld", (long long)st.boosted_pivots);
         CHECK_MSG(s == SAP_OK || s == SAP_WARN_BOOSTED_PIVOTS, "boost %d: %s", m, sap_status_name(s));
-        CHECK_MSG(rel_residual(A, x, b) <= 1.0001e-10, "boost %d: residual %.3g", m, rel_residual(A, x, b));
+        CHECK_MSG(sap_test_rel_residual(A, x, b) <= 1.0001e-10, "boost %d: residual %.3g", m, sap_test_rel_residual(A, x, b));
         free(b);
         free(x);
         free(xs);
@@ -312,7 +300,7 @@ static void test_band_arrays(sap_context *ctx)
     sap_band_solver *S = NULL;
     CHECK_OK(ctx, sap_band_solver_create_band(ctx, n, K, band, &o, &S));
     CHECK_OK(ctx, sap_band_solver_solve(S, b, x, NULL));
-    CHECK(rel_residual(A, x, b) <= 1.0001e-10);
+    CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
     sap_band_solver_destroy(S);
     /* a cap below the bandwidth drops entries (preconditioner only) */
     o.half_bandwidth = 2;
@@ -322,7 +310,7 @@ static void test_band_arrays(sap_context *ctx)
     CHECK_OK(ctx, sap_band_solver_solve(S, b, x, &st));
     CHECK(st.dropped_entries > 0);
     CHECK(st.half_bandwidth == 2);
-    CHECK(rel_residual(A, x, b) <= 1.0001e-10);
+    CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
     sap_band_solver_destroy(S);
     free(band);
     free(b);

@@ -14,18 +14,6 @@
 
 static sap_context *G, *C;
 
-static double rel_residual(const sap_csr *A, const double *x, const double *b)
-{
-    double nr = 0, nb = 0;
-    for (sap_int i = 0; i < A->nrows; i++) {
-        double s = b[i];
-        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) s -= A->val[p] * x[A->colind[p]];
-        nr += s * s;
-        nb += b[i] * b[i];
-    }
-    return nb > 0 ? sqrt(nr / nb) : sqrt(nr);
-}
-
 /* z = M^{-1} r with the named preconditioner on ctx. */
 static sap_status pc_apply(sap_context *ctx, const sap_csr *A, const char *name, sap_int P, sap_precision prec,
                            const double *r, double *z, sap_band_stats *bs)
@@ -136,7 +124,7 @@ static void compare_case(sap_int n, sap_int K, double d, sap_int P, int coupled,
     sap_status r2 = sap_band_solver_solve(Sg, b, xg, &tg);
     CHECK_MSG(r1 == SAP_OK && r2 == SAP_OK, "%s: solve cpu %s gpu %s (%s)", label, sap_status_name(r1),
               sap_status_name(r2), sap_context_last_error(G));
-    const double rc = rel_residual(A, xc, b), rg = rel_residual(A, xg, b);
+    const double rc = sap_test_rel_residual(A, xc, b), rg = sap_test_rel_residual(A, xg, b);
     CHECK_MSG(rc <= 1.0001e-10 && rg <= 1.0001e-10, "%s: residual cpu %.3g gpu %.3g", label, rc, rg);
     /* the backends round differently (SpMV summation order, float factors): on
      * ill-conditioned cases (d = 0.06: ~60 iterations) the Krylov paths drift apart, so
@@ -201,7 +189,7 @@ static void timing_case(void)
         memset(x, 0, sizeof(double) * n);
         sap_status s = sap_band_solver_solve(S, b, x, &st);
         CHECK_MSG(s == SAP_OK, "timing %s: %s", sap_band_method_name(o.method), sap_status_name(s));
-        CHECK(rel_residual(A, x, b) <= 1.0001e-10);
+        CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
         printf("N=200000 K=200 d=1 %s: P=%lld it=%.2f setup %.4f (BC %.4f LU %.4f SPK %.4f rdcd %.4f) Kry %.4f "
                "total %.4f s [%s]\n",
                sap_band_method_name(st.method), (long long)st.partitions, st.iterations, st.time_setup, st.time_bc,

@@ -370,15 +370,6 @@ static sap_csr *synthetic_system(sap_context *ctx, sap_int n, sap_int k, double 
     return B;
 }
 
-static sap_csr *load(sap_context *ctx, const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s.mtx.gz", sap_test_matrix_dir(), name);
-    sap_csr *A = NULL;
-    if (sap_mm_read_csr(ctx, path, NULL, &A, NULL) != SAP_OK) return NULL;
-    return A;
-}
-
 static void test_systems(sap_context *ctx)
 {
     sys S;
@@ -418,7 +409,7 @@ static void test_systems(sap_context *ctx)
                 {"cage8", 0, 0, 1e-8}};
     int found = 0;
     for (size_t i = 0; i < sizeof(real) / sizeof(real[0]); i++) {
-        A = load(ctx, real[i].name);
+        A = sap_test_load_matrix(ctx, real[i].name);
         if (!A) continue;
         found++;
         make_system(ctx, &S, real[i].name, A, real[i].spd);

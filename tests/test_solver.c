@@ -9,18 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double rel_residual(const sap_csr *A, const double *x, const double *b)
-{
-    double nr = 0, nb = 0;
-    for (sap_int i = 0; i < A->nrows; i++) {
-        double s = b[i];
-        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) s -= A->val[p] * x[A->colind[p]];
-        nr += s * s;
-        nb += b[i] * b[i];
-    }
-    return nb > 0 ? sqrt(nr / nb) : sqrt(nr);
-}
-
 static double rel_error(const double *x, const double *xs, sap_int n)
 {
     double e = 0, s = 0;
@@ -62,7 +50,7 @@ static sap_status solve_check(sap_context *ctx, const sap_csr *A, const sap_solv
               sap_context_last_error(ctx));
     sap_solver_get_stats(S, &st);
     const double tol = opt ? opt->krylov.tol : 1e-10;
-    double rr = rel_residual(A, x, b);
+    double rr = sap_test_rel_residual(A, x, b);
     CHECK_MSG(rr <= tol * 1.0001, "%s: residual %.3g", label, rr);
     CHECK_MSG(fabs(rr - st.relative_residual) <= 1e-2 * rr + 1e-15, "%s: stats residual %.3g vs %.3g", label,
               st.relative_residual, rr);
@@ -85,12 +73,9 @@ static sap_status solve_check(sap_context *ctx, const sap_csr *A, const sap_solv
 
 static sap_csr *load(sap_context *ctx, const char *name)
 {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s.mtx.gz", sap_test_matrix_dir(), name);
-    sap_csr *A = NULL;
-    sap_status s = sap_matrix_load(ctx, path, NULL, &A);
-    CHECK_MSG(s == SAP_OK, "load %s: %s", path, sap_context_last_error(ctx));
-    return s == SAP_OK ? A : NULL;
+    sap_csr *A = sap_test_load_matrix(ctx, name);
+    CHECK_MSG(A != NULL, "load %s", name);
+    return A;
 }
 
 /* ---- synthetic matrices: the hidden band is found again ------------------------------------ */
@@ -227,7 +212,7 @@ static void test_many_and_refactor(sap_context *ctx, const sap_csr *A, const sap
     CHECK(st.nrhs == k);
     double worst = 0;
     for (sap_int j = 0; j < k; j++) {
-        double r = rel_residual(A, X + j * n, B + j * n);
+        double r = sap_test_rel_residual(A, X + j * n, B + j * n);
         CHECK_MSG(r <= 1.0001e-10, "%s column %lld: residual %.3g", label, (long long)j, r);
         if (r > worst) worst = r;
     }
@@ -261,7 +246,7 @@ static void test_many_and_refactor(sap_context *ctx, const sap_csr *A, const sap
     memset(x1, 0, sizeof(double) * (size_t)n);
     s = sap_solver_solve(S, B, x1);
     CHECK_MSG(s == SAP_OK, "%s after refactor: %s (%s)", label, sap_status_name(s), sap_context_last_error(ctx));
-    CHECK_MSG(rel_residual(A2, x1, B) <= 1.0001e-10, "%s: refactor residual %.3g", label, rel_residual(A2, x1, B));
+    CHECK_MSG(sap_test_rel_residual(A2, x1, B) <= 1.0001e-10, "%s: refactor residual %.3g", label, sap_test_rel_residual(A2, x1, B));
     CHECK_MSG(rel_error(x1, X, n) > 1e-4, "%s: the perturbed system has another solution", label);
     sap_solver_get_stats(S, &st);
     print_stats(label, &st);
@@ -309,7 +294,7 @@ static void test_refactor_fallback(sap_context *ctx)
     sap_solver_get_stats(S, &st);
     print_stats("refactor fallback", &st);
     CHECK_MSG(s == SAP_OK, "solve after refactor: %s (%s)", sap_status_name(s), sap_context_last_error(ctx));
-    CHECK_MSG(rel_residual(A2, x, b) <= 1.0001e-10, "residual %.3g", rel_residual(A2, x, b));
+    CHECK_MSG(sap_test_rel_residual(A2, x, b) <= 1.0001e-10, "residual %.3g", sap_test_rel_residual(A2, x, b));
     CHECK_MSG(st.method != first && st.ntries >= 2, "the chain moved on: %s, %d tries", sap_solver_method_name(st.method),
               st.ntries);
     CHECK(st.tried[0].method == first && st.tried[0].status != SAP_OK);
@@ -441,7 +426,7 @@ static void test_strides(sap_context *ctx)
             CHECK_OK(ctx, sap_solver_solve(S, B + j * ldb, x));
             CHECK_MSG(rel_error(X + j * ldx, x, n) < 1e-8, "%s column %lld: %.3g", ms[m], (long long)j,
                       rel_error(X + j * ldx, x, n));
-            CHECK(rel_residual(A, X + j * ldx, B + j * ldb) <= 1.0001e-10);
+            CHECK(sap_test_rel_residual(A, X + j * ldx, B + j * ldb) <= 1.0001e-10);
             for (sap_int i = n; i < ldx; i++) CHECK(X[i + j * ldx] == -7.0); /* padding untouched */
         }
         sap_solver_stats st;
@@ -541,7 +526,7 @@ static void test_bad_input(sap_context *ctx)
     CHECK_STATUS(ctx, sap_solver_solve_many(S, 2, b, 10, x, 50), SAP_ERR_INVALID);
     /* still usable, b = 0 gives 0 */
     CHECK_OK(ctx, sap_solver_solve(S, b, x));
-    CHECK(rel_residual(A, x, b) <= 1e-10);
+    CHECK(sap_test_rel_residual(A, x, b) <= 1e-10);
     for (int i = 0; i < 50; i++) b[i] = 0, x[i] = 1;
     CHECK_OK(ctx, sap_solver_solve(S, b, x));
     int zero = 1;

@@ -105,3 +105,27 @@ int sap_test_finish(const char *name)
     printf("%s: %d passed, %d failed\n", name, passed, sap_test_failures);
     return sap_test_failures ? 1 : 0;
 }
+
+sap_csr *sap_test_load_matrix(sap_context *ctx, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s.mtx.gz", sap_test_matrix_dir(), name);
+    sap_csr *A = NULL;
+    if (sap_mm_read_csr(ctx, path, NULL, &A, NULL) != SAP_OK) {
+        printf("  %s: %s\n", path, sap_context_last_error(ctx));
+        return NULL;
+    }
+    return A;
+}
+
+double sap_test_rel_residual(const sap_csr *A, const double *x, const double *b)
+{
+    double nr = 0, nb = 0;
+    for (sap_int i = 0; i < A->nrows; i++) {
+        double s = b[i];
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) s -= A->val[p] * x[A->colind[p]];
+        nr += s * s;
+        nb += b[i] * b[i];
+    }
+    return nb > 0 ? sqrt(nr / nb) : sqrt(nr);
+}

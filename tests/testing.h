@@ -78,6 +78,12 @@ const char *sap_test_matrix_dir(void);
  * 'what' that is skipped and returns 0. */
 int sap_test_have_matrices(const char *what);
 
+/* NAME.mtx.gz of the collection, or NULL (with the reason printed) when it cannot be read. */
+sap_csr *sap_test_load_matrix(sap_context *ctx, const char *name);
+
+/* ||b - A x||_2 / ||b||_2 (||b - A x||_2 when b = 0), computed here on the host. */
+double sap_test_rel_residual(const sap_csr *A, const double *x, const double *b);
+
 /* Directory for temporary files of this test (created). */
 const char *sap_test_tmpdir(void);
 
