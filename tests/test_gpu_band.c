@@ -204,24 +204,9 @@ static void timing_case(void)
 
 int main(void)
 {
-    if (!sap_has_cuda()) {
-        printf("test_gpu_band: no CUDA support, skipped\n");
-        return 77;
-    }
-    const char *dr = getenv("SAP_TEST_GPU_DRYRUN");
-    sap_context_config cfg;
-    sap_context_config_init(&cfg);
-    cfg.backend = dr && dr[0] == '1' ? SAP_BACKEND_CPU : SAP_BACKEND_CUDA;
-    cfg.print_level = SAP_PRINT_SILENT;
-    sap_status st = sap_context_create(&G, &cfg);
-    if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
-        printf("test_gpu_band: no CUDA device (%s), skipped\n", sap_status_name(st));
-        return 77;
-    }
-    if (st != SAP_OK) {
-        printf("test_gpu_band: creating a cuda context failed: %s\n", sap_status_name(st));
-        return 1;
-    }
+    int dryrun = 0;
+    int rc = sap_test_gpu_context("test_gpu_band", 1, &G, &dryrun);
+    if (rc) return rc;
     C = sap_test_context(SAP_BACKEND_CPU);
     static const struct {
         sap_int n, K;
@@ -237,7 +222,7 @@ int main(void)
                 compare_case(cases[c].n, cases[c].K, cases[c].d, cases[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT);
             }
     boosted_case();
-    if (!(dr && dr[0] == '1')) timing_case();
+    if (!dryrun) timing_case();
     sap_context_destroy(C);
     sap_context_destroy(G);
     return sap_test_finish("test_gpu_band");

@@ -821,25 +821,8 @@ static void test_alloc_failures(void)
 
 int main(void)
 {
-    if (!sap_has_cuda()) {
-        printf("test_gpu_kernels: no CUDA support, skipped\n");
-        return 77;
-    }
-    const char *dr = getenv("SAP_TEST_GPU_DRYRUN");
-    dryrun = dr && dr[0] == '1';
-    sap_context_config cfg;
-    sap_context_config_init(&cfg);
-    cfg.backend = dryrun ? SAP_BACKEND_CPU : SAP_BACKEND_CUDA;
-    cfg.print_level = SAP_PRINT_SILENT;
-    sap_status st = sap_context_create(&G.ctx, &cfg);
-    if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
-        printf("test_gpu_kernels: no CUDA device (%s), skipped\n", sap_status_name(st));
-        return 77;
-    }
-    if (st != SAP_OK) {
-        printf("test_gpu_kernels: creating a cuda context failed: %s\n", sap_status_name(st));
-        return 1;
-    }
+    int rc = sap_test_gpu_context("test_gpu_kernels", 1, &G.ctx, &dryrun);
+    if (rc) return rc;
     G.ops = dryrun ? sap__backend_cpu_ops() : sap__backend_cuda_ops();
     C.ctx = sap_test_context(SAP_BACKEND_CPU);
     C.ops = sap__backend_cpu_ops();

@@ -123,26 +123,8 @@ static void run_case(const system_t *S, sap_krylov_type type, int param, sap_pre
 
 int main(void)
 {
-    if (!sap_has_cuda()) {
-        printf("test_gpu_krylov: no CUDA support, skipped\n");
-        return 77;
-    }
-    /* SAP_TEST_GPU_DRYRUN=1: the "gpu" context is a second cpu context (checks the test
-     * itself where no GPU exists) */
-    const char *dr = getenv("SAP_TEST_GPU_DRYRUN");
-    sap_context_config cfg;
-    sap_context_config_init(&cfg);
-    cfg.backend = dr && dr[0] == '1' ? SAP_BACKEND_CPU : SAP_BACKEND_CUDA;
-    cfg.print_level = SAP_PRINT_SILENT;
-    sap_status st = sap_context_create(&G, &cfg);
-    if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
-        printf("test_gpu_krylov: no CUDA device (%s), skipped\n", sap_status_name(st));
-        return 77;
-    }
-    if (st != SAP_OK) {
-        printf("test_gpu_krylov: creating a cuda context failed: %s\n", sap_status_name(st));
-        return 1;
-    }
+    int rc = sap_test_gpu_context("test_gpu_krylov", 1, &G, NULL);
+    if (rc) return rc;
     C = sap_test_context(SAP_BACKEND_CPU);
     printf("device: %s\n", sap_context_device_name(G));
 

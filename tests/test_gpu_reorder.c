@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+static sap_context *G;
 #ifdef SAP_HAVE_CUDA
-static sap_context *G, *C;
+static sap_context *C;
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void)
@@ -240,24 +241,9 @@ static void real_matrices(void)
 
 int main(void)
 {
-    if (!sap_has_cuda()) {
-        printf("test_gpu_reorder: no CUDA support, skipped\n");
-        return 77;
-    }
+    int rc = sap_test_gpu_context("test_gpu_reorder", 0, &G, NULL);
+    if (rc) return rc;
 #ifdef SAP_HAVE_CUDA
-    sap_context_config cfg;
-    sap_context_config_init(&cfg);
-    cfg.backend = SAP_BACKEND_CUDA;
-    cfg.print_level = SAP_PRINT_SILENT;
-    sap_status st = sap_context_create(&G, &cfg);
-    if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
-        printf("test_gpu_reorder: no CUDA device (%s), skipped\n", sap_status_name(st));
-        return 77;
-    }
-    if (st != SAP_OK) {
-        printf("test_gpu_reorder: creating a cuda context failed: %s\n", sap_status_name(st));
-        return 1;
-    }
     C = sap_test_context(SAP_BACKEND_CPU);
     printf("device: %s\n", sap_context_device_name(G));
     G->reorder_gpu_min_nnz_graph = 0; /* force the GPU path */

@@ -129,3 +129,30 @@ double sap_test_rel_residual(const sap_csr *A, const double *x, const double *b)
     }
     return nb > 0 ? sqrt(nr / nb) : sqrt(nr);
 }
+
+int sap_test_gpu_context(const char *name, int allow_dryrun, sap_context **G, int *dryrun)
+{
+    *G = NULL;
+    if (dryrun) *dryrun = 0;
+    if (!sap_has_cuda()) {
+        printf("%s: no CUDA support, skipped\n", name);
+        return 77;
+    }
+    const char *dr = getenv("SAP_TEST_GPU_DRYRUN");
+    const int dry = allow_dryrun && dr && dr[0] == '1';
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = dry ? SAP_BACKEND_CPU : SAP_BACKEND_CUDA;
+    cfg.print_level = SAP_PRINT_SILENT;
+    sap_status st = sap_context_create(G, &cfg);
+    if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
+        printf("%s: no CUDA device (%s), skipped\n", name, sap_status_name(st));
+        return 77;
+    }
+    if (st != SAP_OK) {
+        printf("%s: creating a cuda context failed: %s\n", name, sap_status_name(st));
+        return 1;
+    }
+    if (dryrun) *dryrun = dry;
+    return 0;
+}

@@ -78,6 +78,12 @@ const char *sap_test_matrix_dir(void);
  * 'what' that is skipped and returns 0. */
 int sap_test_have_matrices(const char *what);
 
+/* The "gpu" context of a GPU test: a cuda context, or with SAP_TEST_GPU_DRYRUN=1 (when
+ * allow_dryrun) a second cpu context that checks the test itself where no GPU exists.
+ * Returns 0 with *G set (and *dryrun, which may be NULL), or the exit code for main()
+ * after printing why: 77 (skipped: no CUDA support, no device) or 1 (creation failed). */
+int sap_test_gpu_context(const char *name, int allow_dryrun, sap_context **G, int *dryrun);
+
 /* NAME.mtx.gz of the collection, or NULL (with the reason printed) when it cannot be read. */
 sap_csr *sap_test_load_matrix(sap_context *ctx, const char *name);
 
