@@ -52,13 +52,9 @@ sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P
         L->Ki[b] = kb;
     }
     /* K: the half-bandwidth of the whole matrix (capped) */
-    for (sap_int r = 0; r < n; r++) {
-        sap_int p0 = A->rowptr[r], p1 = A->rowptr[r + 1];
-        if (p0 == p1) continue;
-        sap_int a = r - A->colind[p0], c = A->colind[p1 - 1] - r;
-        if (a > Kmax) Kmax = a;
-        if (c > Kmax) Kmax = c;
-    }
+    sap_int kl = 0, ku = 0;
+    sap__csr_lower_upper(A, nt, &kl, &ku);
+    Kmax = kl > ku ? kl : ku;
     if (K_cap > 0 && Kmax > K_cap) Kmax = K_cap;
     L->K = Kmax;
     L->boff[0] = 0;

@@ -171,6 +171,11 @@ static inline int sap__threads(const sap_context *ctx)
  * equal work (entries + rows) for threads (src/matrix/csr_split.c). */
 sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target);
 
+/* Lower and upper bandwidth of a CSR with sorted rows: *kl = max(i - j), *ku = max(j - i)
+ * over the stored entries (0 when there are none), from the first and last entry of each
+ * row, on nt threads for large matrices (src/matrix/csr_split.c). */
+void sap__csr_lower_upper(const sap_csr *A, int nt, sap_int *kl, sap_int *ku);
+
 /* ---- backends ------------------------------------------------------------------------- */
 
 #ifdef SAP_HAVE_CUDA

@@ -204,17 +204,7 @@ sap_status sap__band_dims(sap_context *ctx, const sap_csr *A, sap_int *kl_out, s
     if (st < 0) return st;
     const sap_int n = A->nrows;
     sap_int kl = 0, ku = 0;
-    const int nt = A->nnz + n < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kl, ku)")
-    for (sap_int i = 0; i < n; i++) {
-        const sap_int p0 = A->rowptr[i], p1 = A->rowptr[i + 1];
-        if (p0 == p1) continue;
-        /* canonical CSR: columns sorted, so the first and last entry bound the row */
-        const sap_int lo = i - A->colind[p0], hi = A->colind[p1 - 1] - i;
-        if (lo > kl) kl = lo;
-        if (hi > ku) ku = hi;
-    }
-    (void)nt;
+    sap__csr_lower_upper(A, sap__threads(ctx), &kl, &ku);
     if (sap__mul_overflows(kl + ku + 1, n > 0 ? n : 1, SAP_NNZ_MAX))
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "band format: %lld rows x %lld diagonals overflow", (long long)n,
                          (long long)(kl + ku + 1));

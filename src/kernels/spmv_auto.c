@@ -60,12 +60,7 @@ sap_spmv_format sap__spmv_auto_format(const sap_csr *A, sap_backend backend, con
         /* a mostly full band: the values alone, no column indices (8 instead of 12 bytes
          * per entry in double, coalesced x); bench/banded's systems are dense bands */
         sap_int kl = 0, ku = 0;
-        for (sap_int i = 0; i < A->nrows; i++) {
-            const sap_int p0 = A->rowptr[i], p1 = A->rowptr[i + 1];
-            if (p0 == p1) continue;
-            if (i - A->colind[p0] > kl) kl = i - A->colind[p0];
-            if (A->colind[p1 - 1] - i > ku) ku = A->colind[p1 - 1] - i;
-        }
+        sap__csr_lower_upper(A, 1, &kl, &ku);
         if ((double)A->nrows * (double)(kl + ku + 1) <= (double)A->nnz / 0.7) {
             why = "dense band (>= 70% of the band's slots hold entries): BAND, no column indices";
             f = SAP_FORMAT_BAND;

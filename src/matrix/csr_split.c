@@ -1,4 +1,5 @@
-/* csr_split.c -- splitting CSR rows into ranges of about equal work for threads. */
+/* csr_split.c -- splitting CSR rows into ranges of about equal work for threads, and the
+ * lower / upper bandwidth from the row extents. */
 #include "sap_internal.h"
 
 sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target)
@@ -10,4 +11,20 @@ sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target)
         else hi = mid;
     }
     return lo;
+}
+
+void sap__csr_lower_upper(const sap_csr *A, int nt, sap_int *kl_out, sap_int *ku_out)
+{
+    sap_int kl = 0, ku = 0;
+    if (A->nnz + A->nrows < SAP_PAR_MIN_WORK) nt = 1;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kl, ku)")
+    for (sap_int i = 0; i < A->nrows; i++) {
+        const sap_int p0 = A->rowptr[i], p1 = A->rowptr[i + 1];
+        if (p0 == p1) continue;
+        if (i - A->colind[p0] > kl) kl = i - A->colind[p0];
+        if (A->colind[p1 - 1] - i > ku) ku = A->colind[p1 - 1] - i;
+    }
+    *kl_out = kl;
+    *ku_out = ku;
 }

@@ -158,19 +158,6 @@ static void map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *ci
     }
 }
 
-static void lower_upper(const sap_csr *A, sap_int *kl, sap_int *ku)
-{
-    sap_int l = 0, u = 0;
-    for (sap_int i = 0; i < A->nrows; i++) {
-        sap_int p0 = A->rowptr[i], p1 = A->rowptr[i + 1];
-        if (p0 == p1) continue;
-        if (i - A->colind[p0] > l) l = i - A->colind[p0];
-        if (A->colind[p1 - 1] - i > u) u = A->colind[p1 - 1] - i;
-    }
-    *kl = l;
-    *ku = u;
-}
-
 static int is_cuda(const sap_context *c) { return c->backend == SAP_BACKEND_CUDA; }
 
 /* Bytes an attempt needs on its backend (device for cuda, host for cpu): band and
@@ -496,7 +483,7 @@ static sap_status att_build(sap_solver *S, sap_solver_method m, int final, sv_at
     const sap_csr *F = att_full(S, a), *PC = att_pcm(S, a);
     if (m == SAP_METHOD_BAND_PIVOT) {
         sap_int kl, ku;
-        lower_upper(PC, &kl, &ku);
+        sap__csr_lower_upper(PC, nt, &kl, &ku);
         SAP_TRY(sap__bp_create(x, PC, kl, ku, &a->bp));
         a->t_asmbl = a->bp->t_asmbl;
         a->t_lu = a->bp->t_lu;

@@ -432,6 +432,9 @@ template <typename T> __global__ void k_fill_ul(const T *lu, T *ul, band_dev d)
 struct cuda_band_priv {
     band_dev d;
     void *dev_block; /* one allocation holding every array of d */
+    /* launch shapes, from the layout once (c_prepare): largest K_i, partition height and
+     * coupling size */
+    long long kmax, nmax, mmax;
 };
 
 static sap_status c_alloc(sap_context *ctx, size_t bytes, void **p) { return sap__cuda_malloc(ctx, bytes, p); }
@@ -493,6 +496,11 @@ static sap_status c_prepare(sap_band_fact *F)
         pv->d.bst = (double *)(dp + 10 * na);
         pv->d.counter = (unsigned long long *)(dp + 11 * na);
     }
+    for (sap_int b = 0; b < P; b++) {
+        if (L->Ki[b] > pv->kmax) pv->kmax = L->Ki[b];
+        if (L->off[b + 1] - L->off[b] > pv->nmax) pv->nmax = L->off[b + 1] - L->off[b];
+        if (L->m[b] > pv->mmax) pv->mmax = L->m[b];
+    }
     F->dev = pv;
     pv = NULL;
 cleanup:
@@ -530,9 +538,7 @@ template <typename T> static sap_status factor_t(sap_band_fact *F, sap_int *boos
     cudaStream_t s = stream_of(ctx);
     const sap_band_layout *L = &F->L;
     SAP_CUDA_CHECK(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
-    long long Kmax = 0;
-    for (sap_int b = 0; b < L->P; b++)
-        if (L->Ki[b] > Kmax) Kmax = L->Ki[b];
+    const long long Kmax = pv->kmax;
     const long long tasks = L->P + (F->coupled ? L->P : 0);
     const size_t smem = sizeof(T) * (size_t)(2 * Kmax + 2);
     if (smem > 48 * 1024)
@@ -553,11 +559,8 @@ template <typename T> static sap_status spikes_t(sap_band_fact *F)
     cudaStream_t s = stream_of(ctx);
     if (F->L.P < 2) return SAP_OK;
     /* a thread per column: all m columns of a block at once */
-    long long mmax = 0;
-    for (sap_int i = 0; i < F->L.P; i++)
-        if (F->L.m[i] > mmax) mmax = F->L.m[i];
     int threads = 32;
-    while (threads < mmax && threads < 1024) threads *= 2;
+    while (threads < pv->mmax && threads < 1024) threads *= 2;
     dim3 grid((unsigned)(F->L.P - 1), 2);
     k_spikes<T><<<grid, threads, 0, s>>>((const T *)F->lu, (const T *)F->ul, (const T *)F->B, (const T *)F->C, (T *)F->V,
                                     (T *)F->W, pv->d);
@@ -584,13 +587,8 @@ template <typename T> static sap_status block_solve_t(sap_band_fact *F, const vo
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
-    long long Kmax = 0;
-    for (sap_int b = 0; b < F->L.P; b++)
-        if (F->L.Ki[b] > Kmax) Kmax = F->L.Ki[b];
-    long long nmax = 0;
-    for (sap_int b = 0; b < F->L.P; b++)
-        if (F->L.off[b + 1] - F->L.off[b] > nmax) nmax = F->L.off[b + 1] - F->L.off[b];
-    const size_t smem = sizeof(T) * (size_t)nmax;
+    const long long Kmax = pv->kmax;
+    const size_t smem = sizeof(T) * (size_t)pv->nmax;
     const bool use_smem = smem <= 48 * 1024;
     const T *lu = (const T *)F->lu;
     if (Kmax <= 32) {
@@ -612,10 +610,7 @@ template <typename T> static sap_status reduced_solve_t(sap_band_fact *F, const 
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
     if (F->L.P < 2) return SAP_OK;
-    long long mmax = 0;
-    for (sap_int i = 0; i < F->L.P; i++)
-        if (F->L.m[i] > mmax) mmax = F->L.m[i];
-    const size_t smem = sizeof(T) * (size_t)(mmax > 0 ? mmax : 1);
+    const size_t smem = sizeof(T) * (size_t)(pv->mmax > 0 ? pv->mmax : 1);
     if (smem > 48 * 1024)
         SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_reduced_solve<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  (int)smem));
