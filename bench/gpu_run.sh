@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # gpu_run.sh -- everything the GPU machine has to do, in one command:
-#   configure + build (Release, sm_90, -j16), the GPU tests (ctest -L gpu), bench/spmv,
+#   configure + build (Release with -lineinfo, sm_90, -j16), the GPU tests (ctest -L gpu), every
+#   GPU test under compute-sanitizer memcheck --leak-check full (step "sanitize"), bench/spmv,
 #   bench/krylov --backend cuda (when it exists), bench/banded (step "banded"), Nsight
 #   Compute metrics of the band kernels (step "ncu"), then the rest of the test suite.
 # Logs and results go to $OUT (the device tool brings back at most 8 files):
-#   build.log, gpu_tests_<date>.md, spmv.md, spmv.csv, krylov.log (+ what krylov writes),
+#   build.log, gpu_tests_<date>.md, gpu_sanitize_<date>.md, spmv.md, spmv.csv, krylov.log (+ what krylov writes),
 #   ctest_all.log.
 #
 # Usage (repository root):  SAP_COMMIT=<hash> OUT=<dir> bash bench/gpu_run.sh
@@ -20,7 +21,7 @@ cd "$ROOT"
 OUT=${OUT:-/tmp/sap_gpu_out}
 mkdir -p "$OUT"
 BUILD=${SAP_GPU_BUILD:-$ROOT/build-gpu}
-STEPS=${SAP_GPU_STEPS:-"build gpu spmv krylov all"}
+STEPS=${SAP_GPU_STEPS:-"build gpu sanitize spmv krylov all"}
 DATE=$(date -u +%Y-%m-%d)
 STAMP=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 if [ -z "${SAP_COMMIT:-}" ]; then
@@ -37,7 +38,8 @@ elapsed() { echo $(( $(date +%s) - t0 )); }
 if has build; then
   {
     echo "== configure $(date -u)"; nvcc --version | tail -2
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSAP_ENABLE_CUDA=ON
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSAP_ENABLE_CUDA=ON \
+      -DCMAKE_CUDA_FLAGS=-lineinfo
     echo "== build"
     cmake --build "$BUILD" -j16
   } > "$OUT/build.log" 2>&1
@@ -91,6 +93,35 @@ if has gpu; then
   rm -f "$OUT/gpu_tests.raw"
   echo "gpu tests: rc=$rc ($(elapsed) s)"
   grep -E "tests passed|tests failed|Failed|Passed|Not Run|Skipped" "$OUT/gpu_tests_$DATE.md" | head -20
+fi
+
+# ---- every GPU test under compute-sanitizer (memcheck with leak check) ------------------------
+if has sanitize; then
+  SAN="compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99"
+  {
+    echo "# GPU tests under compute-sanitizer ($DATE)"
+    echo
+    echo "- date: $STAMP"
+    echo "- GPU: $GPU"
+    echo "- commit: $SAP_COMMIT"
+    echo "- command: \`cd build/tests && $SAN ./test_gpu_X\` for every test_gpu_* (built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
+    echo
+    for t in "$BUILD"/tests/test_gpu_*; do
+      [ -x "$t" ] || continue
+      name=$(basename "$t")
+      (cd "$BUILD/tests" && timeout ${SAP_SANITIZE_TIMEOUT_S:-300} $SAN "./$name") > "$OUT/san.raw" 2>&1
+      rc=$?
+      echo "## $name: exit code $rc"
+      echo
+      echo '```'
+      grep -E "^=========|passed|failed|FAIL" "$OUT/san.raw" | head -200
+      echo '```'
+      echo
+    done
+  } > "$OUT/gpu_sanitize_$DATE.md"
+  rm -f "$OUT/san.raw"
+  echo "sanitize: ($(elapsed) s)"
+  grep -E "^## |ERROR SUMMARY|LEAK SUMMARY" "$OUT/gpu_sanitize_$DATE.md"
 fi
 
 # ---- SpMV benchmark -------------------------------------------------------------------------

@@ -523,6 +523,14 @@ static void c_release(sap_band_fact *F)
 
 static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
 
+/* Dynamic shared memory for n elements of T, with SMEM_PAD elements of slack: ptxas merges
+ * the unrolled remainder of a loop over a shared array (x[k], x[k+1], x[k+2] under k < n)
+ * into one wider load that can read up to 3 elements past the last one used
+ * (compute-sanitizer reported such 12-byte reads in k_reduced_solve, 2026-11-24).  The
+ * slack keeps those reads inside the allocation. */
+#define SMEM_PAD 4
+template <typename T> static inline size_t smem_elems(long long n) { return sizeof(T) * (size_t)(n + SMEM_PAD); }
+
 static int factor_threads(long long K)
 {
     long long work = (2 * K + 1) * (K > 0 ? K : 1);
@@ -540,7 +548,7 @@ template <typename T> static sap_status factor_t(sap_band_fact *F, sap_int *boos
     SAP_CUDA_CHECK(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
     const long long Kmax = pv->kmax;
     const long long tasks = L->P + (F->coupled ? L->P : 0);
-    const size_t smem = sizeof(T) * (size_t)(2 * Kmax + 2);
+    const size_t smem = smem_elems<T>(2 * Kmax + 2);
     if (smem > 48 * 1024)
         SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_factor<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     k_factor<T><<<(unsigned)tasks, factor_threads(Kmax), smem, s>>>((T *)F->lu, (T *)F->ul, pv->d, L->P, F->coupled);
@@ -588,7 +596,7 @@ template <typename T> static sap_status block_solve_t(sap_band_fact *F, const vo
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
     const long long Kmax = pv->kmax;
-    const size_t smem = sizeof(T) * (size_t)pv->nmax;
+    const size_t smem = smem_elems<T>(pv->nmax);
     const bool use_smem = smem <= 48 * 1024;
     const T *lu = (const T *)F->lu;
     if (Kmax <= 32) {
@@ -610,7 +618,7 @@ template <typename T> static sap_status reduced_solve_t(sap_band_fact *F, const 
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
     if (F->L.P < 2) return SAP_OK;
-    const size_t smem = sizeof(T) * (size_t)(pv->mmax > 0 ? pv->mmax : 1);
+    const size_t smem = smem_elems<T>(pv->mmax);
     if (smem > 48 * 1024)
         SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_reduced_solve<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  (int)smem));
