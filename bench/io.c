@@ -17,9 +17,9 @@
  *   io [MATRIX_DIR] [--out DIR] [--min-time S] [--threads N] [--only NAME] [--compare CSV] */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
-#include "sap_internal.h"
+#include "base/base.h"
 
-#include "../src/matrix/mm_text.h"
+#include "matrix/mm_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -37,7 +37,7 @@
  * command, to DIR/krylov_<backend>.csv and .md. */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
-#include "sap_backend.h"
+#include "device/device.h"
 
 #include <math.h>
 #include <stdio.h>

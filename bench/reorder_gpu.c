@@ -11,9 +11,9 @@
  * gen:synthetic:N=...,K=50 plus G3_circuit, cage11 and Andrews from $SAP_MATRIX_DIR)
  * Prints a markdown table.  Needs CUDA (prints a note and exits 0 without). */
 #include "sap.h"
-#include "sap_internal.h"
+#include "base/base.h"
 
-#include "../src/reorder/reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <math.h>
 #include <stdio.h>

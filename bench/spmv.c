@@ -30,7 +30,7 @@ int main(void)
 }
 #else
 
-#include "../src/kernels/cuda/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 
 #include <cuda_runtime_api.h>
 #include <cusparse.h>

@@ -4,8 +4,8 @@
  * bad input, the "sap-*" preconditioners, and an out-of-memory sweep. */
 #include "testing.h"
 
-#include "../src/band/band_impl.h"
-#include "../src/solve/matrix_impl.h"
+#include "band/band_impl.h"
+#include "matrix/backend_matrix.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * accounting, version queries, NULL safety. */
 #include "testing.h"
 
-#include "sap_internal.h" /* sap__error / sap__log / rng for the logging and rng checks */
+#include "base/base.h" /* sap__error / sap__log / rng for the logging and rng checks */
 
 #include <ctype.h>
 #include <stdint.h>

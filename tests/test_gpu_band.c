@@ -5,8 +5,8 @@
  * device.  SAP_TEST_GPU_DRYRUN=1 runs the "gpu" side on a second cpu context. */
 #include "testing.h"
 
-#include "../src/band/band_impl.h"
-#include "../src/solve/matrix_impl.h"
+#include "band/band_impl.h"
+#include "matrix/backend_matrix.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * Exits 77 (skipped) without CUDA or without a device. */
 #include "testing.h"
 
-#include "sap_backend.h"
+#include "device/device.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +24,7 @@ int main(void)
 }
 #else
 
-#include "../src/kernels/cuda/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 
 #include <cuda_runtime_api.h>
 

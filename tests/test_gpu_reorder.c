@@ -7,7 +7,7 @@
  * (skipped) without CUDA or without a device. */
 #include "testing.h"
 
-#include "../src/reorder/reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <float.h>
 #include <math.h>

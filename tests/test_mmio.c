@@ -6,7 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testing.h"
 
-#include "../src/matrix/mm_text.h"
+#include "matrix/mm_text.h"
 
 #include <math.h>
 #include <stdint.h>

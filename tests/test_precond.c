@@ -6,8 +6,8 @@
  * row, non-square input, and an out-of-memory sweep. */
 #include "testing.h"
 
-#include "../src/solve/precond_impl.h"
-#include "sap_backend.h"
+#include "precond/precond_impl.h"
+#include "device/device.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * out-of-memory sweep of sap_matrix_create. */
 #include "testing.h"
 
-#include "sap_backend.h"
+#include "device/device.h"
 
 #include <math.h>
 #include <stdlib.h>

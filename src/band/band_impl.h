@@ -33,7 +33,7 @@
 #ifndef SAP_BAND_IMPL_H
 #define SAP_BAND_IMPL_H
 
-#include "sap_backend.h"
+#include "device/device.h"
 
 /* Partition layout (host). */
 typedef struct sap_band_layout {

@@ -7,7 +7,7 @@
  * on the host from the CSR and uploaded (T_BC includes the upload) or, when the caller
  * has the matrix in the BAND format on the backend already (sap_band_source), filled
  * there directly. */
-#include "band_impl.h"
+#include "band/band_impl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* band_storage.c -- partition layout of a banded matrix and conversion from CSR into the
  * tall-and-thin band storage plus coupling blocks (band_impl.h describes the layout). */
-#include "band_impl.h"
+#include "band/band_impl.h"
 
 #include <math.h>
 #include <string.h>

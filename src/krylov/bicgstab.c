@@ -5,7 +5,7 @@
  * after the first half (counted 0.5, the (j+1)/(2l) rule of BiCGStab(l) with l = 1).
  * Shadow residual r0hat = r0.  Breakdown: rho = r0hat . r = 0, r0hat . v = 0, t = 0,
  * omega = 0. */
-#include "krylov_impl.h"
+#include "krylov/krylov_impl.h"
 
 sap_status sap__krylov_bicgstab(kry_solve *s)
 {

@@ -22,7 +22,7 @@
  * Right preconditioning runs on A M^-1 y = r0 with y accumulated from 0 and
  * x = x0 + M^-1 y at the end (one extra apply); left runs on M^-1 A.  Breakdown: rho0 = 0,
  * rho = r0hat.r_j = 0, gamma = r0hat.u_{j+1} = 0, sigma_j = 0, omega = gamma_l = 0. */
-#include "krylov_impl.h"
+#include "krylov/krylov_impl.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * whatever opt.side says (left and right preconditioning give the same iterates for CG).
  * One SpMV, one preconditioner apply and the fused update x += alpha p, r -= alpha q with
  * r.r per iteration.  Breakdown: p.Ap = 0 or r.z = 0 (z = M^-1 r). */
-#include "krylov_impl.h"
+#include "krylov/krylov_impl.h"
 
 sap_status sap__krylov_cg(kry_solve *s)
 {

@@ -10,7 +10,7 @@
  * or at an exit.  Right preconditioning and FGMRES monitor the true residual norm, left
  * ||M^-1 r|| / ||M^-1 b||.  h_{j+1,j} = 0 ("happy" breakdown) ends the cycle: the
  * estimate is then exact; a singular Hessenberg matrix is SAP_WARN_BREAKDOWN. */
-#include "krylov_impl.h"
+#include "krylov/krylov_impl.h"
 
 #include <string.h>
 

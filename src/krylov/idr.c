@@ -9,7 +9,7 @@
  * convergence" strategy with kappa = 0.7.  Right preconditioning updates x directly
  * (v = M^-1 v before U is formed) and monitors the true residual; left monitors
  * ||M^-1 r|| / ||M^-1 b||.  Breakdown: M(k,k) = p_k . g_k = 0, t = 0, omega = 0. */
-#include "krylov_impl.h"
+#include "krylov/krylov_impl.h"
 
 #include <string.h>
 

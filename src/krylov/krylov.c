@@ -15,7 +15,7 @@
  *  - a scalar or the residual is NaN/Inf: SAP_ERR_BREAKDOWN.
  * b = 0 gives x = 0 at once.  The message of every warning or error names the method,
  * the iteration and the quantity (sap_context_last_error). */
-#include "krylov_impl.h"
+#include "krylov/krylov_impl.h"
 
 #include <stdio.h>
 #include <string.h>

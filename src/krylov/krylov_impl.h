@@ -10,9 +10,9 @@
 #ifndef SAP_KRYLOV_IMPL_H
 #define SAP_KRYLOV_IMPL_H
 
-#include "../solve/matrix_impl.h"
-#include "../solve/precond_impl.h"
-#include "sap_backend.h"
+#include "matrix/backend_matrix.h"
+#include "precond/precond_impl.h"
+#include "device/device.h"
 
 #include <math.h>
 

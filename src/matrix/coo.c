@@ -1,5 +1,5 @@
 /* coo.c -- coordinate (triplet) matrices: create, destroy, append. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* csr.c -- compressed sparse row matrices: create, copy, canonical form from COO or
  * user arrays, invariant check, and the dense type. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <string.h>
 

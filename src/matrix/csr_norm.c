@@ -3,7 +3,7 @@
  * over a fixed blocking of the rows (SAP_NORM_CHUNKS blocks, combined in order) and the
  * column sums of the 1-norm are accumulated sequentially.  A NaN entry makes the norm
  * NaN. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <float.h>
 #include <math.h>

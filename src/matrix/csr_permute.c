@@ -1,7 +1,7 @@
 /* csr_permute.c -- B = A(p, q), permutation checks and inverses.
  * Rows of B are copied in parallel; after a column permutation each row is re-sorted
  * in place (insertion sort for short rows, introsort for long ones). */
-#include "sap_internal.h"
+#include "base/base.h"
 
 /* ---- permutations --------------------------------------------------------------------- */
 

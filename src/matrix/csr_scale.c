@@ -1,5 +1,5 @@
 /* csr_scale.c -- A = diag(r) * A * diag(c) in place (rows in parallel). */
-#include "sap_internal.h"
+#include "base/base.h"
 
 sap_status sap_csr_scale(sap_csr *A, const double *r, const double *c)
 {

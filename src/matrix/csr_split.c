@@ -1,6 +1,6 @@
 /* csr_split.c -- splitting CSR rows into ranges of about equal work for threads, and the
  * lower / upper bandwidth from the row extents. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target)
 {

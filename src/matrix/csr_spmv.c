@@ -1,7 +1,7 @@
 /* csr_spmv.c -- y = alpha*A*x + beta*y on the host.  Threads get contiguous row ranges
  * balanced by nnz + rows; every y_i is computed by one thread in the same order, so the
  * result does not depend on the thread count. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <string.h>
 static void spmv_rows(const sap_csr *A, sap_int r0, sap_int r1, double alpha, const double *x, double beta,

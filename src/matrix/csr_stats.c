@@ -4,7 +4,7 @@
  * lower entries only when some of them lack a mirror) plus the norms of csr_norm.c.  Every
  * reduction is an integer sum, a max or a min, so the result does not depend on the
  * thread count.  A must be canonical (sorted rows). */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* csr_symmetric.c -- full matrix from one stored triangle, and alpha*A + beta*A^T.
  * Both are a row-by-row merge of A with its transpose: O(nnz + n), rows in parallel. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <string.h>
 

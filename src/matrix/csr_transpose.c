@@ -4,7 +4,7 @@
  * by nnz) and its own column counts; a column's entries from block t go after those of
  * blocks < t, so the rows of AT are still sorted.  The canonical transpose is unique, so
  * the result is the same for any thread count. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 static void transpose_serial(const sap_csr *A, sap_csr *T)
 {

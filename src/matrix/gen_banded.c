@@ -7,7 +7,7 @@
  * not a sequential stream.  Rows are therefore generated independently (in parallel
  * under OpenMP) and the output is bit-identical for any thread count.  Memory use is
  * the CSR itself plus O(n) temporaries (synthetic only). */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * Natural (lexicographic) ordering with x fastest: grid point (x, y) is row x + nx y,
  * (x, y, z) is row x + nx (y + ny z).  The diagonal is 4 (2D) or 6 (3D), every neighbour
  * -1, so nnz = 5 n - 2 (nx + ny) in 2D and 7 n - 2 (nx ny + ny nz + nx nz) in 3D. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 /* The stencil in column order: offsets -sz, -sy, -1, 0, +1, +sy, +sz (a dimension of
  * extent 1 contributes nothing).  dims[d] is the extent, stride[d] its row stride. */

@@ -22,7 +22,7 @@
  *    16-point Gauss-Legendre: the integrand is smooth there (E1's logarithmic singularity
  *    at 0 lies at least 3 half-widths from the interval's centre), so the rule is
  *    accurate to rounding and all its terms are positive. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <float.h>
 #include <math.h>

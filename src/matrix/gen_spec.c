@@ -6,7 +6,7 @@
  * as long as the value is integral; real values are anything strtod reads that is
  * finite; booleans are 0/1/true/false/yes/no/on/off.  Every error is SAP_ERR_INVALID
  * with a message that names the key and lists the valid ones. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <ctype.h>
 #include <errno.h>

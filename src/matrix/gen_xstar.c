@@ -5,7 +5,7 @@
  *  SAP_XSTAR_PARABOLA  x_i = 1 + 399 (1 - ((i - c) / c)^2), c = (n - 1) / 2: 1 at both
  *                      ends, 400 in the middle (n = 1 gives 400);
  *  SAP_XSTAR_ONES      x_i = 1. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 static inline uint64_t mix64(uint64_t z)
 {

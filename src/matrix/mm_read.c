@@ -29,7 +29,7 @@
  *  - The size line may declare at most rows*cols coordinate entries; sizes beyond int64,
  *    or needing more memory than the machine has, give SAP_ERR_TOO_LARGE. */
 #define _POSIX_C_SOURCE 200809L
-#include "mm_text.h"
+#include "matrix/mm_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>

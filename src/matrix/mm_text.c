@@ -1,9 +1,9 @@
 /* mm_text.c -- whole-file loading (plain or gzip), the buffered output sink, and the
  * number conversions of the Matrix Market reader and writer (see mm_text.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "mm_text.h"
+#include "matrix/mm_text.h"
 
-#include "mm_pow5.h"
+#include "matrix/mm_pow5.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
 #ifndef SAP_MM_TEXT_H
 #define SAP_MM_TEXT_H
 
-#include "sap_internal.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdbool.h>

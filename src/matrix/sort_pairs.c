@@ -1,6 +1,6 @@
 /* sort_pairs.c -- sorts (column, value) pairs by column in place: insertion sort for
  * short rows, introsort (quicksort + heapsort fallback) for long ones. */
-#include "sap_internal.h"
+#include "base/base.h"
 
 static inline void swap_pair(sap_int *c, double *v, sap_int a, sap_int b)
 {

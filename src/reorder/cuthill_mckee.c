@@ -19,7 +19,7 @@
  * positions, so max_pos(neighbours) - k is its row's reach.  The envelopes of the CM
  * ordering and of its reverse come the same way; the reverse has the same bandwidth on
  * a symmetric pattern, and AUTO keeps the smaller envelope. */
-#include "reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <string.h>
 

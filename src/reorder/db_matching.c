@@ -23,7 +23,7 @@
  * A search that finds no free column means A is structurally singular; the structural
  * rank is then computed by the maximum-matching DFS, warm-started from the partial
  * matching, and reported. */
-#include "reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <math.h>
 #include <string.h>

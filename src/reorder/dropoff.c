@@ -6,7 +6,7 @@
  * total is summed from h in the same order as the prefix, so delta = 1 reaches the
  * total exactly at the last non-zero distance.  Rows are split over threads, each with
  * its own histogram, merged in a fixed order (deterministic for a given thread count). */
-#include "reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -7,7 +7,7 @@
  * row_perm[i] = row_perm_prev[p_s[i]] and col_perm[j] = col_perm_prev[q_s[j]].  DB permutes
  * rows only; CM and the third stage are symmetric.  Scaling (DB) multiplies each entry as
  * (r_i * a_ij) * c_j, and sap_reorder_undo_matrix divides in the reverse order. */
-#include "reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <math.h>
 #include <string.h>

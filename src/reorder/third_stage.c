@@ -6,7 +6,7 @@
  * The blocks are independent: they are ordered in parallel, each thread with its own CM
  * workspace sized for the largest block (the CM core never allocates).  A block whose
  * CM ordering is not narrower than its current order keeps the identity. */
-#include "reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
  * lookahead costs O(nnz) over the whole run.  Columns visited by one search are stamped
  * with its root so no search enters a column twice.  Worst case O(n nnz), linear in
  * practice. */
-#include "reorder_internal.h"
+#include "reorder/reorder_internal.h"
 
 #include <string.h>
 

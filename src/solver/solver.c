@@ -23,8 +23,8 @@
  * at setup (original entry -> R->A entry -> attempt entries), scaled with the DB scaling
  * factors of the setup; the current attempt then redoes only its numeric work. */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
-#include "../band/band_impl.h"
-#include "solver_internal.h"
+#include "band/band_impl.h"
+#include "solver/solver_internal.h"
 
 #include <math.h>
 #include <stdarg.h>

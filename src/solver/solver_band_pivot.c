@@ -2,7 +2,7 @@
  * dgbtrs (banded LU with partial pivoting) on the host.  The Fortran symbols are declared
  * here (no LAPACKE needed); the library links LAPACK when CMake finds it and defines
  * SAP_HAVE_LAPACK, otherwise the method reports SAP_ERR_NOT_COMPILED. */
-#include "solver_internal.h"
+#include "solver/solver_internal.h"
 
 #include <limits.h>
 #include <math.h>

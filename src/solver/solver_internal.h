@@ -3,7 +3,7 @@
 #ifndef SAP_SOLVER_INTERNAL_H
 #define SAP_SOLVER_INTERNAL_H
 
-#include "sap_internal.h"
+#include "base/base.h"
 
 /* ---- banded LU with partial pivoting on the host (solver_band_pivot.c) ------------------ */
 

@@ -1,6 +1,6 @@
 /* solver_options.c -- sap_solver options: defaults, method names, setting by name. */
 #define _POSIX_C_SOURCE 200809L /* strcasecmp under -std=c11 */
-#include "solver_internal.h"
+#include "solver/solver_internal.h"
 
 #include <ctype.h>
 #include <errno.h>

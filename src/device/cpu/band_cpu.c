@@ -1,0 +1,70 @@
+/* band_cpu.c -- the cpu implementation of the band kernel table (band_impl.h): batched
+ * LU / UL without pivoting with pivot boosting, truncated spikes, reduced systems and
+ * the banded sweeps, in float and double, OpenMP across partitions.
+ * PARTIAL: no parallelism inside one partition yet (P >= threads is what the automatic
+ * choice picks on the cpu, so the threads are busy except for P < threads). */
+#include "band/band_impl.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T double
+#define F(name) band_##name##_d
+#include "device/cpu/band_cpu_t.h"
+#undef T
+#undef F
+
+#define T float
+#define F(name) band_##name##_s
+#include "device/cpu/band_cpu_t.h"
+#undef T
+#undef F
+
+#define DISPATCH(fn, Fa, ...) ((Fa)->prec == SAP_FLOAT ? band_##fn##_s(Fa, __VA_ARGS__) : band_##fn##_d(Fa, __VA_ARGS__))
+
+static sap_status cpu_mem_alloc(sap_context *ctx, size_t bytes, void **p)
+{
+    *p = sap__alloc(ctx, bytes, 1, false, __FILE__, __LINE__);
+    return *p || bytes == 0 ? SAP_OK : sap__alloc_failure(bytes, 1);
+}
+static void cpu_mem_free(sap_context *ctx, void *p) { sap__free(ctx, p); }
+static sap_status cpu_mem_upload(sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    if (bytes) memcpy(dst, src, bytes);
+    return SAP_OK;
+}
+static sap_status cpu_factor(sap_band_fact *Fa, sap_int *boosted) { return DISPATCH(factor, Fa, boosted); }
+static sap_status cpu_spikes(sap_band_fact *Fa)
+{
+    return Fa->prec == SAP_FLOAT ? band_spikes_s(Fa) : band_spikes_d(Fa);
+}
+static sap_status cpu_reduced_factor(sap_band_fact *Fa)
+{
+    return Fa->prec == SAP_FLOAT ? band_reduced_factor_s(Fa) : band_reduced_factor_d(Fa);
+}
+static sap_status cpu_block_solve(sap_band_fact *Fa, const void *r, void *z) { return DISPATCH(block_solve, Fa, r, z); }
+static sap_status cpu_reduced_solve(sap_band_fact *Fa, const void *g) { return DISPATCH(reduced_solve, Fa, g); }
+static sap_status cpu_purify(sap_band_fact *Fa, const void *r, void *f) { return DISPATCH(purify, Fa, r, f); }
+static sap_status cpu_fill_from_band(sap_band_fact *Fa, const sap_band_source *src, double *norms)
+{
+    return DISPATCH(fill_from_band, Fa, src, norms);
+}
+
+static const sap_band_kernels cpu_band_kernels = {
+    .name = "cpu",
+    .mem_alloc = cpu_mem_alloc,
+    .mem_free = cpu_mem_free,
+    .mem_upload = cpu_mem_upload,
+    .factor = cpu_factor,
+    .spikes = cpu_spikes,
+    .reduced_factor = cpu_reduced_factor,
+    .block_solve = cpu_block_solve,
+    .reduced_solve = cpu_reduced_solve,
+    .purify = cpu_purify,
+    .fill_from_band = cpu_fill_from_band,
+};
+
+const sap_band_kernels *sap__band_kernels_cpu(void) { return &cpu_band_kernels; }

@@ -1,0 +1,492 @@
+/* cpu_backend.c -- the cpu backend's kernel table (sap__backend_cpu_ops): vectors in host
+ * memory, BLAS-1 (cpu_blas.c) and SpMV (cpu_spmv.c) in double and float, and the sparse
+ * matrices in the four formats (built with the host conversions of formats.c). */
+#include "device/cpu/cpu_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ESIZE(prec) ((prec) == SAP_FLOAT ? sizeof(float) : sizeof(double))
+#define IS_D(v) ((v)->prec == SAP_DOUBLE)
+
+/* ---- argument checks ----------------------------------------------------------------- */
+
+static sap_status check_vec(sap_context *ctx, const char *fn, const sap_vec *v)
+{
+    if (!v || v->n < 0 || (v->n > 0 && !v->data) || (v->prec != SAP_DOUBLE && v->prec != SAP_FLOAT))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu %s: invalid vector argument", fn);
+    return SAP_OK;
+}
+
+static sap_status check2(sap_context *ctx, const char *fn, const sap_vec *x, const sap_vec *y, int same_prec)
+{
+    sap_status st = check_vec(ctx, fn, x);
+    if (st == SAP_OK) st = check_vec(ctx, fn, y);
+    if (st < 0) return st;
+    if (x->n != y->n)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu %s: vector lengths differ (%lld and %lld)", fn, (long long)x->n,
+                         (long long)y->n);
+    if (same_prec && x->prec != y->prec)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu %s: vectors of different precisions", fn);
+    return SAP_OK;
+}
+
+#define CHECK2(fn, x, y)                                                                                               \
+    do {                                                                                                               \
+        sap_status s__ = check2(ctx, fn, x, y, 1);                                                                     \
+        if (s__ < 0) return s__;                                                                                       \
+    } while (0)
+
+/* ---- vectors --------------------------------------------------------------------------- */
+
+static sap_status vec_create(sap_context *ctx, sap_int n, sap_precision prec, sap_vec *v)
+{
+    if (!v || n < 0 || (prec != SAP_DOUBLE && prec != SAP_FLOAT))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu vec_create: invalid arguments");
+    v->n = n;
+    v->prec = prec;
+    v->data = sap__alloc(ctx, (size_t)n, ESIZE(prec), true, __FILE__, __LINE__);
+    if (!v->data) {
+        v->n = 0;
+        return SAP_ERR_OUT_OF_MEMORY;
+    }
+    return SAP_OK;
+}
+
+static void vec_destroy(sap_context *ctx, sap_vec *v)
+{
+    if (!v) return;
+    sap__free(ctx, v->data);
+    v->data = NULL;
+    v->n = 0;
+}
+
+static sap_status vec_upload(sap_context *ctx, sap_vec *v, const double *host)
+{
+    sap_status st = check_vec(ctx, "vec_upload", v);
+    if (st < 0) return st;
+    if (v->n > 0 && !host) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu vec_upload: host array is NULL");
+    const sap_int n = v->n;
+    int nt = sap__cpu_nt(ctx, n);
+    (void)nt;
+    if (IS_D(v)) {
+        if (n > 0) memcpy(v->data, host, sizeof(double) * (size_t)n);
+    } else {
+        float *d = v->data;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 8192)")
+        for (sap_int i = 0; i < n; i++) d[i] = (float)host[i];
+    }
+    return SAP_OK;
+}
+
+static sap_status vec_download(sap_context *ctx, const sap_vec *v, double *host)
+{
+    sap_status st = check_vec(ctx, "vec_download", v);
+    if (st < 0) return st;
+    if (v->n > 0 && !host) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu vec_download: host array is NULL");
+    const sap_int n = v->n;
+    int nt = sap__cpu_nt(ctx, n);
+    (void)nt;
+    if (IS_D(v)) {
+        if (n > 0) memcpy(host, v->data, sizeof(double) * (size_t)n);
+    } else {
+        const float *d = v->data;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 8192)")
+        for (sap_int i = 0; i < n; i++) host[i] = (double)d[i];
+    }
+    return SAP_OK;
+}
+
+static sap_status copy(sap_context *ctx, const sap_vec *x, sap_vec *y)
+{
+    sap_status st = check2(ctx, "copy", x, y, 0);
+    if (st < 0) return st;
+    const sap_int n = x->n;
+    if (x->data == y->data && x->prec == y->prec) return SAP_OK;
+    int nt = sap__cpu_nt(ctx, n);
+    (void)nt;
+    if (x->prec == y->prec) {
+        /* memcpy by chunks, in parallel for long vectors */
+        const size_t es = ESIZE(x->prec);
+        const sap_int chunk = 1 << 16, nch = (n + chunk - 1) / chunk;
+        char *dst = y->data;
+        const char *src = x->data;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+        for (sap_int c = 0; c < nch; c++) {
+            const sap_int i0 = c * chunk, len = n - i0 < chunk ? n - i0 : chunk;
+            memcpy(dst + (size_t)i0 * es, src + (size_t)i0 * es, (size_t)len * es);
+        }
+    } else if (IS_D(x)) {
+        const double *a = x->data;
+        float *b = y->data;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 8192)")
+        for (sap_int i = 0; i < n; i++) b[i] = (float)a[i];
+    } else {
+        const float *a = x->data;
+        double *b = y->data;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 8192)")
+        for (sap_int i = 0; i < n; i++) b[i] = (double)a[i];
+    }
+    return SAP_OK;
+}
+
+static sap_status set(sap_context *ctx, sap_vec *x, double a)
+{
+    sap_status st = check_vec(ctx, "set", x);
+    if (st < 0) return st;
+    if (IS_D(x)) sap__cpu_set_d(ctx, x->n, x->data, a);
+    else sap__cpu_set_s(ctx, x->n, x->data, a);
+    return SAP_OK;
+}
+
+static sap_status scale(sap_context *ctx, sap_vec *x, double a)
+{
+    sap_status st = check_vec(ctx, "scale", x);
+    if (st < 0) return st;
+    if (IS_D(x)) sap__cpu_scale_d(ctx, x->n, x->data, a);
+    else sap__cpu_scale_s(ctx, x->n, x->data, a);
+    return SAP_OK;
+}
+
+static sap_status axpby(sap_context *ctx, double a, const sap_vec *x, double b, sap_vec *y)
+{
+    CHECK2("axpby", x, y);
+    if (IS_D(x)) sap__cpu_axpby_d(ctx, x->n, a, x->data, b, y->data);
+    else sap__cpu_axpby_s(ctx, x->n, a, x->data, b, y->data);
+    return SAP_OK;
+}
+
+static sap_status axpbypcz(sap_context *ctx, double a, const sap_vec *x, double b, const sap_vec *y, double c,
+                           sap_vec *z)
+{
+    CHECK2("axpbypcz", x, y);
+    CHECK2("axpbypcz", x, z);
+    if (IS_D(x)) sap__cpu_axpbypcz_d(ctx, x->n, a, x->data, b, y->data, c, z->data);
+    else sap__cpu_axpbypcz_s(ctx, x->n, a, x->data, b, y->data, c, z->data);
+    return SAP_OK;
+}
+
+static sap_status pointwise_mult(sap_context *ctx, const sap_vec *x, const sap_vec *y, sap_vec *z)
+{
+    CHECK2("pointwise_mult", x, y);
+    CHECK2("pointwise_mult", x, z);
+    if (IS_D(x)) sap__cpu_pmult_d(ctx, x->n, x->data, y->data, z->data);
+    else sap__cpu_pmult_s(ctx, x->n, x->data, y->data, z->data);
+    return SAP_OK;
+}
+
+static sap_status check_k(sap_context *ctx, const char *fn, int k, const sap_vec *x, const sap_vec *y)
+{
+    if (k < 0 || k > 64 || (k > 0 && !x)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu %s: k = %d outside 0..64", fn, k);
+    for (int i = 0; i < k; i++) {
+        sap_status st = check2(ctx, fn, &x[i], y, 1);
+        if (st < 0) return st;
+    }
+    return check_vec(ctx, fn, y);
+}
+
+static sap_status maxpy(sap_context *ctx, int k, const double *a, const sap_vec *x, sap_vec *y)
+{
+    sap_status st = check_k(ctx, "maxpy", k, x, y);
+    if (st < 0) return st;
+    if (k == 0) return SAP_OK;
+    if (!a) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu maxpy: coefficients are NULL");
+    const void *px[64];
+    for (int i = 0; i < k; i++) px[i] = x[i].data;
+    if (IS_D(y)) sap__cpu_maxpy_d(ctx, y->n, k, a, (const double *const *)px, y->data);
+    else sap__cpu_maxpy_s(ctx, y->n, k, a, (const float *const *)px, y->data);
+    return SAP_OK;
+}
+
+static sap_status mdot(sap_context *ctx, int k, const sap_vec *x, const sap_vec *y, double *r)
+{
+    sap_status st = check_k(ctx, "mdot", k, x, y);
+    if (st < 0) return st;
+    if (k == 0) return SAP_OK;
+    if (!r) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu mdot: result is NULL");
+    const void *px[64];
+    for (int i = 0; i < k; i++) px[i] = x[i].data;
+    if (IS_D(y)) sap__cpu_mdot_d(ctx, y->n, k, (const double *const *)px, y->data, r);
+    else sap__cpu_mdot_s(ctx, y->n, k, (const float *const *)px, y->data, r);
+    return SAP_OK;
+}
+
+static sap_status dot(sap_context *ctx, const sap_vec *x, const sap_vec *y, double *result)
+{
+    CHECK2("dot", x, y);
+    if (!result) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu dot: result is NULL");
+    const void *px[1] = {x->data};
+    if (IS_D(y)) sap__cpu_mdot_d(ctx, y->n, 1, (const double *const *)px, y->data, result);
+    else sap__cpu_mdot_s(ctx, y->n, 1, (const float *const *)px, y->data, result);
+    return SAP_OK;
+}
+
+static sap_status nrm2(sap_context *ctx, const sap_vec *x, double *result)
+{
+    sap_status st = dot(ctx, x, x, result);
+    if (st == SAP_OK) *result = sqrt(*result);
+    return st;
+}
+
+static sap_status axpby_nrm2(sap_context *ctx, double a, const sap_vec *x, double b, sap_vec *y, double *nrm)
+{
+    CHECK2("axpby_nrm2", x, y);
+    if (!nrm) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu axpby_nrm2: result is NULL");
+    if (IS_D(x)) *nrm = sap__cpu_axpby_nrm2_d(ctx, x->n, a, x->data, b, y->data);
+    else *nrm = sap__cpu_axpby_nrm2_s(ctx, x->n, a, x->data, b, y->data);
+    return SAP_OK;
+}
+
+static sap_status cg_update(sap_context *ctx, double alpha, const sap_vec *p, const sap_vec *q, sap_vec *x, sap_vec *r,
+                            double *rr)
+{
+    CHECK2("cg_update", p, q);
+    CHECK2("cg_update", p, x);
+    CHECK2("cg_update", p, r);
+    if (!rr) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu cg_update: result is NULL");
+    if (IS_D(p)) *rr = sap__cpu_cg_update_d(ctx, p->n, alpha, p->data, q->data, x->data, r->data);
+    else *rr = sap__cpu_cg_update_s(ctx, p->n, alpha, p->data, q->data, x->data, r->data);
+    return SAP_OK;
+}
+
+static sap_status synchronize(sap_context *ctx)
+{
+    (void)ctx;
+    return SAP_OK;
+}
+
+/* ---- sparse matrices ---------------------------------------------------------------------- */
+
+static void mat_free(sap_context *ctx, sap_cpu_mat *m)
+{
+    if (!m) return;
+    sap__free(ctx, m->rowptr);
+    sap__free(ctx, m->col32);
+    sap__free(ctx, m->col64);
+    sap__free(ctx, m->val);
+    sap__free(ctx, m->ell_col);
+    sap__free(ctx, m->ell_val);
+    sap__free(ctx, m->slice_ptr);
+    sap__free(ctx, m->slice_width);
+    sap__free(ctx, m->sl_col);
+    sap__free(ctx, m->sl_val);
+    sap__free(ctx, m->band_val);
+    sap__free(ctx, m);
+}
+
+static void spmat_destroy(sap_context *ctx, sap_spmat *M)
+{
+    if (!M) return;
+    mat_free(ctx, M->impl);
+    sap__free(ctx, M);
+}
+
+/* Moves a double array into the matrix in its precision (converting to float). */
+static sap_status take_values(sap_context *ctx, double **src, sap_int count, sap_precision prec, void **dst)
+{
+    if (prec == SAP_DOUBLE) {
+        *dst = *src;
+        *src = NULL;
+        return SAP_OK;
+    }
+    float *f = sap__alloc(ctx, (size_t)count, sizeof(float), false, __FILE__, __LINE__);
+    if (!f) return SAP_ERR_OUT_OF_MEMORY;
+    for (sap_int i = 0; i < count; i++) f[i] = (float)(*src)[i];
+    sap__free(ctx, *src);
+    *src = NULL;
+    *dst = f;
+    return SAP_OK;
+}
+
+/* Writes v[i] into a value array of the matrix' precision. */
+static inline void put_value(void *arr, sap_precision prec, sap_int q, double v)
+{
+    if (prec == SAP_DOUBLE) ((double *)arr)[q] = v;
+    else ((float *)arr)[q] = (float)v;
+}
+
+static sap_status spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_format fmt, sap_precision prec,
+                               sap_spmat **out)
+{
+    if (!A || !out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_create: NULL argument");
+    *out = NULL;
+    if (prec != SAP_DOUBLE && prec != SAP_FLOAT)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_create: unknown precision %d", (int)prec);
+    if (fmt < SAP_FORMAT_AUTO || fmt > SAP_FORMAT_BAND)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_create: unknown format %d", (int)fmt);
+    sap_status st = SAP_OK;
+    sap_spmat *M = NULL;
+    sap_cpu_mat *m = NULL;
+    sap_ell_host E;
+    sap_sellp_host S;
+    sap_hec_host H;
+    memset(&E, 0, sizeof(E));
+    memset(&S, 0, sizeof(S));
+    memset(&H, 0, sizeof(H));
+    const sap_int n = A->nrows, nnz = A->nnz;
+    SAP_CALLOC(ctx, M, 1);
+    SAP_CALLOC(ctx, m, 1);
+    M->impl = m;
+    M->nrows = n;
+    M->ncols = A->ncols;
+    M->nnz = nnz;
+    M->prec = prec;
+    M->format = fmt;
+    M->reason = "requested";
+    if (fmt == SAP_FORMAT_AUTO) {
+        M->format = SAP_FORMAT_CSR;
+        M->reason = "cpu backend: row-parallel CSR moves the fewest bytes on a CPU (the padded formats help GPUs)";
+    }
+    switch (M->format) {
+    case SAP_FORMAT_ELL:
+        SAP_TRY(sap__ell_from_csr(ctx, A, -1, &E));
+        m->width = M->ell_width = E.width;
+        m->ell_col = E.col;
+        E.col = NULL;
+        SAP_TRY(take_values(ctx, &E.val, n * E.width, prec, &m->ell_val));
+        break;
+    case SAP_FORMAT_SELLP:
+        SAP_TRY(sap__sellp_from_csr(ctx, A, &S));
+        m->nslices = S.nslices;
+        m->slice_ptr = S.slice_ptr;
+        m->slice_width = S.slice_width;
+        m->sl_col = S.col;
+        S.slice_ptr = S.slice_width = NULL;
+        S.col = NULL;
+        for (sap_int s = 0; s < m->nslices; s++)
+            if (m->slice_width[s] > M->ell_width) M->ell_width = m->slice_width[s];
+        SAP_TRY(take_values(ctx, &S.val, m->slice_ptr[m->nslices], prec, &m->sl_val));
+        break;
+    case SAP_FORMAT_HEC:
+        SAP_TRY(sap__hec_from_csr(ctx, A, &H));
+        m->width = M->ell_width = H.ell.width;
+        m->ell_col = H.ell.col;
+        H.ell.col = NULL;
+        SAP_TRY(take_values(ctx, &H.ell.val, n * H.ell.width, prec, &m->ell_val));
+        m->rowptr = H.csr_rowptr;
+        m->col32 = H.csr_col;
+        H.csr_rowptr = NULL;
+        H.csr_col = NULL;
+        SAP_TRY(take_values(ctx, &H.csr_val, m->rowptr[n], prec, &m->val));
+        break;
+    case SAP_FORMAT_BAND: {
+        int64_t slots = 0;
+        SAP_TRY(sap__band_dims(ctx, A, &m->kl, &m->ku, &slots));
+        m->band_val = sap__alloc(ctx, (size_t)(slots > 0 ? slots : 1), ESIZE(prec), false, __FILE__, __LINE__);
+        if (!m->band_val) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the band (%lld slots)", (long long)slots);
+        sap__band_fill_values(ctx, A, m->kl, m->ku, prec, m->band_val);
+        M->ell_width = m->kl + m->ku + 1;
+        break;
+    }
+    default: /* CSR */
+        SAP_ALLOC(ctx, m->rowptr, n + 1);
+        memcpy(m->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(n + 1));
+        if (A->ncols <= INT32_MAX) {
+            SAP_ALLOC(ctx, m->col32, nnz);
+            for (sap_int p = 0; p < nnz; p++) m->col32[p] = (int32_t)A->colind[p];
+        } else {
+            SAP_ALLOC(ctx, m->col64, nnz);
+            memcpy(m->col64, A->colind, sizeof(sap_int) * (size_t)nnz);
+        }
+        m->val = sap__alloc(ctx, (size_t)nnz, ESIZE(prec), false, __FILE__, __LINE__);
+        if (!m->val && nnz > 0) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the CSR values");
+        for (sap_int p = 0; p < nnz; p++) put_value(m->val, prec, p, A->val[p]);
+        break;
+    }
+    *out = M;
+    M = NULL;
+cleanup:
+    sap__ell_free(ctx, &E);
+    sap__sellp_free(ctx, &S);
+    sap__hec_free(ctx, &H);
+    spmat_destroy(ctx, M);
+    return st;
+}
+
+static sap_status spmat_update_values(sap_context *ctx, sap_spmat *M, const sap_csr *A)
+{
+    if (!M || !A || !M->impl) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_update_values: NULL argument");
+    if (A->nrows != M->nrows || A->ncols != M->ncols || A->nnz != M->nnz)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_update_values: the pattern changed (%lld x %lld, nnz %lld)",
+                         (long long)A->nrows, (long long)A->ncols, (long long)A->nnz);
+    sap_cpu_mat *m = M->impl;
+    const sap_int n = M->nrows;
+    const sap_precision prec = M->prec;
+    if (M->format == SAP_FORMAT_BAND) {
+        sap__band_fill_values(ctx, A, m->kl, m->ku, prec, m->band_val);
+        return SAP_OK;
+    }
+    for (sap_int i = 0; i < n; i++) {
+        const sap_int p0 = A->rowptr[i], len = A->rowptr[i + 1] - p0;
+        for (sap_int k = 0; k < len; k++) {
+            const double v = A->val[p0 + k];
+            switch (M->format) {
+            case SAP_FORMAT_ELL: put_value(m->ell_val, prec, i + k * n, v); break;
+            case SAP_FORMAT_SELLP: {
+                const sap_int s = i / SAP_SELLP_SLICE, r = i % SAP_SELLP_SLICE;
+                put_value(m->sl_val, prec, m->slice_ptr[s] + r + k * SAP_SELLP_SLICE, v);
+                break;
+            }
+            case SAP_FORMAT_HEC:
+                if (k < m->width) put_value(m->ell_val, prec, i + k * n, v);
+                else put_value(m->val, prec, m->rowptr[i] + k - m->width, v);
+                break;
+            default: put_value(m->val, prec, p0 + k, v); break;
+            }
+        }
+    }
+    return SAP_OK;
+}
+
+static sap_status spmv(sap_context *ctx, const sap_spmat *M, double alpha, const sap_vec *x, double beta, sap_vec *y)
+{
+    if (!M || !M->impl) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmv: NULL matrix");
+    sap_status st = check_vec(ctx, "spmv", x);
+    if (st == SAP_OK) st = check_vec(ctx, "spmv", y);
+    if (st < 0) return st;
+    if (x->n != M->ncols || y->n != M->nrows || x->prec != M->prec || y->prec != M->prec)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID,
+                         "cpu spmv: vectors (%lld, %lld) do not match the %lld x %lld matrix or its precision",
+                         (long long)x->n, (long long)y->n, (long long)M->nrows, (long long)M->ncols);
+    if (M->prec == SAP_DOUBLE) sap__cpu_spmv_d(ctx, M, alpha, x->data, beta, y->data);
+    else sap__cpu_spmv_s(ctx, M, alpha, x->data, beta, y->data);
+    return SAP_OK;
+}
+
+static sap_status spmat_band(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w)
+{
+    if (!M || !M->impl || M->format != SAP_FORMAT_BAND) return SAP_ERR_INVALID;
+    const sap_cpu_mat *m = M->impl;
+    *val = m->band_val;
+    *kl = m->kl;
+    *w = m->kl + m->ku + 1;
+    return SAP_OK;
+}
+
+static const sap_backend_ops cpu_ops = {
+    .name = "cpu",
+    .vec_create = vec_create,
+    .vec_destroy = vec_destroy,
+    .vec_upload = vec_upload,
+    .vec_download = vec_download,
+    .copy = copy,
+    .set = set,
+    .scale = scale,
+    .axpby = axpby,
+    .axpbypcz = axpbypcz,
+    .pointwise_mult = pointwise_mult,
+    .maxpy = maxpy,
+    .dot = dot,
+    .mdot = mdot,
+    .nrm2 = nrm2,
+    .axpby_nrm2 = axpby_nrm2,
+    .cg_update = cg_update,
+    .spmat_create = spmat_create,
+    .spmat_update_values = spmat_update_values,
+    .spmat_destroy = spmat_destroy,
+    .spmat_band = spmat_band,
+    .spmv = spmv,
+    .synchronize = synchronize,
+};
+
+const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }

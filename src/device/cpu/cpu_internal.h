@@ -1,0 +1,78 @@
+/* cpu_internal.h -- shared definitions of the cpu backend (src/kernels/cpu): the OpenMP
+ * helper, the fixed reduction chunking and the private matrix layout.  Internal. */
+#ifndef SAP_CPU_INTERNAL_H
+#define SAP_CPU_INTERNAL_H
+
+#include "device/device.h"
+
+/* Vectors shorter than this are processed by one thread (the fork/join would cost more
+ * than the work).  Parallel loops hand out fixed blocks dynamically (schedule(dynamic)):
+ * on a machine shared with other processes a descheduled thread then holds up the others
+ * for one block only, where a static split made every kernel wait for it; which thread
+ * computes a block never changes the result. */
+#define SAP_CPU_PAR_MIN 32768
+
+/* Deterministic reductions: a vector of length n is cut into chunks whose size depends
+ * only on n (never on the thread count); each chunk is summed sequentially into its own
+ * partial sum and the partial sums are added in chunk order.  The result is therefore
+ * bit-identical for every thread count and every run.  At most SAP_CPU_PARTIALS partial
+ * sums are kept (on the stack), shared by the k results of an mdot. */
+#define SAP_CPU_CHUNK_MIN 2048
+#define SAP_CPU_PARTIALS 4096
+
+/* Chunk length for a reduction of k results over n entries (a multiple of 64). */
+static inline sap_int sap__cpu_chunk(sap_int n, int k)
+{
+    sap_int maxchunks = SAP_CPU_PARTIALS / (k > 0 ? k : 1);
+    sap_int c = (n + maxchunks - 1) / maxchunks;
+    if (c < SAP_CPU_CHUNK_MIN) c = SAP_CPU_CHUNK_MIN;
+    return (c + 63) / 64 * 64;
+}
+
+/* Threads for a loop over n elements. */
+static inline int sap__cpu_nt(const sap_context *ctx, sap_int n)
+{
+    int nt = sap__threads(ctx);
+    return n < SAP_CPU_PAR_MIN ? 1 : nt;
+}
+
+/* The cpu backend's matrix (sap_spmat.impl).  Values are double* or float* (prec). */
+typedef struct sap_cpu_mat {
+    /* CSR (format CSR) and the CSR part of HEC */
+    sap_int *rowptr; /* nrows + 1 */
+    int32_t *col32;  /* column indices when ncols fits in 32 bits */
+    sap_int *col64;  /* otherwise (CSR only) */
+    void *val;
+    /* ELL (format ELL) and the ELL part of HEC: column-major nrows x width */
+    sap_int width;
+    int32_t *ell_col;
+    void *ell_val;
+    /* SELL-P */
+    sap_int nslices;
+    sap_int *slice_ptr, *slice_width;
+    int32_t *sl_col;
+    void *sl_val;
+    /* BAND: column-major nrows x (kl + ku + 1) */
+    sap_int kl, ku;
+    void *band_val;
+} sap_cpu_mat;
+
+/* Kernels per precision (cpu_blas.c, cpu_spmv.c). */
+#define SAP_CPU_DECLARE(S, REAL)                                                                                       \
+    void sap__cpu_set_##S(sap_context *ctx, sap_int n, REAL *x, double a);                                             \
+    void sap__cpu_scale_##S(sap_context *ctx, sap_int n, REAL *x, double a);                                           \
+    void sap__cpu_axpby_##S(sap_context *ctx, sap_int n, double a, const REAL *x, double b, REAL *y);                  \
+    void sap__cpu_axpbypcz_##S(sap_context *ctx, sap_int n, double a, const REAL *x, double b, const REAL *y,          \
+                               double c, REAL *z);                                                                     \
+    void sap__cpu_pmult_##S(sap_context *ctx, sap_int n, const REAL *x, const REAL *y, REAL *z);                       \
+    void sap__cpu_maxpy_##S(sap_context *ctx, sap_int n, int k, const double *a, const REAL *const *x, REAL *y);       \
+    void sap__cpu_mdot_##S(sap_context *ctx, sap_int n, int k, const REAL *const *x, const REAL *y, double *r);        \
+    double sap__cpu_axpby_nrm2_##S(sap_context *ctx, sap_int n, double a, const REAL *x, double b, REAL *y);           \
+    double sap__cpu_cg_update_##S(sap_context *ctx, sap_int n, double alpha, const REAL *p, const REAL *q, REAL *x,    \
+                                  REAL *r);                                                                            \
+    void sap__cpu_spmv_##S(sap_context *ctx, const sap_spmat *M, double alpha, const REAL *x, double beta, REAL *y);
+
+SAP_CPU_DECLARE(d, double)
+SAP_CPU_DECLARE(s, float)
+
+#endif /* SAP_CPU_INTERNAL_H */

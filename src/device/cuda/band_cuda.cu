@@ -1,0 +1,729 @@
+/* band_cuda.cu -- the cuda implementation of the band kernel table (src/band/band_impl.h).
+ *
+ * Every kernel gives one thread block to one partition (or one interface) and spreads
+ * the threads across the band window of the current step, so that the P independent
+ * factorizations and sweeps run concurrently and each one is itself parallel:
+ *   factor        right-looking LU (UL for the windows) without pivoting, one pivot per
+ *                 step: the kk x kk Schur update is done diagonal by diagonal, consecutive
+ *                 threads on consecutive rows of one diagonal (coalesced in the
+ *                 tall-and-thin layout); multipliers and the pivot row in shared memory.
+ *   block_solve   column sweeps: after z[k] is final, threads update z[k+1..k+K] (one
+ *                 barrier per step, the next step's coefficients loaded before it); the
+ *                 backward sweep divides x[k] by the pivot and writes it straight to z.
+ *                 A warp per partition (__syncwarp only) for K <= 32, a block otherwise.
+ *   spikes        a thread per right-hand-side column of the m x m triangular solves.
+ *   reduced_*     a block per interface: I - W V, LU with partial pivoting, solves.
+ *   purify        a block per interface, two launches (bottom rows, then top rows).
+ * Not done: blocked (tensor-core) updates for large K; one block per partition (the
+ * automatic P gives thousands of partitions on large systems instead).  Where each kernel
+ * sits against the H200's floors: bench/results/banded.md. */
+#include "device/cuda/cuda_internal.h"
+extern "C" {
+#include "band/band_impl.h"
+}
+
+#include <string.h>
+
+namespace {
+
+struct band_dev {
+    long long *off, *Ki, *m, *w;
+    long long *boff, *coff, *uoff, *roff, *xoff;
+    double *thr, *bst;
+    unsigned long long *counter;
+};
+
+template <typename T> __device__ inline T dabs(T x) { return x < T(0) ? -x : x; }
+
+/* One step-by-step LU (ul = false) or UL (ul = true) of the band at a (n rows, ld = n). */
+template <typename T, bool UL>
+__device__ void factor_band(T *a, long long n, long long K, T thr, T bst, unsigned long long *counter, T *sl, T *su)
+{
+    __shared__ T piv_s;
+    unsigned long long nb = 0;
+    for (long long s = 0; s < n; s++) {
+        const long long k = UL ? n - 1 - s : s;
+        if (threadIdx.x == 0) {
+            T p = a[K * n + k];
+            if (!(p >= thr || p <= -thr)) {
+                p = p < T(0) ? -bst : bst;
+                a[K * n + k] = p;
+                nb++;
+            }
+            piv_s = p;
+        }
+        __syncthreads();
+        const long long kk = UL ? (K < k ? K : k) : (K < n - 1 - k ? K : n - 1 - k);
+        if (kk == 0) {
+            __syncthreads();
+            continue;
+        }
+        const T inv = T(1) / piv_s;
+        for (long long j = threadIdx.x; j < kk; j += blockDim.x) {
+            if (!UL) {
+                T *p = a + (K - 1 - j) * n + k + 1 + j; /* a(k+1+j, k) */
+                T v = *p * inv;
+                *p = v;
+                sl[j] = v;
+                su[j] = a[(K + 1 + j) * n + k]; /* a(k, k+1+j) */
+            } else {
+                T *p = a + (K + 1 + j) * n + (k - 1 - j); /* a(k-1-j, k) */
+                T v = *p * inv;
+                *p = v;
+                su[j] = v;
+                sl[j] = a[(K - 1 - j) * n + k]; /* a(k, k-1-j) */
+            }
+        }
+        __syncthreads();
+        /* Schur update, one diagonal dd = -(kk-1)..kk-1 per warp at a time, the lanes on
+         * consecutive rows of that diagonal (coalesced, no integer division) */
+        {
+            const int kki = (int)kk, lane = threadIdx.x & 31, nwarp = blockDim.x >> 5;
+            for (int dd = -(kki - 1) + (int)(threadIdx.x >> 5); dd <= kki - 1; dd += nwarp) {
+                if (!UL) {
+                    /* a(k+1+j, k+1+j+dd) -= l_j u_{j+dd} */
+                    const int j0 = dd < 0 ? -dd : 0, j1 = kki - 1 - (dd > 0 ? dd : 0);
+                    T *ar = a + (dd + K) * n + k + 1;
+                    for (int j = j0 + lane; j <= j1; j += 32) ar[j] -= sl[j] * su[j + dd];
+                } else {
+                    /* a(k-1-j, k-1-j+dd) -= u_j l_{j-dd} */
+                    const int j0 = dd > 0 ? dd : 0, j1 = kki - 1 + (dd < 0 ? dd : 0);
+                    T *ar = a + (dd + K) * n + k - 1;
+                    for (int j = j0 + lane; j <= j1; j += 32) ar[-j] -= su[j] * sl[j - dd];
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && nb) atomicAdd(counter, nb);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(1024) k_factor(T *lu, T *ulw, band_dev d, long long P, int coupled)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *sl = reinterpret_cast<T *>(smem_raw);
+    const long long task = blockIdx.x;
+    const long long b = task < P ? task : task - P;
+    const long long K = d.Ki[b];
+    T *su = sl + K + 1;
+    if (task < P) {
+        factor_band<T, false>(lu + d.boff[b], d.off[b + 1] - d.off[b], K, (T)d.thr[b], (T)d.bst[b], d.counter, sl, su);
+    } else if (coupled && b > 0) {
+        factor_band<T, true>(ulw + d.uoff[b], d.w[b], K, (T)d.thr[b], (T)d.bst[b], d.counter, sl, su);
+    }
+}
+
+template <typename T> __device__ inline T band_at(const T *a, long long ld, long long K, long long r, long long c)
+{
+    long long dd = c - r;
+    return (dd > K || -dd > K) ? T(0) : a[(dd + K) * ld + r];
+}
+
+/* V_i^(b) (blockIdx.y = 0) and W_{i+1}^(t) (blockIdx.y = 1), a thread per column. */
+template <typename T>
+__global__ void __launch_bounds__(1024) k_spikes(const T *lu, const T *ulw, const T *B, const T *C, T *V, T *W, band_dev d)
+{
+    const long long i = blockIdx.x;
+    const long long m = d.m[i];
+    if (blockIdx.y == 0) {
+        const long long nb = d.off[i + 1] - d.off[i], K = d.Ki[i], s = nb - m;
+        const T *a = lu + d.boff[i];
+        for (long long col = threadIdx.x; col < m; col += blockDim.x) {
+            T *x = V + d.coff[i] + col * m;
+            const T *bc = B + d.coff[i] + col * m;
+            for (long long r = 0; r < m; r++) x[r] = bc[r];
+            for (long long r = 1; r < m; r++) {
+                T acc = x[r];
+                long long j0 = r - K > 0 ? r - K : 0;
+                for (long long j = j0; j < r; j++) acc -= band_at(a, nb, K, s + r, s + j) * x[j];
+                x[r] = acc;
+            }
+            for (long long r = m - 1; r >= 0; r--) {
+                T acc = x[r];
+                long long j1 = r + K < m - 1 ? r + K : m - 1;
+                for (long long j = r + 1; j <= j1; j++) acc -= band_at(a, nb, K, s + r, s + j) * x[j];
+                x[r] = acc / a[K * nb + s + r];
+            }
+        }
+    } else {
+        const long long b = i + 1, K = d.Ki[b], w = d.w[b];
+        const T *win = ulw + d.uoff[b];
+        for (long long col = threadIdx.x; col < m; col += blockDim.x) {
+            T *x = W + d.coff[i] + col * m;
+            const T *cc = C + d.coff[i] + col * m;
+            for (long long r = 0; r < m; r++) x[r] = cc[r];
+            for (long long r = m - 2; r >= 0; r--) {
+                T acc = x[r];
+                long long j1 = r + K < m - 1 ? r + K : m - 1;
+                for (long long j = r + 1; j <= j1; j++) acc -= band_at(win, w, K, r, j) * x[j];
+                x[r] = acc;
+            }
+            for (long long r = 0; r < m; r++) {
+                T acc = x[r];
+                long long j0 = r - K > 0 ? r - K : 0;
+                for (long long j = j0; j < r; j++) acc -= band_at(win, w, K, r, j) * x[j];
+                x[r] = acc / win[K * w + r];
+            }
+        }
+    }
+}
+
+/* R = I - W V, then LU with partial pivoting, a block per interface. */
+template <typename T> __global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, T *Rall, int *pivall, band_dev d)
+{
+    const long long i = blockIdx.x;
+    const long long m = d.m[i];
+    const T *v = V + d.coff[i], *w = W + d.coff[i];
+    T *R = Rall + d.coff[i];
+    int *piv = pivall + d.roff[i];
+    for (long long e = threadIdx.x; e < m * m; e += blockDim.x) {
+        const long long r = e % m, c = e / m;
+        T acc = (r == c) ? T(1) : T(0);
+        for (long long k = 0; k < m; k++) acc -= w[r + k * m] * v[k + c * m];
+        R[e] = acc;
+    }
+    __syncthreads();
+    __shared__ long long p_s;
+    for (long long k = 0; k < m; k++) {
+        if (threadIdx.x == 0) {
+            long long p = k;
+            T best = dabs(R[k + k * m]);
+            for (long long r = k + 1; r < m; r++) {
+                T a = dabs(R[r + k * m]);
+                if (a > best) best = a, p = r;
+            }
+            if (!(best > T(0))) R[p + k * m] = T(1); /* singular: keep the preconditioner usable */
+            piv[k] = (int)p;
+            p_s = p;
+        }
+        __syncthreads();
+        const long long p = p_s;
+        if (p != k)
+            for (long long c = threadIdx.x; c < m; c += blockDim.x) {
+                T t = R[k + c * m];
+                R[k + c * m] = R[p + c * m];
+                R[p + c * m] = t;
+            }
+        __syncthreads();
+        const T inv = T(1) / R[k + k * m];
+        for (long long r = k + 1 + threadIdx.x; r < m; r += blockDim.x) R[r + k * m] *= inv;
+        __syncthreads();
+        const long long t = m - 1 - k;
+        for (long long e = threadIdx.x; e < t * t; e += blockDim.x) {
+            const long long r = k + 1 + e % t, c = k + 1 + e / t;
+            R[r + c * m] -= R[r + k * m] * R[k + c * m];
+        }
+        __syncthreads();
+    }
+}
+
+/* z = A_b^{-1} r for every partition b = blockIdx.x. */
+template <typename T, bool WARP> __device__ inline void bsync()
+{
+    if (WARP) __syncwarp();
+    else __syncthreads();
+}
+
+template <typename T, bool WARP, bool SMEM>
+__global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T *z, band_dev d)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const long long b = blockIdx.x;
+    const long long o = d.off[b], n = d.off[b + 1] - o, K = d.Ki[b];
+    const T *a = lu + d.boff[b];
+    /* the partition's unknowns: in shared memory when they fit (SMEM), else in z */
+    T *x = SMEM ? reinterpret_cast<T *>(smem_raw) : z + o;
+    if (SMEM || r != z)
+        for (long long e = threadIdx.x; e < n; e += blockDim.x) x[e] = r[o + e];
+    bsync<T, WARP>();
+    /* forward, unit L: after step k, x[k] is final.  Each step is one barrier; the
+     * coefficients of step k + 1 are loaded before the barrier of step k (they do not
+     * depend on x), so the global-memory latency overlaps the previous step instead of
+     * adding to every one of the n dependent steps. */
+    if (blockDim.x >= K) {
+        const long long j = threadIdx.x;
+        T cf = (j < (K < n - 1 ? K : n - 1)) ? a[(K - 1 - j) * n + 1 + j] : T(0);
+        for (long long k = 0; k < n - 1; k++) {
+            const long long kk = K < n - 1 - k ? K : n - 1 - k;
+            const long long kn = K < n - 2 - k ? K : n - 2 - k; /* window of step k + 1 */
+            const T nx = (j < kn) ? a[(K - 1 - j) * n + k + 2 + j] : T(0);
+            const T xk = x[k];
+            if (j < kk) x[k + 1 + j] -= cf * xk;
+            cf = nx;
+            bsync<T, WARP>();
+        }
+    } else {
+        for (long long k = 0; k < n - 1; k++) {
+            const long long kk = K < n - 1 - k ? K : n - 1 - k;
+            const T xk = x[k];
+            for (long long j = threadIdx.x; j < kk; j += blockDim.x) x[k + 1 + j] -= a[(K - 1 - j) * n + k + 1 + j] * xk;
+            bsync<T, WARP>();
+        }
+    }
+    if (SMEM && blockDim.x >= K) {
+        /* backward, column oriented: x[k] /= u_kk is final (written to z, never read
+         * again here), then the rows above subtract u(row, k) x[k]; coefficients and the
+         * pivot of the next step prefetched as in the forward sweep */
+        const long long j = threadIdx.x;
+        long long k = n - 1;
+        T piv = a[K * n + k];
+        T cf = (j < (K < k ? K : k)) ? a[(K + 1 + j) * n + k - 1 - j] : T(0);
+        for (; k >= 0; k--) {
+            const long long kk = K < k ? K : k;
+            T npiv = T(1), nx = T(0);
+            if (k > 0) {
+                npiv = a[K * n + k - 1];
+                const long long kn = K < k - 1 ? K : k - 1;
+                if (j < kn) nx = a[(K + 1 + j) * n + k - 2 - j];
+            }
+            const T xk = x[k] / piv;
+            if (j == 0) z[o + k] = xk;
+            if (j < kk) x[k - 1 - j] -= cf * xk;
+            cf = nx;
+            piv = npiv;
+            bsync<T, WARP>();
+        }
+        return;
+    }
+    /* backward with D^{-1} U: first x = D^{-1} x, then unit upper sweeps */
+    for (long long e = threadIdx.x; e < n; e += blockDim.x) x[e] /= a[K * n + e];
+    bsync<T, WARP>();
+    for (long long k = n - 1; k > 0; k--) {
+        const long long kk = K < k ? K : k;
+        const T xk = x[k];
+        for (long long j = threadIdx.x; j < kk; j += blockDim.x) {
+            const long long row = k - 1 - j;
+            x[row] -= a[(K + 1 + j) * n + row] / a[K * n + row] * xk; /* U(row, k) / U(row, row) */
+        }
+        bsync<T, WARP>();
+    }
+    if (SMEM)
+        for (long long e = threadIdx.x; e < n; e += blockDim.x) z[o + e] = x[e];
+}
+
+/* interface unknowns, a block per interface; xt in shared memory */
+template <typename T> __global__ void k_reduced_solve(const T *V, const T *W, const T *Rall, const int *pivall, const T *g,
+                                                     T *xr, band_dev d)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *xt = reinterpret_cast<T *>(smem_raw);
+    const long long i = blockIdx.x;
+    const long long m = d.m[i], o = d.off[i + 1];
+    const T *v = V + d.coff[i], *w = W + d.coff[i], *R = Rall + d.coff[i];
+    const int *piv = pivall + d.roff[i];
+    const T *gb = g + o - m, *gt = g + o;
+    for (long long r = threadIdx.x; r < m; r += blockDim.x) {
+        T acc = gt[r];
+        for (long long k = 0; k < m; k++) acc -= w[r + k * m] * gb[k];
+        xt[r] = acc;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (long long k = 0; k < m; k++)
+            if (piv[k] != k) {
+                T t = xt[k];
+                xt[k] = xt[piv[k]];
+                xt[piv[k]] = t;
+            }
+    __syncthreads();
+    for (long long k = 0; k < m; k++) {
+        const T xk = xt[k];
+        for (long long r = k + 1 + threadIdx.x; r < m; r += blockDim.x) xt[r] -= R[r + k * m] * xk;
+        __syncthreads();
+    }
+    for (long long k = m - 1; k >= 0; k--) {
+        const T xk = xt[k] / R[k + k * m];
+        __syncthreads();
+        if (threadIdx.x == 0) xt[k] = xk;
+        for (long long r = threadIdx.x; r < k; r += blockDim.x) xt[r] -= R[r + k * m] * xk;
+        __syncthreads();
+    }
+    T *ob = xr + d.xoff[i], *ot = ob + m;
+    for (long long r = threadIdx.x; r < m; r += blockDim.x) {
+        T acc = gb[r];
+        for (long long k = 0; k < m; k++) acc -= v[r + k * m] * xt[k];
+        ob[r] = acc;
+        ot[r] = xt[r];
+    }
+}
+
+template <typename T> __global__ void k_purify(const T *M, const T *xr, T *f, band_dev d, int pass)
+{
+    const long long i = blockIdx.x;
+    const long long m = d.m[i], o = d.off[i + 1];
+    const T *Mi = M + d.coff[i];
+    const T *xb = xr + d.xoff[i], *xt = xb + m;
+    const T *x = pass == 0 ? xt : xb;
+    T *fr = pass == 0 ? f + o - m : f + o;
+    for (long long q = threadIdx.x; q < m; q += blockDim.x) {
+        T acc = T(0);
+        for (long long k = 0; k < m; k++) acc += Mi[q + k * m] * x[k];
+        fr[q] -= acc;
+    }
+}
+
+/* ---- the factors from a BAND source (double, A(i, j) at s[(j - i + kl) n + i]) ----------- */
+
+/* partition b = blockIdx.x: its band (converted to T) and its ||A_b||_inf into norms[b] */
+template <typename T>
+__global__ void k_fill_lu(const double *__restrict__ s, long long n, long long kl, long long sw, T *lu, double *norms,
+                          band_dev d)
+{
+    const long long b = blockIdx.x;
+    const long long o0 = d.off[b], nb = d.off[b + 1] - o0, K = d.Ki[b], W = 2 * K + 1;
+    T *a = lu + d.boff[b];
+    for (long long e = threadIdx.x; e < W * nb; e += blockDim.x) {
+        const long long t = e / nb, r = e - t * nb, q = t - K + kl, c = r + t - K;
+        a[e] = (q >= 0 && q < sw && c >= 0 && c < nb) ? (T)s[q * n + o0 + r] : T(0);
+    }
+    /* row sums in double from the source, as the host path */
+    double mx = 0.0;
+    for (long long r = threadIdx.x; r < nb; r += blockDim.x) {
+        double sum = 0.0;
+        for (long long t = 0; t < W; t++) {
+            const long long q = t - K + kl, c = r + t - K;
+            if (q >= 0 && q < sw && c >= 0 && c < nb) sum += fabs(s[q * n + o0 + r]);
+        }
+        mx = sum > mx ? sum : mx;
+    }
+    __shared__ double red[1024];
+    red[threadIdx.x] = mx;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if ((int)threadIdx.x < h && red[threadIdx.x + h] > red[threadIdx.x]) red[threadIdx.x] = red[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) norms[b] = red[0];
+}
+
+/* interface i = blockIdx.x: B_i(a, c) = A(o1 - m + a, o1 + c), C_{i+1}(a, c) = A(o1 + a, o1 - m + c),
+ * entries with |j - i| <= Kc only */
+template <typename T>
+__global__ void k_fill_coupling(const double *__restrict__ s, long long n, long long kl, long long sw, long long Kc,
+                                T *B, T *C, band_dev d)
+{
+    const long long i = blockIdx.x;
+    const long long m = d.m[i], o1 = d.off[i + 1];
+    for (long long e = threadIdx.x; e < m * m; e += blockDim.x) {
+        const long long c = e / m, a = e - c * m;
+        const long long db = c + m - a, qb = db + kl;
+        B[d.coff[i] + e] = (db <= Kc && qb < sw) ? (T)s[qb * n + o1 - m + a] : T(0);
+        const long long dc = a + m - c, qc = kl - dc;
+        C[d.coff[i] + e] = (dc <= Kc && qc >= 0) ? (T)s[qc * n + o1 + a] : T(0);
+    }
+}
+
+/* the leading UL window of partition b = blockIdx.x + 1 from its (unfactored) band */
+template <typename T> __global__ void k_fill_ul(const T *lu, T *ul, band_dev d)
+{
+    const long long b = blockIdx.x + 1;
+    const long long nb = d.off[b + 1] - d.off[b], K = d.Ki[b], w = d.w[b], W = 2 * K + 1;
+    const T *sb = lu + d.boff[b];
+    T *dst = ul + d.uoff[b];
+    for (long long e = threadIdx.x; e < W * w; e += blockDim.x) {
+        const long long t = e / w, r = e - t * w, c = r + t - K;
+        dst[e] = (c >= 0 && c < w) ? sb[t * nb + r] : T(0);
+    }
+}
+
+/* ---- host side -------------------------------------------------------------------------- */
+
+struct cuda_band_priv {
+    band_dev d;
+    void *dev_block; /* one allocation holding every array of d */
+    /* launch shapes, from the layout once (c_prepare): largest K_i, partition height and
+     * coupling size */
+    long long kmax, nmax, mmax;
+};
+
+static sap_status c_alloc(sap_context *ctx, size_t bytes, void **p) { return sap__cuda_malloc(ctx, bytes, p); }
+static void c_free(sap_context *ctx, void *p) { sap__cuda_free(ctx, p); }
+static sap_status c_upload(sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    return bytes ? sap__cuda_h2d(ctx, dst, src, bytes) : SAP_OK;
+}
+
+static sap_status c_prepare(sap_band_fact *F)
+{
+    sap_context *ctx = F->ctx;
+    sap_status st = SAP_OK;
+    const sap_band_layout *L = &F->L;
+    const long long P = L->P;
+    /* 9 int64 arrays of P + 1, 2 double arrays of P + 1, one counter */
+    const size_t na = (size_t)(P + 1);
+    const size_t bytes = (9 * na + 2 * na + 1) * 8;
+    long long *h = NULL;
+    cuda_band_priv *pv = NULL;
+    SAP_CUDA_HOST_ALLOC(ctx, h, bytes / 8);
+    memset(h, 0, bytes);
+    SAP_CUDA_HOST_ALLOC(ctx, pv, 1);
+    memset(pv, 0, sizeof(*pv));
+    SAP_TRY(sap__cuda_malloc(ctx, bytes, &pv->dev_block));
+    {
+        long long *hp[9];
+        for (int a = 0; a < 9; a++) hp[a] = h + a * na;
+        for (long long b = 0; b <= P; b++) {
+            hp[0][b] = L->off[b];
+            hp[4][b] = L->boff[b];
+            hp[5][b] = L->coff[b];
+            if (F->uoff) hp[6][b] = F->uoff[b];
+            if (b < P) {
+                hp[1][b] = L->Ki[b];
+                hp[2][b] = L->m[b];
+                hp[3][b] = L->w[b];
+                if (F->roff) hp[7][b] = F->roff[b];
+                if (F->xoff) hp[8][b] = F->xoff[b];
+            }
+        }
+        double *hd = (double *)(h + 9 * na);
+        for (long long b = 0; b < P; b++) {
+            hd[b] = F->thr[b];
+            hd[na + b] = F->bst[b];
+        }
+        SAP_TRY(sap__cuda_h2d(ctx, pv->dev_block, h, bytes));
+        long long *dp = (long long *)pv->dev_block;
+        pv->d.off = dp;
+        pv->d.Ki = dp + na;
+        pv->d.m = dp + 2 * na;
+        pv->d.w = dp + 3 * na;
+        pv->d.boff = dp + 4 * na;
+        pv->d.coff = dp + 5 * na;
+        pv->d.uoff = dp + 6 * na;
+        pv->d.roff = dp + 7 * na;
+        pv->d.xoff = dp + 8 * na;
+        pv->d.thr = (double *)(dp + 9 * na);
+        pv->d.bst = (double *)(dp + 10 * na);
+        pv->d.counter = (unsigned long long *)(dp + 11 * na);
+    }
+    for (sap_int b = 0; b < P; b++) {
+        if (L->Ki[b] > pv->kmax) pv->kmax = L->Ki[b];
+        if (L->off[b + 1] - L->off[b] > pv->nmax) pv->nmax = L->off[b + 1] - L->off[b];
+        if (L->m[b] > pv->mmax) pv->mmax = L->m[b];
+    }
+    F->dev = pv;
+    pv = NULL;
+cleanup:
+    if (pv) {
+        sap__cuda_free(ctx, pv->dev_block);
+        sap__free(ctx, pv);
+    }
+    sap__free(ctx, h);
+    return st;
+}
+
+static void c_release(sap_band_fact *F)
+{
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    if (!pv) return;
+    sap__cuda_free(F->ctx, pv->dev_block);
+    sap__free(F->ctx, pv);
+    F->dev = NULL;
+}
+
+static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
+
+/* Dynamic shared memory for n elements of T, with SMEM_PAD elements of slack: ptxas merges
+ * the unrolled remainder of a loop over a shared array (x[k], x[k+1], x[k+2] under k < n)
+ * into one wider load that can read up to 3 elements past the last one used
+ * (compute-sanitizer reported such 12-byte reads in k_reduced_solve, 2026-11-24).  The
+ * slack keeps those reads inside the allocation. */
+#define SMEM_PAD 4
+template <typename T> static inline size_t smem_elems(long long n) { return sizeof(T) * (size_t)(n + SMEM_PAD); }
+
+static int factor_threads(long long K)
+{
+    long long work = (2 * K + 1) * (K > 0 ? K : 1);
+    int t = 64;
+    while (t < 1024 && t < work / 2) t *= 2;
+    return t;
+}
+
+template <typename T> static sap_status factor_t(sap_band_fact *F, sap_int *boosted)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    const sap_band_layout *L = &F->L;
+    SAP_CUDA_CHECK(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
+    const long long Kmax = pv->kmax;
+    const long long tasks = L->P + (F->coupled ? L->P : 0);
+    const size_t smem = smem_elems<T>(2 * Kmax + 2);
+    if (smem > 48 * 1024)
+        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_factor<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    k_factor<T><<<(unsigned)tasks, factor_threads(Kmax), smem, s>>>((T *)F->lu, (T *)F->ul, pv->d, L->P, F->coupled);
+    SAP_CUDA_LAUNCHED(ctx, "band factor");
+    unsigned long long nb = 0;
+    SAP_CUDA_CHECK(ctx, cudaMemcpyAsync(&nb, pv->d.counter, sizeof(nb), cudaMemcpyDeviceToHost, s));
+    SAP_CUDA_CHECK(ctx, cudaStreamSynchronize(s));
+    *boosted += (sap_int)nb;
+    return SAP_OK;
+}
+
+template <typename T> static sap_status spikes_t(sap_band_fact *F)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    if (F->L.P < 2) return SAP_OK;
+    /* a thread per column: all m columns of a block at once */
+    int threads = 32;
+    while (threads < pv->mmax && threads < 1024) threads *= 2;
+    dim3 grid((unsigned)(F->L.P - 1), 2);
+    k_spikes<T><<<grid, threads, 0, s>>>((const T *)F->lu, (const T *)F->ul, (const T *)F->B, (const T *)F->C, (T *)F->V,
+                                    (T *)F->W, pv->d);
+    SAP_CUDA_LAUNCHED(ctx, "band spikes");
+    SAP_CUDA_CHECK(ctx, cudaStreamSynchronize(s));
+    return SAP_OK;
+}
+
+template <typename T> static sap_status reduced_factor_t(sap_band_fact *F)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    if (F->L.P < 2) return SAP_OK;
+    k_reduced_factor<T><<<(unsigned)(F->L.P - 1), 512, 0, s>>>((const T *)F->V, (const T *)F->W, (T *)F->R,
+                                                               (int *)F->rpiv, pv->d);
+    SAP_CUDA_LAUNCHED(ctx, "band reduced factor");
+    SAP_CUDA_CHECK(ctx, cudaStreamSynchronize(s));
+    return SAP_OK;
+}
+
+template <typename T> static sap_status block_solve_t(sap_band_fact *F, const void *r, void *z)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    const long long Kmax = pv->kmax;
+    const size_t smem = smem_elems<T>(pv->nmax);
+    const bool use_smem = smem <= 48 * 1024;
+    const T *lu = (const T *)F->lu;
+    if (Kmax <= 32) {
+        if (use_smem) k_block_solve<T, true, true><<<(unsigned)F->L.P, 32, smem, s>>>(lu, (const T *)r, (T *)z, pv->d);
+        else k_block_solve<T, true, false><<<(unsigned)F->L.P, 32, 0, s>>>(lu, (const T *)r, (T *)z, pv->d);
+    } else {
+        int t = 64;
+        while (t < Kmax && t < 1024) t *= 2;
+        if (use_smem) k_block_solve<T, false, true><<<(unsigned)F->L.P, t, smem, s>>>(lu, (const T *)r, (T *)z, pv->d);
+        else k_block_solve<T, false, false><<<(unsigned)F->L.P, t, 0, s>>>(lu, (const T *)r, (T *)z, pv->d);
+    }
+    SAP_CUDA_LAUNCHED(ctx, "band block solve");
+    return SAP_OK;
+}
+
+template <typename T> static sap_status reduced_solve_t(sap_band_fact *F, const void *g)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    if (F->L.P < 2) return SAP_OK;
+    const size_t smem = smem_elems<T>(pv->mmax);
+    if (smem > 48 * 1024)
+        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_reduced_solve<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 (int)smem));
+    k_reduced_solve<T><<<(unsigned)(F->L.P - 1), 256, smem, s>>>((const T *)F->V, (const T *)F->W, (const T *)F->R,
+                                                                 (const int *)F->rpiv, (const T *)g, (T *)F->xr, pv->d);
+    SAP_CUDA_LAUNCHED(ctx, "band reduced solve");
+    return SAP_OK;
+}
+
+template <typename T> static sap_status purify_t(sap_band_fact *F, const void *r, void *f)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    if (r != f)
+        SAP_CUDA_CHECK(ctx, cudaMemcpyAsync(f, r, sizeof(T) * (size_t)F->L.n, cudaMemcpyDeviceToDevice, s));
+    if (F->L.P < 2) return SAP_OK;
+    for (int pass = 0; pass < 2; pass++) {
+        k_purify<T><<<(unsigned)(F->L.P - 1), 256, 0, s>>>((const T *)(pass == 0 ? F->B : F->C), (const T *)F->xr,
+                                                           (T *)f, pv->d, pass);
+        SAP_CUDA_LAUNCHED(ctx, "band purify");
+    }
+    return SAP_OK;
+}
+
+template <typename T> static sap_status fill_from_band_t(sap_band_fact *F, const sap_band_source *src, double *norms)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    sap_status st = SAP_OK;
+    const sap_band_layout *L = &F->L;
+    double *d_norms = NULL;
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)L->P, (void **)&d_norms));
+    k_fill_lu<T><<<(unsigned)L->P, 256, 0, s>>>(src->val, (long long)L->n, (long long)src->kl, (long long)src->w,
+                                                (T *)F->lu, d_norms, pv->d);
+    SAP_CUDA_LAUNCHED(ctx, "band fill");
+    if (F->coupled) {
+        k_fill_coupling<T><<<(unsigned)(L->P - 1), 256, 0, s>>>(src->val, (long long)L->n, (long long)src->kl,
+                                                                (long long)src->w, (long long)L->K, (T *)F->B,
+                                                                (T *)F->C, pv->d);
+        SAP_CUDA_LAUNCHED(ctx, "band fill coupling");
+        k_fill_ul<T><<<(unsigned)(L->P - 1), 256, 0, s>>>((const T *)F->lu, (T *)F->ul, pv->d);
+        SAP_CUDA_LAUNCHED(ctx, "band fill UL windows");
+    }
+    SAP_TRY(sap__cuda_d2h(ctx, norms, d_norms, sizeof(double) * (size_t)L->P));
+cleanup:
+    if (d_norms) sap__cuda_free(ctx, d_norms);
+    return st;
+}
+
+static sap_status c_fill_from_band(sap_band_fact *F, const sap_band_source *src, double *norms)
+{
+    return F->prec == SAP_FLOAT ? fill_from_band_t<float>(F, src, norms) : fill_from_band_t<double>(F, src, norms);
+}
+
+/* thr and bst sit after the 9 int64 arrays of the device block (c_prepare) */
+static sap_status c_update_boost(sap_band_fact *F)
+{
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    sap_status st = SAP_OK;
+    SAP_TRY(sap__cuda_h2d(F->ctx, pv->d.thr, F->thr, sizeof(double) * (size_t)F->L.P));
+    SAP_TRY(sap__cuda_h2d(F->ctx, pv->d.bst, F->bst, sizeof(double) * (size_t)F->L.P));
+cleanup:
+    return st;
+}
+
+#define DISPATCH(fn, F, ...) ((F)->prec == SAP_FLOAT ? fn<float>(F, ##__VA_ARGS__) : fn<double>(F, ##__VA_ARGS__))
+
+static sap_status c_factor(sap_band_fact *F, sap_int *boosted) { return DISPATCH(factor_t, F, boosted); }
+static sap_status c_spikes(sap_band_fact *F) { return DISPATCH(spikes_t, F); }
+static sap_status c_reduced_factor(sap_band_fact *F) { return DISPATCH(reduced_factor_t, F); }
+static sap_status c_block_solve(sap_band_fact *F, const void *r, void *z) { return DISPATCH(block_solve_t, F, r, z); }
+static sap_status c_reduced_solve(sap_band_fact *F, const void *g) { return DISPATCH(reduced_solve_t, F, g); }
+static sap_status c_purify(sap_band_fact *F, const void *r, void *f) { return DISPATCH(purify_t, F, r, f); }
+
+sap_band_kernels make_table()
+{
+    sap_band_kernels t;
+    memset(&t, 0, sizeof(t));
+    t.name = "cuda";
+    t.mem_alloc = c_alloc;
+    t.mem_free = c_free;
+    t.mem_upload = c_upload;
+    t.prepare = c_prepare;
+    t.release = c_release;
+    t.factor = c_factor;
+    t.spikes = c_spikes;
+    t.reduced_factor = c_reduced_factor;
+    t.block_solve = c_block_solve;
+    t.reduced_solve = c_reduced_solve;
+    t.purify = c_purify;
+    t.fill_from_band = c_fill_from_band;
+    t.update_boost = c_update_boost;
+    return t;
+}
+
+const sap_band_kernels cuda_band_table = make_table();
+
+} // namespace
+
+extern "C" const sap_band_kernels *sap__band_kernels_cuda(void) { return &cuda_band_table; }
+
+extern "C" int sap__band_cuda_sm_count(const sap_context *ctx)
+{
+    const sap_cuda_state *cs = sap__cuda_state(ctx);
+    return cs && cs->sm_count > 0 ? cs->sm_count : 108;
+}

@@ -1,0 +1,180 @@
+/* cuda_internal.h -- private definitions of the CUDA backend (src/kernels/cuda).
+ *
+ * The first part is plain C (the benchmark and the GPU tests include it to reach the
+ * context's stream and device memory); the second part is CUDA C++ for the .cu files. */
+#ifndef SAP_CUDA_INTERNAL_H
+#define SAP_CUDA_INTERNAL_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "device/device.h"
+
+/* ---- C interface (also used by bench/spmv.c and the GPU tests) ------------------------ */
+
+/* The context's stream (a cudaStream_t), NULL if ctx is not a cuda context. */
+void *sap__cuda_stream(sap_context *ctx);
+
+/* Device memory from the context's pool (device_alloc hook or cudaMalloc behind a cache
+ * of free blocks by size class).  bytes == 0 gives *ptr = NULL and SAP_OK.  Counts
+ * device_bytes_in_use/peak (bytes requested) and device_allocs (real device
+ * allocations; a block taken from the cache does not count). */
+sap_status sap__cuda_malloc(sap_context *ctx, size_t bytes, void **ptr);
+/* Returns a block to the pool (NULL is ignored). */
+void sap__cuda_free(sap_context *ctx, void *ptr);
+/* Gives every cached free block back to the device; returns the bytes released. */
+size_t sap__cuda_pool_trim(sap_context *ctx);
+/* Bytes held in the cache of free blocks. */
+size_t sap__cuda_pool_cached(const sap_context *ctx);
+
+/* Counted transfers: host <-> device copies on the context's stream, synchronous. */
+sap_status sap__cuda_h2d(sap_context *ctx, void *dst, const void *src, size_t bytes);
+sap_status sap__cuda_d2h(sap_context *ctx, void *dst, const void *src, size_t bytes);
+
+/* The context's cuBLAS / cuSPARSE handles (cublasHandle_t / cusparseHandle_t), created on
+ * first use, bound to the context's stream, destroyed with the context. */
+sap_status sap__cuda_cublas(sap_context *ctx, void **handle);
+sap_status sap__cuda_cusparse(sap_context *ctx, void **handle);
+
+/* The device arrays of a cuda sap_spmat, for the benchmark and the tests (read-only).
+ * Each pointer is NULL where the format has no such part.  Indices are 32-bit. */
+typedef struct sap_cuda_spmat_view {
+    sap_spmv_format format;
+    sap_precision prec;
+    int32_t nrows, ncols;
+    int64_t nnz;
+    const int32_t *rowptr; /* nrows + 1 (every format keeps it: value updates use it) */
+    const int32_t *colind; /* CSR */
+    const void *val;       /* CSR */
+    int32_t ell_width, ell_ld; /* ELL part: entry (i, k) at i + k * ell_ld */
+    const int32_t *ell_col;
+    const void *ell_val;
+    int32_t nslices;           /* SELL-P: slice s holds entries slice_ptr[s] .. slice_ptr[s+1] */
+    const int32_t *slice_ptr;  /* nslices + 1 */
+    const int32_t *sell_col;
+    const void *sell_val;
+    const int32_t *rem_rowptr; /* HEC remainder CSR: nrows + 1 */
+    const int32_t *rem_col;
+    const void *rem_val;
+    int32_t rem_nrows;         /* rows with a remainder: rem_nrows - rem_nlong short ones listed in */
+    const int32_t *rem_rows;   /* rem_rows, rem_nlong long ones (a block each) in rem_long */
+    int32_t rem_nlong;
+    const int32_t *rem_long;
+    int csr_tpr;               /* CSR: threads per row of the vector kernel */
+    int32_t csr_nlong;         /* CSR: rows given a block each */
+    size_t device_bytes;       /* bytes of device memory the matrix holds */
+} sap_cuda_spmat_view;
+
+sap_status sap__cuda_spmat_view(const sap_spmat *M, sap_cuda_spmat_view *view);
+
+/* Kernel variants, for the benchmark: knob 0 = ELL/HEC rows per thread (1, 2), 1 = SELL-P
+ * threads per row (1, 2, 4, 8), 2 = CSR threads per row (1..32, a power of two). */
+sap_status sap__cuda_spmat_tune(sap_spmat *M, int knob, int value);
+
+/* Bytes the SpMV of this matrix reads and writes once (its own format's arrays, x, y;
+ * beta == 0 so y is only written). */
+double sap__cuda_spmat_bytes(const sap_spmat *M);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- CUDA C++ part -------------------------------------------------------------------- */
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+
+/* Capacity of the pinned result buffer and of the reduction scratch. */
+#define SAP_CUDA_MAX_RESULTS 64
+#define SAP_CUDA_RED_BLOCK 256
+#define SAP_CUDA_RED_GRID 1024
+
+typedef struct sap_cuda_block {
+    void *ptr;    /* aligned pointer handed out */
+    void *raw;    /* what the hook or cudaMalloc returned */
+    size_t size;  /* class size (bytes usable) */
+    size_t bytes; /* bytes requested (live blocks) */
+} sap_cuda_block;
+
+typedef struct sap_cuda_state {
+    cudaStream_t stream;
+    size_t total_mem, l2_bytes;
+    int sm_count, cc_major, cc_minor;
+    /* pool */
+    sap_cuda_block *live;
+    size_t nlive, cap_live;
+    sap_cuda_block *cache;
+    size_t ncache, cap_cache;
+    size_t cached_bytes;
+    /* reductions: partials (SAP_CUDA_MAX_RESULTS x SAP_CUDA_RED_GRID doubles), a ticket
+     * counter, and pinned host memory the last block writes the results into */
+    double *d_partials;
+    unsigned int *d_ticket;
+    double *h_results;   /* host pointer (pinned, mapped) */
+    double *hd_results;  /* the same memory as seen from the device */
+    /* library handles (lazy) */
+    void *cublas;
+    void *cusparse;
+} sap_cuda_state;
+
+static inline sap_cuda_state *sap__cuda_state(const sap_context *ctx) { return (sap_cuda_state *)ctx->cuda; }
+
+/* Records a CUDA error in ctx with the CUDA message; cudaErrorMemoryAllocation maps to
+ * SAP_ERR_OUT_OF_MEMORY, everything else to SAP_ERR_DEVICE. */
+sap_status sap__cuda_error(sap_context *ctx, cudaError_t e, const char *what, const char *file, int line);
+
+/* Inside a function returning sap_status. */
+#define SAP_CUDA_CHECK(ctx, call)                                                                     \
+    do {                                                                                              \
+        cudaError_t sap__e = (call);                                                                  \
+        if (sap__e != cudaSuccess) return sap__cuda_error((ctx), sap__e, #call, __FILE__, __LINE__);  \
+    } while (0)
+
+/* After a kernel launch. */
+#define SAP_CUDA_LAUNCHED(ctx, name)                                                                  \
+    do {                                                                                              \
+        cudaError_t sap__e = cudaGetLastError();                                                      \
+        if (sap__e != cudaSuccess) return sap__cuda_error((ctx), sap__e, name, __FILE__, __LINE__);   \
+    } while (0)
+
+/* Inside a function with 'sap_status st' and a 'cleanup:' label. */
+#define SAP_CUDA_TRY(ctx, call)                                                                       \
+    do {                                                                                              \
+        cudaError_t sap__e = (call);                                                                  \
+        if (sap__e != cudaSuccess) {                                                                  \
+            st = sap__cuda_error((ctx), sap__e, #call, __FILE__, __LINE__);                           \
+            goto cleanup;                                                                             \
+        }                                                                                             \
+    } while (0)
+#define SAP_CUDA_TRY_LAUNCH(ctx, name)                                                                \
+    do {                                                                                              \
+        cudaError_t sap__e = cudaGetLastError();                                                      \
+        if (sap__e != cudaSuccess) {                                                                  \
+            st = sap__cuda_error((ctx), sap__e, name, __FILE__, __LINE__);                            \
+            goto cleanup;                                                                             \
+        }                                                                                             \
+    } while (0)
+
+/* Makes the context's device current (contexts on several devices in one thread). */
+sap_status sap__cuda_enter(sap_context *ctx);
+
+/* Grid of the deterministic reductions for n elements: fixed for a given n. */
+static inline int sap__cuda_red_grid(sap_int n)
+{
+    sap_int g = (n + SAP_CUDA_RED_BLOCK * 4 - 1) / (SAP_CUDA_RED_BLOCK * 4);
+    if (g < 1) g = 1;
+    if (g > SAP_CUDA_RED_GRID) g = SAP_CUDA_RED_GRID;
+    return (int)g;
+}
+
+/* Typed host allocation through the context's allocator (C++ has no void* conversion). */
+#define SAP_CUDA_HOST_ALLOC(ctx, ptr, n)                                                              \
+    do {                                                                                              \
+        (ptr) = (decltype(ptr))sap__alloc((ctx), (size_t)(n), sizeof(*(ptr)), false, __FILE__, __LINE__); \
+        if (!(ptr)) {                                                                                 \
+            st = sap__alloc_failure((size_t)(n), sizeof(*(ptr)));                                     \
+            goto cleanup;                                                                             \
+        }                                                                                             \
+    } while (0)
+#endif /* __CUDACC__ */
+
+#endif /* SAP_CUDA_INTERNAL_H */

@@ -1,0 +1,126 @@
+/* matrix.c -- sap_matrix: a sparse matrix resident on the context's backend in one SpMV
+ * format and precision; format names. */
+#include "matrix/backend_matrix.h"
+
+#include <string.h>
+
+static const char *const format_names[] = {"auto", "csr", "ell", "sellp", "hec", "band"};
+
+const char *sap_spmv_format_name(sap_spmv_format format)
+{
+    if (format < SAP_FORMAT_AUTO || format > SAP_FORMAT_BAND) return "unknown";
+    return format_names[format];
+}
+
+sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *format)
+{
+    if (!name || !format) return SAP_ERR_INVALID;
+    for (int f = SAP_FORMAT_AUTO; f <= SAP_FORMAT_BAND; f++)
+        if (strcmp(name, format_names[f]) == 0) {
+            *format = (sap_spmv_format)f;
+            return SAP_OK;
+        }
+    if (strcmp(name, "sell-p") == 0) {
+        *format = SAP_FORMAT_SELLP;
+        return SAP_OK;
+    }
+    return SAP_ERR_INVALID;
+}
+
+void sap_matrix_options_init(sap_matrix_options *opt)
+{
+    if (!opt) return;
+    memset(opt, 0, sizeof(*opt));
+    opt->format = SAP_FORMAT_AUTO;
+    opt->precision = SAP_DOUBLE;
+}
+
+sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt_in, sap_matrix **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: output pointer is NULL");
+    *out = NULL;
+    if (!A) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: matrix is NULL");
+    sap_matrix_options opt;
+    if (opt_in) opt = *opt_in;
+    else sap_matrix_options_init(&opt);
+    if (opt.format < SAP_FORMAT_AUTO || opt.format > SAP_FORMAT_BAND)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown SpMV format %d", (int)opt.format);
+    if (opt.precision != SAP_DOUBLE && opt.precision != SAP_FLOAT)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown precision %d", (int)opt.precision);
+    sap_status st = sap_csr_check(A);
+    if (st < 0) return st;
+
+    sap_matrix *M = NULL;
+    SAP_CALLOC(ctx, M, 1);
+    M->ctx = ctx;
+    M->nrows = A->nrows;
+    M->ncols = A->ncols;
+    M->nnz = A->nnz;
+    SAP_ALLOC(ctx, M->rowptr, A->nrows + 1);
+    SAP_ALLOC(ctx, M->colind, A->nnz);
+    sap__par_memcpy(ctx, M->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
+    if (A->nnz > 0) sap__par_memcpy(ctx, M->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+    SAP_TRY(sap__ops(ctx)->spmat_create(ctx, A, opt.format, opt.precision, &M->sm));
+    *out = M;
+    return SAP_OK;
+cleanup:
+    sap_matrix_destroy(M);
+    return st;
+}
+
+void sap_matrix_destroy(sap_matrix *M)
+{
+    if (!M) return;
+    sap_context *ctx = M->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (M->sm) ops->spmat_destroy(ctx, M->sm);
+    if (M->x.data) ops->vec_destroy(ctx, &M->x);
+    if (M->y.data) ops->vec_destroy(ctx, &M->y);
+    sap__free(ctx, M->rowptr);
+    sap__free(ctx, M->colind);
+    sap__free(ctx, M);
+}
+
+sap_status sap_matrix_update_values(sap_matrix *M, const double *val)
+{
+    if (!M) return SAP_ERR_INVALID;
+    sap_context *ctx = M->ctx;
+    if (!val && M->nnz > 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_update_values: val is NULL");
+    sap_csr A;
+    memset(&A, 0, sizeof(A));
+    A.ctx = ctx;
+    A.nrows = M->nrows;
+    A.ncols = M->ncols;
+    A.nnz = M->nnz;
+    A.rowptr = M->rowptr;
+    A.colind = M->colind;
+    A.val = (double *)val; /* read only */
+    return sap__ops(ctx)->spmat_update_values(ctx, M->sm, &A);
+}
+
+sap_spmv_format sap_matrix_format(const sap_matrix *M) { return M && M->sm ? M->sm->format : SAP_FORMAT_AUTO; }
+
+const char *sap_matrix_format_reason(const sap_matrix *M) { return M && M->sm && M->sm->reason ? M->sm->reason : ""; }
+
+sap_int sap_matrix_nrows(const sap_matrix *M) { return M ? M->nrows : 0; }
+
+sap_int sap_matrix_ncols(const sap_matrix *M) { return M ? M->ncols : 0; }
+
+sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x, double beta, double *y)
+{
+    if (!M) return SAP_ERR_INVALID;
+    sap_context *ctx = M->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if ((!x && M->ncols > 0) || (!y && M->nrows > 0))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_spmv: NULL vector");
+    sap_status st = SAP_OK;
+    if (!M->x.data) SAP_TRY(ops->vec_create(ctx, M->ncols, M->sm->prec, &M->x));
+    if (!M->y.data) SAP_TRY(ops->vec_create(ctx, M->nrows, M->sm->prec, &M->y));
+    SAP_TRY(ops->vec_upload(ctx, &M->x, x));
+    if (beta != 0.0) SAP_TRY(ops->vec_upload(ctx, &M->y, y));
+    SAP_TRY(ops->spmv(ctx, M->sm, alpha, &M->x, beta, &M->y));
+    SAP_TRY(ops->vec_download(ctx, &M->y, y));
+cleanup:
+    return st;
+}

@@ -1,0 +1,159 @@
+/* pc_sap.c -- the SaP banded preconditioners: "sap-d" (decoupled, block-diagonal),
+ * "sap-c" (coupled, truncated SPIKE) and "sap" (automatic choice of the two).  The
+ * numeric setup partitions A into P diagonal blocks (P from sap__pc_sap_configure or
+ * automatic), factors them (src/band) in the preconditioner's precision
+ * (sap_precond_set_precision; the banded solver picks float by default) and apply runs
+ * the SaP driver.  Boosted pivots make the numeric setup return SAP_WARN_BOOSTED_PIVOTS.
+ * On cuda the factors live in device memory and the cuda band kernels run. */
+#include "band/band_impl.h"
+#include "precond/precond_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct pc_sap_data {
+    sap_band_method fixed; /* SAPD, SAPC or AUTO (from the name) */
+    sap_band_options opt;
+    sap_band_source src; /* src.val != NULL: fill the factors from this backend band */
+    sap_band_fact *F;
+    sap_pc_sap_info info;
+} pc_sap_data;
+
+static sap_status sap_create_common(sap_precond *P, sap_band_method m)
+{
+    sap_status st = SAP_OK;
+    pc_sap_data *d = NULL;
+    SAP_CALLOC(P->ctx, d, 1);
+    d->fixed = m;
+    sap_band_options_init(&d->opt);
+    P->data = d;
+cleanup:
+    return st;
+}
+static sap_status sapd_create(sap_precond *P) { return sap_create_common(P, SAP_BAND_SAPD); }
+static sap_status sapc_create(sap_precond *P) { return sap_create_common(P, SAP_BAND_SAPC); }
+static sap_status sapa_create(sap_precond *P) { return sap_create_common(P, SAP_BAND_AUTO); }
+
+static void free_fact(sap_precond *P)
+{
+    pc_sap_data *d = P->data;
+    sap__band_fact_destroy(d->F);
+    d->F = NULL;
+}
+
+static void sap_destroy(sap_precond *P)
+{
+    if (!P->data) return;
+    free_fact(P);
+    sap__free(P->ctx, P->data);
+    P->data = NULL;
+}
+
+sap_status sap__pc_sap_configure(sap_precond *P, const sap_band_options *opt)
+{
+    if (!P || !opt || !P->ops || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
+    pc_sap_data *d = P->data;
+    d->opt = *opt;
+    if (P->state > SAP_PC_SYMBOLIC) P->state = SAP_PC_SYMBOLIC;
+    return SAP_OK;
+}
+
+sap_status sap__pc_sap_set_source(sap_precond *P, const sap_band_source *src)
+{
+    if (!P || !P->ops || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
+    pc_sap_data *d = P->data;
+    if (src) d->src = *src;
+    else memset(&d->src, 0, sizeof(d->src));
+    if (P->state > SAP_PC_SYMBOLIC) P->state = SAP_PC_SYMBOLIC;
+    return SAP_OK;
+}
+
+sap_status sap__pc_sap_info(const sap_precond *P, sap_pc_sap_info *info)
+{
+    if (!P || !info || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
+    *info = ((const pc_sap_data *)P->data)->info;
+    return SAP_OK;
+}
+
+static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
+{
+    sap_context *ctx = P->ctx;
+    pc_sap_data *d = P->data;
+    sap_status st = SAP_OK;
+    free_fact(P);
+    memset(&d->info, 0, sizeof(d->info));
+    sap_int K;
+    double dom;
+    sap__band_shape(A, sap__threads(ctx), &K, &dom);
+    if (d->opt.half_bandwidth > 0 && d->opt.half_bandwidth < K) K = d->opt.half_bandwidth;
+    sap_band_method m = d->fixed != SAP_BAND_AUTO ? d->fixed : d->opt.method;
+    if (m == SAP_BAND_DIRECT) m = SAP_BAND_SAPD; /* as a preconditioner: one LU block */
+    sap_int np = d->opt.partitions;
+    if (np < 0 || np > (A->nrows > 0 ? A->nrows : 1))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: %lld partitions for %lld rows (need 1 <= P <= N, 0 = auto)",
+                         P->ops->name, (long long)np, (long long)A->nrows);
+    sap__band_auto(ctx, A->nrows, K, dom, &m, &np, NULL, d->info.reason, sizeof(d->info.reason));
+    sap_band_factor_opts fo = {
+        .boost_threshold = d->opt.boost_threshold, .boost_value = d->opt.boost_value, .coupled = m == SAP_BAND_SAPC};
+    double t_bc = 0;
+    st = sap__band_fact_create_src(ctx, A, d->src.val ? &d->src : NULL, np, d->opt.half_bandwidth, P->prec, &fo, 0,
+                                   &d->F, &d->info.dropped, &t_bc);
+    if (st < 0) return st;
+    d->info.method = m;
+    d->info.P = d->F->L.P;
+    d->info.K = d->F->L.K;
+    d->info.boosted = d->F->boosted;
+    d->info.t_lu = d->F->t_lu;
+    d->info.t_bc = t_bc;
+    d->info.t_spk = d->F->t_spk;
+    d->info.t_lurdcd = d->F->t_lurdcd;
+    return st;
+}
+
+static sap_status sap_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
+{
+    pc_sap_data *d = P->data;
+    /* r and z are backend vectors of the factors' precision: the driver runs the
+     * backend's band kernels on them */
+    return sap__band_fact_apply(d->F, r->data, z->data);
+}
+
+const sap_precond_ops sap__pc_sapd_ops = {
+    .name = "sap-d", .create = sapd_create, .setup_numeric = sap_numeric, .apply = sap_apply, .destroy = sap_destroy};
+const sap_precond_ops sap__pc_sapc_ops = {
+    .name = "sap-c", .create = sapc_create, .setup_numeric = sap_numeric, .apply = sap_apply, .destroy = sap_destroy};
+const sap_precond_ops sap__pc_sap_ops = {
+    .name = "sap", .create = sapa_create, .setup_numeric = sap_numeric, .apply = sap_apply, .destroy = sap_destroy};
+
+sap_status sap_precond_set_band_options(sap_precond *P, const sap_band_options *opt)
+{
+    if (!P) return SAP_ERR_INVALID;
+    sap_status st = sap__pc_sap_configure(P, opt);
+    if (st < 0) return SAP_ERROR(P->ctx, st, "sap_precond_set_band_options: '%s' is not a SaP preconditioner (or opt is NULL)",
+                                 sap_precond_name(P));
+    return st;
+}
+
+sap_status sap_precond_get_band_stats(const sap_precond *P, sap_band_stats *stats)
+{
+    if (!P || !stats) return SAP_ERR_INVALID;
+    sap_pc_sap_info info;
+    sap_status st = sap__pc_sap_info(P, &info);
+    if (st < 0) return SAP_ERROR(P->ctx, st, "sap_precond_get_band_stats: '%s' is not a SaP preconditioner",
+                                 sap_precond_name(P));
+    memset(stats, 0, sizeof(*stats));
+    stats->method = info.method;
+    stats->partitions = info.P;
+    stats->half_bandwidth = info.K;
+    stats->factor_precision = P->prec;
+    snprintf(stats->reason, sizeof(stats->reason), "%s", info.reason);
+    stats->boosted_pivots = info.boosted;
+    stats->dropped_entries = info.dropped;
+    stats->time_lu = info.t_lu;
+    stats->time_bc = info.t_bc;
+    stats->time_spk = info.t_spk;
+    stats->time_lurdcd = info.t_lurdcd;
+    stats->time_setup = P->time_numeric;
+    return SAP_OK;
+}

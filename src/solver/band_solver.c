@@ -1,0 +1,382 @@
+/* band_solver.c -- the public sap_band_* API: automatic choices, the SaP preconditioner
+ * inside BiCGStab(2) / CG, and the direct banded solve (P = 1, double, iterative
+ * refinement). */
+#include "matrix/backend_matrix.h"
+#include "precond/precond_impl.h"
+#include "band/band_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+struct sap_band_solver {
+    sap_context *ctx;
+    sap_csr *A;
+    sap_band_options opt;
+    int setup_done;
+    sap_precond *pc;
+    sap_matrix *M;
+    sap_krylov *kry;
+    sap_band_fact *direct;
+    double *work; /* DIRECT: 2 n doubles */
+    sap_band_stats stats;
+};
+
+const char *sap_band_method_name(sap_band_method method)
+{
+    switch (method) {
+    case SAP_BAND_AUTO: return "auto";
+    case SAP_BAND_SAPD: return "sap-d";
+    case SAP_BAND_SAPC: return "sap-c";
+    case SAP_BAND_DIRECT: return "direct";
+    }
+    return "unknown";
+}
+
+sap_status sap_band_method_parse(const char *name, sap_band_method *method)
+{
+    if (!name || !method) return SAP_ERR_INVALID;
+    static const struct {
+        const char *s;
+        sap_band_method m;
+    } tab[] = {{"auto", SAP_BAND_AUTO}, {"sap", SAP_BAND_AUTO},  {"sap-d", SAP_BAND_SAPD}, {"sapd", SAP_BAND_SAPD},
+               {"d", SAP_BAND_SAPD},    {"sap-c", SAP_BAND_SAPC}, {"sapc", SAP_BAND_SAPC},  {"c", SAP_BAND_SAPC},
+               {"direct", SAP_BAND_DIRECT}};
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+        if (strcmp(tab[i].s, name) == 0) {
+            *method = tab[i].m;
+            return SAP_OK;
+        }
+    return SAP_ERR_INVALID;
+}
+
+void sap_band_options_init(sap_band_options *opt)
+{
+    if (!opt) return;
+    memset(opt, 0, sizeof(*opt));
+    opt->method = SAP_BAND_AUTO;
+    opt->partitions = 0;
+    opt->half_bandwidth = 0;
+    opt->factor_precision = -1;
+    opt->boost_threshold = -1;
+    opt->boost_value = 0;
+    opt->krylov_auto = 1;
+    sap_krylov_options_init(&opt->krylov);
+}
+
+void sap_band_solver_destroy(sap_band_solver *S)
+{
+    if (!S) return;
+    sap_context *ctx = S->ctx;
+    sap_precond_destroy(S->pc);
+    sap_matrix_destroy(S->M);
+    sap_krylov_destroy(S->kry);
+    sap__band_fact_destroy(S->direct);
+    sap__free(ctx, S->work);
+    sap_csr_destroy(S->A);
+    sap__free(ctx, S);
+}
+
+static sap_status check_options(sap_context *ctx, sap_int n, const sap_band_options *o)
+{
+    if ((int)o->method < SAP_BAND_AUTO || (int)o->method > SAP_BAND_DIRECT)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band: unknown method %d", (int)o->method);
+    if (o->partitions < 0 || o->partitions > (n > 0 ? n : 1))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band: %lld partitions for N = %lld (need 0 = auto or 1..N)",
+                         (long long)o->partitions, (long long)n);
+    if (o->half_bandwidth < 0 || (o->half_bandwidth > 0 && o->half_bandwidth >= n))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band: half-bandwidth %lld for N = %lld (need 0 <= K < N)",
+                         (long long)o->half_bandwidth, (long long)n);
+    if (o->factor_precision != -1 && o->factor_precision != SAP_DOUBLE && o->factor_precision != SAP_FLOAT)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band: factor precision %d", o->factor_precision);
+    if (isnan(o->boost_threshold) || isnan(o->boost_value))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band: NaN boost parameter");
+    return SAP_OK;
+}
+
+sap_status sap_band_solver_create(sap_context *ctx, const sap_csr *A, const sap_band_options *opt,
+                                  sap_band_solver **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band_solver_create: output pointer is NULL");
+    *out = NULL;
+    if (!A) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band_solver_create: matrix is NULL");
+    if (A->nrows != A->ncols)
+        return SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "sap_band_solver_create: the matrix is %lld x %lld",
+                         (long long)A->nrows, (long long)A->ncols);
+    sap_band_options o;
+    if (opt) o = *opt;
+    else sap_band_options_init(&o);
+    sap_status st = check_options(ctx, A->nrows, &o);
+    if (st < 0) return st;
+    for (sap_int p = 0; p < A->nnz; p++)
+        if (!isfinite(A->val[p]))
+            return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_band_solver_create: entry %lld of the matrix is %g",
+                             (long long)p, A->val[p]);
+    sap_band_solver *S = NULL;
+    SAP_CALLOC(ctx, S, 1);
+    S->ctx = ctx;
+    S->opt = o;
+    SAP_TRY(sap_csr_copy(A, &S->A));
+    *out = S;
+    return SAP_OK;
+cleanup:
+    sap_band_solver_destroy(S);
+    return st;
+}
+
+sap_status sap_band_solver_create_band(sap_context *ctx, sap_int n, sap_int K, const double *band,
+                                       const sap_band_options *opt, sap_band_solver **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band_solver_create_band: output pointer is NULL");
+    *out = NULL;
+    if (n < 1 || K < 0 || K >= n || !band)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band_solver_create_band: n = %lld, K = %lld (need 0 <= K < n)%s",
+                         (long long)n, (long long)K, band ? "" : ", band is NULL");
+    if (sap__mul_overflows(2 * K + 1, n, SAP_NNZ_MAX))
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "sap_band_solver_create_band: band too large");
+    sap_status st = SAP_OK;
+    sap_csr *A = NULL;
+    /* every in-matrix position of the band becomes an entry (explicit zeros included) */
+    sap_int nnz = 0;
+    for (sap_int i = 0; i < n; i++) {
+        sap_int lo = i - K < 0 ? 0 : i - K, hi = i + K > n - 1 ? n - 1 : i + K;
+        nnz += hi - lo + 1;
+    }
+    SAP_TRY(sap_csr_create(ctx, n, n, nnz, &A));
+    sap_int p = 0;
+    for (sap_int i = 0; i < n; i++) {
+        sap_int lo = i - K < 0 ? 0 : i - K, hi = i + K > n - 1 ? n - 1 : i + K;
+        for (sap_int j = lo; j <= hi; j++) {
+            A->colind[p] = j;
+            A->val[p++] = band[(j - i + K) * n + i];
+        }
+        A->rowptr[i + 1] = p;
+    }
+    st = sap_band_solver_create(ctx, A, opt, out);
+cleanup:
+    sap_csr_destroy(A);
+    return st;
+}
+
+/* symmetric values and positive diagonal (rows checked in parallel) */
+static int spd_guess(const sap_csr *A, int nt)
+{
+    int ok = 1;
+    if (A->nnz + A->nrows < SAP_PAR_MIN_WORK) nt = 1;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(&& : ok)")
+    for (sap_int r = 0; r < A->nrows; r++) {
+        if (!ok) continue;
+        int has_diag = 0;
+        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1] && ok; p++) {
+            sap_int c = A->colind[p];
+            if (c == r) {
+                if (!(A->val[p] > 0)) ok = 0;
+                has_diag = 1;
+                continue;
+            }
+            /* find (c, r) */
+            sap_int lo = A->rowptr[c], hi = A->rowptr[c + 1];
+            while (lo < hi) {
+                sap_int mid = lo + (hi - lo) / 2;
+                if (A->colind[mid] < r) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo >= A->rowptr[c + 1] || A->colind[lo] != r || A->val[lo] != A->val[p]) ok = 0;
+        }
+        if (!has_diag) ok = 0;
+    }
+    return ok;
+}
+
+sap_status sap_band_solver_setup(sap_band_solver *S)
+{
+    if (!S) return SAP_ERR_INVALID;
+    sap_context *ctx = S->ctx;
+    sap_status st = SAP_OK;
+    const double t0 = sap__wtime();
+    sap_precond_destroy(S->pc);
+    S->pc = NULL;
+    sap__band_fact_destroy(S->direct);
+    S->direct = NULL;
+    S->setup_done = 0;
+    sap_band_stats *bs = &S->stats;
+    memset(bs, 0, sizeof(*bs));
+    const sap_band_options *o = &S->opt;
+    const sap_int n = S->A->nrows;
+    sap_int K;
+    double d = 0;
+    sap__band_shape(S->A, sap__threads(ctx), &K, &d);
+    if (o->half_bandwidth > 0 && o->half_bandwidth < K) K = o->half_bandwidth;
+    sap_band_method m = o->method;
+    sap_int P = o->partitions;
+    if (m == SAP_BAND_DIRECT) P = 1;
+    sap_precision prec;
+    sap__band_auto(ctx, n, K, d, &m, &P, &prec, bs->reason, sizeof(bs->reason));
+    if (o->factor_precision >= 0) prec = (sap_precision)o->factor_precision;
+    if (m == SAP_BAND_DIRECT) prec = SAP_DOUBLE;
+    bs->method = m;
+    bs->partitions = P;
+    bs->factor_precision = prec;
+    if (o->factor_precision >= 0 || m == SAP_BAND_DIRECT) {
+        char *pp = strstr(bs->reason, prec == SAP_FLOAT ? "double factors" : "float factors");
+        if (pp) snprintf(pp, sizeof(bs->reason) - (size_t)(pp - bs->reason), "%s factors (given)",
+                         prec == SAP_FLOAT ? "float" : "double");
+    }
+    if (m == SAP_BAND_DIRECT) {
+        sap_band_factor_opts fo = {.boost_threshold = o->boost_threshold, .boost_value = o->boost_value, .coupled = 0};
+        double t_bc = 0;
+        SAP_TRY(sap__band_fact_create(ctx, S->A, 1, o->half_bandwidth, SAP_DOUBLE, &fo, 1, &S->direct,
+                                      &bs->dropped_entries, &t_bc));
+        if (!S->work) SAP_ALLOC(ctx, S->work, 2 * (n > 0 ? n : 1));
+        bs->half_bandwidth = S->direct->L.K;
+        bs->boosted_pivots = S->direct->boosted;
+        bs->time_lu = S->direct->t_lu;
+        bs->time_bc = t_bc;
+        bs->krylov_type = SAP_KRYLOV_CG;
+    } else {
+        /* the Krylov matrix first: a dense band goes to the BAND format on every backend,
+         * and the factors are then filled from it on the backend (no second band on the
+         * host, no second upload) */
+        if (!S->M) {
+            sap_matrix_options mo;
+            sap_matrix_options_init(&mo);
+            sap_int kl = 0, ku = 0;
+            int64_t slots = 0;
+            if (sap__band_dims(ctx, S->A, &kl, &ku, &slots) == SAP_OK && (double)slots * 0.7 <= (double)S->A->nnz)
+                mo.format = SAP_FORMAT_BAND;
+            SAP_TRY(sap_matrix_create(ctx, S->A, &mo, &S->M));
+        }
+        sap_band_source src;
+        memset(&src, 0, sizeof(src));
+        const void *bv = NULL;
+        if (S->M->sm->prec == SAP_DOUBLE && sap__ops(ctx)->spmat_band &&
+            sap__ops(ctx)->spmat_band(S->M->sm, &bv, &src.kl, &src.w) == SAP_OK)
+            src.val = bv;
+        sap_band_options po = *o;
+        po.method = m;
+        po.partitions = P;
+        SAP_TRY(sap_precond_create(ctx, m == SAP_BAND_SAPC ? "sap-c" : "sap-d", &S->pc));
+        SAP_TRY(sap__pc_sap_configure(S->pc, &po));
+        if (src.val) SAP_TRY(sap__pc_sap_set_source(S->pc, &src));
+        SAP_TRY(sap_precond_set_precision(S->pc, prec));
+        SAP_TRY(sap_precond_setup_numeric(S->pc, S->A));
+        sap_pc_sap_info info;
+        sap__pc_sap_info(S->pc, &info);
+        bs->half_bandwidth = info.K;
+        bs->boosted_pivots = info.boosted;
+        bs->dropped_entries = info.dropped;
+        bs->time_lu = info.t_lu;
+        bs->time_bc = info.t_bc;
+        bs->time_spk = info.t_spk;
+        bs->time_lurdcd = info.t_lurdcd;
+        sap_krylov_options ko = o->krylov;
+        if (o->krylov_auto) {
+            int cg = m == SAP_BAND_SAPD && spd_guess(S->A, sap__threads(ctx));
+            ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
+            ko.param = cg ? 0 : 2;
+        }
+        sap_krylov_destroy(S->kry);
+        S->kry = NULL;
+        SAP_TRY(sap_krylov_create(ctx, &ko, &S->kry));
+        bs->krylov_type = ko.type;
+    }
+    bs->time_setup = sap__wtime() - t0;
+    S->setup_done = 1;
+    if (bs->boosted_pivots > 0) {
+        SAP_ERROR(ctx, SAP_WARN_BOOSTED_PIVOTS, "sap_band: %lld pivots boosted", (long long)bs->boosted_pivots);
+        st = SAP_WARN_BOOSTED_PIVOTS;
+    }
+    return st;
+cleanup:
+    sap_precond_destroy(S->pc);
+    S->pc = NULL;
+    sap__band_fact_destroy(S->direct);
+    S->direct = NULL;
+    return st;
+}
+
+static double nrm2(const double *x, sap_int n)
+{
+    double s = 0;
+    for (sap_int i = 0; i < n; i++) s += x[i] * x[i];
+    return sqrt(s);
+}
+
+/* DIRECT: x = A^{-1} b by the double LU, then refinement on the true residual. */
+static sap_status direct_solve(sap_band_solver *S, const double *b, double *x)
+{
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    double *r = S->work, *dx = S->work + n;
+    sap_status st = SAP_OK;
+    const double nb = nrm2(b, n), tol = S->opt.krylov.tol;
+    for (sap_int i = 0; i < n; i++)
+        if (!isfinite(b[i])) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_band_solver_solve: b[%lld] = %g", (long long)i, b[i]);
+    if (nb == 0) {
+        memset(x, 0, (size_t)n * sizeof(double));
+        S->stats.relative_residual = 0;
+        return SAP_OK;
+    }
+    memcpy(x, b, (size_t)n * sizeof(double));
+    SAP_TRY(sap__band_fact_apply(S->direct, x, x));
+    double rel = 0;
+    int it = 0;
+    for (;; it++) {
+        memcpy(r, b, (size_t)n * sizeof(double));
+        SAP_TRY(sap_csr_spmv(S->A, -1.0, x, 1.0, r));
+        rel = nrm2(r, n) / nb;
+        if (!(rel > tol) || it >= 10 || !isfinite(rel)) break;
+        SAP_TRY(sap__band_fact_apply(S->direct, r, dx));
+        for (sap_int i = 0; i < n; i++) x[i] += dx[i];
+    }
+    S->stats.iterations = it;
+    S->stats.relative_residual = rel;
+    if (!isfinite(rel)) return SAP_ERROR(ctx, SAP_ERR_BREAKDOWN, "sap_band direct: non-finite residual");
+    if (rel > tol)
+        return SAP_ERROR(ctx, SAP_WARN_INEXACT, "sap_band direct: residual %.3g above tolerance %.3g after %d refinement steps",
+                         rel, tol, it);
+cleanup:
+    return st;
+}
+
+sap_status sap_band_solver_solve(sap_band_solver *S, const double *b, double *x, sap_band_stats *stats)
+{
+    if (!S) return SAP_ERR_INVALID;
+    sap_context *ctx = S->ctx;
+    sap_status st = SAP_OK;
+    if (S->A->nrows > 0 && (!b || !x)) {
+        st = SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_band_solver_solve: NULL vector");
+        goto done;
+    }
+    if (!S->setup_done) {
+        st = sap_band_solver_setup(S);
+        if (st < 0) goto done;
+    }
+    const double t0 = sap__wtime();
+    if (S->direct) {
+        sap_status s2 = direct_solve(S, b, x);
+        S->stats.time_kry = sap__wtime() - t0;
+        st = s2 < 0 || s2 > 0 ? s2 : st;
+    } else {
+        sap_krylov_stats ks;
+        sap_status s2 = sap_krylov_solve(S->kry, S->M, S->pc, b, x, &ks);
+        S->stats.time_kry = sap__wtime() - t0;
+        S->stats.iterations = ks.iterations;
+        S->stats.relative_residual = ks.true_residual;
+        st = s2 != SAP_OK ? s2 : st;
+    }
+done:
+    S->stats.status = st;
+    if (stats) *stats = S->stats;
+    return st;
+}
+
+sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *stats)
+{
+    if (!S || !stats) return SAP_ERR_INVALID;
+    *stats = S->stats;
+    return SAP_OK;
+}
