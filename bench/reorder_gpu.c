@@ -59,21 +59,21 @@ static void one(sap_context *C, sap_context *G, const char *spec)
     sap_int nf = 0, nadj = 0;
     double tw_c, tw_g, ts_c, ts_g, tg_c, tg_g;
     sap__db_weights_cpu(A, nt, c, la, &nf);
-    sap__cuda_db_weights(G, A, c, la, &nf); /* warm-up: pool blocks, module load */
+    sap__ops(G)->db_weights(G, A, c, la, &nf); /* warm-up: pool blocks, module load */
     BEST(tw_c, sap__db_weights_cpu(A, nt, c, la, &nf));
-    BEST(tw_g, sap__cuda_db_weights(G, A, c, la, &nf));
+    BEST(tw_g, sap__ops(G)->db_weights(G, A, c, la, &nf));
     sap__scale_rows_cols_cpu(A, rs, cs, nt);
-    sap__cuda_scale_rows_cols(G, A, rs, cs);
+    sap__ops(G)->scale_rows_cols(G, A, rs, cs);
     BEST(ts_c, sap__scale_rows_cols_cpu(A, rs, cs, nt));
-    BEST(ts_g, sap__cuda_scale_rows_cols(G, A, rs, cs));
+    BEST(ts_g, sap__ops(G)->scale_rows_cols(G, A, rs, cs));
     sap__cm_work w;
     memset(&w, 0, sizeof(w));
     tg_c = tg_g = NAN;
     if (sap__cm_work_create(C, n, nnz, &w) == SAP_OK) {
         sap__cm_build_graph(A, 0, n, nt, &w);
-        sap__cuda_sym_graph(G, A, w.xadj, w.adj2, &nadj);
+        sap__ops(G)->sym_graph(G, A, w.xadj, w.adj2, &nadj);
         BEST(tg_c, sap__cm_build_graph(A, 0, n, nt, &w));
-        BEST(tg_g, sap__cuda_sym_graph(G, A, w.xadj, w.adj2, &nadj); sap__cm_finish_graph(&w, n));
+        BEST(tg_g, sap__ops(G)->sym_graph(G, A, w.xadj, w.adj2, &nadj); sap__cm_finish_graph(&w, n));
     }
     sap__cm_work_free(C, &w);
     double tr_c = NAN, tr_g = NAN;
@@ -83,16 +83,17 @@ static void one(sap_context *C, sap_context *G, const char *spec)
         o.stats = 0;
         sap_csr *Ag = clone_to(G, A);
         sap_reorder_result *r = NULL;
-        sap_int keep_g = G->reorder_gpu_min_nnz_graph, keep_d = G->reorder_gpu_min_nnz_db;
+        sap_int keep_g = G->offload_min_nnz[SAP_OFFLOAD_GRAPH], keep_d = G->offload_min_nnz[SAP_OFFLOAD_DB];
         double t = sap__wtime();
         if (sap_reorder(A, &o, &r) == SAP_OK) tr_c = sap__wtime() - t;
         sap_reorder_result_destroy(r);
         r = NULL;
-        G->reorder_gpu_min_nnz_graph = G->reorder_gpu_min_nnz_db = 0;
+        sap__offload_set_min_nnz(G, SAP_OFFLOAD_GRAPH, 0);
+        sap__offload_set_min_nnz(G, SAP_OFFLOAD_DB, 0);
         t = sap__wtime();
         if (Ag && sap_reorder(Ag, &o, &r) == SAP_OK) tr_g = sap__wtime() - t;
-        G->reorder_gpu_min_nnz_graph = keep_g;
-        G->reorder_gpu_min_nnz_db = keep_d;
+        sap__offload_set_min_nnz(G, SAP_OFFLOAD_GRAPH, keep_g);
+        sap__offload_set_min_nnz(G, SAP_OFFLOAD_DB, keep_d);
         sap_reorder_result_destroy(r);
         sap_csr_destroy(Ag);
     }

@@ -4,7 +4,7 @@
  * bad input, the "sap-*" preconditioners, and an out-of-memory sweep. */
 #include "testing.h"
 
-#include "band/band_impl.h"
+#include "precond/pc_sap.h"
 #include "matrix/backend_matrix.h"
 
 #include <math.h>

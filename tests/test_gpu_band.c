@@ -5,7 +5,7 @@
  * device.  SAP_TEST_GPU_DRYRUN=1 runs the "gpu" side on a second cpu context. */
 #include "testing.h"
 
-#include "band/band_impl.h"
+#include "precond/pc_sap.h"
 #include "matrix/backend_matrix.h"
 
 #include <math.h>

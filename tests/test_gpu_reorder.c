@@ -3,7 +3,7 @@
  * in the last bit), DB scaling (bit for bit) and the symmetrized CM graph (identical), on
  * random matrices (odd sizes, empty rows, explicit zeros, one row) and on matrices of the
  * collection; then sap_db_matching, sap_cm_reorder and sap_reorder on a cuda context with
- * the GPU path forced (both ctx->reorder_gpu_min_nnz_* = 0) against a cpu context.  Exits 77
+ * the GPU path forced (both offload thresholds 0) against a cpu context.  Exits 77
  * (skipped) without CUDA or without a device. */
 #include "testing.h"
 
@@ -111,7 +111,7 @@ static void compare_stages(const sap_csr *A, const char *what)
     double *lc = malloc(sizeof(double) * (size_t)(n + 1)), *lg = malloc(sizeof(double) * (size_t)(n + 1));
     sap_int nfc = -1, nfg = -1;
     sap__db_weights_cpu(A, 4, cc, lc, &nfc);
-    CHECK_OK(G, sap__cuda_db_weights(G, A, cg, lg, &nfg));
+    CHECK_OK(G, sap__ops(G)->db_weights(G, A, cg, lg, &nfg));
     CHECK_MSG(nfc == nfg, "%s: nonfinite %lld vs %lld", what, (long long)nfc, (long long)nfg);
     sap_int bad = 0;
     double worst = 0.0;
@@ -140,7 +140,7 @@ static void compare_stages(const sap_csr *A, const char *what)
     CHECK(Mc && Mg);
     if (Mc && Mg) {
         sap__scale_rows_cols_cpu(Mc, rs, cs, 4);
-        CHECK_OK(G, sap__cuda_scale_rows_cols(G, Mg, rs, cs));
+        CHECK_OK(G, sap__ops(G)->scale_rows_cols(G, Mg, rs, cs));
         CHECK_MSG(nnz == 0 || memcmp(Mc->val, Mg->val, sizeof(double) * (size_t)nnz) == 0, "%s: scaled values differ",
                   what);
     }
@@ -156,7 +156,7 @@ static void compare_stages(const sap_csr *A, const char *what)
     sap_int nadj = -1;
     if (w.xadj) {
         sap__cm_build_graph(A, 0, n, 4, &w);
-        CHECK_OK(G, sap__cuda_sym_graph(G, A, xg, ag, &nadj));
+        CHECK_OK(G, sap__ops(G)->sym_graph(G, A, xg, ag, &nadj));
         CHECK_MSG(memcmp(xg, w.xadj, sizeof(sap_int) * (size_t)(n + 1)) == 0, "%s: graph row pointers differ", what);
         CHECK_MSG(nadj == w.xadj[n], "%s: %lld graph entries vs %lld", what, (long long)nadj, (long long)w.xadj[n]);
         if (nadj == w.xadj[n])
@@ -246,8 +246,8 @@ int main(void)
 #ifdef SAP_HAVE_CUDA
     C = sap_test_context(SAP_BACKEND_CPU);
     printf("device: %s\n", sap_context_device_name(G));
-    G->reorder_gpu_min_nnz_graph = 0; /* force the GPU path */
-    G->reorder_gpu_min_nnz_db = 0;
+    sap__offload_set_min_nnz(G, SAP_OFFLOAD_GRAPH, 0); /* force the GPU path */
+    sap__offload_set_min_nnz(G, SAP_OFFLOAD_DB, 0);
 
     static const struct {
         sap_int n, per_row, bw;

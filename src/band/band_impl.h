@@ -33,44 +33,7 @@
 #ifndef SAP_BAND_IMPL_H
 #define SAP_BAND_IMPL_H
 
-#include "device/device.h"
-
-/* Partition layout (host). */
-typedef struct sap_band_layout {
-    sap_int n, P;
-    sap_int K;     /* largest half-bandwidth (bounds the coupling blocks) */
-    sap_int *off;  /* P + 1 */
-    sap_int *Ki;   /* P */
-    int64_t *boff; /* P + 1: element offsets of the partition bands */
-    sap_int *m;    /* P: coupling size of interface i (m[P-1] = 0) */
-    int64_t *coff; /* P + 1: element offsets of the coupling blocks (m_i^2 each) */
-    sap_int *w;    /* P: UL window of partition i (0 for i = 0) */
-} sap_band_layout;
-
-/* The factored preconditioner / direct solver: arrays in the backend's memory (host
- * for cpu, device for cuda) in one precision, host bookkeeping. */
-typedef struct sap_band_fact {
-    sap_context *ctx;
-    const struct sap_band_kernels *kt;
-    sap_band_layout L;
-    sap_precision prec;
-    int coupled; /* SaP-C: spikes and reduced systems present */
-    void *lu;    /* boff[P] elements: the band on entry, LU factors of every partition after */
-    void *ul;    /* uoff[P] elements: leading windows of partitions 1.., UL factors after */
-    int64_t *uoff; /* P + 1 host offsets of the UL windows ((2 K_b + 1) w_b elements) */
-    double *thr, *bst; /* P: boost threshold and value per partition (host) */
-    void *B, *C; /* coff[P-1] elements each: coupling blocks */
-    void *V, *W; /* coff[P-1] each: V_i^(b), W_{i+1}^(t) */
-    void *R;     /* coff[P-1]: LU of I - W V (partial pivoting) */
-    int32_t *rpiv; /* sum m_i: pivots of R */
-    int64_t *roff; /* P: host offsets into rpiv */
-    void *g;     /* n elements of work (first block solve) */
-    void *xr;    /* 2 * sum m_i: interface unknowns x_i^(b), x_{i+1}^(t) */
-    int64_t *xoff; /* P: host offsets into xr */
-    void *dev;   /* backend private (cuda: device copies of the layout) */
-    sap_int boosted;
-    double t_lu, t_spk, t_lurdcd;
-} sap_band_fact;
+#include "device/device.h" /* the band kernel table and its data: device/band_kernels.h */
 
 /* Factorization parameters. */
 typedef struct sap_band_factor_opts {
@@ -97,58 +60,6 @@ sap_status sap__band_fill(sap_context *ctx, const sap_csr *A, const sap_band_lay
 /* Boost threshold and value of every partition from its ||A_b||_inf (norms[P]). */
 void sap__band_boost_params(sap_band_fact *F, const double *norms, const sap_band_factor_opts *o);
 
-/* A band already in the backend's memory in the BAND SpMV layout (sap_backend.h), in
- * double: A(i, j) at val[(j - i + kl) * n + i] for 0 <= j - i + kl < w.  The factors can
- * be filled from it on the backend (no host band, no upload). */
-typedef struct sap_band_source {
-    const double *val;
-    sap_int kl, w;
-} sap_band_source;
-
-/* ---- the band kernel table ------------------------------------------------------------- */
-
-/* The heavy operations of SaP, written once per backend.  Arrays live in the backend's
- * memory in the fact's precision.  cpu: src/kernels/cpu/band_cpu.c (OpenMP across
- * partitions); cuda: src/kernels/cuda/band_cuda.cu (a thread block per partition or
- * interface, threads across the band window). */
-typedef struct sap_band_kernels {
-    const char *name;
-    /* backend memory */
-    sap_status (*mem_alloc)(sap_context *ctx, size_t bytes, void **p);
-    void (*mem_free)(sap_context *ctx, void *p);
-    sap_status (*mem_upload)(sap_context *ctx, void *dst, const void *src, size_t bytes);
-    /* after the arrays are allocated and filled: backend private set-up (F->dev) */
-    sap_status (*prepare)(sap_band_fact *F);
-    void (*release)(sap_band_fact *F);
-    /* LU of every partition in fact->lu and (coupled) UL of every window in fact->ul, in
-     * place, boosting pivots with |p| < thr[b] to copysign(bst[b], p); adds the number
-     * of boosted pivots to *boosted */
-    sap_status (*factor)(sap_band_fact *F, sap_int *boosted);
-    /* V_i^(b) from the LU and B_i, W_{i+1}^(t) from the UL and C_{i+1} */
-    sap_status (*spikes)(sap_band_fact *F);
-    /* LU with partial pivoting of I - W V per interface */
-    sap_status (*reduced_factor)(sap_band_fact *F);
-    /* z = D^{-1} r (block-diagonal solve of every partition); z may alias r */
-    sap_status (*block_solve)(sap_band_fact *F, const void *r, void *z);
-    /* interface unknowns from g = D^{-1} r: x_i^(b), x_{i+1}^(t) into F->xr */
-    sap_status (*reduced_solve)(sap_band_fact *F, const void *g);
-    /* f = r - [0; B_i x_{i+1}^(t)] - [C_i x_{i-1}^(b); 0] (f != r) */
-    sap_status (*purify)(sap_band_fact *F, const void *r, void *f);
-    /* after prepare: fills lu and, coupled, B, C and the UL windows from a band source
-     * (the same values sap__band_fill + the host conversion give) and writes
-     * ||A_b||_inf of every partition into the host array norms[P] */
-    sap_status (*fill_from_band)(sap_band_fact *F, const sap_band_source *src, double *norms);
-    /* after F->thr / F->bst changed on the host (NULL: the kernels read them there) */
-    sap_status (*update_boost)(sap_band_fact *F);
-} sap_band_kernels;
-
-const sap_band_kernels *sap__band_kernels_cpu(void);
-#ifdef SAP_HAVE_CUDA
-const sap_band_kernels *sap__band_kernels_cuda(void);
-/* Streaming multiprocessors of the context's device. */
-int sap__band_cuda_sm_count(const sap_context *ctx);
-#endif
-
 /* ---- the SaP driver (band_sap.c) --------------------------------------------------------- */
 
 /* Builds and factors (host_only: with the cpu kernels on host memory whatever the
@@ -169,21 +80,6 @@ void sap__band_fact_destroy(sap_band_fact *F);
  * block solve, reduced systems, purified right-hand sides, second block solve). */
 sap_status sap__band_fact_apply(sap_band_fact *F, const void *r, void *z);
 
-/* ---- preconditioner hooks (src/solve/pc_sap.c) ----------------------------------------- */
-
-/* Options of a "sap-d" / "sap-c" / "sap" preconditioner (before its numeric setup). */
-sap_status sap__pc_sap_configure(sap_precond *P, const sap_band_options *opt);
-/* The matrix' values live on the backend in the BAND layout already (the caller keeps
- * them alive): the next numeric setups fill the factors from there.  NULL: from the CSR. */
-sap_status sap__pc_sap_set_source(sap_precond *P, const sap_band_source *src);
-/* What the last numeric setup did. */
-typedef struct sap_pc_sap_info {
-    sap_band_method method; /* SAPD or SAPC */
-    sap_int P, K, boosted, dropped;
-    double t_lu, t_bc, t_spk, t_lurdcd;
-    char reason[160];
-} sap_pc_sap_info;
-sap_status sap__pc_sap_info(const sap_precond *P, sap_pc_sap_info *info);
 /* The automatic choices (band_sap.c): method, P and factor precision for an n x n matrix
  * of half-bandwidth K and diagonal dominance d on ctx's backend; reason is filled. */
 void sap__band_auto(const sap_context *ctx, sap_int n, sap_int K, double d, sap_band_method *method, sap_int *P,

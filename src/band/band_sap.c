@@ -3,7 +3,7 @@
  * apply (SaP-D: one block-diagonal solve; SaP-C: block solve, reduced 2K x 2K systems,
  * purified right-hand sides, second block solve).  The heavy operations are the band
  * kernel table (band_impl.h).
- * The arrays live in the backend's memory (kernel table F->kt).  The band is either built
+ * The arrays live in the backend's memory (F->ops; the band kernels F->kt = F->ops->band).  The band is either built
  * on the host from the CSR and uploaded (T_BC includes the upload) or, when the caller
  * has the matrix in the BAND format on the backend already (sap_band_source), filled
  * there directly. */
@@ -15,24 +15,14 @@
 
 static size_t prec_size(sap_precision p) { return p == SAP_FLOAT ? sizeof(float) : sizeof(double); }
 
-static const sap_band_kernels *kernels_for(const sap_context *ctx)
-{
-#ifdef SAP_HAVE_CUDA
-    if (ctx->backend == SAP_BACKEND_CUDA) return sap__band_kernels_cuda();
-#endif
-    (void)ctx;
-    return sap__band_kernels_cpu();
-}
-
 void sap__band_fact_destroy(sap_band_fact *F)
 {
     if (!F) return;
     sap_context *ctx = F->ctx;
-    const sap_band_kernels *kt = F->kt;
-    if (kt->release) kt->release(F);
+    if (F->kt->release) F->kt->release(F);
     void *dev[] = {F->lu, F->ul, F->B, F->C, F->V, F->W, F->R, F->rpiv, F->g, F->xr};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
-        if (dev[i]) kt->mem_free(ctx, dev[i]);
+        if (dev[i]) F->ops->mem_free(ctx, dev[i]);
     void *host[] = {F->uoff, F->thr, F->bst, F->roff, F->xoff};
     for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) sap__free(ctx, host[i]);
     sap__band_layout_free(ctx, &F->L);
@@ -48,7 +38,7 @@ static sap_status upload_conv(sap_band_fact *F, const double *src, int64_t n, vo
     void *tmp = NULL;
     *dst = NULL;
     if (n <= 0) return SAP_OK;
-    SAP_TRY(F->kt->mem_alloc(ctx, (size_t)n * es, dst));
+    SAP_TRY(F->ops->mem_alloc(ctx, (size_t)n * es, dst));
     if (F->prec == SAP_FLOAT) {
         tmp = sap__alloc(ctx, (size_t)n, sizeof(float), false, __FILE__, __LINE__);
         if (!tmp) SAP_FAIL(ctx, sap__alloc_failure((size_t)n, sizeof(float)), "band: no memory for a conversion");
@@ -56,9 +46,9 @@ static sap_status upload_conv(sap_band_fact *F, const double *src, int64_t n, vo
         const int nt = sap__threads(ctx);
         SAP_OMP_FOR(nt)
         for (int64_t i = 0; i < n; i++) t[i] = (float)src[i];
-        SAP_TRY(F->kt->mem_upload(ctx, *dst, tmp, (size_t)n * es));
+        SAP_TRY(F->ops->mem_upload(ctx, *dst, tmp, (size_t)n * es));
     } else {
-        SAP_TRY(F->kt->mem_upload(ctx, *dst, src, (size_t)n * es));
+        SAP_TRY(F->ops->mem_upload(ctx, *dst, src, (size_t)n * es));
     }
 cleanup:
     sap__free(ctx, tmp);
@@ -69,7 +59,7 @@ static sap_status alloc_dev(sap_band_fact *F, size_t n, size_t es, void **p)
 {
     *p = NULL;
     if (n == 0) return SAP_OK;
-    return F->kt->mem_alloc(F->ctx, n * es, p);
+    return F->ops->mem_alloc(F->ctx, n * es, p);
 }
 
 void sap__band_boost_params(sap_band_fact *F, const double *norms, const sap_band_factor_opts *o)
@@ -157,7 +147,8 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     SAP_CALLOC(ctx, F, 1);
     F->ctx = ctx;
     F->prec = prec;
-    F->kt = host_only ? sap__band_kernels_cpu() : kernels_for(ctx);
+    F->ops = host_only ? sap__backend_cpu_ops() : sap__ops(ctx);
+    F->kt = F->ops->band;
     if (src && !F->kt->fill_from_band) src = NULL;
     SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, &F->L));
     const sap_band_layout *L = &F->L;
@@ -278,17 +269,15 @@ void sap__band_auto(const sap_context *ctx, sap_int n, sap_int K, double d, sap_
      * 10.7 ms): SaP-D up to 16 per SM with partitions >= max(K/2, 64) rows, SaP-C (whose
      * spikes and reduced systems grow with P) up to 2 per SM with partitions >=
      * max(2K, 64) rows. */
-    sap_int p = sap__threads(ctx);
+    const sap_int units = sap__ops(ctx)->units(ctx);
+    sap_int p = units;
     const char *why_p = "one partition per host thread";
     sap_int minrows = 2 * K > 64 ? 2 * K : 64;
-#ifdef SAP_HAVE_CUDA
-    if (ctx->backend == SAP_BACKEND_CUDA) {
-        const sap_int sm = sap__band_cuda_sm_count(ctx);
-        p = coupled ? 2 * sm : 16 * sm;
+    if (ctx->backend == SAP_BACKEND_CUDA) { /* units = SMs */
+        p = coupled ? 2 * units : 16 * units;
         why_p = coupled ? "two partitions per SM" : "16 partitions per SM";
         if (!coupled) minrows = K / 2 > 64 ? K / 2 : 64;
     }
-#endif
     if (p > n / minrows) {
         p = n / minrows;
         why_p = coupled ? "limited by partitions of >= max(2K, 64) rows" : "limited by the partition height";

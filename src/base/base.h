@@ -1,6 +1,7 @@
-/* sap_internal.h -- definitions shared by the library's sources (not installed). */
-#ifndef SAP_INTERNAL_H
-#define SAP_INTERNAL_H
+/* base.h -- the base layer shared by every source of the library: the context, errors and
+ * messages, host memory, random numbers, OpenMP helpers.  Knows no backend.  Internal. */
+#ifndef SAP_BASE_H
+#define SAP_BASE_H
 
 #include "sap.h"
 
@@ -10,6 +11,10 @@
 #include <stdint.h>
 
 #define SAP_ERRMSG_LEN 1024
+
+/* Operations the device layer may move from the host to an accelerator, each with a size
+ * threshold in the context (src/device/device.h: sap__offload). */
+typedef enum sap_offload_op { SAP_OFFLOAD_GRAPH = 0, SAP_OFFLOAD_DB = 1, SAP_OFFLOAD_COUNT = 2 } sap_offload_op;
 
 struct sap_context {
     sap_backend backend; /* resolved: cpu or cuda */
@@ -22,10 +27,10 @@ struct sap_context {
     char errmsg[SAP_ERRMSG_LEN];
     char device_name[256];
     sap_context_stats stats;
-    void *cuda; /* backend-private state (src/kernels/cuda), NULL on cpu */
-    /* reorderings on a cuda context: smallest nnz for which the A + A^T graph and the DB
-     * weights/scaling run on the GPU (see sap__reorder_on_gpu) */
-    sap_int reorder_gpu_min_nnz_graph, reorder_gpu_min_nnz_db;
+    const struct sap_backend_ops *ops; /* the backend's kernel table (src/device/device.h) */
+    void *cuda;                         /* device-layer private state, NULL on cpu */
+    sap_int offload_min_nnz[SAP_OFFLOAD_COUNT]; /* thresholds of sap__offload (device.h) */
+    int try_depth; /* > 0 inside sap__try_begin/end: expected failures are not printed */
 };
 
 /* ---- errors --------------------------------------------------------------------- */
@@ -61,6 +66,28 @@ sap_status sap__verror(sap_context *ctx, sap_status status, const char *file, in
         st = SAP_ERROR((ctx), (status), __VA_ARGS__);                                                  \
         goto cleanup;                                                                                  \
     } while (0)
+
+/* Expected failures: between sap__try_begin(ctx) and sap__try_end(ctx) (nested calls count)
+ * errors and warnings are recorded in the context (sap_context_last_error) but not printed;
+ * the caller reads the status and decides.  Used for attempts that have a fallback, so
+ * the user's print level is never rewritten. */
+static inline void sap__try_begin(sap_context *ctx)
+{
+    if (ctx) ctx->try_depth++;
+}
+static inline void sap__try_end(sap_context *ctx)
+{
+    if (ctx && ctx->try_depth > 0) ctx->try_depth--;
+}
+
+/* The base part of sap_context_create (src/device/device.c opens the backend): a
+ * context on the host with cfg's allocator, threads, print level and log, backend cpu.
+ * NULL when cfg is invalid or memory is short (*st says which). */
+sap_context *sap__context_new(const sap_context_config *cfg, sap_status *st);
+/* Frees what sap__context_new allocated (the device layer closed the backend first). */
+void sap__context_free(sap_context *ctx);
+/* Sets ctx->device_name for the cpu backend from the thread count. */
+void sap__context_describe_cpu(sap_context *ctx);
 
 /* Writes a message at the given level (no error recorded). */
 void sap__log(sap_context *ctx, int level, const char *fmt, ...)
@@ -176,48 +203,4 @@ sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target);
  * row, on nt threads for large matrices (src/matrix/csr_split.c). */
 void sap__csr_lower_upper(const sap_csr *A, int nt, sap_int *kl, sap_int *ku);
 
-/* ---- backends ------------------------------------------------------------------------- */
-
-#ifdef SAP_HAVE_CUDA
-/* src/kernels/cuda/cuda_context.cu */
-sap_status sap__cuda_device_count(int *count, char *msg, size_t msglen);
-sap_status sap__cuda_context_init(sap_context *ctx);
-void sap__cuda_context_free(sap_context *ctx);
-/* src/kernels/cuda/reorder_cuda.cu: the GPU-friendly reordering stages on host arrays
- * (upload, kernels, download; 32-bit indices inside, SAP_ERR_TOO_LARGE beyond).
- * DB weights: c (nnz) and loga (nrows) as the CPU's S1 computes them, *nonfinite the
- * count of NaN/Inf values.  Scaling: M->val[p] = (rs[i] * M->val[p]) * cs[j] in place.
- * Graph: the pattern of A + A^T without its diagonal, each row sorted by index (what
- * sap__cm_build_graph puts in xadj/adj2); *nadj = xadj[n]. */
-sap_status sap__cuda_db_weights(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);
-sap_status sap__cuda_scale_rows_cols(sap_context *ctx, sap_csr *M, const double *rs, const double *cs);
-sap_status sap__cuda_sym_graph(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
-#endif
-
-/* ---- reorderings on the GPU ------------------------------------------------------------ */
-
-/* A cuda context builds the symmetrized graph of Cuthill-McKee on the GPU when the
- * matrix has at least ctx->reorder_gpu_min_nnz_graph stored entries, and computes the DB
- * weights and the DB scaling there from ctx->reorder_gpu_min_nnz_db entries on.  Measured
- * on an H200 with 16 host cores (bench/results/reorder_gpu.md): the graph build pays from
- * about 0.5M entries (1.5-1.8x, transfers included); the weights and the scaling never
- * pay while the matrix lives on the host (the PCIe transfers cost 2-30x the host's
- * OpenMP loops), so they are off by default and kept for
- * device-resident use and the tests.  The defaults are set by sap_context_create; the
- * tests set both to 0 to force the GPU path. */
-#define SAP_REORDER_GPU_MIN_NNZ_GRAPH 500000
-#define SAP_REORDER_GPU_MIN_NNZ_DB INT64_MAX
-
-static inline int sap__reorder_on_gpu(const sap_context *ctx, sap_int nnz, sap_int min_nnz)
-{
-#ifdef SAP_HAVE_CUDA
-    return ctx->backend == SAP_BACKEND_CUDA && ctx->cuda != NULL && nnz >= min_nnz && nnz < ((sap_int)1 << 30);
-#else
-    (void)ctx;
-    (void)nnz;
-    (void)min_nnz;
-    return 0;
-#endif
-}
-
-#endif /* SAP_INTERNAL_H */
+#endif /* SAP_BASE_H */

@@ -1,4 +1,5 @@
-/* context.c -- sap_context: configuration, backend choice, errors, logging, statistics. */
+/* context.c -- sap_context: configuration, errors, logging, statistics (the backend is
+ * opened by the device layer: src/device/device.c). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 without OpenMP */
 #include "base/base.h"
 
@@ -49,80 +50,40 @@ static int default_threads(void)
 #endif
 }
 
-static void describe_cpu(sap_context *ctx)
+void sap__context_describe_cpu(sap_context *ctx)
 {
     snprintf(ctx->device_name, sizeof(ctx->device_name), "cpu (%d thread%s)", ctx->threads,
              ctx->threads == 1 ? "" : "s");
 }
 
-sap_status sap_context_create(sap_context **out, const sap_context_config *cfg_in)
+sap_context *sap__context_new(const sap_context_config *cfg, sap_status *st)
 {
-    if (!out) return SAP_ERR_INVALID;
-    *out = NULL;
-    sap_context_config cfg;
-    if (cfg_in) cfg = *cfg_in;
-    else sap_context_config_init(&cfg);
-    if (cfg.backend != SAP_BACKEND_AUTO && cfg.backend != SAP_BACKEND_CPU && cfg.backend != SAP_BACKEND_CUDA)
-        return SAP_ERR_INVALID;
-    if (cfg.threads < 0 || cfg.device < 0) return SAP_ERR_INVALID;
-    if (cfg.print_level < SAP_PRINT_SILENT || cfg.print_level > SAP_PRINT_DEBUG) return SAP_ERR_INVALID;
-
-    void *mem = cfg.allocator.host_alloc ? cfg.allocator.host_alloc(cfg.allocator.state, sizeof(sap_context))
-                                         : malloc(sizeof(sap_context));
-    if (!mem) return SAP_ERR_OUT_OF_MEMORY;
+    *st = SAP_ERR_INVALID;
+    if (cfg->backend != SAP_BACKEND_AUTO && cfg->backend != SAP_BACKEND_CPU && cfg->backend != SAP_BACKEND_CUDA)
+        return NULL;
+    if (cfg->threads < 0 || cfg->device < 0) return NULL;
+    if (cfg->print_level < SAP_PRINT_SILENT || cfg->print_level > SAP_PRINT_DEBUG) return NULL;
+    void *mem = cfg->allocator.host_alloc ? cfg->allocator.host_alloc(cfg->allocator.state, sizeof(sap_context))
+                                          : malloc(sizeof(sap_context));
+    *st = SAP_ERR_OUT_OF_MEMORY;
+    if (!mem) return NULL;
     sap_context *ctx = mem;
     memset(ctx, 0, sizeof(*ctx));
-    ctx->alloc = cfg.allocator;
-    ctx->device = cfg.device;
-    ctx->threads = cfg.threads > 0 ? cfg.threads : default_threads();
-    ctx->print_level = cfg.print_level;
-    ctx->log = cfg.log;
-    ctx->log_state = cfg.log_state;
+    ctx->alloc = cfg->allocator;
+    ctx->device = cfg->device;
+    ctx->threads = cfg->threads > 0 ? cfg->threads : default_threads();
+    ctx->print_level = cfg->print_level;
+    ctx->log = cfg->log;
+    ctx->log_state = cfg->log_state;
     ctx->backend = SAP_BACKEND_CPU;
-    ctx->reorder_gpu_min_nnz_graph = SAP_REORDER_GPU_MIN_NNZ_GRAPH;
-    ctx->reorder_gpu_min_nnz_db = SAP_REORDER_GPU_MIN_NNZ_DB;
-    describe_cpu(ctx);
-
-    sap_status st = SAP_OK;
-    if (cfg.backend == SAP_BACKEND_CUDA || cfg.backend == SAP_BACKEND_AUTO) {
-#ifdef SAP_HAVE_CUDA
-        char msg[256] = "";
-        int count = 0;
-        sap_status cs = sap__cuda_device_count(&count, msg, sizeof(msg));
-        if (cs == SAP_OK && count > ctx->device) {
-            st = sap__cuda_context_init(ctx);
-            if (st == SAP_OK) ctx->backend = SAP_BACKEND_CUDA;
-        } else if (cfg.backend == SAP_BACKEND_CUDA) {
-            if (cs == SAP_OK)
-                st = SAP_ERROR(ctx, SAP_ERR_NO_DEVICE, "CUDA device %d requested but %d device%s found", ctx->device,
-                               count, count == 1 ? "" : "s");
-            else
-                st = SAP_ERROR(ctx, SAP_ERR_NO_DEVICE, "no usable CUDA device: %s", msg);
-        } else {
-            sap__log(ctx, SAP_PRINT_INFO, "sap: backend auto -> cpu (%s)",
-                     cs == SAP_OK ? "no CUDA device found" : msg);
-        }
-#else
-        if (cfg.backend == SAP_BACKEND_CUDA)
-            st = SAP_ERROR(ctx, SAP_ERR_NOT_COMPILED, "backend cuda requested but this build has no CUDA support");
-        else
-            sap__log(ctx, SAP_PRINT_INFO, "sap: backend auto -> cpu (built without CUDA)");
-#endif
-    }
-    if (st < 0) {
-        sap_context_destroy(ctx);
-        return st;
-    }
-    *out = ctx;
-    return SAP_OK;
+    sap__context_describe_cpu(ctx);
+    *st = SAP_OK;
+    return ctx;
 }
 
-void sap_context_destroy(sap_context *ctx)
+void sap__context_free(sap_context *ctx)
 {
     if (!ctx) return;
-#ifdef SAP_HAVE_CUDA
-    if (ctx->cuda) sap__cuda_context_free(ctx);
-#endif
     sap_allocator a = ctx->alloc;
     if (a.host_free) a.host_free(a.state, ctx);
     else free(ctx);
@@ -139,7 +100,7 @@ sap_status sap_context_set_threads(sap_context *ctx, int threads)
     SAP_CHECK_CTX(ctx);
     if (threads < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "threads must be >= 0 (got %d)", threads);
     ctx->threads = threads > 0 ? threads : default_threads();
-    if (ctx->backend == SAP_BACKEND_CPU) describe_cpu(ctx);
+    if (ctx->backend == SAP_BACKEND_CPU) sap__context_describe_cpu(ctx);
     return SAP_OK;
 }
 
@@ -181,6 +142,7 @@ static void emit(sap_context *ctx, int level, const char *msg)
 {
     if (!ctx) return;
     if (level > ctx->print_level) return;
+    if (ctx->try_depth > 0 && level <= SAP_PRINT_WARNINGS) return; /* an expected failure */
     if (ctx->log) ctx->log(ctx->log_state, level, msg);
     else fprintf(stderr, "%s\n", msg);
 }

@@ -5,15 +5,6 @@ int sap_version(void) { return SAP_VERSION_NUMBER; }
 
 const char *sap_version_string(void) { return SAP_VERSION_STRING; }
 
-int sap_has_cuda(void)
-{
-#ifdef SAP_HAVE_CUDA
-    return 1;
-#else
-    return 0;
-#endif
-}
-
 int sap_has_zlib(void)
 {
 #ifdef SAP_HAVE_ZLIB

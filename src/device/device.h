@@ -1,9 +1,13 @@
-/* sap_backend.h -- the kernel table every backend (cpu, cuda) implements, so that the
- * Krylov drivers, preconditioners and solvers are written once.  Internal. */
-#ifndef SAP_BACKEND_H
-#define SAP_BACKEND_H
+/* device.h -- the device layer: the one table of kernels every backend (cpu, cuda)
+ * implements, so that reorderings, the band factorization, preconditioners, Krylov
+ * methods and solvers are written once and never name a backend.  The only code that
+ * knows CUDA lives under src/device/ (cuda/; the table is absent from a build without
+ * CUDA and the context then offers the cpu backend only).  Internal. */
+#ifndef SAP_DEVICE_H
+#define SAP_DEVICE_H
 
 #include "base/base.h"
+#include "device/band_kernels.h"
 
 /* A vector in backend memory (host memory for cpu, device memory for cuda). */
 typedef struct sap_vec {
@@ -127,23 +131,46 @@ typedef struct sap_backend_ops {
     /* a BAND matrix' values in backend memory (*val, kl, w: see the BAND layout above);
      * SAP_ERR_INVALID for another format */
     sap_status (*spmat_band)(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w);
+    /* raw backend memory (host memory for cpu) */
+    sap_status (*mem_alloc)(sap_context *ctx, size_t bytes, void **p);
+    void (*mem_free)(sap_context *ctx, void *p);
+    sap_status (*mem_upload)(sap_context *ctx, void *dst, const void *src, size_t bytes);
+    /* bytes the backend's memory has free for this process and in all (cpu: what the host
+     * reports; cuda: the device, the context's pool included) */
+    sap_status (*mem_info)(sap_context *ctx, size_t *free_bytes, size_t *total_bytes);
+    /* independent execution units the kernels spread over (cpu: threads; cuda: SMs) */
+    int (*units)(const sap_context *ctx);
+    /* the band kernels of SaP (device/band_kernels.h) */
+    const sap_band_kernels *band;
+    /* reordering stages the backend can take over from the host loops (NULL: not
+     * offered; sap__offload says whether to use them for a matrix).  On host arrays
+     * (upload, kernels, download).  DB weights: c (nnz) and loga (nrows) as the host's S1
+     * computes them, *nonfinite the count of NaN/Inf values.  Scaling: M->val[p] =
+     * (rs[i] * M->val[p]) * cs[j] in place.  Graph: the pattern of A + A^T without its
+     * diagonal, each row sorted by index (what sap__cm_build_graph puts in xadj/adj2);
+     * *nadj = xadj[n]. */
+    sap_status (*db_weights)(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);
+    sap_status (*scale_rows_cols)(sap_context *ctx, sap_csr *M, const double *rs, const double *cs);
+    sap_status (*sym_graph)(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
 } sap_backend_ops;
 
+/* The cpu table (also the host reference the other backends are tested against). */
 const sap_backend_ops *sap__backend_cpu_ops(void);
-#ifdef SAP_HAVE_CUDA
-const sap_backend_ops *sap__backend_cuda_ops(void);
-/* Free (plus the context pool's cached) and total bytes of the context's device
- * (src/kernels/cuda/cuda_context.cu; used by the sparse solver's memory estimate). */
-sap_status sap__cuda_mem_info(sap_context *ctx, size_t *free_bytes, size_t *total_bytes);
-#endif
 
-/* The table of the context's backend. */
-static inline const sap_backend_ops *sap__ops(const sap_context *ctx)
-{
-#ifdef SAP_HAVE_CUDA
-    if (ctx->backend == SAP_BACKEND_CUDA) return sap__backend_cuda_ops();
-#endif
-    return sap__backend_cpu_ops();
-}
+/* The table of the context's backend (set when the context is created). */
+static inline const sap_backend_ops *sap__ops(const sap_context *ctx) { return ctx->ops; }
 
-#endif /* SAP_BACKEND_H */
+/* Whether an offered reordering stage (db_weights and scale_rows_cols: SAP_OFFLOAD_DB;
+ * sym_graph: SAP_OFFLOAD_GRAPH) runs on the context's device for a matrix of nnz stored
+ * entries: the backend offers it and nnz is at least the context's threshold
+ * (sap__offload_set_min_nnz) and fits the kernels' 32-bit indices.  Measured on an H200
+ * with 16 host cores (bench/results/reorder_gpu.md): the graph build pays from about 0.5M
+ * entries (1.5-1.8x, transfers included); the DB weights and scaling never pay while the
+ * matrix lives on the host (the PCIe transfers cost 2-30x the host's OpenMP loops), so
+ * they are off by default and kept for device-resident use and the tests. */
+int sap__offload(const sap_context *ctx, sap_offload_op op, sap_int nnz);
+void sap__offload_set_min_nnz(sap_context *ctx, sap_offload_op op, sap_int min_nnz);
+#define SAP_OFFLOAD_GRAPH_MIN_NNZ 500000
+#define SAP_OFFLOAD_DB_MIN_NNZ INT64_MAX
+
+#endif /* SAP_DEVICE_H */

@@ -5,8 +5,7 @@
  * (sap_precond_set_precision; the banded solver picks float by default) and apply runs
  * the SaP driver.  Boosted pivots make the numeric setup return SAP_WARN_BOOSTED_PIVOTS.
  * On cuda the factors live in device memory and the cuda band kernels run. */
-#include "band/band_impl.h"
-#include "precond/precond_impl.h"
+#include "precond/pc_sap.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -415,13 +415,11 @@ sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_inf
     sap__cm_work w;
     memset(&w, 0, sizeof(w));
     SAP_TRY(sap__cm_work_create(ctx, n, A->nnz, &w));
-#ifdef SAP_HAVE_CUDA
-    if (sap__reorder_on_gpu(ctx, A->nnz, ctx->reorder_gpu_min_nnz_graph) && n > 0) {
+    if (sap__offload(ctx, SAP_OFFLOAD_GRAPH, A->nnz) && n > 0) {
         sap_int nadj = 0;
-        SAP_TRY(sap__cuda_sym_graph(ctx, A, w.xadj, w.adj2, &nadj));
+        SAP_TRY(sap__ops(ctx)->sym_graph(ctx, A, w.xadj, w.adj2, &nadj));
         sap__cm_finish_graph(&w, n);
     } else
-#endif
         sap__cm_build_graph(A, 0, n, sap__threads(ctx), &w);
     sap__cm_result r;
     sap__cm_order(&w, n, flags, perm, &r);

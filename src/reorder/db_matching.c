@@ -163,10 +163,8 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     /* ---- S1: weights ------------------------------------------------------------------ */
     double t1 = sap__wtime();
     sap_int nonfinite = 0;
-#ifdef SAP_HAVE_CUDA
-    if (sap__reorder_on_gpu(ctx, nnz, ctx->reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_db_weights(ctx, A, c, loga, &nonfinite));
+    if (sap__offload(ctx, SAP_OFFLOAD_DB, nnz)) SAP_TRY(sap__ops(ctx)->db_weights(ctx, A, c, loga, &nonfinite));
     else
-#endif
         sap__db_weights_cpu(A, nt, c, loga, &nonfinite);
     if (nonfinite) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
     inf.time_weights = sap__wtime() - t1;

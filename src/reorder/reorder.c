@@ -137,10 +137,9 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
         if (scale) {
             SAP_ALLOC(ctx, rsp, n);
             for (sap_int i = 0; i < n; i++) rsp[i] = R->row_scale[p[i]];
-#ifdef SAP_HAVE_CUDA
-            if (sap__reorder_on_gpu(ctx, cur->nnz, ctx->reorder_gpu_min_nnz_db)) SAP_TRY(sap__cuda_scale_rows_cols(ctx, cur, rsp, R->col_scale));
+            if (sap__offload(ctx, SAP_OFFLOAD_DB, cur->nnz))
+                SAP_TRY(sap__ops(ctx)->scale_rows_cols(ctx, cur, rsp, R->col_scale));
             else
-#endif
                 sap__scale_rows_cols_cpu(cur, rsp, R->col_scale, nt);
             SAP_FREE(ctx, rsp);
         }

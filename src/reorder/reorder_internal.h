@@ -5,7 +5,7 @@
 #ifndef SAP_REORDER_INTERNAL_H
 #define SAP_REORDER_INTERNAL_H
 
-#include "base/base.h"
+#include "device/device.h"
 
 /* Parallel loops only pay above this much work (entries touched). */
 #define SAP_REORDER_PAR_MIN 200000

@@ -3,7 +3,7 @@
  * refinement). */
 #include "matrix/backend_matrix.h"
 #include "precond/precond_impl.h"
-#include "band/band_impl.h"
+#include "precond/pc_sap.h"
 
 #include <math.h>
 #include <stdio.h>

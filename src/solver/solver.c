@@ -23,7 +23,7 @@
  * at setup (original entry -> R->A entry -> attempt entries), scaled with the DB scaling
  * factors of the setup; the current attempt then redoes only its numeric work. */
 #define _POSIX_C_SOURCE 200809L /* sysconf */
-#include "band/band_impl.h"
+#include "precond/pc_sap.h"
 #include "solver/solver_internal.h"
 
 #include <math.h>
@@ -192,25 +192,18 @@ static void set_memory_limit(sap_solver *S)
         snprintf(S->mem_why, sizeof(S->mem_why), "given");
         return;
     }
-#ifdef SAP_HAVE_CUDA
-    if (is_cuda(S->x)) {
-        size_t f = 0, t = 0;
-        if (sap__cuda_mem_info(S->x, &f, &t) == SAP_OK) {
-            S->mem_limit = (int64_t)(0.9 * (double)f);
-            snprintf(S->mem_why, sizeof(S->mem_why), "90%% of free device memory");
-            return;
-        }
-        sap_context_clear_error(S->x);
+    size_t f = 0, t = 0;
+    sap__try_begin(S->x);
+    sap_status st = sap__ops(S->x)->mem_info(S->x, &f, &t);
+    sap__try_end(S->x);
+    if (st == SAP_OK && f > 0) {
+        S->mem_limit = (int64_t)(0.9 * (double)f);
+        snprintf(S->mem_why, sizeof(S->mem_why), "90%% of %s memory", is_cuda(S->x) ? "free device" : "available host");
+        return;
     }
-#endif
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    if (pages > 0 && psz > 0) {
-        S->mem_limit = (int64_t)(0.9 * (double)pages * (double)psz);
-        snprintf(S->mem_why, sizeof(S->mem_why), "90%% of physical memory");
-    } else {
-        S->mem_limit = INT64_MAX;
-        snprintf(S->mem_why, sizeof(S->mem_why), "unknown memory size");
-    }
+    sap_context_clear_error(S->x);
+    S->mem_limit = INT64_MAX;
+    snprintf(S->mem_why, sizeof(S->mem_why), "unknown memory size");
 }
 
 /* Attempts that have a fallback run with the contexts' printing off: their failures are

@@ -3,7 +3,7 @@
  * the banded sweeps, in float and double, OpenMP across partitions.
  * PARTIAL: no parallelism inside one partition yet (P >= threads is what the automatic
  * choice picks on the cpu, so the threads are busy except for P < threads). */
-#include "band/band_impl.h"
+#include "device/cpu/cpu_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -24,18 +24,6 @@
 
 #define DISPATCH(fn, Fa, ...) ((Fa)->prec == SAP_FLOAT ? band_##fn##_s(Fa, __VA_ARGS__) : band_##fn##_d(Fa, __VA_ARGS__))
 
-static sap_status cpu_mem_alloc(sap_context *ctx, size_t bytes, void **p)
-{
-    *p = sap__alloc(ctx, bytes, 1, false, __FILE__, __LINE__);
-    return *p || bytes == 0 ? SAP_OK : sap__alloc_failure(bytes, 1);
-}
-static void cpu_mem_free(sap_context *ctx, void *p) { sap__free(ctx, p); }
-static sap_status cpu_mem_upload(sap_context *ctx, void *dst, const void *src, size_t bytes)
-{
-    (void)ctx;
-    if (bytes) memcpy(dst, src, bytes);
-    return SAP_OK;
-}
 static sap_status cpu_factor(sap_band_fact *Fa, sap_int *boosted) { return DISPATCH(factor, Fa, boosted); }
 static sap_status cpu_spikes(sap_band_fact *Fa)
 {
@@ -53,11 +41,8 @@ static sap_status cpu_fill_from_band(sap_band_fact *Fa, const sap_band_source *s
     return DISPATCH(fill_from_band, Fa, src, norms);
 }
 
-static const sap_band_kernels cpu_band_kernels = {
+const sap_band_kernels sap__cpu_band_kernels = {
     .name = "cpu",
-    .mem_alloc = cpu_mem_alloc,
-    .mem_free = cpu_mem_free,
-    .mem_upload = cpu_mem_upload,
     .factor = cpu_factor,
     .spikes = cpu_spikes,
     .reduced_factor = cpu_reduced_factor,
@@ -67,4 +52,3 @@ static const sap_band_kernels cpu_band_kernels = {
     .fill_from_band = cpu_fill_from_band,
 };
 
-const sap_band_kernels *sap__band_kernels_cpu(void) { return &cpu_band_kernels; }

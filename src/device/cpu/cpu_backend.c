@@ -1,9 +1,12 @@
 /* cpu_backend.c -- the cpu backend's kernel table (sap__backend_cpu_ops): vectors in host
  * memory, BLAS-1 (cpu_blas.c) and SpMV (cpu_spmv.c) in double and float, and the sparse
  * matrices in the four formats (built with the host conversions of formats.c). */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "device/cpu/cpu_internal.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #define ESIZE(prec) ((prec) == SAP_FLOAT ? sizeof(float) : sizeof(double))
@@ -463,6 +466,42 @@ static sap_status spmat_band(const sap_spmat *M, const void **val, sap_int *kl, 
     return SAP_OK;
 }
 
+static sap_status cpu_mem_alloc(sap_context *ctx, size_t bytes, void **p)
+{
+    *p = sap__alloc(ctx, bytes, 1, false, __FILE__, __LINE__);
+    return *p || bytes == 0 ? SAP_OK : sap__alloc_failure(bytes, 1);
+}
+static void cpu_mem_free(sap_context *ctx, void *p) { sap__free(ctx, p); }
+static sap_status cpu_mem_upload(sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    if (bytes) memcpy(dst, src, bytes);
+    return SAP_OK;
+}
+/* Host memory: MemAvailable of /proc/meminfo (what the kernel can give without swapping)
+ * where it can be read, else the free pages; total = physical memory. */
+static sap_status cpu_mem_info(sap_context *ctx, size_t *free_bytes, size_t *total_bytes)
+{
+    (void)ctx;
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    *total_bytes = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
+    *free_bytes = avail > 0 && psz > 0 ? (size_t)avail * (size_t)psz : 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                *free_bytes = (size_t)kb * 1024;
+                break;
+            }
+        fclose(f);
+    }
+    return *total_bytes ? SAP_OK : SAP_ERR_UNSUPPORTED;
+}
+
+static int cpu_units(const sap_context *ctx) { return sap__threads(ctx); }
+
 static const sap_backend_ops cpu_ops = {
     .name = "cpu",
     .vec_create = vec_create,
@@ -487,6 +526,12 @@ static const sap_backend_ops cpu_ops = {
     .spmat_band = spmat_band,
     .spmv = spmv,
     .synchronize = synchronize,
+    .mem_alloc = cpu_mem_alloc,
+    .mem_free = cpu_mem_free,
+    .mem_upload = cpu_mem_upload,
+    .mem_info = cpu_mem_info,
+    .units = cpu_units,
+    .band = &sap__cpu_band_kernels,
 };
 
 const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }

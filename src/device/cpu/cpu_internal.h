@@ -1,4 +1,4 @@
-/* cpu_internal.h -- shared definitions of the cpu backend (src/kernels/cpu): the OpenMP
+/* cpu_internal.h -- shared definitions of the cpu backend (src/device/cpu): the OpenMP
  * helper, the fixed reduction chunking and the private matrix layout.  Internal. */
 #ifndef SAP_CPU_INTERNAL_H
 #define SAP_CPU_INTERNAL_H
@@ -11,6 +11,9 @@
  * for one block only, where a static split made every kernel wait for it; which thread
  * computes a block never changes the result. */
 #define SAP_CPU_PAR_MIN 32768
+
+/* The band kernels of the cpu table (band_cpu.c). */
+extern const sap_band_kernels sap__cpu_band_kernels;
 
 /* Deterministic reductions: a vector of length n is cut into chunks whose size depends
  * only on n (never on the thread count); each chunk is summed sequentially into its own

@@ -1,4 +1,4 @@
-/* band_cuda.cu -- the cuda implementation of the band kernel table (src/band/band_impl.h).
+/* band_cuda.cu -- the cuda implementation of the band kernels (device/band_kernels.h).
  *
  * Every kernel gives one thread block to one partition (or one interface) and spreads
  * the threads across the band window of the current step, so that the P independent
@@ -18,9 +18,6 @@
  * automatic P gives thousands of partitions on large systems instead).  Where each kernel
  * sits against the H200's floors: bench/results/banded.md. */
 #include "device/cuda/cuda_internal.h"
-extern "C" {
-#include "band/band_impl.h"
-}
 
 #include <string.h>
 
@@ -437,13 +434,6 @@ struct cuda_band_priv {
     long long kmax, nmax, mmax;
 };
 
-static sap_status c_alloc(sap_context *ctx, size_t bytes, void **p) { return sap__cuda_malloc(ctx, bytes, p); }
-static void c_free(sap_context *ctx, void *p) { sap__cuda_free(ctx, p); }
-static sap_status c_upload(sap_context *ctx, void *dst, const void *src, size_t bytes)
-{
-    return bytes ? sap__cuda_h2d(ctx, dst, src, bytes) : SAP_OK;
-}
-
 static sap_status c_prepare(sap_band_fact *F)
 {
     sap_context *ctx = F->ctx;
@@ -700,9 +690,6 @@ sap_band_kernels make_table()
     sap_band_kernels t;
     memset(&t, 0, sizeof(t));
     t.name = "cuda";
-    t.mem_alloc = c_alloc;
-    t.mem_free = c_free;
-    t.mem_upload = c_upload;
     t.prepare = c_prepare;
     t.release = c_release;
     t.factor = c_factor;
@@ -722,7 +709,7 @@ const sap_band_kernels cuda_band_table = make_table();
 
 extern "C" const sap_band_kernels *sap__band_kernels_cuda(void) { return &cuda_band_table; }
 
-extern "C" int sap__band_cuda_sm_count(const sap_context *ctx)
+extern "C" int sap__cuda_sm_count(const sap_context *ctx)
 {
     const sap_cuda_state *cs = sap__cuda_state(ctx);
     return cs && cs->sm_count > 0 ? cs->sm_count : 108;

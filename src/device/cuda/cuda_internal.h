@@ -1,4 +1,4 @@
-/* cuda_internal.h -- private definitions of the CUDA backend (src/kernels/cuda).
+/* cuda_internal.h -- private definitions of the CUDA backend (src/device/cuda).
  *
  * The first part is plain C (the benchmark and the GPU tests include it to reach the
  * context's stream and device memory); the second part is CUDA C++ for the .cu files. */
@@ -11,6 +11,21 @@ extern "C" {
 #include "device/device.h"
 
 /* ---- C interface (also used by bench/spmv.c and the GPU tests) ------------------------ */
+
+/* Opening and closing a context's device (src/device/device.c), its table and memory. */
+sap_status sap__cuda_device_count(int *count, char *msg, size_t msglen);
+sap_status sap__cuda_context_init(sap_context *ctx);
+void sap__cuda_context_free(sap_context *ctx);
+const sap_backend_ops *sap__backend_cuda_ops(void);
+/* Free (plus the context pool's cached) and total bytes of the context's device. */
+sap_status sap__cuda_mem_info(sap_context *ctx, size_t *free_bytes, size_t *total_bytes);
+/* Streaming multiprocessors of the context's device. */
+int sap__cuda_sm_count(const sap_context *ctx);
+/* The band kernels (band_cuda.cu) and the reordering stages (reorder_cuda.cu) of the table. */
+const sap_band_kernels *sap__band_kernels_cuda(void);
+sap_status sap__cuda_db_weights(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);
+sap_status sap__cuda_scale_rows_cols(sap_context *ctx, sap_csr *M, const double *rs, const double *cs);
+sap_status sap__cuda_sym_graph(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
 
 /* The context's stream (a cudaStream_t), NULL if ctx is not a cuda context. */
 void *sap__cuda_stream(sap_context *ctx);

@@ -590,30 +590,52 @@ sap_status sap__cuda_spmv(sap_context *ctx, const sap_spmat *M, double alpha, co
 sap_status sap__cuda_spmat_band(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w);
 }
 
-static const sap_backend_ops cuda_ops = {
-    "cuda",
-    vec_create,
-    vec_destroy,
-    vec_upload,
-    vec_download,
-    vcopy,
-    vset,
-    vscale,
-    vaxpby,
-    vaxpbypcz,
-    vpointwise,
-    vmaxpy,
-    vdot,
-    vmdot,
-    vnrm2,
-    vaxpby_nrm2,
-    vcg_update,
-    sap__cuda_spmat_create,
-    sap__cuda_spmat_update_values,
-    sap__cuda_spmat_destroy,
-    sap__cuda_spmv,
-    vsynchronize,
-    sap__cuda_spmat_band,
-};
+static sap_status mem_alloc(sap_context *ctx, size_t bytes, void **p) { return sap__cuda_malloc(ctx, bytes, p); }
+static void mem_free(sap_context *ctx, void *p) { sap__cuda_free(ctx, p); }
+static sap_status mem_upload(sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    return bytes ? sap__cuda_h2d(ctx, dst, src, bytes) : SAP_OK;
+}
+
+static sap_backend_ops make_ops()
+{
+    sap_backend_ops t;
+    memset(&t, 0, sizeof(t));
+    t.name = "cuda";
+    t.vec_create = vec_create;
+    t.vec_destroy = vec_destroy;
+    t.vec_upload = vec_upload;
+    t.vec_download = vec_download;
+    t.copy = vcopy;
+    t.set = vset;
+    t.scale = vscale;
+    t.axpby = vaxpby;
+    t.axpbypcz = vaxpbypcz;
+    t.pointwise_mult = vpointwise;
+    t.maxpy = vmaxpy;
+    t.dot = vdot;
+    t.mdot = vmdot;
+    t.nrm2 = vnrm2;
+    t.axpby_nrm2 = vaxpby_nrm2;
+    t.cg_update = vcg_update;
+    t.spmat_create = sap__cuda_spmat_create;
+    t.spmat_update_values = sap__cuda_spmat_update_values;
+    t.spmat_destroy = sap__cuda_spmat_destroy;
+    t.spmv = sap__cuda_spmv;
+    t.synchronize = vsynchronize;
+    t.spmat_band = sap__cuda_spmat_band;
+    t.mem_alloc = mem_alloc;
+    t.mem_free = mem_free;
+    t.mem_upload = mem_upload;
+    t.mem_info = sap__cuda_mem_info;
+    t.units = sap__cuda_sm_count;
+    t.band = sap__band_kernels_cuda();
+    t.db_weights = sap__cuda_db_weights;
+    t.scale_rows_cols = sap__cuda_scale_rows_cols;
+    t.sym_graph = sap__cuda_sym_graph;
+    return t;
+}
+
+static const sap_backend_ops cuda_ops = make_ops();
 
 extern "C" const sap_backend_ops *sap__backend_cuda_ops(void) { return &cuda_ops; }
