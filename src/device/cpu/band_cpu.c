@@ -10,17 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define T double
-#define F(name) band_##name##_d
+#define S d
+#define REAL double
 #include "device/cpu/band_cpu_t.h"
-#undef T
-#undef F
+#undef S
+#undef REAL
 
-#define T float
-#define F(name) band_##name##_s
+#define S s
+#define REAL float
 #include "device/cpu/band_cpu_t.h"
-#undef T
-#undef F
+#undef S
+#undef REAL
 
 #define DISPATCH(fn, Fa, ...) ((Fa)->prec == SAP_FLOAT ? band_##fn##_s(Fa, __VA_ARGS__) : band_##fn##_d(Fa, __VA_ARGS__))
 

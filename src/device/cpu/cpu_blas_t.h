@@ -4,9 +4,7 @@
  * cpu_internal.h), so they are bit-identical for every thread count.  A zero coefficient
  * b (axpby) or c (axpbypcz) means the output is not read (NaN-safe, as in the BLAS). */
 
-#define SAP_FN2(a, b) a##_##b
-#define SAP_FN1(a, b) SAP_FN2(a, b)
-#define FN(name) SAP_FN1(name, S)
+#include "device/cpu/cpu_template.h"
 
 static inline sap_int FN(imin)(sap_int a, sap_int b) { return a < b ? a : b; }
 
@@ -173,6 +171,4 @@ double FN(sap__cpu_cg_update)(sap_context *ctx, sap_int n, double alpha, const R
     return s;
 }
 
-#undef FN
-#undef SAP_FN1
-#undef SAP_FN2
+#include "device/cpu/cpu_template_end.h"

@@ -4,9 +4,7 @@
  * y_i is computed by one thread in a fixed order, so the result does not depend on the
  * thread count.  beta = 0 means y is not read. */
 
-#define SAP_FN2(a, b) a##_##b
-#define SAP_FN1(a, b) SAP_FN2(a, b)
-#define FN(name) SAP_FN1(name, S)
+#include "device/cpu/cpu_template.h"
 
 static inline void FN(store)(REAL *y, sap_int i, double s, double alpha, double beta)
 {
@@ -169,6 +167,4 @@ void FN(sap__cpu_spmv)(sap_context *ctx, const sap_spmat *M, double alpha, const
     }
 }
 
-#undef FN
-#undef SAP_FN1
-#undef SAP_FN2
+#include "device/cpu/cpu_template_end.h"
