@@ -1,5 +1,6 @@
 /* cmd_info.c -- `sap info FILE|SPEC`: prints the statistics of a matrix. */
 #define _POSIX_C_SOURCE 200809L
+#include "json_out.h"
 #include "sap_tool.h"
 
 #include <math.h>
@@ -30,12 +31,55 @@ int sap_tool_parse_int(const char *s, long long *out)
     return 0;
 }
 
+static const char *fmt_names[] = {"coordinate", "array"};
+static const char *field_names[] = {"real", "integer", "pattern"};
+static const char *sym_names[] = {"general", "symmetric", "skew-symmetric"};
+
 static const char *yesno(int v) { return v ? "yes" : "no"; }
 
 static void fmt_d(char *buf, size_t n, double d)
 {
     if (isinf(d)) snprintf(buf, n, "inf");
     else snprintf(buf, n, "%.6g", d);
+}
+
+/* The statistics as one JSON line (mi: what the file said, NULL for a generator spec). */
+static int print_json(const char *input, const sap_mm_info *mi, const sap_matrix_stats *s, double tload)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "matrix", input);
+    if (mi) {
+        cJSON_AddStringToObject(o, "format", fmt_names[mi->format]);
+        cJSON_AddStringToObject(o, "field", field_names[mi->field]);
+        cJSON_AddStringToObject(o, "symmetry", sym_names[mi->symmetry]);
+        cJSON_AddNumberToObject(o, "stored_entries", (double)mi->entries);
+    }
+    cJSON_AddNumberToObject(o, "nrows", (double)s->nrows);
+    cJSON_AddNumberToObject(o, "ncols", (double)s->ncols);
+    cJSON_AddNumberToObject(o, "nnz", (double)s->nnz);
+    cJSON_AddNumberToObject(o, "half_bandwidth", (double)s->half_bandwidth);
+    cJSON_AddNumberToObject(o, "lower_bandwidth", (double)s->lower_bandwidth);
+    cJSON_AddNumberToObject(o, "upper_bandwidth", (double)s->upper_bandwidth);
+    cJSON_AddNumberToObject(o, "empty_rows", (double)s->empty_rows);
+    cJSON_AddNumberToObject(o, "max_row_nnz", (double)s->max_row_nnz);
+    cJSON_AddNumberToObject(o, "mean_row_nnz", sap_tool_json_sig(s->mean_row_nnz, 6));
+    cJSON_AddNumberToObject(o, "mean_row_width", sap_tool_json_sig(s->mean_row_width, 6));
+    cJSON_AddBoolToObject(o, "structurally_symmetric", s->structurally_symmetric);
+    cJSON_AddBoolToObject(o, "numerically_symmetric", s->numerically_symmetric);
+    cJSON_AddNumberToObject(o, "symmetry_deviation", sap_tool_json_sig(s->symmetry_deviation, 6));
+    cJSON_AddNumberToObject(o, "zero_diagonal", (double)s->zero_diagonal);
+    if (isinf(s->diag_dominance)) cJSON_AddStringToObject(o, "diag_dominance", "inf"); /* JSON has no infinity */
+    else cJSON_AddNumberToObject(o, "diag_dominance", sap_tool_json_sig(s->diag_dominance, 6));
+    cJSON_AddNumberToObject(o, "dominant_rows", (double)s->dominant_rows);
+    cJSON_AddBoolToObject(o, "spd_estimate", s->spd_estimate);
+    cJSON_AddNumberToObject(o, "norm_one", s->norm_one);
+    cJSON_AddNumberToObject(o, "norm_inf", s->norm_inf);
+    cJSON_AddNumberToObject(o, "norm_fro", s->norm_fro);
+    cJSON_AddNumberToObject(o, "norm_max", s->norm_max);
+    cJSON_AddNumberToObject(o, "load_seconds", sap_tool_json_fixed(tload, 6));
+    int rc = sap_tool_json_print(stdout, o, SAP_JSON_LINE);
+    cJSON_Delete(o);
+    return rc;
 }
 
 int sap_cmd_info(int argc, char **argv)
@@ -98,30 +142,15 @@ int sap_cmd_info(int argc, char **argv)
         sap_context_destroy(ctx);
         return rc;
     }
-    static const char *fmt_names[] = {"coordinate", "array"};
-    static const char *field_names[] = {"real", "integer", "pattern"};
-    static const char *sym_names[] = {"general", "symmetric", "skew-symmetric"};
     char dbuf[64];
     fmt_d(dbuf, sizeof(dbuf), s.diag_dominance);
     if (json) {
-        printf("{\"matrix\": \"%s\", ", input);
-        if (from_file)
-            printf("\"format\": \"%s\", \"field\": \"%s\", \"symmetry\": \"%s\", \"stored_entries\": %lld, ",
-                   fmt_names[mi.format], field_names[mi.field], sym_names[mi.symmetry], (long long)mi.entries);
-        printf("\"nrows\": %lld, \"ncols\": %lld, \"nnz\": %lld, \"half_bandwidth\": %lld, "
-               "\"lower_bandwidth\": %lld, \"upper_bandwidth\": %lld, \"empty_rows\": %lld, "
-               "\"max_row_nnz\": %lld, \"mean_row_nnz\": %.6g, \"mean_row_width\": %.6g, "
-               "\"structurally_symmetric\": %s, \"numerically_symmetric\": %s, \"symmetry_deviation\": %.6g, "
-               "\"zero_diagonal\": %lld, \"diag_dominance\": %s, \"dominant_rows\": %lld, \"spd_estimate\": %s, "
-               "\"norm_one\": %.17g, \"norm_inf\": %.17g, \"norm_fro\": %.17g, \"norm_max\": %.17g, "
-               "\"load_seconds\": %.6f}\n",
-               (long long)s.nrows, (long long)s.ncols, (long long)s.nnz, (long long)s.half_bandwidth,
-               (long long)s.lower_bandwidth, (long long)s.upper_bandwidth, (long long)s.empty_rows,
-               (long long)s.max_row_nnz, s.mean_row_nnz, s.mean_row_width,
-               s.structurally_symmetric ? "true" : "false", s.numerically_symmetric ? "true" : "false",
-               s.symmetry_deviation, (long long)s.zero_diagonal, isinf(s.diag_dominance) ? "\"inf\"" : dbuf,
-               (long long)s.dominant_rows, s.spd_estimate ? "true" : "false", s.norm_one, s.norm_inf, s.norm_fro,
-               s.norm_max, tload);
+        if (print_json(input, from_file ? &mi : NULL, &s, tload)) {
+            fprintf(stderr, "sap info: cannot print the JSON (out of memory or write error)\n");
+            sap_csr_destroy(A);
+            sap_context_destroy(ctx);
+            return 1;
+        }
     } else {
         printf("matrix                  %s\n", input);
         if (from_file)

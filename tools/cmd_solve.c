@@ -6,6 +6,7 @@
  * NaN/Inf breakdown, ...), 2 usage error, 3 not converged (iteration limit, stagnation or
  * breakdown: x is the best iterate and is still written with -o). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty, fileno under -std=c11 */
+#include "json_out.h"
 #include "sap_tool.h"
 
 #include <math.h>
@@ -115,24 +116,15 @@ static void progress_clear(progress *p)
     if (p->live && p->shown) fprintf(stderr, "\r%78s\r", "");
 }
 
-/* ---- JSON helpers ------------------------------------------------------------------------------ */
+/* ---- JSON report parts ------------------------------------------------------------------------ */
 
-static void json_str(FILE *f, const char *s)
+static void add_transfers(cJSON *o, const sap_context_stats *cs)
 {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-static void json_num(FILE *f, double v)
-{
-    if (isfinite(v)) fprintf(f, "%.17g", v);
-    else fprintf(f, "null");
+    cJSON *t = cJSON_AddObjectToObject(o, "transfers");
+    cJSON_AddNumberToObject(t, "h2d_bytes", (double)cs->h2d_bytes);
+    cJSON_AddNumberToObject(t, "d2h_bytes", (double)cs->d2h_bytes);
+    cJSON_AddNumberToObject(t, "h2d_copies", (double)cs->h2d_copies);
+    cJSON_AddNumberToObject(t, "d2h_copies", (double)cs->d2h_copies);
 }
 
 /* ---- the command ---------------------------------------------------------------------------------- */
@@ -390,73 +382,70 @@ static int run_pipeline(const solve_args *a, sap_context *ctx, const sap_csr *A,
                t_total);
     }
     if (a->report) {
-        FILE *f = fopen(a->report, "w");
-        if (!f) {
-            fprintf(stderr, "sap solve: cannot write the report '%s'\n", a->report);
-            goto done;
-        }
-        fprintf(f, "{\n  \"matrix\": ");
-        json_str(f, a->input);
-        fprintf(f, ",\n  \"nrows\": %lld,\n  \"nnz\": %lld,\n  \"nrhs\": %lld,\n  \"pipeline\": true,\n  \"backend\": ",
-                (long long)n, (long long)A->nnz, (long long)k);
-        json_str(f, sap_backend_name(sap_context_backend(ctx)));
-        fprintf(f, ",\n  \"device\": ");
-        json_str(f, sap_context_device_name(ctx));
-        fprintf(f, ",\n  \"on_host\": %s,\n  \"method\": ", ss.on_host ? "true" : "false");
-        json_str(f, sap_solver_method_name(ss.method));
-        fprintf(f, ",\n  \"reason\": ");
-        json_str(f, ss.reason);
-        fprintf(f, ",\n  \"tried\": [");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "matrix", a->input);
+        cJSON_AddNumberToObject(o, "nrows", (double)n);
+        cJSON_AddNumberToObject(o, "nnz", (double)A->nnz);
+        cJSON_AddNumberToObject(o, "nrhs", (double)k);
+        cJSON_AddTrueToObject(o, "pipeline");
+        cJSON_AddStringToObject(o, "backend", sap_backend_name(sap_context_backend(ctx)));
+        cJSON_AddStringToObject(o, "device", sap_context_device_name(ctx));
+        cJSON_AddBoolToObject(o, "on_host", ss.on_host);
+        cJSON_AddStringToObject(o, "method", sap_solver_method_name(ss.method));
+        cJSON_AddStringToObject(o, "reason", ss.reason);
+        cJSON *tried = cJSON_AddArrayToObject(o, "tried");
         for (int i = 0; i < ss.ntries; i++) {
-            fprintf(f, "%s\n    {\"method\": ", i ? "," : "");
-            json_str(f, sap_solver_method_name(ss.tried[i].method));
-            fprintf(f, ", \"status\": ");
-            json_str(f, sap_status_name(ss.tried[i].status));
-            fprintf(f, ", \"partitions\": %lld, \"half_bandwidth\": %lld, \"iterations\": ",
-                    (long long)ss.tried[i].partitions, (long long)ss.tried[i].half_bandwidth);
-            json_num(f, ss.tried[i].iterations);
-            fprintf(f, ", \"time\": ");
-            json_num(f, ss.tried[i].time);
-            fprintf(f, ", \"note\": ");
-            json_str(f, ss.tried[i].note);
-            fprintf(f, "}");
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddStringToObject(t, "method", sap_solver_method_name(ss.tried[i].method));
+            cJSON_AddStringToObject(t, "status", sap_status_name(ss.tried[i].status));
+            cJSON_AddNumberToObject(t, "partitions", (double)ss.tried[i].partitions);
+            cJSON_AddNumberToObject(t, "half_bandwidth", (double)ss.tried[i].half_bandwidth);
+            cJSON_AddNumberToObject(t, "iterations", ss.tried[i].iterations);
+            cJSON_AddNumberToObject(t, "time", ss.tried[i].time);
+            cJSON_AddStringToObject(t, "note", ss.tried[i].note);
+            cJSON_AddItemToArray(tried, t);
         }
-        fprintf(f, "\n  ],\n  \"spd\": %s,\n  \"db\": %s,\n  \"scaled\": %s,\n  \"cm\": %s,\n  \"third_stage\": %s,\n",
-                ss.spd ? "true" : "false", ss.db_used ? "true" : "false", ss.scaled ? "true" : "false",
-                ss.cm_used ? "true" : "false", ss.third_stage_used ? "true" : "false");
-        fprintf(f,
-                "  \"K_original\": %lld,\n  \"K_cm\": %lld,\n  \"K_drop\": %lld,\n  \"K_max\": %lld,\n  \"kept_fraction\": ",
-                (long long)ss.K_original, (long long)ss.K_cm, (long long)ss.K_drop, (long long)ss.K_max);
-        json_num(f, ss.kept_fraction);
-        fprintf(f, ",\n  \"partitions\": %lld,\n  \"precision\": \"%s\",\n  \"krylov\": ", (long long)ss.partitions,
-                ss.factor_precision == SAP_FLOAT ? "float" : "double");
-        json_str(f, sap_krylov_name(ss.krylov_type));
-        fprintf(f, ",\n  \"boosted_pivots\": %lld,\n  \"dropped_entries\": %lld,\n  \"memory_estimate\": %lld,\n",
-                (long long)ss.boosted_pivots, (long long)ss.dropped_entries, (long long)ss.memory_estimate);
-        fprintf(f, "  \"tol\": ");
-        json_num(f, sopt->krylov.tol);
-        fprintf(f, ",\n  \"maxit\": %lld,\n  \"status\": ", (long long)sopt->krylov.maxit);
-        json_str(f, sap_status_name(st));
-        fprintf(f, ",\n  \"status_code\": %d,\n  \"message\": ", (int)st);
-        json_str(f, msg);
-        fprintf(f, ",\n  \"converged\": %s,\n  \"iterations\": ", st == SAP_OK ? "true" : "false");
-        json_num(f, ss.iterations);
-        fprintf(f, ",\n  \"true_residual\": ");
-        json_num(f, res);
-        fprintf(f, ",\n  \"error\": ");
-        json_num(f, err);
-        fprintf(f,
-                ",\n  \"time\": {\"T_DB\": %.6f, \"T_CM\": %.6f, \"T_Drop\": %.6f, \"T_third\": %.6f, \"T_Dtransf\": %.6f, "
-                "\"T_Asmbl\": %.6f, \"T_LU\": %.6f, \"T_SPK\": %.6f, \"T_LUrdcd\": %.6f, \"T_Kry\": %.6f, "
-                "\"load\": %.6f, \"setup\": %.6f, \"solve\": %.6f, \"total\": %.6f},\n",
-                ss.time_db, ss.time_cm, ss.time_drop, ss.time_third, ss.time_transfer, ss.time_asmbl, ss.time_lu,
-                ss.time_spk, ss.time_lurdcd, ss.time_kry, t_load, t_setup, t_solve, t_total);
-        fprintf(f,
-                "  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"h2d_copies\": %lld, \"d2h_copies\": "
-                "%lld}\n}\n",
-                (long long)cs.h2d_bytes, (long long)cs.d2h_bytes, (long long)cs.h2d_copies, (long long)cs.d2h_copies);
-        if (fclose(f) != 0) {
-            fprintf(stderr, "sap solve: error writing the report '%s'\n", a->report);
+        cJSON_AddBoolToObject(o, "spd", ss.spd);
+        cJSON_AddBoolToObject(o, "db", ss.db_used);
+        cJSON_AddBoolToObject(o, "scaled", ss.scaled);
+        cJSON_AddBoolToObject(o, "cm", ss.cm_used);
+        cJSON_AddBoolToObject(o, "third_stage", ss.third_stage_used);
+        cJSON_AddNumberToObject(o, "K_original", (double)ss.K_original);
+        cJSON_AddNumberToObject(o, "K_cm", (double)ss.K_cm);
+        cJSON_AddNumberToObject(o, "K_drop", (double)ss.K_drop);
+        cJSON_AddNumberToObject(o, "K_max", (double)ss.K_max);
+        cJSON_AddNumberToObject(o, "kept_fraction", ss.kept_fraction);
+        cJSON_AddNumberToObject(o, "partitions", (double)ss.partitions);
+        cJSON_AddStringToObject(o, "precision", ss.factor_precision == SAP_FLOAT ? "float" : "double");
+        cJSON_AddStringToObject(o, "krylov", sap_krylov_name(ss.krylov_type));
+        cJSON_AddNumberToObject(o, "boosted_pivots", (double)ss.boosted_pivots);
+        cJSON_AddNumberToObject(o, "dropped_entries", (double)ss.dropped_entries);
+        cJSON_AddNumberToObject(o, "memory_estimate", (double)ss.memory_estimate);
+        cJSON_AddNumberToObject(o, "tol", sopt->krylov.tol);
+        cJSON_AddNumberToObject(o, "maxit", (double)sopt->krylov.maxit);
+        cJSON_AddStringToObject(o, "status", sap_status_name(st));
+        cJSON_AddNumberToObject(o, "status_code", (double)st);
+        cJSON_AddStringToObject(o, "message", msg);
+        cJSON_AddBoolToObject(o, "converged", st == SAP_OK);
+        cJSON_AddNumberToObject(o, "iterations", ss.iterations);
+        cJSON_AddNumberToObject(o, "true_residual", res);
+        cJSON_AddNumberToObject(o, "error", err);
+        cJSON *tm = cJSON_AddObjectToObject(o, "time");
+        const struct {
+            const char *name;
+            double t;
+        } times[] = {{"T_DB", ss.time_db},         {"T_CM", ss.time_cm},         {"T_Drop", ss.time_drop},
+                     {"T_third", ss.time_third},   {"T_Dtransf", ss.time_transfer}, {"T_Asmbl", ss.time_asmbl},
+                     {"T_LU", ss.time_lu},         {"T_SPK", ss.time_spk},       {"T_LUrdcd", ss.time_lurdcd},
+                     {"T_Kry", ss.time_kry},       {"load", t_load},             {"setup", t_setup},
+                     {"solve", t_solve},           {"total", t_total}};
+        for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+            cJSON_AddNumberToObject(tm, times[i].name, sap_tool_json_fixed(times[i].t, 6));
+        add_transfers(o, &cs);
+        int wrc = sap_tool_json_write(a->report, o, SAP_JSON_PRETTY);
+        cJSON_Delete(o);
+        if (wrc) {
+            fprintf(stderr, "sap solve: cannot write the report '%s'\n", a->report);
             goto done;
         }
     }
@@ -780,64 +769,50 @@ int sap_cmd_solve(int argc, char **argv)
                (long long)cs.h2d_bytes, (long long)cs.h2d_copies, (long long)cs.d2h_bytes, (long long)cs.d2h_copies);
     }
     if (a.report) {
-        FILE *f = fopen(a.report, "w");
-        if (!f) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "matrix", a.input);
+        cJSON_AddNumberToObject(o, "nrows", (double)n);
+        cJSON_AddNumberToObject(o, "nnz", (double)A->nnz);
+        cJSON_AddStringToObject(o, "rhs", a.rhs ? a.rhs : a.xstar);
+        cJSON_AddBoolToObject(o, "manufactured", xs != NULL);
+        cJSON_AddStringToObject(o, "backend", sap_backend_name(sap_context_backend(ctx)));
+        cJSON_AddStringToObject(o, "device", sap_context_device_name(ctx));
+        cJSON_AddStringToObject(o, "backend_reason", backend_why);
+        cJSON_AddNumberToObject(o, "threads", sap_context_threads(ctx));
+        cJSON_AddStringToObject(o, "method", method);
+        cJSON_AddStringToObject(o, "precond", pname);
+        cJSON_AddStringToObject(o, "precond_precision", pprec == SAP_FLOAT ? "float" : "double");
+        cJSON_AddStringToObject(o, "side", side);
+        cJSON_AddStringToObject(o, "format", sap_spmv_format_name(sap_matrix_format(M)));
+        cJSON_AddStringToObject(o, "format_reason", sap_matrix_format_reason(M));
+        cJSON_AddNumberToObject(o, "tol", kopt.tol);
+        cJSON_AddNumberToObject(o, "maxit", (double)kopt.maxit);
+        cJSON_AddStringToObject(o, "status", sap_status_name(solve_st));
+        cJSON_AddNumberToObject(o, "status_code", (double)solve_st);
+        cJSON_AddStringToObject(o, "message", solve_msg);
+        cJSON_AddBoolToObject(o, "converged", converged);
+        cJSON_AddNumberToObject(o, "iterations", ks.iterations);
+        cJSON_AddNumberToObject(o, "relative_residual", ks.relative_residual);
+        cJSON_AddNumberToObject(o, "true_residual", truerel);
+        cJSON_AddNumberToObject(o, "error", err);
+        cJSON_AddNumberToObject(o, "spmv_count", (double)ks.spmv_count);
+        cJSON_AddNumberToObject(o, "precond_count", (double)ks.precond_count);
+        cJSON *tm = cJSON_AddObjectToObject(o, "time");
+        const struct {
+            const char *name;
+            double t;
+        } times[] = {{"load", t_load},         {"matrix", t_matrix},        {"precond_setup", t_precond},
+                     {"solve", t_solve},       {"solve_setup", ks.time_setup}, {"spmv", ks.time_spmv},
+                     {"precond", ks.time_precond}, {"vector", ks.time_vector}};
+        for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+            cJSON_AddNumberToObject(tm, times[i].name, sap_tool_json_fixed(times[i].t, 6));
+        add_transfers(o, &cs);
+        cJSON *hist = cJSON_AddArrayToObject(o, "history");
+        for (sap_int i = 0; i < ks.history_length; i++) cJSON_AddItemToArray(hist, cJSON_CreateNumber(ks.history[i]));
+        int wrc = sap_tool_json_write(a.report, o, SAP_JSON_PRETTY);
+        cJSON_Delete(o);
+        if (wrc) {
             fprintf(stderr, "sap solve: cannot write the report '%s'\n", a.report);
-            goto out;
-        }
-        fprintf(f, "{\n  \"matrix\": ");
-        json_str(f, a.input);
-        fprintf(f, ",\n  \"nrows\": %lld,\n  \"nnz\": %lld,\n  \"rhs\": ", (long long)n, (long long)A->nnz);
-        if (a.rhs) json_str(f, a.rhs);
-        else json_str(f, a.xstar);
-        fprintf(f, ",\n  \"manufactured\": %s,\n  \"backend\": ", xs ? "true" : "false");
-        json_str(f, sap_backend_name(sap_context_backend(ctx)));
-        fprintf(f, ",\n  \"device\": ");
-        json_str(f, sap_context_device_name(ctx));
-        fprintf(f, ",\n  \"backend_reason\": ");
-        json_str(f, backend_why);
-        fprintf(f, ",\n  \"threads\": %d,\n  \"method\": ", sap_context_threads(ctx));
-        json_str(f, method);
-        fprintf(f, ",\n  \"precond\": ");
-        json_str(f, pname);
-        fprintf(f, ",\n  \"precond_precision\": \"%s\",\n  \"side\": ", pprec == SAP_FLOAT ? "float" : "double");
-        json_str(f, side);
-        fprintf(f, ",\n  \"format\": ");
-        json_str(f, sap_spmv_format_name(sap_matrix_format(M)));
-        fprintf(f, ",\n  \"format_reason\": ");
-        json_str(f, sap_matrix_format_reason(M));
-        fprintf(f, ",\n  \"tol\": ");
-        json_num(f, kopt.tol);
-        fprintf(f, ",\n  \"maxit\": %lld,\n  \"status\": ", (long long)kopt.maxit);
-        json_str(f, sap_status_name(solve_st));
-        fprintf(f, ",\n  \"status_code\": %d,\n  \"message\": ", (int)solve_st);
-        json_str(f, solve_msg);
-        fprintf(f, ",\n  \"converged\": %s,\n  \"iterations\": ", converged ? "true" : "false");
-        json_num(f, ks.iterations);
-        fprintf(f, ",\n  \"relative_residual\": ");
-        json_num(f, ks.relative_residual);
-        fprintf(f, ",\n  \"true_residual\": ");
-        json_num(f, truerel);
-        fprintf(f, ",\n  \"error\": ");
-        json_num(f, err);
-        fprintf(f, ",\n  \"spmv_count\": %lld,\n  \"precond_count\": %lld,\n", (long long)ks.spmv_count,
-                (long long)ks.precond_count);
-        fprintf(f,
-                "  \"time\": {\"load\": %.6f, \"matrix\": %.6f, \"precond_setup\": %.6f, \"solve\": %.6f, "
-                "\"solve_setup\": %.6f, \"spmv\": %.6f, \"precond\": %.6f, \"vector\": %.6f},\n",
-                t_load, t_matrix, t_precond, t_solve, ks.time_setup, ks.time_spmv, ks.time_precond, ks.time_vector);
-        fprintf(f,
-                "  \"transfers\": {\"h2d_bytes\": %lld, \"d2h_bytes\": %lld, \"h2d_copies\": %lld, \"d2h_copies\": "
-                "%lld},\n",
-                (long long)cs.h2d_bytes, (long long)cs.d2h_bytes, (long long)cs.h2d_copies, (long long)cs.d2h_copies);
-        fprintf(f, "  \"history\": [");
-        for (sap_int i = 0; i < ks.history_length; i++) {
-            if (i) fputs(", ", f);
-            json_num(f, ks.history[i]);
-        }
-        fprintf(f, "]\n}\n");
-        if (fclose(f) != 0) {
-            fprintf(stderr, "sap solve: error writing the report '%s'\n", a.report);
             goto out;
         }
     }

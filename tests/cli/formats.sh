@@ -40,4 +40,27 @@ expect 0 "$SAP" spy gen:poisson2d:n=40 -o "$W/p2b.png"
 expect 1 "$SAP" spy gen:poisson2d:n=10 -o "$W/no-such-dir/x.png"
 contains "$W/err" "cannot write"
 
+# JSON: a file name with a quote, a backslash and a tab is escaped (python3 parses it back)
+ODD="$W/we\"ird\\na'me	x.mtx"
+expect 0 "$SAP" gen gen:banded:N=50,K=2,d=2 -o "$ODD" --rhs "$W/b50.mtx"
+expect 0 "$SAP" info "$ODD" --json
+python3 -m json.tool "$W/out" >/dev/null && ok || bad "sap info --json is not valid JSON: $(cat "$W/out")"
+[ "$(wc -l <"$W/out")" -eq 1 ] && ok || bad "sap info --json is not one line"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["matrix"] == sys.argv[2], r["matrix"]; assert r["nrows"] == 50 and r["half_bandwidth"] == 2 and r["symmetry"] == "general"' "$W/out" "$ODD" && ok || bad "info JSON values"
+# generator specs and infinite diagonal dominance (a diagonal matrix) stay valid JSON
+expect 0 "$SAP" info gen:banded:N=10,K=0 --json
+python3 -m json.tool "$W/out" >/dev/null && ok || bad "info JSON of a diagonal matrix: $(cat "$W/out")"
+contains "$W/out" '"diag_dominance": "inf"'
+for path in krylov pipeline; do
+    if [ $path = krylov ]; then extra="--krylov gmres:20 --precond jacobi"; else extra=""; fi
+    expect 0 "$SAP" solve "$ODD" --rhs "$W/b50.mtx" $extra --report "$W/$path.json" --quiet
+    python3 -m json.tool "$W/$path.json" >/dev/null && ok || bad "$path report is not valid JSON"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["matrix"] == sys.argv[2]; assert r["converged"] is True' "$W/$path.json" "$ODD" && ok || bad "$path report values"
+done
+# not converged: NaN-free numbers, null where a value does not exist (no x* with --rhs)
+expect 3 "$SAP" solve "$ODD" --rhs "$W/b50.mtx" --krylov bicgstab --maxit 1 --report "$W/nc.json"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["error"] is None and r["converged"] is False' "$W/nc.json" && ok || bad "nc.json values"
+expect 1 "$SAP" solve gen:poisson2d:n=5 --report "$W/no-such-dir/r.json"
+contains "$W/err" "cannot write the report"
+
 summary "cli formats"
