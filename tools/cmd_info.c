@@ -1,5 +1,6 @@
 /* cmd_info.c -- `sap info FILE|SPEC`: prints the statistics of a matrix. */
 #define _POSIX_C_SOURCE 200809L
+#include "args.h"
 #include "json_out.h"
 #include "sap_tool.h"
 
@@ -19,16 +20,6 @@ static void usage(FILE *f)
                "  --threads N        CPU threads (default: all)\n"
                "  --allow-nonfinite  accept NaN/Inf values in the file\n"
                "  --json             print one JSON object instead of the table\n");
-}
-
-int sap_tool_parse_int(const char *s, long long *out)
-{
-    if (!s || !*s) return -1;
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (*end || v < 0 || v != floor(v) || v > 9.0e18) return -1;
-    *out = (long long)v;
-    return 0;
 }
 
 static const char *fmt_names[] = {"coordinate", "array"};
@@ -84,41 +75,16 @@ static int print_json(const char *input, const sap_mm_info *mi, const sap_matrix
 
 int sap_cmd_info(int argc, char **argv)
 {
-    const char *input = NULL;
-    long long threads = 0;
-    int json = 0;
-    sap_mm_read_options ropt;
-    sap_mm_read_options_init(&ropt);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            if (sap_tool_parse_int(argv[++i], &threads)) {
-                fprintf(stderr, "sap info: --threads needs a non-negative integer\n");
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--allow-nonfinite")) {
-            ropt.allow_nonfinite = 1;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "sap info: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!input) {
-            input = argv[i];
-        } else {
-            fprintf(stderr, "sap info: more than one matrix given\n");
-            return 2;
-        }
-    }
-    if (!input) {
-        fprintf(stderr, "sap info: no matrix given\n");
-        usage(stderr);
-        return 2;
-    }
-    sap_context *ctx = sap_tool_context("info", "cpu", (int)threads, 0);
+    static const sap_tool_command cmd = {"info", SAP_ARG_THREADS | SAP_ARG_READ | SAP_ARG_JSON, NULL, "matrix", 1, usage,
+                                         NULL, NULL};
+    sap_tool_args args;
+    int rc = sap_tool_parse_args(&cmd, argc, argv, &args);
+    if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = sap_tool_need_positional(&cmd, &args))) return rc;
+    const char *input = args.positional[0];
+    const int json = args.json;
+    const sap_mm_read_options ropt = args.read;
+    sap_context *ctx = sap_tool_context("info", "cpu", (int)args.threads, 0);
     if (!ctx) return 1;
 
     sap_csr *A = NULL;
@@ -130,14 +96,14 @@ int sap_cmd_info(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double tload = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (st < 0) {
-        int rc = sap_tool_fail("info", ctx, st);
+        rc = sap_tool_fail("info", ctx, st);
         sap_context_destroy(ctx);
         return rc;
     }
     sap_matrix_stats s;
     st = sap_csr_stats(A, &s);
     if (st < 0) {
-        int rc = sap_tool_fail("info", ctx, st);
+        rc = sap_tool_fail("info", ctx, st);
         sap_csr_destroy(A);
         sap_context_destroy(ctx);
         return rc;
