@@ -1,5 +1,6 @@
 /* cmd_gen.c -- `sap gen SPEC -o FILE.mtx[.gz]`: writes a generated matrix (and optionally
  * a manufactured right-hand side b = A x*) as Matrix Market. */
+#include "args.h"
 #include "sap_tool.h"
 
 #include <stdio.h>
@@ -40,52 +41,58 @@ static int write_vector(sap_context *ctx, const double *v, sap_int n, const char
     return st < 0 ? sap_tool_fail("gen", ctx, st) : 0;
 }
 
-int sap_cmd_gen(int argc, char **argv)
+enum { OPT_SYMMETRIC = SAP_ARG_OWN, OPT_RHS, OPT_SOLUTION, OPT_SEED, OPT_PRECISION };
+
+typedef struct gen_args {
+    const char *rhs, *sol;
+    long long seed, precision;
+    int symmetric;
+} gen_args;
+
+static int take(void *state, int val, const char *arg)
 {
-    const char *spec = NULL, *out = NULL, *rhs = NULL, *sol = NULL, *xkind = "parabola";
-    long long seed = 1, precision = 17;
-    int symmetric = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-o") && has) out = argv[++i];
-        else if (!strcmp(a, "--rhs") && has) rhs = argv[++i];
-        else if (!strcmp(a, "--solution") && has) sol = argv[++i];
-        else if (!strcmp(a, "--xstar") && has) xkind = argv[++i];
-        else if (!strcmp(a, "--symmetric")) symmetric = 1;
-        else if (!strcmp(a, "--seed") && has) {
-            if (sap_tool_parse_int(argv[++i], &seed)) {
-                fprintf(stderr, "sap gen: --seed needs a non-negative integer\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--precision") && has) {
-            if (sap_tool_parse_int(argv[++i], &precision) || precision < 1 || precision > 17) {
-                fprintf(stderr, "sap gen: --precision needs an integer in 1..17\n");
-                return 2;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "sap gen: unknown option or missing value '%s'\n", a);
-            return 2;
-        } else if (!spec) spec = a;
-        else {
-            fprintf(stderr, "sap gen: more than one spec given\n");
+    gen_args *g = state;
+    switch (val) {
+    case OPT_SYMMETRIC: g->symmetric = 1; return 0;
+    case OPT_RHS: g->rhs = arg; return 0;
+    case OPT_SOLUTION: g->sol = arg; return 0;
+    case OPT_SEED:
+        if (sap_tool_parse_int(arg, &g->seed)) {
+            fprintf(stderr, "sap gen: --seed needs a non-negative integer\n");
             return 2;
         }
+        return 0;
+    case OPT_PRECISION:
+        if (sap_tool_parse_int(arg, &g->precision) || g->precision < 1 || g->precision > 17) {
+            fprintf(stderr, "sap gen: --precision needs an integer in 1..17\n");
+            return 2;
+        }
+        return 0;
+    default: return 2;
     }
-    if (!spec || !out) {
-        fprintf(stderr, "sap gen: %s\n", !spec ? "no generator spec given" : "no output file given (-o FILE)");
+}
+
+int sap_cmd_gen(int argc, char **argv)
+{
+    static const struct option own[] = {{"symmetric", no_argument, NULL, OPT_SYMMETRIC},
+                                        {"rhs", required_argument, NULL, OPT_RHS},
+                                        {"solution", required_argument, NULL, OPT_SOLUTION},
+                                        {"seed", required_argument, NULL, OPT_SEED},
+                                        {"precision", required_argument, NULL, OPT_PRECISION},
+                                        {NULL, 0, NULL, 0}};
+    gen_args g = {NULL, NULL, 1, 17, 0};
+    const sap_tool_command cmd = {"gen", SAP_ARG_OUTPUT | SAP_ARG_XSTAR, own, "generator spec", 1, usage, take, &g};
+    sap_tool_args args;
+    int rc = sap_tool_parse_args(&cmd, argc, argv, &args);
+    if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = sap_tool_need_positional(&cmd, &args))) return rc;
+    const char *spec = args.positional[0], *out = args.output, *rhs = g.rhs, *sol = g.sol;
+    const long long seed = g.seed, precision = g.precision;
+    const int symmetric = g.symmetric;
+    const sap_xstar kind = args.xstar;
+    if (!out) {
+        fprintf(stderr, "sap gen: no output file given (-o FILE)\n");
         fprintf(stderr, "usage: sap gen SPEC -o FILE.mtx[.gz] (sap gen --help for details)\n");
-        return 2;
-    }
-    sap_xstar kind;
-    if (!strcmp(xkind, "parabola")) kind = SAP_XSTAR_PARABOLA;
-    else if (!strcmp(xkind, "random")) kind = SAP_XSTAR_RANDOM;
-    else if (!strcmp(xkind, "ones")) kind = SAP_XSTAR_ONES;
-    else {
-        fprintf(stderr, "sap gen: unknown --xstar '%s' (parabola, random or ones)\n", xkind);
         return 2;
     }
     if (strncmp(spec, "gen:", 4) != 0) {
@@ -94,7 +101,6 @@ int sap_cmd_gen(int argc, char **argv)
     }
     sap_context *ctx = sap_tool_context("gen", "cpu", 0, 0);
     if (!ctx) return 1;
-    int rc = 0;
     sap_csr *A = NULL;
     double *x = NULL, *b = NULL;
     sap_status st = sap_gen_spec(ctx, spec, &A);

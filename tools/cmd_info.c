@@ -1,5 +1,7 @@
 /* cmd_info.c -- `sap info FILE|SPEC`: prints the statistics of a matrix. */
 #define _POSIX_C_SOURCE 200809L
+#include "args.h"
+#include "json_out.h"
 #include "sap_tool.h"
 
 #include <math.h>
@@ -20,15 +22,9 @@ static void usage(FILE *f)
                "  --json             print one JSON object instead of the table\n");
 }
 
-int sap_tool_parse_int(const char *s, long long *out)
-{
-    if (!s || !*s) return -1;
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (*end || v < 0 || v != floor(v) || v > 9.0e18) return -1;
-    *out = (long long)v;
-    return 0;
-}
+static const char *fmt_names[] = {"coordinate", "array"};
+static const char *field_names[] = {"real", "integer", "pattern"};
+static const char *sym_names[] = {"general", "symmetric", "skew-symmetric"};
 
 static const char *yesno(int v) { return v ? "yes" : "no"; }
 
@@ -38,43 +34,57 @@ static void fmt_d(char *buf, size_t n, double d)
     else snprintf(buf, n, "%.6g", d);
 }
 
+/* The statistics as one JSON line (mi: what the file said, NULL for a generator spec). */
+static int print_json(const char *input, const sap_mm_info *mi, const sap_matrix_stats *s, double tload)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "matrix", input);
+    if (mi) {
+        cJSON_AddStringToObject(o, "format", fmt_names[mi->format]);
+        cJSON_AddStringToObject(o, "field", field_names[mi->field]);
+        cJSON_AddStringToObject(o, "symmetry", sym_names[mi->symmetry]);
+        cJSON_AddNumberToObject(o, "stored_entries", (double)mi->entries);
+    }
+    cJSON_AddNumberToObject(o, "nrows", (double)s->nrows);
+    cJSON_AddNumberToObject(o, "ncols", (double)s->ncols);
+    cJSON_AddNumberToObject(o, "nnz", (double)s->nnz);
+    cJSON_AddNumberToObject(o, "half_bandwidth", (double)s->half_bandwidth);
+    cJSON_AddNumberToObject(o, "lower_bandwidth", (double)s->lower_bandwidth);
+    cJSON_AddNumberToObject(o, "upper_bandwidth", (double)s->upper_bandwidth);
+    cJSON_AddNumberToObject(o, "empty_rows", (double)s->empty_rows);
+    cJSON_AddNumberToObject(o, "max_row_nnz", (double)s->max_row_nnz);
+    cJSON_AddNumberToObject(o, "mean_row_nnz", sap_tool_json_sig(s->mean_row_nnz, 6));
+    cJSON_AddNumberToObject(o, "mean_row_width", sap_tool_json_sig(s->mean_row_width, 6));
+    cJSON_AddBoolToObject(o, "structurally_symmetric", s->structurally_symmetric);
+    cJSON_AddBoolToObject(o, "numerically_symmetric", s->numerically_symmetric);
+    cJSON_AddNumberToObject(o, "symmetry_deviation", sap_tool_json_sig(s->symmetry_deviation, 6));
+    cJSON_AddNumberToObject(o, "zero_diagonal", (double)s->zero_diagonal);
+    if (isinf(s->diag_dominance)) cJSON_AddStringToObject(o, "diag_dominance", "inf"); /* JSON has no infinity */
+    else cJSON_AddNumberToObject(o, "diag_dominance", sap_tool_json_sig(s->diag_dominance, 6));
+    cJSON_AddNumberToObject(o, "dominant_rows", (double)s->dominant_rows);
+    cJSON_AddBoolToObject(o, "spd_estimate", s->spd_estimate);
+    cJSON_AddNumberToObject(o, "norm_one", s->norm_one);
+    cJSON_AddNumberToObject(o, "norm_inf", s->norm_inf);
+    cJSON_AddNumberToObject(o, "norm_fro", s->norm_fro);
+    cJSON_AddNumberToObject(o, "norm_max", s->norm_max);
+    cJSON_AddNumberToObject(o, "load_seconds", sap_tool_json_fixed(tload, 6));
+    int rc = sap_tool_json_print(stdout, o, SAP_JSON_LINE);
+    cJSON_Delete(o);
+    return rc;
+}
+
 int sap_cmd_info(int argc, char **argv)
 {
-    const char *input = NULL;
-    long long threads = 0;
-    int json = 0;
-    sap_mm_read_options ropt;
-    sap_mm_read_options_init(&ropt);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            if (sap_tool_parse_int(argv[++i], &threads)) {
-                fprintf(stderr, "sap info: --threads needs a non-negative integer\n");
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--allow-nonfinite")) {
-            ropt.allow_nonfinite = 1;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "sap info: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!input) {
-            input = argv[i];
-        } else {
-            fprintf(stderr, "sap info: more than one matrix given\n");
-            return 2;
-        }
-    }
-    if (!input) {
-        fprintf(stderr, "sap info: no matrix given\n");
-        usage(stderr);
-        return 2;
-    }
-    sap_context *ctx = sap_tool_context("info", "cpu", (int)threads, 0);
+    static const sap_tool_command cmd = {"info", SAP_ARG_THREADS | SAP_ARG_READ | SAP_ARG_JSON, NULL, "matrix", 1, usage,
+                                         NULL, NULL};
+    sap_tool_args args;
+    int rc = sap_tool_parse_args(&cmd, argc, argv, &args);
+    if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = sap_tool_need_positional(&cmd, &args))) return rc;
+    const char *input = args.positional[0];
+    const int json = args.json;
+    const sap_mm_read_options ropt = args.read;
+    sap_context *ctx = sap_tool_context("info", "cpu", (int)args.threads, 0);
     if (!ctx) return 1;
 
     sap_csr *A = NULL;
@@ -86,42 +96,27 @@ int sap_cmd_info(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double tload = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (st < 0) {
-        int rc = sap_tool_fail("info", ctx, st);
+        rc = sap_tool_fail("info", ctx, st);
         sap_context_destroy(ctx);
         return rc;
     }
     sap_matrix_stats s;
     st = sap_csr_stats(A, &s);
     if (st < 0) {
-        int rc = sap_tool_fail("info", ctx, st);
+        rc = sap_tool_fail("info", ctx, st);
         sap_csr_destroy(A);
         sap_context_destroy(ctx);
         return rc;
     }
-    static const char *fmt_names[] = {"coordinate", "array"};
-    static const char *field_names[] = {"real", "integer", "pattern"};
-    static const char *sym_names[] = {"general", "symmetric", "skew-symmetric"};
     char dbuf[64];
     fmt_d(dbuf, sizeof(dbuf), s.diag_dominance);
     if (json) {
-        printf("{\"matrix\": \"%s\", ", input);
-        if (from_file)
-            printf("\"format\": \"%s\", \"field\": \"%s\", \"symmetry\": \"%s\", \"stored_entries\": %lld, ",
-                   fmt_names[mi.format], field_names[mi.field], sym_names[mi.symmetry], (long long)mi.entries);
-        printf("\"nrows\": %lld, \"ncols\": %lld, \"nnz\": %lld, \"half_bandwidth\": %lld, "
-               "\"lower_bandwidth\": %lld, \"upper_bandwidth\": %lld, \"empty_rows\": %lld, "
-               "\"max_row_nnz\": %lld, \"mean_row_nnz\": %.6g, \"mean_row_width\": %.6g, "
-               "\"structurally_symmetric\": %s, \"numerically_symmetric\": %s, \"symmetry_deviation\": %.6g, "
-               "\"zero_diagonal\": %lld, \"diag_dominance\": %s, \"dominant_rows\": %lld, \"spd_estimate\": %s, "
-               "\"norm_one\": %.17g, \"norm_inf\": %.17g, \"norm_fro\": %.17g, \"norm_max\": %.17g, "
-               "\"load_seconds\": %.6f}\n",
-               (long long)s.nrows, (long long)s.ncols, (long long)s.nnz, (long long)s.half_bandwidth,
-               (long long)s.lower_bandwidth, (long long)s.upper_bandwidth, (long long)s.empty_rows,
-               (long long)s.max_row_nnz, s.mean_row_nnz, s.mean_row_width,
-               s.structurally_symmetric ? "true" : "false", s.numerically_symmetric ? "true" : "false",
-               s.symmetry_deviation, (long long)s.zero_diagonal, isinf(s.diag_dominance) ? "\"inf\"" : dbuf,
-               (long long)s.dominant_rows, s.spd_estimate ? "true" : "false", s.norm_one, s.norm_inf, s.norm_fro,
-               s.norm_max, tload);
+        if (print_json(input, from_file ? &mi : NULL, &s, tload)) {
+            fprintf(stderr, "sap info: cannot print the JSON (out of memory or write error)\n");
+            sap_csr_destroy(A);
+            sap_context_destroy(ctx);
+            return 1;
+        }
     } else {
         printf("matrix                  %s\n", input);
         if (from_file)

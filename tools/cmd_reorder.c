@@ -1,5 +1,6 @@
 /* cmd_reorder.c -- `sap reorder FILE|SPEC`: runs the SaP reordering chain (diagonal
  * boosting, Cuthill-McKee, drop-off, third stage) and reports each stage. */
+#include "args.h"
 #include "sap_tool.h"
 
 #include <math.h>
@@ -11,7 +12,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: sap reorder FILE|SPEC [--db|--transversal|--no-db] [--no-scale] [--cm|--no-cm]\n"
                "                   [--drop DELTA] [--partitions P] [-o OUT.mtx[.gz]]\n"
-               "                   [--spy BEFORE.png,AFTER.png] [--threads N]\n\n"
+               "                   [--spy BEFORE.png,AFTER.png] [--threads N] [--allow-nonfinite]\n\n"
                "Reorders a square matrix into a diagonally heavy narrow band as SaP does and prints,\n"
                "for each stage, the half-bandwidth K, the mean row width inside the band, the\n"
                "fill of the band, the degree of diagonal dominance d and the time:\n\n"
@@ -24,69 +25,70 @@ static void usage(FILE *f)
                "  --partitions P  third-stage Cuthill-McKee inside each of P diagonal blocks\n"
                "  -o OUT          write the reordered matrix (the dropped band with --drop)\n"
                "  --spy B,A       draw the pattern before and after as PNG images\n"
-               "  --threads N     CPU threads (default: all)\n");
+               "  --threads N     CPU threads (default: all)\n"
+               "  --allow-nonfinite  accept NaN/Inf values in the file\n");
 }
 
 static const char *stage_names[SAP_REORDER_STAGES] = {"original", "DB", "CM", "drop-off", "third stage"};
 static const char *stage_timers[SAP_REORDER_STAGES] = {"", "T_DB", "T_CM", "T_Drop", "T_3rd"};
 
-static int parse_delta(const char *s, double *d)
+enum { OPT_DB = SAP_ARG_OWN, OPT_TRANSVERSAL, OPT_NO_DB, OPT_NO_SCALE, OPT_CM, OPT_NO_CM, OPT_DROP, OPT_PARTITIONS, OPT_SPY };
+
+typedef struct reorder_args {
+    sap_reorder_options opt;
+    long long partitions;
+    const char *spy;
+} reorder_args;
+
+static int take(void *state, int val, const char *arg)
 {
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v > 0.0) || v > 1.0) return -1;
-    *d = v;
-    return 0;
+    reorder_args *r = state;
+    switch (val) {
+    case OPT_DB: r->opt.db = SAP_DB_PRODUCT; return 0;
+    case OPT_TRANSVERSAL: r->opt.db = SAP_DB_TRANSVERSAL; return 0;
+    case OPT_NO_DB: r->opt.db = SAP_DB_NONE; return 0;
+    case OPT_NO_SCALE: r->opt.scale = 0; return 0;
+    case OPT_CM: r->opt.cm = 1; return 0;
+    case OPT_NO_CM: r->opt.cm = 0; return 0;
+    case OPT_SPY: r->spy = arg; return 0;
+    case OPT_DROP: {
+        double d = 0;
+        if (sap_tool_parse_real(arg, &d) || !(d > 0.0) || d > 1.0) {
+            fprintf(stderr, "sap reorder: --drop needs a fraction in (0, 1]\n");
+            return 2;
+        }
+        r->opt.drop_delta = d;
+        return 0;
+    }
+    case OPT_PARTITIONS:
+        if (sap_tool_parse_int(arg, &r->partitions) || r->partitions < 1) {
+            fprintf(stderr, "sap reorder: --partitions needs a positive integer\n");
+            return 2;
+        }
+        return 0;
+    default: return 2;
+    }
 }
 
 int sap_cmd_reorder(int argc, char **argv)
 {
-    const char *input = NULL, *out = NULL, *spy = NULL;
-    long long threads = 0, partitions = 0;
-    sap_reorder_options opt;
-    sap_reorder_options_init(&opt);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--db")) opt.db = SAP_DB_PRODUCT;
-        else if (!strcmp(a, "--transversal")) opt.db = SAP_DB_TRANSVERSAL;
-        else if (!strcmp(a, "--no-db")) opt.db = SAP_DB_NONE;
-        else if (!strcmp(a, "--no-scale")) opt.scale = 0;
-        else if (!strcmp(a, "--cm")) opt.cm = 1;
-        else if (!strcmp(a, "--no-cm")) opt.cm = 0;
-        else if (!strcmp(a, "--drop") && has) {
-            if (parse_delta(argv[++i], &opt.drop_delta)) {
-                fprintf(stderr, "sap reorder: --drop needs a fraction in (0, 1]\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--partitions") && has) {
-            if (sap_tool_parse_int(argv[++i], &partitions) || partitions < 1) {
-                fprintf(stderr, "sap reorder: --partitions needs a positive integer\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "--threads") && has) {
-            if (sap_tool_parse_int(argv[++i], &threads)) {
-                fprintf(stderr, "sap reorder: --threads needs a non-negative integer\n");
-                return 2;
-            }
-        } else if (!strcmp(a, "-o") && has) out = argv[++i];
-        else if (!strcmp(a, "--spy") && has) spy = argv[++i];
-        else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "sap reorder: unknown option or missing value '%s'\n", a);
-            return 2;
-        } else if (!input) input = a;
-        else {
-            fprintf(stderr, "sap reorder: more than one matrix given\n");
-            return 2;
-        }
-    }
-    if (!input) {
-        fprintf(stderr, "sap reorder: no matrix given\nusage: sap reorder FILE|SPEC [options] (--help for details)\n");
-        return 2;
-    }
+    static const struct option own[] = {
+        {"db", no_argument, NULL, OPT_DB},          {"transversal", no_argument, NULL, OPT_TRANSVERSAL},
+        {"no-db", no_argument, NULL, OPT_NO_DB},    {"no-scale", no_argument, NULL, OPT_NO_SCALE},
+        {"cm", no_argument, NULL, OPT_CM},          {"no-cm", no_argument, NULL, OPT_NO_CM},
+        {"drop", required_argument, NULL, OPT_DROP}, {"partitions", required_argument, NULL, OPT_PARTITIONS},
+        {"spy", required_argument, NULL, OPT_SPY},  {NULL, 0, NULL, 0}};
+    reorder_args r;
+    memset(&r, 0, sizeof(r));
+    sap_reorder_options_init(&r.opt);
+    const sap_tool_command cmd = {"reorder", SAP_ARG_THREADS | SAP_ARG_OUTPUT | SAP_ARG_READ, own, "matrix", 1, usage,
+                                  take, &r};
+    sap_tool_args args;
+    int rc = sap_tool_parse_args(&cmd, argc, argv, &args);
+    if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = sap_tool_need_positional(&cmd, &args))) return rc;
+    const char *input = args.positional[0], *out = args.output, *spy = r.spy;
+    sap_reorder_options opt = r.opt;
     char spy_before[1024] = "", spy_after[1024] = "";
     if (spy) {
         const char *comma = strchr(spy, ',');
@@ -98,14 +100,13 @@ int sap_cmd_reorder(int argc, char **argv)
         memcpy(spy_before, spy, (size_t)(comma - spy));
         strcpy(spy_after, comma + 1);
     }
-    opt.partitions = partitions;
+    opt.partitions = r.partitions;
 
-    sap_context *ctx = sap_tool_context("reorder", "cpu", (int)threads, 0);
+    sap_context *ctx = sap_tool_context("reorder", "cpu", (int)args.threads, 0);
     if (!ctx) return 1;
-    int rc = 0;
     sap_csr *A = NULL;
     sap_reorder_result *res = NULL;
-    sap_status st = sap_matrix_load(ctx, input, NULL, &A);
+    sap_status st = sap_matrix_load(ctx, input, &args.read, &A);
     if (st >= 0 && A->nrows != A->ncols)
         st = SAP_ERR_NOT_SQUARE, fprintf(stderr, "sap reorder: the matrix is %lld x %lld, not square\n",
                                          (long long)A->nrows, (long long)A->ncols);

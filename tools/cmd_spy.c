@@ -1,4 +1,5 @@
 /* cmd_spy.c -- `sap spy FILE|SPEC -o out.png`: draws the sparsity pattern. */
+#include "args.h"
 #include "sap_tool.h"
 
 #include <stdio.h>
@@ -6,47 +7,43 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sap spy FILE|SPEC -o OUT.png [--size PIXELS]\n\n"
+    fprintf(f, "usage: sap spy FILE|SPEC -o OUT.png [--size PIXELS] [--allow-nonfinite]\n\n"
                "Draws the sparsity pattern of a matrix as a PNG.  Matrices with more rows than\n"
                "pixels are density-shaded: the darker a pixel, the more entries fall into it\n"
                "(logarithmic scale).\n\n"
                "  -o OUT.png       output image (required)\n"
-               "  --size PIXELS    image size (default 600)\n");
+               "  --size PIXELS    image size (default 600)\n"
+               "  --allow-nonfinite  accept NaN/Inf values in the file\n");
+}
+
+enum { OPT_SIZE = SAP_ARG_OWN };
+
+static int take(void *state, int val, const char *arg)
+{
+    long long *size = state;
+    if (val == OPT_SIZE && !sap_tool_parse_int(arg, size) && *size >= 16 && *size <= 8192) return 0;
+    fprintf(stderr, "sap spy: --size needs an integer in 16..8192\n");
+    return 2;
 }
 
 int sap_cmd_spy(int argc, char **argv)
 {
-    const char *input = NULL, *out = NULL;
+    static const struct option own[] = {{"size", required_argument, NULL, OPT_SIZE}, {NULL, 0, NULL, 0}};
     long long size = 600;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-            if (sap_tool_parse_int(argv[++i], &size) || size < 16 || size > 8192) {
-                fprintf(stderr, "sap spy: --size needs an integer in 16..8192\n");
-                return 2;
-            }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "sap spy: unknown option or missing value '%s'\n", argv[i]);
-            return 2;
-        } else if (!input) input = argv[i];
-        else {
-            fprintf(stderr, "sap spy: more than one matrix given\n");
-            return 2;
-        }
-    }
-    if (!input || !out) {
-        fprintf(stderr, "sap spy: %s\nusage: sap spy FILE|SPEC -o OUT.png [--size PIXELS]\n",
-                !input ? "no matrix given" : "no output file given (-o OUT.png)");
+    const sap_tool_command cmd = {"spy", SAP_ARG_OUTPUT | SAP_ARG_READ, own, "matrix", 1, usage, take, &size};
+    sap_tool_args args;
+    int rc = sap_tool_parse_args(&cmd, argc, argv, &args);
+    if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = sap_tool_need_positional(&cmd, &args))) return rc;
+    const char *input = args.positional[0], *out = args.output;
+    if (!out) {
+        fprintf(stderr, "sap spy: no output file given (-o OUT.png)\nusage: sap spy FILE|SPEC -o OUT.png [--size PIXELS]\n");
         return 2;
     }
     sap_context *ctx = sap_tool_context("spy", "cpu", 0, 0);
     if (!ctx) return 1;
     sap_csr *A = NULL;
-    sap_status st = sap_matrix_load(ctx, input, NULL, &A);
-    int rc = 0;
+    sap_status st = sap_matrix_load(ctx, input, &args.read, &A);
     if (st < 0) rc = sap_tool_fail("spy", ctx, st);
     else if (A->nrows == 0 || A->ncols == 0) {
         fprintf(stderr, "sap spy: the matrix is empty (%lld x %lld)\n", (long long)A->nrows, (long long)A->ncols);

@@ -1,5 +1,6 @@
 /* sap_tool.h -- shared declarations of the sap command-line tool (built on the public
- * API only).  Each subcommand is one cmd_<name>.c file with an entry point below. */
+ * API only).  Each subcommand is one cmd_<name>.c file with an entry point below; the
+ * command line is parsed by args.h, JSON printed by json_out.h. */
 #ifndef SAP_TOOL_H
 #define SAP_TOOL_H
 
@@ -23,8 +24,5 @@ sap_context *sap_tool_context(const char *cmd, const char *backend, int threads,
 /* Draws the sparsity pattern of A into a PNG of about size x size pixels (density-shaded
  * when the matrix has more rows than pixels).  0 on success, < 0 on failure. */
 int sap_tool_spy_png(const sap_csr *A, const char *path, int size);
-
-/* Parses a non-negative integer option value; returns 0 on success. */
-int sap_tool_parse_int(const char *s, long long *out);
 
 #endif

@@ -1,6 +1,6 @@
 /* spy.c -- renders the sparsity pattern of a CSR matrix into a PNG, shading each pixel
  * by the (log) number of entries that fall into it. */
-#include "png.h"
+#include "png_write.h"
 #include "sap_tool.h"
 
 #include <math.h>

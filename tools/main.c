@@ -1,4 +1,5 @@
-/* sap.c -- the sap command-line tool: dispatches to the subcommands. */
+/* main.c -- the sap command-line tool: the command list, the top-level help and version,
+ * and the dispatch to the subcommands (cmd_<name>.c). */
 #include "sap_tool.h"
 
 #include <stdio.h>
@@ -26,33 +27,6 @@ static void usage(FILE *f)
     fprintf(f, "  %-8s %s\n", "version", "print the version and the compiled-in features");
     fprintf(f, "\nA matrix is a Matrix Market file (.mtx or .mtx.gz) or a generator spec such as\n"
                "gen:banded:N=200000,K=200,d=1 (sap gen --help lists the generators).\n");
-}
-
-int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st)
-{
-    const char *msg = ctx ? sap_context_last_error(ctx) : "";
-    fprintf(stderr, "sap %s: %s%s%s\n", cmd, sap_status_string(st), msg[0] ? ": " : "", msg);
-    return 1;
-}
-
-sap_context *sap_tool_context(const char *cmd, const char *backend, int threads, int verbose)
-{
-    sap_context_config cfg;
-    sap_context_config_init(&cfg);
-    if (backend && sap_backend_parse(backend, &cfg.backend) != SAP_OK) {
-        fprintf(stderr, "sap %s: unknown backend '%s' (expected cpu, cuda or auto)\n", cmd, backend);
-        return NULL;
-    }
-    cfg.threads = threads;
-    cfg.print_level = verbose ? SAP_PRINT_INFO : SAP_PRINT_SILENT;
-    sap_context *ctx = NULL;
-    sap_status st = sap_context_create(&ctx, &cfg);
-    if (st != SAP_OK) {
-        fprintf(stderr, "sap %s: cannot create a %s context: %s\n", cmd, sap_backend_name(cfg.backend),
-                sap_status_string(st));
-        return NULL;
-    }
-    return ctx;
 }
 
 int main(int argc, char **argv)

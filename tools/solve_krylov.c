@@ -1,0 +1,118 @@
+/* solve_krylov.c -- owns the explicit path of `sap solve` (--krylov, --precond, --side,
+ * --format, --precond-precision): builds the SpMV matrix, the preconditioner and the Krylov
+ * solver, solves with the progress line, and measures the true residual and the error on
+ * the host in double. */
+#define _POSIX_C_SOURCE 200809L /* isatty, fileno under -std=c11 */
+#include "sap_tool.h"
+#include "solve.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* "bicgstabl(2)", "gmres(20)", ... or "cg": the method with its parameter */
+static void method_name(const sap_krylov_options *kopt, char *buf, size_t len)
+{
+    if (kopt->param || kopt->type == SAP_KRYLOV_BICGSTABL || kopt->type == SAP_KRYLOV_GMRES ||
+        kopt->type == SAP_KRYLOV_FGMRES || kopt->type == SAP_KRYLOV_IDR) {
+        int param = kopt->param;
+        if (!param)
+            param = kopt->type == SAP_KRYLOV_BICGSTABL ? 2
+                    : kopt->type == SAP_KRYLOV_GMRES   ? 20
+                    : kopt->type == SAP_KRYLOV_FGMRES  ? 30
+                                                       : 4;
+        snprintf(buf, len, "%s(%d)", sap_krylov_name(kopt->type), param);
+    } else {
+        snprintf(buf, len, "%s", sap_krylov_name(kopt->type));
+    }
+}
+
+int solve_krylov(const solve_args *a, const solve_problem *p, solve_krylov_run *run)
+{
+    memset(run, 0, sizeof(*run));
+    sap_context *ctx = p->ctx;
+    const sap_csr *A = p->A;
+    solve_outcome *out = &run->out;
+    const sap_int n = A->nrows;
+    const double *b = p->b, *xs = p->xs;
+    out->k = 1;
+    out->X = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    double *r = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    int rc = 1;
+    if (!out->X || !r) {
+        fprintf(stderr, "sap solve: out of memory\n");
+        goto done;
+    }
+
+    double t0 = solve_now();
+    sap_status st = sap_matrix_create(ctx, A, &a->mopt, &run->M);
+    run->t_matrix = solve_now() - t0;
+    if (st < 0) goto fail;
+    t0 = solve_now();
+    st = sap_precond_create(ctx, a->precond, &run->P);
+    if (st >= 0) st = sap_precond_set_precision(run->P, a->pprec);
+    if (st >= 0 && !strncmp(a->precond, "sap", 3)) { /* banded SaP: partitions */
+        sap_band_options bopt;
+        sap_band_options_init(&bopt);
+        bopt.partitions = a->partitions;
+        st = sap_precond_set_band_options(run->P, &bopt);
+    }
+    if (st >= 0) st = sap_precond_setup_symbolic(run->P, A);
+    if (st >= 0) st = sap_precond_setup_numeric(run->P, A);
+    run->t_precond = solve_now() - t0;
+    if (st < 0) goto fail;
+
+    sap_krylov_options kopt = a->kopt;
+    method_name(&kopt, run->method, sizeof(run->method));
+    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, run->method, 0};
+    kopt.monitor = solve_progress_monitor;
+    kopt.monitor_state = &run->progress;
+    st = sap_krylov_create(ctx, &kopt, &run->K);
+    if (st < 0) goto fail;
+    sap_context_reset_transfer_stats(ctx);
+    t0 = solve_now();
+    st = sap_krylov_solve(run->K, run->M, run->P, b, out->X, &run->ks);
+    run->t_solve = solve_now() - t0;
+    solve_progress_clear(&run->progress);
+    out->status = st;
+    if (st != SAP_OK) snprintf(out->message, sizeof(out->message), "%s", sap_context_last_error(ctx));
+    if (st < 0 && st != SAP_ERR_BREAKDOWN) goto fail;
+    sap_context_get_stats(ctx, &out->transfers);
+
+    /* true residual and error on the host, in double */
+    double bn = 0, rn = 0, en = 0, xn = 0;
+    const double *x = out->X;
+    sap_csr_spmv(A, 1.0, x, 0.0, r);
+    for (sap_int i = 0; i < n; i++) {
+        bn += b[i] * b[i];
+        rn += (b[i] - r[i]) * (b[i] - r[i]);
+        if (xs) {
+            en += (x[i] - xs[i]) * (x[i] - xs[i]);
+            xn += xs[i] * xs[i];
+        }
+    }
+    out->residual = bn > 0 ? sqrt(rn / bn) : sqrt(rn);
+    out->error = xs ? (xn > 0 ? sqrt(en / xn) : sqrt(en)) : NAN;
+    run->side = kopt.type == SAP_KRYLOV_CG       ? "symmetric"
+                : kopt.type == SAP_KRYLOV_FGMRES ? "right"
+                                                 : a->side;
+    if (!strcmp(sap_precond_name(run->P), "none")) run->side = "-";
+    rc = 0;
+    goto done;
+fail:
+    rc = sap_tool_fail("solve", ctx, st);
+done:
+    free(r);
+    return rc;
+}
+
+void solve_krylov_free(solve_krylov_run *run)
+{
+    free(run->out.X);
+    sap_krylov_destroy(run->K);
+    sap_precond_destroy(run->P);
+    sap_matrix_destroy(run->M);
+    memset(run, 0, sizeof(*run));
+}
