@@ -553,7 +553,10 @@ typedef enum sap_krylov_type {
 typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;
 
 /* Parses "cg", "bicgstab", "bicgstabl:2", "gmres:20", "fgmres:30", "idr:4" (the number is
- * optional: *param = 0 means the default; l <= 16, m <= 1000, s <= 64). */
+ * optional: *param = 0 means the default; l <= 16, m <= 1000, s <= 64), names
+ * case-insensitive.  Methods registered at run time (sap_krylov_method_count lists them)
+ * parse to ids >= 64 outside the enum's named values; those ids select them in
+ * sap_krylov_options.type and sap_krylov_name names them. */
 sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param);
 const char *sap_krylov_name(sap_krylov_type type);
 
@@ -776,6 +779,14 @@ sap_status sap_precond_get_option(const sap_precond *P, const char *name, char *
  * {"type": ..., "precision": ..., "options": {...}, "report": "..."} (json != 0).
  * Truncated to size. */
 sap_status sap_precond_report(const sap_precond *P, int json, char *buf, size_t size);
+
+/* Number of Krylov methods (the sap_krylov_type built-ins, then registered ones). */
+int sap_krylov_method_count(void);
+/* Name of method i as sap_krylov_parse accepts it (NULL when i is out of range). */
+const char *sap_krylov_method_name(int i);
+/* "name[:p]: description (p default D, 1..MAX; preconditioning left or right)\n" (static
+ * text; NULL when i is out of range). */
+const char *sap_krylov_method_help(int i);
 
 /* ------------------------------------------------------------------------------ */
 /* Reorderings                                                                     */
