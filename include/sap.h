@@ -553,7 +553,10 @@ typedef enum sap_krylov_type {
 typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;
 
 /* Parses "cg", "bicgstab", "bicgstabl:2", "gmres:20", "fgmres:30", "idr:4" (the number is
- * optional: *param = 0 means the default; l <= 16, m <= 1000, s <= 64). */
+ * optional: *param = 0 means the default; l <= 16, m <= 1000, s <= 64), names
+ * case-insensitive.  Methods registered at run time (sap_krylov_method_count lists them)
+ * parse to ids >= 64 outside the enum's named values; those ids select them in
+ * sap_krylov_options.type and sap_krylov_name names them. */
 sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param);
 const char *sap_krylov_name(sap_krylov_type type);
 
@@ -742,6 +745,48 @@ sap_status sap_precond_set_band_options(sap_precond *P, const sap_band_options *
 /* What its last numeric setup did: method, partitions, half_bandwidth, reason,
  * boosted_pivots, dropped_entries, time_lu/bc/spk/lurdcd (the solve fields are zero). */
 sap_status sap_precond_get_band_stats(const sap_precond *P, sap_band_stats *stats);
+
+/* ------------------------------------------------------------------------------ */
+/* Preconditioner types and Krylov methods: registries, options by name            */
+/* ------------------------------------------------------------------------------ */
+/* Every preconditioner type (and Krylov method) is listed once in the library's registry
+ * (src/precond/registry.c, src/krylov/registry.c); more can be registered at run time
+ * through the internal sap__precond_register / sap__krylov_register (precond_impl.h,
+ * krylov_impl.h).  The functions below list what is registered, with help text generated
+ * from each type's typed option table.  Indices run over 0 .. count - 1 in registration
+ * order (built-ins first); they are stable (types are never unregistered). */
+
+/* Number of preconditioner types ("none", "jacobi", "sap-d", "sap-c", "sap", then any
+ * registered ones). */
+int sap_precond_type_count(void);
+/* Name of type i (NULL when i is out of range). */
+const char *sap_precond_type_name(int i);
+/* "name: description\n" followed by one line per option, "    name=ACCEPTED  help
+ * (default X)\n" (static text; NULL when i is out of range). */
+const char *sap_precond_type_help(int i);
+/* Sets one of the type's options by name (case-insensitive; the options of each type are
+ * in its help), e.g. sap_precond_set_option(P, "partitions", "8") for "sap-d".  Takes
+ * effect at the next numeric setup (a numeric setup already done must be redone).  Unknown
+ * name or bad value: SAP_ERR_INVALID with a message naming the option, the value and the
+ * accepted values or range (P unchanged). */
+sap_status sap_precond_set_option(sap_precond *P, const char *name, const char *value);
+/* Several at once: "name=value,name=value" (all or none are applied). */
+sap_status sap_precond_set_options(sap_precond *P, const char *list);
+/* The current value of an option as text (the form set_option accepts). */
+sap_status sap_precond_get_option(const sap_precond *P, const char *name, char *buf, size_t size);
+/* The type, precision and every option value, then what the last numeric setup chose
+ * (e.g. SaP's method, P and the reason), as text lines (json = 0) or one JSON object
+ * {"type": ..., "precision": ..., "options": {...}, "report": "..."} (json != 0).
+ * Truncated to size. */
+sap_status sap_precond_report(const sap_precond *P, int json, char *buf, size_t size);
+
+/* Number of Krylov methods (the sap_krylov_type built-ins, then registered ones). */
+int sap_krylov_method_count(void);
+/* Name of method i as sap_krylov_parse accepts it (NULL when i is out of range). */
+const char *sap_krylov_method_name(int i);
+/* "name[:p]: description (p default D, 1..MAX; preconditioning left or right)\n" (static
+ * text; NULL when i is out of range). */
+const char *sap_krylov_method_help(int i);
 
 /* ------------------------------------------------------------------------------ */
 /* Reorderings                                                                     */

@@ -817,8 +817,10 @@ static void test_parse(sap_context *ctx)
     CHECK(t == SAP_KRYLOV_IDR && p == 4);
     CHECK_OK(ctx, sap_krylov_parse("bicgstab", &t, &p));
     CHECK(t == SAP_KRYLOV_BICGSTAB);
+    CHECK_OK(ctx, sap_krylov_parse("GMRES:25", &t, &p)); /* names are case-insensitive (issue 12) */
+    CHECK(t == SAP_KRYLOV_GMRES && p == 25);
     const char *bad[] = {"",        "cgs",    "cg:2",   "gmres:",        "gmres:0",
-                         "gmres:x", "idr:-1", "idr:65", "bicgstabl:2:3", "GMRES"};
+                         "gmres:x", "idr:-1", "idr:65", "bicgstabl:2:3", "GMRES:0"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECK_MSG(sap_krylov_parse(bad[i], &t, &p) == SAP_ERR_INVALID, "'%s' accepted", bad[i]);
     CHECK(sap_krylov_parse(NULL, &t, &p) == SAP_ERR_INVALID);

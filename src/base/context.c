@@ -2,6 +2,7 @@
  * opened by the device layer: src/device/device.c). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 without OpenMP */
 #include "base/base.h"
+#include "base/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +34,10 @@ const char *sap_backend_name(sap_backend backend)
 
 sap_status sap_backend_parse(const char *name, sap_backend *backend)
 {
-    if (!name || !backend) return SAP_ERR_INVALID;
-    if (strcmp(name, "auto") == 0) *backend = SAP_BACKEND_AUTO;
-    else if (strcmp(name, "cpu") == 0) *backend = SAP_BACKEND_CPU;
-    else if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) *backend = SAP_BACKEND_CUDA;
-    else return SAP_ERR_INVALID;
-    return SAP_OK;
+    int v = 0;
+    sap_status st = sap__enum_parse(sap__backend_words, name, backend ? &v : NULL);
+    if (st == SAP_OK) *backend = (sap_backend)v;
+    return st;
 }
 
 static int default_threads(void)

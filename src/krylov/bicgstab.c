@@ -7,7 +7,7 @@
  * omega = 0. */
 #include "krylov/krylov_impl.h"
 
-sap_status sap__krylov_bicgstab(kry_solve *s)
+static sap_status bicgstab_run(kry_solve *s)
 {
     const sap_backend_ops *ops = s->ops;
     sap_context *ctx = s->ctx;
@@ -84,3 +84,13 @@ done:
 cleanup:
     return st;
 }
+
+static int bicgstab_nvec(int param)
+{
+    (void)param;
+    return 8;
+}
+
+const sap_krylov_method sap__krylov_bicgstab_method = {
+    .name = "bicgstab", .help = "BiCGStab (iterations in half steps)", .id = SAP_KRYLOV_BICGSTAB,
+    .nvec = bicgstab_nvec, .steps = 2, .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = bicgstab_run};

@@ -64,7 +64,7 @@ cleanup:
     return st;
 }
 
-sap_status sap__krylov_bicgstabl(kry_solve *s)
+static sap_status bicgstabl_run(kry_solve *s)
 {
     const sap_backend_ops *ops = s->ops;
     sap_context *ctx = s->ctx;
@@ -165,3 +165,10 @@ done:
 cleanup:
     return st;
 }
+
+static int bicgstabl_nvec(int l) { return 2 * (l + 1) + 3; }
+
+const sap_krylov_method sap__krylov_bicgstabl_method = {
+    .name = "bicgstabl", .help = "BiCGStab(l) (iterations in steps of 1/(2l))", .id = SAP_KRYLOV_BICGSTABL,
+    .default_param = 2, .max_param = 16, .nvec = bicgstabl_nvec, .steps = 4,
+    .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = bicgstabl_run};

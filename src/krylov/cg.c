@@ -5,7 +5,7 @@
  * r.r per iteration.  Breakdown: p.Ap = 0 or r.z = 0 (z = M^-1 r). */
 #include "krylov/krylov_impl.h"
 
-sap_status sap__krylov_cg(kry_solve *s)
+static sap_status cg_run(kry_solve *s)
 {
     const sap_backend_ops *ops = s->ops;
     sap_context *ctx = s->ctx;
@@ -49,3 +49,13 @@ done:
 cleanup:
     return st;
 }
+
+static int cg_nvec(int param)
+{
+    (void)param;
+    return 4; /* r, z, p, q */
+}
+
+const sap_krylov_method sap__krylov_cg_method = {
+    .name = "cg", .help = "conjugate gradients for SPD A and M (symmetric preconditioning)",
+    .id = SAP_KRYLOV_CG, .nvec = cg_nvec, .steps = 1, .sides = KRY_SIDES_SYMMETRIC, .run = cg_run};

@@ -28,13 +28,12 @@ static sap_status hwork(kry_solve *s, size_t len, double **out)
     return SAP_OK;
 }
 
-sap_status sap__krylov_gmres(kry_solve *s)
+static sap_status gmres_common(kry_solve *s, int fgmres)
 {
     const sap_backend_ops *ops = s->ops;
     sap_context *ctx = s->ctx;
     sap_status st = SAP_OK;
     const int m = s->K->param;
-    const int fgmres = s->K->opt.type == SAP_KRYLOV_FGMRES;
     const int flex = fgmres && s->P != NULL;
     sap_vec *V = s->w, *Z = fgmres ? s->w + m + 1 : NULL;
     sap_vec *t = &s->w[fgmres ? 2 * m + 1 : m + 1], *z2 = t + 1;
@@ -155,3 +154,17 @@ done:
 cleanup:
     return st;
 }
+
+static sap_status gmres_run(kry_solve *s) { return gmres_common(s, 0); }
+static sap_status fgmres_run(kry_solve *s) { return gmres_common(s, 1); }
+static int gmres_nvec(int m) { return m + 3; }
+static int fgmres_nvec(int m) { return 2 * m + 3; }
+
+const sap_krylov_method sap__krylov_gmres_method = {
+    .name = "gmres", .help = "restarted GMRES(m) (one iteration per SpMV)", .id = SAP_KRYLOV_GMRES,
+    .default_param = 20, .max_param = 1000, .nvec = gmres_nvec, .steps = 1,
+    .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = gmres_run};
+const sap_krylov_method sap__krylov_fgmres_method = {
+    .name = "fgmres", .help = "flexible GMRES(m), right preconditioning only (a varying M is fine)",
+    .id = SAP_KRYLOV_FGMRES, .default_param = 30, .max_param = 1000, .nvec = fgmres_nvec, .steps = 1,
+    .sides = KRY_SIDES_RIGHT, .run = fgmres_run};

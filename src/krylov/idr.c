@@ -70,7 +70,7 @@ cleanup:
     return st;
 }
 
-sap_status sap__krylov_idr(kry_solve *s)
+static sap_status idr_run(kry_solve *s)
 {
     const sap_backend_ops *ops = s->ops;
     sap_context *ctx = s->ctx;
@@ -164,3 +164,9 @@ done:
 cleanup:
     return st;
 }
+
+static int idr_nvec(int s) { return 3 * s + 4; }
+
+const sap_krylov_method sap__krylov_idr_method = {
+    .name = "idr", .help = "IDR(s) (one iteration per SpMV)", .id = SAP_KRYLOV_IDR, .default_param = 4,
+    .max_param = 64, .nvec = idr_nvec, .steps = 1, .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = idr_run};

@@ -1,5 +1,5 @@
-/* krylov.c -- the Krylov solver front end: options, method table, the vectors cached in
- * the sap_krylov object, the helpers the drivers share (timed SpMV and preconditioner,
+/* krylov.c -- the Krylov solver front end: options, method names, the vectors cached in
+ * the sap_krylov object (the methods come from registry.c), the helpers the drivers share (timed SpMV and preconditioner,
  * convergence/stagnation/monitor checks, best-iterate tracking) and sap_krylov_solve,
  * which runs a driver and checks the true residual at the end.
  *
@@ -23,50 +23,11 @@
 #define KRY_MAX_RESTARTS 3
 #define KRY_HIST_INITIAL 65536
 
-/* ---- the method table ---------------------------------------------------------------------- */
-
-typedef struct kry_method {
-    sap_krylov_type type;
-    const char *name;
-    int default_param, max_param; /* 0: no parameter */
-    int steps;                    /* history entries per iteration */
-    sap_status (*run)(kry_solve *s);
-} kry_method;
-
-static const kry_method methods[] = {
-    {SAP_KRYLOV_CG, "cg", 0, 0, 1, sap__krylov_cg},
-    {SAP_KRYLOV_BICGSTAB, "bicgstab", 0, 0, 2, sap__krylov_bicgstab},
-    {SAP_KRYLOV_BICGSTABL, "bicgstabl", 2, 16, 4, sap__krylov_bicgstabl},
-    {SAP_KRYLOV_GMRES, "gmres", 20, 1000, 1, sap__krylov_gmres},
-    {SAP_KRYLOV_FGMRES, "fgmres", 30, 1000, 1, sap__krylov_gmres},
-    {SAP_KRYLOV_IDR, "idr", 4, 64, 1, sap__krylov_idr},
-};
-#define NMETHODS ((int)(sizeof(methods) / sizeof(methods[0])))
-
-static const kry_method *find_method(sap_krylov_type type)
-{
-    for (int i = 0; i < NMETHODS; i++)
-        if (methods[i].type == type) return &methods[i];
-    return NULL;
-}
-
-/* Work vectors of a driver (besides b, x and the best iterate). */
-static int method_nvec(sap_krylov_type type, int p)
-{
-    switch (type) {
-    case SAP_KRYLOV_CG: return 4;
-    case SAP_KRYLOV_BICGSTAB: return 8;
-    case SAP_KRYLOV_BICGSTABL: return 2 * (p + 1) + 3;
-    case SAP_KRYLOV_GMRES: return p + 3;
-    case SAP_KRYLOV_FGMRES: return 2 * p + 3;
-    case SAP_KRYLOV_IDR: return 3 * p + 4;
-    }
-    return 0;
-}
+/* ---- names ------------------------------------------------------------------------------------ */
 
 const char *sap_krylov_name(sap_krylov_type type)
 {
-    const kry_method *m = find_method(type);
+    const sap_krylov_method *m = sap__krylov_find_id((int)type);
     return m ? m->name : "unknown";
 }
 
@@ -75,9 +36,8 @@ sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param)
     if (!spec || !type) return SAP_ERR_INVALID;
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    const kry_method *m = NULL;
-    for (int i = 0; i < NMETHODS; i++)
-        if (strlen(methods[i].name) == len && strncmp(spec, methods[i].name, len) == 0) m = &methods[i];
+    int id = 0;
+    const sap_krylov_method *m = sap__krylov_find_name(spec, len, &id);
     if (!m) return SAP_ERR_INVALID;
     int p = 0;
     if (colon) {
@@ -92,7 +52,7 @@ sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param)
         if (v < 1) return SAP_ERR_INVALID;
         p = (int)v;
     }
-    *type = m->type;
+    *type = (sap_krylov_type)id;
     if (param) *param = p;
     return SAP_OK;
 }
@@ -121,7 +81,7 @@ sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sa
     sap_krylov_options o;
     if (opt) o = *opt;
     else sap_krylov_options_init(&o);
-    const kry_method *m = find_method(o.type);
+    const sap_krylov_method *m = sap__krylov_find_id((int)o.type);
     if (!m) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: unknown Krylov method %d", (int)o.type);
     if (o.param < 0 || o.param > m->max_param || (m->max_param == 0 && o.param != 0))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: parameter %d out of range for %s (1..%d)", o.param,
@@ -137,6 +97,7 @@ sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sa
     SAP_CALLOC(ctx, K, 1);
     K->ctx = ctx;
     K->opt = o;
+    K->method = m;
     K->param = o.param ? o.param : m->default_param;
     *out = K;
 cleanup:
@@ -429,7 +390,7 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     sap_status st = sap__precond_check_ready(P, n);
     if (st < 0) return early(stats, st);
 
-    const kry_method *m = find_method(K->opt.type);
+    const sap_krylov_method *m = K->method;
     const sap_backend_ops *ops = sap__ops(ctx);
     double truerel = NAN;
     sap_krylov_stats S;
@@ -451,11 +412,11 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     s.best_saved = INFINITY;
     if (m->max_param) snprintf(s.method, sizeof(s.method), "%s(%d)", m->name, K->param);
     else snprintf(s.method, sizeof(s.method), "%s", m->name);
-    /* CG: symmetric form (monitors ||r||); FGMRES: right (flexible) only */
-    if (!s.P) s.side = KRY_SIDE_NONE;
-    else if (m->type == SAP_KRYLOV_CG) s.side = KRY_SIDE_NONE;
-    else if (m->type == SAP_KRYLOV_FGMRES) s.side = KRY_SIDE_RIGHT;
-    else s.side = K->opt.side == SAP_PRECOND_LEFT ? KRY_SIDE_LEFT : KRY_SIDE_RIGHT;
+    /* the side the method supports: symmetric (CG: monitors ||r||), the one asked for, or
+     * the only one it has (FGMRES: right) */
+    if (!s.P || (m->sides & KRY_SIDES_SYMMETRIC)) s.side = KRY_SIDE_NONE;
+    else if (K->opt.side == SAP_PRECOND_LEFT) s.side = (m->sides & KRY_SIDES_LEFT) ? KRY_SIDE_LEFT : KRY_SIDE_RIGHT;
+    else s.side = (m->sides & KRY_SIDES_RIGHT) ? KRY_SIDE_RIGHT : KRY_SIDE_LEFT;
 
     if (K->opt.history && K->hist_cap == 0) {
         double want = (double)K->opt.maxit * m->steps + 2;
@@ -463,7 +424,8 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
         SAP_ALLOC(ctx, K->hist, cap);
         K->hist_cap = cap;
     }
-    const int nw = method_nvec(m->type, K->param);
+    const int nw = m->nvec(K->param);
+    if (nw < 0) SAP_FAIL(ctx, SAP_ERR_INVALID, "%s: the method asks for %d work vectors", s.method, nw);
     SAP_TRY(get_vectors(K, n, A->sm->prec, nw + 3));
     s.b = &K->vec[0];
     s.x = &K->vec[1];

@@ -30,9 +30,53 @@ typedef enum kry_reason {
 /* How the preconditioner enters the iteration. */
 typedef enum kry_side { KRY_SIDE_NONE = 0, KRY_SIDE_LEFT, KRY_SIDE_RIGHT } kry_side;
 
+typedef struct kry_solve kry_solve;
+
+/* Preconditioning sides a method supports (sap_krylov_method.sides). */
+enum {
+    KRY_SIDES_LEFT = 1,     /* M^-1 A x = M^-1 b */
+    KRY_SIDES_RIGHT = 2,    /* A M^-1 y = b */
+    KRY_SIDES_SYMMETRIC = 4 /* the method applies M itself (CG): opt.side is ignored */
+};
+
+/* A Krylov method: one file (cg.c, ...) declares what it needs, registry.c lists it once.
+ * The front end sizes the work space from nvec, the history from steps and picks the side
+ * from sides; no central switch knows the methods. */
+typedef struct sap_krylov_method {
+    const char *name; /* unique (case-insensitive): "cg", "gmres", ... */
+    const char *help; /* one line */
+    int id;           /* built-ins: their sap_krylov_type; registered ones get an id assigned */
+    int default_param, max_param; /* max_param 0: no parameter */
+    /* work vectors the driver needs (s->w[0 .. nvec - 1]) besides b, x and the best iterate,
+     * for the resolved parameter */
+    int (*nvec)(int param);
+    int steps;       /* history entries (monitor calls) per iteration, for the history size */
+    unsigned sides;  /* KRY_SIDES_*: right, left or both; SYMMETRIC for CG */
+    sap_status (*run)(kry_solve *s);
+} sap_krylov_method;
+
+/* Ids of registered methods start here (sap_krylov_type values above the built-ins). */
+#define SAP_KRYLOV_FIRST_REGISTERED 64
+#define SAP_KRYLOV_MAX_METHODS 64
+
+/* Registers a Krylov method from outside the library's sources: afterwards
+ * sap_krylov_parse(m->name) gives its id (also stored in *id when id is not NULL), which
+ * selects it in sap_krylov_options.type, and the enumeration functions list it.  m must
+ * stay valid for the rest of the process (the registry keeps the pointer; m->id is not
+ * read).  Thread-safe as sap__precond_register (a lock for registrations, release/acquire
+ * publication; lookups never lock).  SAP_ERR_INVALID: no name/run/nvec, a name that is
+ * taken (case-insensitively) or contains ':', sides without LEFT, RIGHT or SYMMETRIC, a
+ * parameter range with default_param outside 1..max_param; SAP_ERR_TOO_LARGE: full. */
+sap_status sap__krylov_register(const sap_krylov_method *m, sap_krylov_type *id);
+/* The method with this id, or with this name (s[0..len), case-insensitive; *id, may be
+ * NULL, receives its id); NULL if none. */
+const sap_krylov_method *sap__krylov_find_id(int id);
+const sap_krylov_method *sap__krylov_find_name(const char *s, size_t len, int *id);
+
 struct sap_krylov {
     sap_context *ctx;
     sap_krylov_options opt;
+    const sap_krylov_method *method; /* of opt.type */
     int param; /* l, m or s resolved (never 0) */
     /* vectors cached across solves of the same size and precision */
     sap_vec *vec;
@@ -50,7 +94,7 @@ struct sap_krylov {
     size_t hwork_len;
 };
 
-typedef struct kry_solve {
+struct kry_solve {
     sap_krylov *K;
     sap_context *ctx;
     const sap_backend_ops *ops;
@@ -77,7 +121,7 @@ typedef struct kry_solve {
     char msg[400]; /* what stopped the iteration (breakdown etc.) */
     int sync;      /* synchronise around timed phases */
     sap_krylov_stats *st;
-} kry_solve;
+};
 
 /* ---- helpers (krylov.c) ---------------------------------------------------------------- */
 
@@ -110,11 +154,9 @@ sap_status kry_restore_best(kry_solve *s, sap_vec *state);
 
 /* ---- drivers --------------------------------------------------------------------------- */
 
-sap_status sap__krylov_cg(kry_solve *s);
-sap_status sap__krylov_bicgstab(kry_solve *s);
-sap_status sap__krylov_bicgstabl(kry_solve *s);
-sap_status sap__krylov_gmres(kry_solve *s); /* GMRES(m) and FGMRES(m) */
-sap_status sap__krylov_idr(kry_solve *s);
+/* The built-in methods (one per file; gmres.c has GMRES and FGMRES). */
+extern const sap_krylov_method sap__krylov_cg_method, sap__krylov_bicgstab_method, sap__krylov_bicgstabl_method,
+    sap__krylov_gmres_method, sap__krylov_fgmres_method, sap__krylov_idr_method;
 /* The IDR(s) shadow space for vectors of length n (created once, fixed seed). */
 sap_status sap__krylov_idr_shadow(kry_solve *s, int nshadow);
 

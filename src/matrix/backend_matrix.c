@@ -1,5 +1,6 @@
 /* matrix.c -- sap_matrix: a sparse matrix resident on the context's backend in one SpMV
  * format and precision; format names. */
+#include "base/options.h"
 #include "matrix/backend_matrix.h"
 
 #include <string.h>
@@ -14,17 +15,10 @@ const char *sap_spmv_format_name(sap_spmv_format format)
 
 sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *format)
 {
-    if (!name || !format) return SAP_ERR_INVALID;
-    for (int f = SAP_FORMAT_AUTO; f <= SAP_FORMAT_BAND; f++)
-        if (strcmp(name, format_names[f]) == 0) {
-            *format = (sap_spmv_format)f;
-            return SAP_OK;
-        }
-    if (strcmp(name, "sell-p") == 0) {
-        *format = SAP_FORMAT_SELLP;
-        return SAP_OK;
-    }
-    return SAP_ERR_INVALID;
+    int v = 0;
+    sap_status st = sap__enum_parse(sap__format_words, name, format ? &v : NULL);
+    if (st == SAP_OK) *format = (sap_spmv_format)v;
+    return st;
 }
 
 void sap_matrix_options_init(sap_matrix_options *opt)

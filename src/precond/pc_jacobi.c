@@ -70,8 +70,9 @@ static sap_status jacobi_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
     return sap__ops(P->ctx)->pointwise_mult(P->ctx, &d->dinv, r, z);
 }
 
-const sap_precond_ops sap__pc_jacobi_ops = {
+const sap_precond_type sap__pc_jacobi = {
     .name = "jacobi",
+    .help = "scalar Jacobi M = diag(A) (a zero diagonal entry is SAP_ERR_SINGULAR)",
     .create = jacobi_create,
     .setup_numeric = jacobi_numeric,
     .apply = jacobi_apply,

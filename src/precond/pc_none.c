@@ -7,8 +7,9 @@ static sap_status none_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
     return sap__ops(P->ctx)->copy(P->ctx, r, z);
 }
 
-const sap_precond_ops sap__pc_none_ops = {
+const sap_precond_type sap__pc_none = {
     .name = "none",
+    .help = "the identity (no preconditioning)",
     .mixed_precision_apply = 1,
     .identity = 1,
     .apply = none_apply,

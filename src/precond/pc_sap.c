@@ -11,9 +11,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The options: a sap_band_options (P->opts), set by name through the tables below or
+ * whole through sap__pc_sap_configure. */
+#define BO(member) SAP_OPT_AT(sap_band_options, member)
+static const sap_name_value auto_is_0[] = {{"auto", 0}, {NULL, 0}};
+static const sap_name_value auto_is_m1[] = {{"auto", -1}, {NULL, 0}};
+#define SAP_COMMON_OPTS                                                                                                \
+    {.name = "partitions", .alias = "P", .help = "partitions P (auto: one per thread / per SM share)", .def = "auto", \
+     .kind = SAP_OPT_INT, BO(partitions), .lo = 0, .hi = 9.2e18, .choices = auto_is_0, .meta = "P"},                 \
+        {.name = "half_bandwidth", .alias = "K", .help = "entries with |i - j| > K are dropped (auto: the matrix' K)", \
+         .def = "auto", .kind = SAP_OPT_INT, BO(half_bandwidth), .lo = 0, .hi = 9.2e18, .choices = auto_is_0,        \
+         .meta = "K"},                                                                                                 \
+        {.name = "boost_threshold", .help = "pivots below T are boosted (auto: eps * ||A_i||_inf)", .def = "auto",    \
+         .kind = SAP_OPT_REAL, BO(boost_threshold), .choices = auto_is_m1, .meta = "T"},                              \
+        {.name = "boost_value", .help = "magnitude of a boosted pivot (auto: sqrt(eps) * ||A_i||_inf)",               \
+         .def = "auto", .kind = SAP_OPT_REAL, BO(boost_value), .choices = auto_is_0, .meta = "V"}
+static const sap_opt_def sapdc_opts[] = {SAP_COMMON_OPTS};
+static const sap_opt_def sapa_opts[] = {
+    {.name = "method", .help = "SaP variant (auto: SaP-D when d >= 1 or P = 1, else SaP-C)", .def = "auto",
+     .kind = SAP_OPT_ENUM, BO(method), .choices = sap__band_method_words},
+    SAP_COMMON_OPTS};
+#undef BO
+
+extern const sap_precond_type sap__pc_sapd, sap__pc_sapc, sap__pc_sap;
+
 typedef struct pc_sap_data {
     sap_band_method fixed; /* SAPD, SAPC or AUTO (from the name) */
-    sap_band_options opt;
     sap_band_source src; /* src.val != NULL: fill the factors from this backend band */
     sap_band_fact *F;
     sap_pc_sap_info info;
@@ -25,7 +48,7 @@ static sap_status sap_create_common(sap_precond *P, sap_band_method m)
     pc_sap_data *d = NULL;
     SAP_CALLOC(P->ctx, d, 1);
     d->fixed = m;
-    sap_band_options_init(&d->opt);
+    sap_band_options_init(P->opts);
     P->data = d;
 cleanup:
     return st;
@@ -49,18 +72,23 @@ static void sap_destroy(sap_precond *P)
     P->data = NULL;
 }
 
+/* 1 when P is one of this file's types */
+static int is_sap(const sap_precond *P)
+{
+    return P && P->data && P->opts && (P->type == &sap__pc_sapd || P->type == &sap__pc_sapc || P->type == &sap__pc_sap);
+}
+
 sap_status sap__pc_sap_configure(sap_precond *P, const sap_band_options *opt)
 {
-    if (!P || !opt || !P->ops || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
-    pc_sap_data *d = P->data;
-    d->opt = *opt;
+    if (!opt || !is_sap(P)) return SAP_ERR_INVALID;
+    *(sap_band_options *)P->opts = *opt;
     if (P->state > SAP_PC_SYMBOLIC) P->state = SAP_PC_SYMBOLIC;
     return SAP_OK;
 }
 
 sap_status sap__pc_sap_set_source(sap_precond *P, const sap_band_source *src)
 {
-    if (!P || !P->ops || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
+    if (!is_sap(P)) return SAP_ERR_INVALID;
     pc_sap_data *d = P->data;
     if (src) d->src = *src;
     else memset(&d->src, 0, sizeof(d->src));
@@ -70,7 +98,7 @@ sap_status sap__pc_sap_set_source(sap_precond *P, const sap_band_source *src)
 
 sap_status sap__pc_sap_info(const sap_precond *P, sap_pc_sap_info *info)
 {
-    if (!P || !info || !P->data || strncmp(P->ops->name, "sap", 3) != 0) return SAP_ERR_INVALID;
+    if (!info || !is_sap(P)) return SAP_ERR_INVALID;
     *info = ((const pc_sap_data *)P->data)->info;
     return SAP_OK;
 }
@@ -79,24 +107,25 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
 {
     sap_context *ctx = P->ctx;
     pc_sap_data *d = P->data;
+    const sap_band_options *opt = P->opts;
     sap_status st = SAP_OK;
     free_fact(P);
     memset(&d->info, 0, sizeof(d->info));
     sap_int K;
     double dom;
     sap__band_shape(A, sap__threads(ctx), &K, &dom);
-    if (d->opt.half_bandwidth > 0 && d->opt.half_bandwidth < K) K = d->opt.half_bandwidth;
-    sap_band_method m = d->fixed != SAP_BAND_AUTO ? d->fixed : d->opt.method;
+    if (opt->half_bandwidth > 0 && opt->half_bandwidth < K) K = opt->half_bandwidth;
+    sap_band_method m = d->fixed != SAP_BAND_AUTO ? d->fixed : opt->method;
     if (m == SAP_BAND_DIRECT) m = SAP_BAND_SAPD; /* as a preconditioner: one LU block */
-    sap_int np = d->opt.partitions;
+    sap_int np = opt->partitions;
     if (np < 0 || np > (A->nrows > 0 ? A->nrows : 1))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: %lld partitions for %lld rows (need 1 <= P <= N, 0 = auto)",
-                         P->ops->name, (long long)np, (long long)A->nrows);
+                         P->type->name, (long long)np, (long long)A->nrows);
     sap__band_auto(ctx, A->nrows, K, dom, &m, &np, NULL, d->info.reason, sizeof(d->info.reason));
     sap_band_factor_opts fo = {
-        .boost_threshold = d->opt.boost_threshold, .boost_value = d->opt.boost_value, .coupled = m == SAP_BAND_SAPC};
+        .boost_threshold = opt->boost_threshold, .boost_value = opt->boost_value, .coupled = m == SAP_BAND_SAPC};
     double t_bc = 0;
-    st = sap__band_fact_create_src(ctx, A, d->src.val ? &d->src : NULL, np, d->opt.half_bandwidth, P->prec, &fo, 0,
+    st = sap__band_fact_create_src(ctx, A, d->src.val ? &d->src : NULL, np, opt->half_bandwidth, P->prec, &fo, 0,
                                    &d->F, &d->info.dropped, &t_bc);
     if (st < 0) return st;
     d->info.method = m;
@@ -118,12 +147,34 @@ static sap_status sap_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
     return sap__band_fact_apply(d->F, r->data, z->data);
 }
 
-const sap_precond_ops sap__pc_sapd_ops = {
-    .name = "sap-d", .create = sapd_create, .setup_numeric = sap_numeric, .apply = sap_apply, .destroy = sap_destroy};
-const sap_precond_ops sap__pc_sapc_ops = {
-    .name = "sap-c", .create = sapc_create, .setup_numeric = sap_numeric, .apply = sap_apply, .destroy = sap_destroy};
-const sap_precond_ops sap__pc_sap_ops = {
-    .name = "sap", .create = sapa_create, .setup_numeric = sap_numeric, .apply = sap_apply, .destroy = sap_destroy};
+static void sap_report(const sap_precond *P, char *buf, size_t size)
+{
+    const pc_sap_data *d = P->data;
+    const sap_pc_sap_info *i = &d->info;
+    snprintf(buf, size,
+             "chose %s, P = %lld, K = %lld, %lld boosted pivots, %lld dropped entries; T_LU %.3g s, T_BC %.3g s, "
+             "T_SPK %.3g s, T_LUrdcd %.3g s\nwhy: %s\n",
+             sap__name_of(sap__band_method_words, (int)i->method, "?"), (long long)i->P, (long long)i->K, (long long)i->boosted,
+             (long long)i->dropped, i->t_lu, i->t_bc, i->t_spk, i->t_lurdcd, i->reason);
+}
+
+#define SAP_TYPE(var, nm, hlp, tab, create_fn)                                                                         \
+    const sap_precond_type var = {.name = nm,                                                                          \
+                                  .help = hlp,                                                                         \
+                                  .opts = tab,                                                                         \
+                                  .nopts = (int)(sizeof(tab) / sizeof(tab[0])),                                        \
+                                  .opts_size = sizeof(sap_band_options),                                               \
+                                  .create = create_fn,                                                                 \
+                                  .setup_numeric = sap_numeric,                                                        \
+                                  .apply = sap_apply,                                                                  \
+                                  .report = sap_report,                                                                \
+                                  .destroy = sap_destroy}
+SAP_TYPE(sap__pc_sapd, "sap-d", "SaP-D: banded, decoupled (block-diagonal LU of P partitions)", sapdc_opts,
+         sapd_create);
+SAP_TYPE(sap__pc_sapc, "sap-c", "SaP-C: banded, coupled (truncated SPIKE)", sapdc_opts, sapc_create);
+SAP_TYPE(sap__pc_sap, "sap", "SaP-D or SaP-C, chosen from the matrix (or by the method option)", sapa_opts,
+         sapa_create);
+#undef SAP_TYPE
 
 sap_status sap_precond_set_band_options(sap_precond *P, const sap_band_options *opt)
 {

@@ -1,15 +1,10 @@
-/* precond.c -- the sap_precond front end: creation by name, call-order checks, timing of
- * the setups, precision conversion around apply. */
+/* precond.c -- the sap_precond front end: creation by name (registry.c), options through
+ * the type's table, call-order checks, timing of the setups, precision conversion around
+ * apply, reports. */
 #include "precond/precond_impl.h"
 
+#include <stdio.h>
 #include <string.h>
-
-/* Every preconditioner: one line here (and an extern in precond_impl.h). */
-extern const sap_precond_ops sap__pc_sapd_ops, sap__pc_sapc_ops, sap__pc_sap_ops; /* pc_sap.c */
-static const sap_precond_ops *const registry[] = {
-    &sap__pc_none_ops, &sap__pc_jacobi_ops, &sap__pc_sapd_ops, &sap__pc_sapc_ops, &sap__pc_sap_ops,
-};
-#define NREG (sizeof(registry) / sizeof(registry[0]))
 
 sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **out)
 {
@@ -17,14 +12,12 @@ sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_precond_create: output pointer is NULL");
     *out = NULL;
     if (!name) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_precond_create: name is NULL");
-    const sap_precond_ops *ops = NULL;
-    for (size_t i = 0; i < NREG; i++)
-        if (strcmp(registry[i]->name, name) == 0) ops = registry[i];
-    if (!ops) {
-        char known[256] = "";
-        for (size_t i = 0; i < NREG; i++) {
+    const sap_precond_type *type = sap__precond_find(name);
+    if (!type) {
+        char known[512] = "";
+        for (int i = 0; i < sap_precond_type_count(); i++) {
             if (i) strncat(known, ", ", sizeof(known) - strlen(known) - 1);
-            strncat(known, registry[i]->name, sizeof(known) - strlen(known) - 1);
+            strncat(known, sap_precond_type_name(i), sizeof(known) - strlen(known) - 1);
         }
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "unknown preconditioner '%s' (known: %s)", name, known);
     }
@@ -32,15 +25,114 @@ sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **
     sap_precond *P = NULL;
     SAP_CALLOC(ctx, P, 1);
     P->ctx = ctx;
-    P->ops = ops;
+    P->type = type;
     P->prec = SAP_DOUBLE;
     P->state = SAP_PC_CREATED;
-    if (ops->create) SAP_TRY(ops->create(P));
+    if (type->opts_size > 0) {
+        unsigned char *o = NULL;
+        SAP_CALLOC(ctx, o, type->opts_size);
+        P->opts = o;
+        if (sap__opt_defaults(type->opts, type->nopts, P->opts) < 0)
+            SAP_FAIL(ctx, SAP_ERR_INVALID, "preconditioner '%s': a default option value does not parse", type->name);
+    }
+    if (type->create) SAP_TRY(type->create(P));
     *out = P;
     return SAP_OK;
 cleanup:
     sap_precond_destroy(P);
     return st;
+}
+
+sap_status sap_precond_set_option(sap_precond *P, const char *name, const char *value)
+{
+    if (!P) return SAP_ERR_INVALID;
+    if (!name || !value)
+        return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "sap_precond_set_option: name or value is NULL");
+    char err[1024];
+    sap_status st = SAP_OK;
+    unsigned char *copy = NULL;
+    if (P->type->nopts == 0)
+        return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "preconditioner '%s' has no options ('%s' given)", P->type->name,
+                         name);
+    /* parse into a copy: P's options are unchanged on error */
+    SAP_ALLOC(P->ctx, copy, P->type->opts_size);
+    memcpy(copy, P->opts, P->type->opts_size);
+    if (sap__opt_set(P->type->opts, P->type->nopts, copy, name, value, "option", err, sizeof(err)) < 0)
+        SAP_FAIL(P->ctx, SAP_ERR_INVALID, "preconditioner '%s': %s", P->type->name, err);
+    memcpy(P->opts, copy, P->type->opts_size);
+    /* the numeric setup must be redone with the new option */
+    if (P->state > SAP_PC_SYMBOLIC) P->state = SAP_PC_SYMBOLIC;
+cleanup:
+    sap__free(P->ctx, copy);
+    return st;
+}
+
+sap_status sap_precond_set_options(sap_precond *P, const char *list)
+{
+    if (!P) return SAP_ERR_INVALID;
+    if (!list) return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "sap_precond_set_options: list is NULL");
+    char err[1024];
+    sap_status st = SAP_OK;
+    unsigned char *copy = NULL;
+    if (P->type->opts_size > 0) {
+        SAP_ALLOC(P->ctx, copy, P->type->opts_size);
+        memcpy(copy, P->opts, P->type->opts_size);
+    } else {
+        static unsigned char none;
+        copy = NULL;
+        if (sap__opt_parse_list(NULL, 0, &none, list, (size_t)-1, NULL, "option", err, sizeof(err)) < 0)
+            return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "preconditioner '%s': %s", P->type->name, err);
+        return SAP_OK;
+    }
+    if (sap__opt_parse_list(P->type->opts, P->type->nopts, copy, list, (size_t)-1, NULL, "option", err, sizeof(err)) <
+        0)
+        SAP_FAIL(P->ctx, SAP_ERR_INVALID, "preconditioner '%s': %s", P->type->name, err);
+    memcpy(P->opts, copy, P->type->opts_size);
+    if (P->state > SAP_PC_SYMBOLIC) P->state = SAP_PC_SYMBOLIC;
+cleanup:
+    sap__free(P->ctx, copy);
+    return st;
+}
+
+sap_status sap_precond_get_option(const sap_precond *P, const char *name, char *buf, size_t size)
+{
+    if (!P || !name || !buf || size == 0) return SAP_ERR_INVALID;
+    int i = sap__opt_find(P->type->opts, P->type->nopts, name, (size_t)-1);
+    if (i < 0)
+        return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "preconditioner '%s' has no option '%.64s'", P->type->name, name);
+    sap__opt_format(&P->type->opts[i], P->opts, buf, size);
+    return SAP_OK;
+}
+
+sap_status sap_precond_report(const sap_precond *P, int json, char *buf, size_t size)
+{
+    if (!P || !buf || size == 0) return SAP_ERR_INVALID;
+    char opts[2048], rep[1024] = "";
+    sap__opt_dump(P->type->opts, P->type->nopts, P->opts, json, opts, sizeof(opts));
+    if (P->type->report && P->state == SAP_PC_NUMERIC) P->type->report(P, rep, sizeof(rep));
+    if (!json) {
+        snprintf(buf, size, "preconditioner %s (%s)\n%s%s%s", P->type->name, P->prec == SAP_FLOAT ? "float" : "double",
+                 opts, rep, rep[0] && rep[strlen(rep) - 1] != '\n' ? "\n" : "");
+        return SAP_OK;
+    }
+    /* the report as a JSON string */
+    char esc[2100];
+    size_t k = 0;
+    for (const char *c = rep; *c && k + 7 < sizeof(esc); c++) {
+        if (*c == '"' || *c == '\\') {
+            esc[k++] = '\\';
+            esc[k++] = *c;
+        } else if (*c == '\n') {
+            esc[k++] = '\\';
+            esc[k++] = 'n';
+        } else if ((unsigned char)*c >= 0x20) {
+            esc[k++] = *c;
+        }
+    }
+    esc[k] = '\0';
+    snprintf(buf, size, "{\"type\": \"%s\", \"precision\": \"%s\", \"options\": %s, \"report\": \"%s\"}",
+             P->type->name, P->prec == SAP_FLOAT ? "float" : "double", opts, esc);
+    return SAP_OK;
 }
 
 static void free_work(sap_precond *P)
@@ -54,12 +146,13 @@ static void free_work(sap_precond *P)
 void sap_precond_destroy(sap_precond *P)
 {
     if (!P) return;
-    if (P->ops && P->ops->destroy) P->ops->destroy(P);
+    if (P->type && P->type->destroy) P->type->destroy(P);
     free_work(P);
+    sap__free(P->ctx, P->opts);
     sap__free(P->ctx, P);
 }
 
-const char *sap_precond_name(const sap_precond *P) { return P && P->ops ? P->ops->name : "none"; }
+const char *sap_precond_name(const sap_precond *P) { return P && P->type ? P->type->name : "none"; }
 
 sap_status sap_precond_set_precision(sap_precond *P, sap_precision precision)
 {
@@ -79,7 +172,7 @@ static sap_status check_matrix(sap_precond *P, const sap_csr *A, const char *fn)
 {
     if (!A) return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "%s: matrix is NULL", fn);
     if (A->nrows != A->ncols)
-        return SAP_ERROR(P->ctx, SAP_ERR_NOT_SQUARE, "%s (%s): the matrix is %lld x %lld, not square", fn, P->ops->name,
+        return SAP_ERROR(P->ctx, SAP_ERR_NOT_SQUARE, "%s (%s): the matrix is %lld x %lld, not square", fn, P->type->name,
                          (long long)A->nrows, (long long)A->ncols);
     return SAP_OK;
 }
@@ -93,8 +186,8 @@ sap_status sap_precond_setup_symbolic(sap_precond *P, const sap_csr *A)
     if (P->n != A->nrows) free_work(P);
     P->n = A->nrows;
     P->state = SAP_PC_CREATED;
-    if (P->ops->setup_symbolic) {
-        st = P->ops->setup_symbolic(P, A);
+    if (P->type->setup_symbolic) {
+        st = P->type->setup_symbolic(P, A);
         if (st < 0) return st;
     }
     P->state = SAP_PC_SYMBOLIC;
@@ -114,8 +207,8 @@ sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A)
     }
     double t0 = sap__wtime();
     P->state = SAP_PC_SYMBOLIC;
-    if (P->ops->setup_numeric) {
-        sap_status s2 = P->ops->setup_numeric(P, A);
+    if (P->type->setup_numeric) {
+        sap_status s2 = P->type->setup_numeric(P, A);
         if (s2 < 0) return s2;
         if (s2 > st) st = s2;
     }
@@ -124,16 +217,16 @@ sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A)
     return st;
 }
 
-int sap__precond_is_identity(const sap_precond *P) { return !P || P->ops->identity; }
+int sap__precond_is_identity(const sap_precond *P) { return !P || P->type->identity; }
 
 sap_status sap__precond_check_ready(const sap_precond *P, sap_int n)
 {
     if (!P) return SAP_OK;
     if (P->state != SAP_PC_NUMERIC)
         return SAP_ERROR(P->ctx, SAP_ERR_INVALID,
-                         "preconditioner '%s' is not set up (call sap_precond_setup_numeric first)", P->ops->name);
+                         "preconditioner '%s' is not set up (call sap_precond_setup_numeric first)", P->type->name);
     if (P->n != n)
-        return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "preconditioner '%s' was set up for n = %lld, not %lld", P->ops->name,
+        return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "preconditioner '%s' was set up for n = %lld, not %lld", P->type->name,
                          (long long)P->n, (long long)n);
     return SAP_OK;
 }
@@ -145,7 +238,7 @@ sap_status sap__precond_apply_vec(sap_precond *P, const sap_vec *r, sap_vec *z)
     sap_status st = sap__precond_check_ready(P, r->n);
     if (st < 0) return st;
     if (z->n != r->n) return SAP_ERROR(ctx, SAP_ERR_INVALID, "preconditioner apply: r and z differ in length");
-    if (P->ops->mixed_precision_apply || (r->prec == P->prec && z->prec == P->prec)) return P->ops->apply(P, r, z);
+    if (P->type->mixed_precision_apply || (r->prec == P->prec && z->prec == P->prec)) return P->type->apply(P, r, z);
     /* convert r into P's precision, apply there, convert back */
     const sap_backend_ops *ops = sap__ops(ctx);
     if (!P->wr.data) SAP_TRY(ops->vec_create(ctx, P->n, P->prec, &P->wr));
@@ -156,7 +249,7 @@ sap_status sap__precond_apply_vec(sap_precond *P, const sap_vec *r, sap_vec *z)
         rin = &P->wr;
     }
     sap_vec *zout = z->prec == P->prec ? z : &P->wz;
-    SAP_TRY(P->ops->apply(P, rin, zout));
+    SAP_TRY(P->type->apply(P, rin, zout));
     if (zout != z) SAP_TRY(ops->copy(ctx, zout, z));
 cleanup:
     return st;

@@ -1,6 +1,7 @@
 /* band_solver.c -- the public sap_band_* API: automatic choices, the SaP preconditioner
  * inside BiCGStab(2) / CG, and the direct banded solve (P = 1, double, iterative
  * refinement). */
+#include "base/options.h"
 #include "matrix/backend_matrix.h"
 #include "precond/precond_impl.h"
 #include "precond/pc_sap.h"
@@ -35,19 +36,10 @@ const char *sap_band_method_name(sap_band_method method)
 
 sap_status sap_band_method_parse(const char *name, sap_band_method *method)
 {
-    if (!name || !method) return SAP_ERR_INVALID;
-    static const struct {
-        const char *s;
-        sap_band_method m;
-    } tab[] = {{"auto", SAP_BAND_AUTO}, {"sap", SAP_BAND_AUTO},  {"sap-d", SAP_BAND_SAPD}, {"sapd", SAP_BAND_SAPD},
-               {"d", SAP_BAND_SAPD},    {"sap-c", SAP_BAND_SAPC}, {"sapc", SAP_BAND_SAPC},  {"c", SAP_BAND_SAPC},
-               {"direct", SAP_BAND_DIRECT}};
-    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
-        if (strcmp(tab[i].s, name) == 0) {
-            *method = tab[i].m;
-            return SAP_OK;
-        }
-    return SAP_ERR_INVALID;
+    int v = 0;
+    sap_status st = sap__enum_parse(sap__band_method_words, name, method ? &v : NULL);
+    if (st == SAP_OK) *method = (sap_band_method)v;
+    return st;
 }
 
 void sap_band_options_init(sap_band_options *opt)
