@@ -13,6 +13,7 @@
  *  - Public sizes and indices are 64-bit (sap_int), 0-based.  Kernels may use 32-bit
  *    indices internally where they fit.
  *  - Matrices are real (double).  Dense arrays are column-major.
+ * This header documents contracts; policies, measured figures and plans are in docs/.
  */
 #ifndef SAP_H
 #define SAP_H
@@ -533,7 +534,8 @@ SAP_API sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x,
 typedef struct sap_precond sap_precond;
 
 /* name: "none" (identity) or "jacobi" (scalar Jacobi; zero diagonal entries give
- * SAP_ERR_SINGULAR at numeric setup).  Later milestones add more names. */
+ * SAP_ERR_SINGULAR at numeric setup); the banded "sap-d", "sap-c" and "sap" are described
+ * with the banded systems below. */
 SAP_API sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **P);
 SAP_API void sap_precond_destroy(sap_precond *P);
 SAP_API const char *sap_precond_name(const sap_precond *P);
@@ -652,11 +654,8 @@ SAP_API sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P
  * (band and coupling blocks built and moved to the backend), T_SPK (spikes), T_LUrdcd
  * (reduced systems), T_Kry (the Krylov solve).
  * The Krylov solver's matrix uses the BAND SpMV format (chosen automatically for dense
- * bands) and the factors are filled from it on the backend.  Speed on an H200
- * (bench/results/banded.md): N = 200,000, K = 200, d = 1 in 8.8 ms of device time
- * (T_LU + T_Kry), 101x OpenBLAS dgbsv; end to end from a host CSR the host-side band
- * assembly and upload dominate (0.27 s, 3.3x dgbsv).  Not done: blocked (tensor-core)
- * factorization updates for large K. */
+ * bands) and the factors are filled from it on the backend.  Measured figures:
+ * docs/performance.md. */
 
 typedef enum sap_band_method {
     SAP_BAND_AUTO = 0,  /* chosen from N, K, d and the backend (stats.reason says why) */
@@ -961,69 +960,17 @@ SAP_API sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const 
  *   -> BiCGStab(2) (CG for SPD matrices with SaP-D) on the reordered system,
  * and maps the solution back.  Every stage is chosen automatically from the matrix
  * statistics and the backend (stats.reason says what and why), can be forced through the
- * options, and when a choice fails (no convergence, breakdown, too many boosted pivots,
- * band too large for the memory) the next sensible one is tried; stats.tried lists
- * every attempt with its outcome.  The band memory is estimated before it is allocated.
+ * options, and with fallback = 1, when a choice fails the next method of the chain is
+ * tried; stats.tried lists every attempt with its outcome.  The residual of the original
+ * system is checked after every solve (stats.relative_residual).
  *
  * Reuse: one setup serves any number of right-hand sides (sap_solver_solve_many takes
  * several at once); sap_solver_refactor takes new values on the same pattern and redoes
  * only the numeric work (band, factorization), keeping the permutations, the DB scaling
  * factors of the setup, the partitioning and the band shapes.
  *
- * The automatic rules (stats.reason spells out the ones taken):
- *  - SPD guess: numerically symmetric with a positive diagonal (sap_csr_stats).
- *  - DB: off for an SPD-looking matrix (it would destroy the symmetry CG needs), else
- *    max-product matching with scaling.  A structurally singular matrix stops the setup
- *    with SAP_ERR_STRUCTURALLY_SINGULAR and the rank (without DB a maximum transversal
- *    checks it when the diagonal has zeros); no fallback is tried.
- *  - Drop-off: the K keeping 1 - 1e-6 of ||A||_F^2 is used for SaP-D/SaP-C when it at
- *    least halves K_cm (the dropped part is below 1e-3 ||A||_F, a perturbation the Krylov
- *    iteration absorbs in a few steps, for at least 4x fewer LU flops); otherwise no
- *    drop-off.  BAND_LU and BAND_PIVOT use the whole band K_cm.  When the attempt's
- *    memory estimate exceeds the limit, or (automatic band only) its factorization work
- *    2 N K^2 (BAND_PIVOT 4 N K^2) exceeds 2e11 flops on the host / 5e12 on a GPU (3D
- *    meshes: CM leaves K ~ N^(2/3)), K is narrowed to the largest value that fits
- *    (drop-off of the entries beyond it), and the attempt's note says so.  When the band
- *    cut by the work limit keeps less than half of the off-diagonal ||A||_F^2 and a
- *    fallback remains, the method is skipped (a band solve per iteration for little more
- *    than Jacobi): the chain goes on, down to JACOBI.
- *  - Small systems on the host (host_direct): when the system runs on the host and the
- *    banded LU with partial pivoting of the whole CM band costs at most 4e9 flops
- *    (4 N K^2), AUTO starts with BAND_PIVOT: a direct solve beats SaP + Krylov there (one
- *    thread block of work per pivot is all a small band offers) and it is the most robust.
- *  - Method, P, precision: the banded rules (sap_band_options) applied to the reordered
- *    matrix's N, K and d (d >= 1: SaP-D, else SaP-C; P = 1 makes SaP-C the same as
- *    SaP-D, so SaP-D is used; float factors unless d < 0.1).  A forced SaP-C with an
- *    automatic P uses P >= 2.  BAND_LU: P = 1, double.
- *  - Third stage: for SaP-D with P > 1 (per-partition CM of the kept entries).  SaP-C
- *    never uses it: with permuted partitions the truncated spikes would need the entire
- *    spikes (the paper's point), which are not implemented.
- *  - Krylov: CG for an SPD-looking matrix without DB unless the preconditioner is SaP-C,
- *    else BiCGStab(2).
- *  - Memory: band (N (2K + 1) x factor bytes), SaP-C coupling, spikes, reduced blocks and
- *    UL windows, the Krylov matrix (12 bytes per entry) and vectors; on the cpu also the
- *    double band built before conversion.  BAND_PIVOT: N (3K + 1) doubles.
- *  - Backend: on a cuda context the reorderings run on the host (sap_reorder), the
- *    preconditioner and the Krylov method on the device; with host_small a small system
- *    runs on an internal cpu context with the same threads, allocator and log hooks
- *    (stats.on_host).
- *  - Chain (fallback = 1): AUTO tries SaP-D or SaP-C (as chosen), then SaP-C after SaP-D
- *    when P > 1, BAND_LU, BAND_PIVOT, JACOBI; a forced method continues with the methods
- *    after it in that order.  An attempt fails on: not converged / stagnated / breakdown /
- *    non-finite residual, more boosted pivots than 1% of N, the memory estimate above the
- *    limit at K = 0, an allocation failure, SAP_ERR_NOT_COMPILED (BAND_PIVOT without
- *    LAPACK).  Every attempt but the last runs with maxit min(maxit, 200) and a
- *    stagnation window of 50 (unless one is given); the last one uses the user's.
- *    Attempts with a fallback run with the context's printing off (their failures are in
- *    stats.tried); the method that succeeds stays the solver's method for later solves.
- *  - Accuracy: the residual of the ORIGINAL system is checked on the host after every
- *    solve; above tol the solve is repeated on the residual (iterative refinement in the
- *    original system, 3 passes; BAND_PIVOT: 10 passes of one dgbtrs each).
- * Batched work in sap_solver_solve_many: BAND_PIVOT solves all columns with one dgbtrs
- * call (nrhs = number of columns) and batches each refinement step over the columns
- * still above tol; every other method solves the columns one after another (the Krylov
- * solvers are single-vector), reusing the setup. */
-
+ * The automatic choices, the fallback chain and their thresholds are policy, not
+ * contract: docs/solver-policy.md. */
 typedef enum sap_solver_method {
     SAP_METHOD_AUTO = 0,   /* SaP with the automatic choices and the fallback chain */
     SAP_METHOD_SAPD = 1,   /* SaP-D preconditioner (decoupled) */
