@@ -13,12 +13,21 @@
  *  - Public sizes and indices are 64-bit (sap_int), 0-based.  Kernels may use 32-bit
  *    indices internally where they fit.
  *  - Matrices are real (double).  Dense arrays are column-major.
+ * This header documents contracts; policies, measured figures and plans are in docs/.
  */
 #ifndef SAP_H
 #define SAP_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* SAP_API marks the library's public functions: the library is built with
+ * -fvisibility=hidden, so only these are exported from the shared library. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SAP_API __attribute__((visibility("default")))
+#else
+#define SAP_API
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,13 +44,13 @@ extern "C" {
 #define SAP_VERSION_STRING "0.1.0"
 
 /* Run-time version: SAP_VERSION_NUMBER of the library actually linked. */
-int sap_version(void);
+SAP_API int sap_version(void);
 /* Run-time version string, e.g. "0.1.0". */
-const char *sap_version_string(void);
+SAP_API const char *sap_version_string(void);
 /* 1 when the library was built with the CUDA backend, else 0. */
-int sap_has_cuda(void);
+SAP_API int sap_has_cuda(void);
 /* 1 when the library was built with zlib (.gz files, compressed PNG), else 0. */
-int sap_has_zlib(void);
+SAP_API int sap_has_zlib(void);
 
 /* ------------------------------------------------------------------------------ */
 /* Status codes                                                                    */
@@ -82,9 +91,9 @@ typedef enum sap_status {
 } sap_status;
 
 /* Human-readable description of a status; never NULL ("unknown status" if unknown). */
-const char *sap_status_string(sap_status status);
+SAP_API const char *sap_status_string(sap_status status);
 /* The status' identifier, e.g. "SAP_ERR_PARSE"; never NULL. */
-const char *sap_status_name(sap_status status);
+SAP_API const char *sap_status_name(sap_status status);
 
 /* ------------------------------------------------------------------------------ */
 /* Context                                                                         */
@@ -99,9 +108,9 @@ typedef enum sap_backend {
 } sap_backend;
 
 /* "auto", "cpu", "cuda". */
-const char *sap_backend_name(sap_backend backend);
+SAP_API const char *sap_backend_name(sap_backend backend);
 /* Parses "auto"/"cpu"/"cuda" into *backend; SAP_ERR_INVALID otherwise. */
-sap_status sap_backend_parse(const char *name, sap_backend *backend);
+SAP_API sap_status sap_backend_parse(const char *name, sap_backend *backend);
 
 /* Allocator hooks.  Any NULL function pointer means the default (malloc/free,
  * cudaMalloc/cudaFree).  'state' is passed back unchanged.  Returning NULL from an
@@ -136,7 +145,7 @@ typedef struct sap_context_config {
 } sap_context_config;
 
 /* Fills *cfg with the defaults above. */
-void sap_context_config_init(sap_context_config *cfg);
+SAP_API void sap_context_config_init(sap_context_config *cfg);
 
 typedef struct sap_context sap_context;
 
@@ -144,22 +153,22 @@ typedef struct sap_context sap_context;
  * returns SAP_ERR_NOT_COMPILED in a CPU-only build and SAP_ERR_NO_DEVICE where no GPU
  * is present; SAP_BACKEND_AUTO never fails for those reasons (it falls back to cpu and
  * says so at SAP_PRINT_INFO).  On error *ctx is NULL. */
-sap_status sap_context_create(sap_context **ctx, const sap_context_config *cfg);
-void sap_context_destroy(sap_context *ctx);
+SAP_API sap_status sap_context_create(sap_context **ctx, const sap_context_config *cfg);
+SAP_API void sap_context_destroy(sap_context *ctx);
 
 /* The backend in use after 'auto' was resolved. */
-sap_backend sap_context_backend(const sap_context *ctx);
+SAP_API sap_backend sap_context_backend(const sap_context *ctx);
 /* A one-line description of the device or CPU in use (never NULL). */
-const char *sap_context_device_name(const sap_context *ctx);
-int sap_context_threads(const sap_context *ctx);
-sap_status sap_context_set_threads(sap_context *ctx, int threads);
-sap_status sap_context_set_print_level(sap_context *ctx, int level);
-int sap_context_print_level(const sap_context *ctx);
+SAP_API const char *sap_context_device_name(const sap_context *ctx);
+SAP_API int sap_context_threads(const sap_context *ctx);
+SAP_API sap_status sap_context_set_threads(sap_context *ctx, int threads);
+SAP_API sap_status sap_context_set_print_level(sap_context *ctx, int level);
+SAP_API int sap_context_print_level(const sap_context *ctx);
 
 /* Message of the last error (or warning) raised in this context, "file.c:123: text";
  * empty string if none. */
-const char *sap_context_last_error(const sap_context *ctx);
-void sap_context_clear_error(sap_context *ctx);
+SAP_API const char *sap_context_last_error(const sap_context *ctx);
+SAP_API void sap_context_clear_error(sap_context *ctx);
 
 typedef struct sap_context_stats {
     int64_t host_bytes_in_use, host_bytes_peak, host_allocs;
@@ -168,12 +177,12 @@ typedef struct sap_context_stats {
     int64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
 } sap_context_stats;
 
-sap_status sap_context_get_stats(const sap_context *ctx, sap_context_stats *stats);
-void sap_context_reset_transfer_stats(sap_context *ctx);
+SAP_API sap_status sap_context_get_stats(const sap_context *ctx, sap_context_stats *stats);
+SAP_API void sap_context_reset_transfer_stats(sap_context *ctx);
 
 /* Memory owned by the context's host allocator (use for arrays handed to sap objects). */
-void *sap_malloc(sap_context *ctx, size_t bytes);
-void sap_free(sap_context *ctx, void *ptr);
+SAP_API void *sap_malloc(sap_context *ctx, size_t bytes);
+SAP_API void sap_free(sap_context *ctx, void *ptr);
 
 /* ------------------------------------------------------------------------------ */
 /* Matrices: COO, CSR, dense                                                       */
@@ -207,30 +216,30 @@ typedef struct sap_dense {
     double *val; /* val[i + j * ld] */
 } sap_dense;
 
-sap_status sap_coo_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_int capacity, sap_coo **A);
-void sap_coo_destroy(sap_coo *A);
+SAP_API sap_status sap_coo_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_int capacity, sap_coo **A);
+SAP_API void sap_coo_destroy(sap_coo *A);
 /* Appends one entry, growing the storage as needed. */
-sap_status sap_coo_push(sap_coo *A, sap_int i, sap_int j, double v);
+SAP_API sap_status sap_coo_push(sap_coo *A, sap_int i, sap_int j, double v);
 
 /* Allocates an n x m CSR with room for nnz entries (rowptr zeroed, rest uninitialized). */
-sap_status sap_csr_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_int nnz, sap_csr **A);
-void sap_csr_destroy(sap_csr *A);
-sap_status sap_csr_copy(const sap_csr *A, sap_csr **B);
+SAP_API sap_status sap_csr_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_int nnz, sap_csr **A);
+SAP_API void sap_csr_destroy(sap_csr *A);
+SAP_API sap_status sap_csr_copy(const sap_csr *A, sap_csr **B);
 /* Copies user arrays (any row order of columns, duplicates summed) into a canonical CSR;
  * validates the arrays (SAP_ERR_INVALID/SAP_ERR_INDEX with the offending position).
  * val may be NULL (all ones). */
-sap_status sap_csr_from_arrays(sap_context *ctx, sap_int nrows, sap_int ncols, const sap_int *rowptr,
-                               const sap_int *colind, const double *val, sap_csr **A);
+SAP_API sap_status sap_csr_from_arrays(sap_context *ctx, sap_int nrows, sap_int ncols, const sap_int *rowptr,
+                                       const sap_int *colind, const double *val, sap_csr **A);
 /* Checks the canonical-form invariants; SAP_ERR_INVALID with a message if broken. */
-sap_status sap_csr_check(const sap_csr *A);
+SAP_API sap_status sap_csr_check(const sap_csr *A);
 
 /* COO -> canonical CSR (sorted, duplicates summed). */
-sap_status sap_csr_from_coo(const sap_coo *C, sap_csr **A);
-sap_status sap_csr_to_coo(const sap_csr *A, sap_coo **C);
-sap_status sap_csr_to_dense(const sap_csr *A, sap_dense **D);
+SAP_API sap_status sap_csr_from_coo(const sap_coo *C, sap_csr **A);
+SAP_API sap_status sap_csr_to_coo(const sap_csr *A, sap_coo **C);
+SAP_API sap_status sap_csr_to_dense(const sap_csr *A, sap_dense **D);
 /* Dense -> CSR keeping only entries with |a_ij| > drop_tol (drop_tol < 0 keeps all;
  * NaN entries are always kept). */
-sap_status sap_csr_from_dense(const sap_dense *D, double drop_tol, sap_csr **A);
+SAP_API sap_status sap_csr_from_dense(const sap_dense *D, double drop_tol, sap_csr **A);
 
 /* The operations below take canonical CSR input (sap_csr_check) and return canonical
  * CSR; on error the output pointer is set to NULL.  Rectangular input is allowed unless
@@ -238,7 +247,7 @@ sap_status sap_csr_from_dense(const sap_dense *D, double drop_tol, sap_csr **A);
  * number of threads. */
 
 /* AT = A^T (ncols x nrows), O(nnz + nrows + ncols). */
-sap_status sap_csr_transpose(const sap_csr *A, sap_csr **AT);
+SAP_API sap_status sap_csr_transpose(const sap_csr *A, sap_csr **AT);
 
 typedef enum sap_symmetry {
     SAP_GENERAL = 0,
@@ -251,32 +260,32 @@ typedef enum sap_symmetry {
  * SAP_ERR_INVALID naming the first nonzero one; explicit zeros are kept).  T must be
  * square.  Where T stores both t_ij and t_ji (i != j; a mixed input) they add:
  * a_ij = t_ij + t_ji (symmetric) or t_ij - t_ji (skew).  SAP_GENERAL returns a copy. */
-sap_status sap_csr_symmetric_expand(const sap_csr *T, sap_symmetry symmetry, sap_csr **A);
+SAP_API sap_status sap_csr_symmetric_expand(const sap_csr *T, sap_symmetry symmetry, sap_csr **A);
 
 /* B = alpha*A + beta*A^T over the union pattern (square A).  With alpha = beta = 1 its
  * pattern is the pattern of A + A^T (entries that cancel are kept as explicit zeros).
  * An entry whose mirror is not stored gets alpha*a_ij (b_ji = beta*a_ij). */
-sap_status sap_csr_add_transpose(const sap_csr *A, double alpha, double beta, sap_csr **B);
+SAP_API sap_status sap_csr_add_transpose(const sap_csr *A, double alpha, double beta, sap_csr **B);
 
 /* Permutations are arrays p of length n holding each of 0..n-1 once.
  * B(i, j) = A(p[i], q[j]), i.e. p and q map new positions to old ones; p has length
  * nrows, q length ncols.  p or q may be NULL (identity).  An invalid permutation gives
  * SAP_ERR_INVALID naming the position ("q[7] = 12 is outside 0..9"). */
-sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q, sap_csr **B);
+SAP_API sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q, sap_csr **B);
 /* Checks that p is a permutation of 0..n-1 (SAP_ERR_INVALID otherwise, the message
  * naming the offending position; p may be NULL when n = 0). */
-sap_status sap_perm_check(sap_context *ctx, sap_int n, const sap_int *p);
+SAP_API sap_status sap_perm_check(sap_context *ctx, sap_int n, const sap_int *p);
 /* pinv[p[i]] = i.  p is checked first (pinv untouched on error); pinv must not alias p. */
-sap_status sap_perm_invert(sap_context *ctx, sap_int n, const sap_int *p, sap_int *pinv);
+SAP_API sap_status sap_perm_invert(sap_context *ctx, sap_int n, const sap_int *p, sap_int *pinv);
 
 /* In place A = diag(r) * A * diag(c); r (length nrows) or c (length ncols) may be NULL
  * (identity). */
-sap_status sap_csr_scale(sap_csr *A, const double *r, const double *c);
+SAP_API sap_status sap_csr_scale(sap_csr *A, const double *r, const double *c);
 
 /* y = alpha*A*x + beta*y on the host (OpenMP; bit-identical for any thread count).
  * beta = 0: y is output only (its old contents, NaN included, are ignored).  alpha = 0:
  * A and x are not read (x may be NULL).  x and y must not overlap. */
-sap_status sap_csr_spmv(const sap_csr *A, double alpha, const double *x, double beta, double *y);
+SAP_API sap_status sap_csr_spmv(const sap_csr *A, double alpha, const double *x, double beta, double *y);
 
 typedef enum sap_norm_type {
     SAP_NORM_ONE = 1, /* max column sum */
@@ -288,7 +297,7 @@ typedef enum sap_norm_type {
 /* 0 for a matrix without entries; a NaN entry makes the norm NaN.  Bit-identical for
  * any thread count (the Frobenius sum runs over a fixed blocking of the rows and is
  * scaled against overflow and underflow). */
-sap_status sap_csr_norm(const sap_csr *A, sap_norm_type type, double *norm);
+SAP_API sap_status sap_csr_norm(const sap_csr *A, sap_norm_type type, double *norm);
 
 /* Statistics of a matrix, as the papers define them.  "Stored" entries include explicit
  * zeros (pattern quantities); values compare with a missing entry as 0.  Rectangular
@@ -322,10 +331,10 @@ typedef struct sap_matrix_stats {
     double norm_one, norm_inf, norm_fro, norm_max; /* as sap_csr_norm */
 } sap_matrix_stats;
 
-sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats);
+SAP_API sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats);
 
-sap_status sap_dense_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_dense **D);
-void sap_dense_destroy(sap_dense *D);
+SAP_API sap_status sap_dense_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_dense **D);
+SAP_API void sap_dense_destroy(sap_dense *D);
 
 /* ------------------------------------------------------------------------------ */
 /* Matrix Market I/O (files ending in .gz are read and written through zlib)       */
@@ -352,19 +361,19 @@ typedef struct sap_mm_read_options {
                             0 returns the stored triangle as is */
 } sap_mm_read_options;
 
-void sap_mm_read_options_init(sap_mm_read_options *opt);
+SAP_API void sap_mm_read_options_init(sap_mm_read_options *opt);
 
 /* Reads a coordinate or array file into a canonical CSR (duplicates summed; pattern
  * entries are 1.0; array files keep every value, zeros included).  opt and info may be
  * NULL.  Errors carry the line number in sap_context_last_error(). */
-sap_status sap_mm_read_csr(sap_context *ctx, const char *path, const sap_mm_read_options *opt, sap_csr **A,
-                           sap_mm_info *info);
+SAP_API sap_status sap_mm_read_csr(sap_context *ctx, const char *path, const sap_mm_read_options *opt, sap_csr **A,
+                                   sap_mm_info *info);
 /* The same from a memory buffer (len bytes of text; not necessarily NUL-terminated). */
-sap_status sap_mm_parse_csr(sap_context *ctx, const char *text, size_t len, const sap_mm_read_options *opt,
-                            sap_csr **A, sap_mm_info *info);
+SAP_API sap_status sap_mm_parse_csr(sap_context *ctx, const char *text, size_t len, const sap_mm_read_options *opt,
+                                    sap_csr **A, sap_mm_info *info);
 /* Reads an array (or coordinate) file into a dense matrix, e.g. right-hand sides. */
-sap_status sap_mm_read_dense(sap_context *ctx, const char *path, const sap_mm_read_options *opt, sap_dense **X,
-                             sap_mm_info *info);
+SAP_API sap_status sap_mm_read_dense(sap_context *ctx, const char *path, const sap_mm_read_options *opt, sap_dense **X,
+                                     sap_mm_info *info);
 
 typedef struct sap_mm_write_options {
     sap_mm_format format;   /* default coordinate */
@@ -375,10 +384,10 @@ typedef struct sap_mm_write_options {
     const char *comment;    /* optional comment line(s) written after the banner */
 } sap_mm_write_options;
 
-void sap_mm_write_options_init(sap_mm_write_options *opt);
+SAP_API void sap_mm_write_options_init(sap_mm_write_options *opt);
 
-sap_status sap_mm_write_csr(const sap_csr *A, const char *path, const sap_mm_write_options *opt);
-sap_status sap_mm_write_dense(const sap_dense *X, const char *path, const sap_mm_write_options *opt);
+SAP_API sap_status sap_mm_write_csr(const sap_csr *A, const char *path, const sap_mm_write_options *opt);
+SAP_API sap_status sap_mm_write_dense(const sap_dense *X, const char *path, const sap_mm_write_options *opt);
 
 /* ------------------------------------------------------------------------------ */
 /* Generators (deterministic from a seed)                                          */
@@ -395,8 +404,8 @@ sap_status sap_mm_write_dense(const sap_dense *X, const char *path, const sap_mm
  * so the degree of diagonal dominance is exactly d up to rounding; a row without
  * off-diagonal entries (N = 1 or K = 0) gets a_ii = 1.  symmetric != 0 makes A = A^T
  * (SPD when d > 1). */
-sap_status sap_gen_banded(sap_context *ctx, sap_int n, sap_int k, double d, int symmetric, uint64_t seed,
-                          sap_csr **A);
+SAP_API sap_status sap_gen_banded(sap_context *ctx, sap_int n, sap_int k, double d, int symmetric, uint64_t seed,
+                                  sap_csr **A);
 
 /* Synthetic sparse: a banded matrix Band of half-bandwidth K (clamped as above) whose
  * off-diagonal band entries are each kept with probability 'fill' in (0, 1] (1 = dense
@@ -404,15 +413,15 @@ sap_status sap_gen_banded(sap_context *ctx, sap_int n, sap_int k, double d, int 
  * then hidden by independent random row and column permutations:
  * A(i, j) = Band(p[i], q[j]).  p and q (length n, may be NULL) receive the
  * permutations (new -> old).  With fill = 1, Band is sap_gen_banded(n, k, d, 0, seed). */
-sap_status sap_gen_synthetic(sap_context *ctx, sap_int n, sap_int k, double d, double fill, uint64_t seed,
-                             sap_csr **A, sap_int *p, sap_int *q);
+SAP_API sap_status sap_gen_synthetic(sap_context *ctx, sap_int n, sap_int k, double d, double fill, uint64_t seed,
+                                     sap_csr **A, sap_int *p, sap_int *q);
 
 /* 5-point 2D Poisson on an nx x ny grid, 7-point 3D Poisson on nx x ny x nz
  * (Dirichlet, unscaled: 4 or 6 on the diagonal, -1 off it; SPD).  Natural ordering, x
  * fastest: grid point (x, y, z) is row x + nx (y + ny z).  nnz = 5n - 2(nx + ny) in 2D,
  * 7n - 2(nx ny + ny nz + nx nz) in 3D. */
-sap_status sap_gen_poisson2d(sap_context *ctx, sap_int nx, sap_int ny, sap_csr **A);
-sap_status sap_gen_poisson3d(sap_context *ctx, sap_int nx, sap_int ny, sap_int nz, sap_csr **A);
+SAP_API sap_status sap_gen_poisson2d(sap_context *ctx, sap_int nx, sap_int ny, sap_csr **A);
+SAP_API sap_status sap_gen_poisson3d(sap_context *ctx, sap_int nx, sap_int ny, sap_int nz, sap_csr **A);
 
 /* Radiative transfer in stellar atmospheres: Galerkin matrix of
  * (T phi)(t) = albedo/2 * int_0^tau E1(|t - s|) phi(s) ds with n piecewise-constant
@@ -424,18 +433,18 @@ sap_status sap_gen_poisson3d(sap_context *ctx, sap_int nx, sap_int ny, sap_int n
  * e^-100).  Off-diagonal entries that underflow to 0 are dropped too.  Symmetric
  * Toeplitz; interior row sums tend to albedo as tau grows.  tau > 0; albedo, shift
  * finite. */
-sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double tau, sap_int bw, double shift,
-                             sap_csr **A);
+SAP_API sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double tau, sap_int bw, double shift,
+                                     sap_csr **A);
 
 /* Block-tridiagonal, n = nb k, with nb x nb block rows of dense k x k blocks (the
  * diagonal block and both off-diagonal blocks): off-diagonal entries uniform in
  * [-1, 1], diagonal rescaled to degree of diagonal dominance d as in sap_gen_banded. */
-sap_status sap_gen_blocktridiag(sap_context *ctx, sap_int nb, sap_int k, double d, uint64_t seed, sap_csr **A);
+SAP_API sap_status sap_gen_blocktridiag(sap_context *ctx, sap_int nb, sap_int k, double d, uint64_t seed, sap_csr **A);
 
 /* Exponential integral E_n(x), n >= 0, x >= 0, to a few ulps (power series for x <= 1,
  * continued fraction above).  E_0(x) = e^-x / x; E_n(0) = 1/(n - 1) for n >= 2 and
  * +inf for n <= 1; E_n(+inf) = 0; NaN for n < 0, x < 0 or x NaN. */
-double sap_expint(int n, double x);
+SAP_API double sap_expint(int n, double x);
 
 typedef enum sap_xstar {
     SAP_XSTAR_RANDOM = 0,  /* uniform in [-1, 1], a function of (seed, i) */
@@ -446,7 +455,7 @@ typedef enum sap_xstar {
 
 /* Fills x (length n >= 0; may be NULL when n = 0) with a manufactured solution; the
  * seed matters for SAP_XSTAR_RANDOM only. */
-sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t seed, double *x);
+SAP_API sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t seed, double *x);
 
 /* Builds a matrix from a spec string "gen:NAME:key=value,..." (see sap_gen_spec_help
  * for the keys and their defaults) with NAME one of banded, synthetic, poisson2d,
@@ -454,12 +463,12 @@ sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t s
  * accept 200000, 2e5, 200k, 0.2M.  An unknown generator or key, a missing required key,
  * a key given twice or a bad value gives SAP_ERR_INVALID with a message naming the key
  * and listing the valid ones. */
-sap_status sap_gen_spec(sap_context *ctx, const char *spec, sap_csr **A);
+SAP_API sap_status sap_gen_spec(sap_context *ctx, const char *spec, sap_csr **A);
 /* Text describing every generator and its keys (static, never NULL). */
-const char *sap_gen_spec_help(void);
+SAP_API const char *sap_gen_spec_help(void);
 /* A spec ("gen:...") or a Matrix Market path (opt may be NULL). */
-sap_status sap_matrix_load(sap_context *ctx, const char *path_or_spec, const sap_mm_read_options *opt,
-                           sap_csr **A);
+SAP_API sap_status sap_matrix_load(sap_context *ctx, const char *path_or_spec, const sap_mm_read_options *opt,
+                                   sap_csr **A);
 
 /* ------------------------------------------------------------------------------ */
 /* Backend matrices and SpMV                                                       */
@@ -483,8 +492,8 @@ typedef enum sap_spmv_format {
 /* "auto", "csr", "ell", "sellp", "hec", "band" ("sell-p" is also parsed).  On the cpu backend
  * AUTO is CSR; the padded formats need ncols <= 2^31 - 1 (SAP_ERR_TOO_LARGE otherwise),
  * and ELL pads every row to the longest one. */
-const char *sap_spmv_format_name(sap_spmv_format format);
-sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *format);
+SAP_API const char *sap_spmv_format_name(sap_spmv_format format);
+SAP_API sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *format);
 
 /* A sparse matrix resident on the context's backend (device memory for cuda), stored in
  * one SpMV format and precision.  Created from a canonical host CSR (checked; any shape);
@@ -496,19 +505,19 @@ typedef struct sap_matrix_options {
     sap_precision precision; /* values stored in double (default) or float */
 } sap_matrix_options;
 
-void sap_matrix_options_init(sap_matrix_options *opt);
-sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt, sap_matrix **M);
-void sap_matrix_destroy(sap_matrix *M);
+SAP_API void sap_matrix_options_init(sap_matrix_options *opt);
+SAP_API sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt, sap_matrix **M);
+SAP_API void sap_matrix_destroy(sap_matrix *M);
 /* New values with the same pattern (val has A->nnz entries in the CSR order). */
-sap_status sap_matrix_update_values(sap_matrix *M, const double *val);
+SAP_API sap_status sap_matrix_update_values(sap_matrix *M, const double *val);
 /* The format in use (never AUTO) and the reason it was chosen (static text). */
-sap_spmv_format sap_matrix_format(const sap_matrix *M);
-const char *sap_matrix_format_reason(const sap_matrix *M);
-sap_int sap_matrix_nrows(const sap_matrix *M);
-sap_int sap_matrix_ncols(const sap_matrix *M);
+SAP_API sap_spmv_format sap_matrix_format(const sap_matrix *M);
+SAP_API const char *sap_matrix_format_reason(const sap_matrix *M);
+SAP_API sap_int sap_matrix_nrows(const sap_matrix *M);
+SAP_API sap_int sap_matrix_ncols(const sap_matrix *M);
 /* y = alpha*A*x + beta*y with host vectors (copied to and from the backend, converted
  * to and from the matrix' precision); beta = 0 does not read y. */
-sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x, double beta, double *y);
+SAP_API sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x, double beta, double *y);
 
 /* ------------------------------------------------------------------------------ */
 /* Preconditioners                                                                 */
@@ -525,17 +534,18 @@ sap_status sap_matrix_spmv(sap_matrix *M, double alpha, const double *x, double 
 typedef struct sap_precond sap_precond;
 
 /* name: "none" (identity) or "jacobi" (scalar Jacobi; zero diagonal entries give
- * SAP_ERR_SINGULAR at numeric setup).  Later milestones add more names. */
-sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **P);
-void sap_precond_destroy(sap_precond *P);
-const char *sap_precond_name(const sap_precond *P);
+ * SAP_ERR_SINGULAR at numeric setup); the banded "sap-d", "sap-c" and "sap" are described
+ * with the banded systems below. */
+SAP_API sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **P);
+SAP_API void sap_precond_destroy(sap_precond *P);
+SAP_API const char *sap_precond_name(const sap_precond *P);
 /* Precision the preconditioner stores and applies in (default double).  Changing it after
  * the numeric setup requires a new numeric setup. */
-sap_status sap_precond_set_precision(sap_precond *P, sap_precision precision);
-sap_status sap_precond_setup_symbolic(sap_precond *P, const sap_csr *A);
-sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A);
+SAP_API sap_status sap_precond_set_precision(sap_precond *P, sap_precision precision);
+SAP_API sap_status sap_precond_setup_symbolic(sap_precond *P, const sap_csr *A);
+SAP_API sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A);
 /* z = M^{-1} r with host vectors (length n). */
-sap_status sap_precond_apply(sap_precond *P, const double *r, double *z);
+SAP_API sap_status sap_precond_apply(sap_precond *P, const double *r, double *z);
 
 /* ------------------------------------------------------------------------------ */
 /* Krylov solvers                                                                  */
@@ -557,8 +567,8 @@ typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sa
  * case-insensitive.  Methods registered at run time (sap_krylov_method_count lists them)
  * parse to ids >= 64 outside the enum's named values; those ids select them in
  * sap_krylov_options.type and sap_krylov_name names them. */
-sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param);
-const char *sap_krylov_name(sap_krylov_type type);
+SAP_API sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param);
+SAP_API const char *sap_krylov_name(sap_krylov_type type);
 
 /* Called after every iteration and every partial step (BiCGStab: half steps; BiCGStab(l):
  * steps of 1/(2l), quarter steps for l = 2) with the relative residual the iteration
@@ -589,7 +599,7 @@ typedef struct sap_krylov_options {
                                  those two times then measure kernel launches only) */
 } sap_krylov_options;
 
-void sap_krylov_options_init(sap_krylov_options *opt);
+SAP_API void sap_krylov_options_init(sap_krylov_options *opt);
 
 typedef struct sap_krylov_stats {
     double iterations;          /* BiCGStab(l): in steps of 1/(2l) (quarter steps for l = 2,
@@ -610,8 +620,8 @@ typedef struct sap_krylov_stats {
 /* A Krylov solver bound to a matrix and an optional preconditioner (NULL: none). */
 typedef struct sap_krylov sap_krylov;
 
-sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sap_krylov **K);
-void sap_krylov_destroy(sap_krylov *K);
+SAP_API sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sap_krylov **K);
+SAP_API void sap_krylov_destroy(sap_krylov *K);
 /* Solves A x = b.  x holds the initial guess on entry (host, length n).  Returns SAP_OK on
  * convergence (true residual <= tol; b = 0 gives x = 0), a warning with x the best
  * iterate (SAP_WARN_NOT_CONVERGED: maxit or the monitor; SAP_WARN_STAGNATED;
@@ -621,8 +631,8 @@ void sap_krylov_destroy(sap_krylov *K);
  * message (sap_context_last_error) names the method, the iteration and the quantity.
  * The Krylov vectors work in the matrix' precision and stay allocated in K for the next
  * solve of the same size.  stats may be NULL; when given it is always filled. */
-sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
-                            sap_krylov_stats *stats);
+SAP_API sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
+                                    sap_krylov_stats *stats);
 
 /* ------------------------------------------------------------------------------ */
 /* Banded systems                                                                  */
@@ -647,11 +657,8 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
  * (band and coupling blocks built and moved to the backend), T_SPK (spikes), T_LUrdcd
  * (reduced systems), T_Kry (the Krylov solve).
  * The Krylov solver's matrix uses the BAND SpMV format (chosen automatically for dense
- * bands) and the factors are filled from it on the backend.  Speed on an H200
- * (bench/results/banded.md): N = 200,000, K = 200, d = 1 in 8.8 ms of device time
- * (T_LU + T_Kry), 101x OpenBLAS dgbsv; end to end from a host CSR the host-side band
- * assembly and upload dominate (0.27 s, 3.3x dgbsv).  Not done: blocked (tensor-core)
- * factorization updates for large K. */
+ * bands) and the factors are filled from it on the backend.  Measured figures:
+ * docs/performance.md. */
 
 typedef enum sap_band_method {
     SAP_BAND_AUTO = 0,  /* chosen from N, K, d and the backend (stats.reason says why) */
@@ -661,9 +668,9 @@ typedef enum sap_band_method {
 } sap_band_method;
 
 /* "auto", "sap-d", "sap-c", "direct". */
-const char *sap_band_method_name(sap_band_method method);
+SAP_API const char *sap_band_method_name(sap_band_method method);
 /* Parses the names above ("sapd", "sapc", "d", "c" also accepted); SAP_ERR_INVALID otherwise. */
-sap_status sap_band_method_parse(const char *name, sap_band_method *method);
+SAP_API sap_status sap_band_method_parse(const char *name, sap_band_method *method);
 
 typedef struct sap_band_options {
     sap_band_method method;  /* default SAP_BAND_AUTO: SaP-D when d >= 1 (d = min_i |a_ii| /
@@ -687,7 +694,7 @@ typedef struct sap_band_options {
 } sap_band_options;
 
 /* Fills *opt with the defaults above. */
-void sap_band_options_init(sap_band_options *opt);
+SAP_API void sap_band_options_init(sap_band_options *opt);
 
 typedef struct sap_band_stats {
     sap_band_method method;         /* the method used (never AUTO) */
@@ -715,36 +722,36 @@ typedef struct sap_band_solver sap_band_solver;
 /* From a square CSR (copied).  opt may be NULL (defaults).  Checks the options (P > N,
  * half_bandwidth >= N: SAP_ERR_INVALID; non-square: SAP_ERR_NOT_SQUARE; NaN/Inf entries:
  * SAP_ERR_NONFINITE). */
-sap_status sap_band_solver_create(sap_context *ctx, const sap_csr *A, const sap_band_options *opt,
-                                  sap_band_solver **S);
+SAP_API sap_status sap_band_solver_create(sap_context *ctx, const sap_csr *A, const sap_band_options *opt,
+                                          sap_band_solver **S);
 /* From band arrays in the tall-and-thin layout: A(i, j) = band[(j - i + K) * n + i] for
  * |i - j| <= K (entries falling outside the matrix are ignored).  K < n, else
  * SAP_ERR_INVALID. */
-sap_status sap_band_solver_create_band(sap_context *ctx, sap_int n, sap_int K, const double *band,
-                                       const sap_band_options *opt, sap_band_solver **S);
-void sap_band_solver_destroy(sap_band_solver *S);
+SAP_API sap_status sap_band_solver_create_band(sap_context *ctx, sap_int n, sap_int K, const double *band,
+                                               const sap_band_options *opt, sap_band_solver **S);
+SAP_API void sap_band_solver_destroy(sap_band_solver *S);
 /* Automatic choices, partitioning, band and coupling extraction, factorizations, spikes,
  * reduced systems.  SAP_WARN_BOOSTED_PIVOTS when pivots were boosted.  Done by the first
  * solve when not called. */
-sap_status sap_band_solver_setup(sap_band_solver *S);
+SAP_API sap_status sap_band_solver_setup(sap_band_solver *S);
 /* Solves A x = b (host vectors of length n; x holds the initial guess, ignored by
  * DIRECT).  Returns as sap_krylov_solve (DIRECT: SAP_WARN_INEXACT when 10 refinement
  * steps do not reach the tolerance; NaN/Inf in b: SAP_ERR_NONFINITE); when this call did
  * the setup itself and pivots were boosted, a converged solve returns
  * SAP_WARN_BOOSTED_PIVOTS.  stats may be NULL; when given it is filled. */
-sap_status sap_band_solver_solve(sap_band_solver *S, const double *b, double *x, sap_band_stats *stats);
+SAP_API sap_status sap_band_solver_solve(sap_band_solver *S, const double *b, double *x, sap_band_stats *stats);
 /* The statistics of the setup and the last solve. */
-sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *stats);
+SAP_API sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *stats);
 
 /* For a "sap-d" / "sap-c" / "sap" preconditioner (sap_precond_create): sets the band
  * options it uses at its next numeric setup (method AUTO/SAPD/SAPC only matters for
  * "sap"; partitions, half_bandwidth, boost_*; the factor precision is the
  * preconditioner's, sap_precond_set_precision).  SAP_ERR_INVALID for another
  * preconditioner. */
-sap_status sap_precond_set_band_options(sap_precond *P, const sap_band_options *opt);
+SAP_API sap_status sap_precond_set_band_options(sap_precond *P, const sap_band_options *opt);
 /* What its last numeric setup did: method, partitions, half_bandwidth, reason,
  * boosted_pivots, dropped_entries, time_lu/bc/spk/lurdcd (the solve fields are zero). */
-sap_status sap_precond_get_band_stats(const sap_precond *P, sap_band_stats *stats);
+SAP_API sap_status sap_precond_get_band_stats(const sap_precond *P, sap_band_stats *stats);
 
 /* ------------------------------------------------------------------------------ */
 /* Preconditioner types and Krylov methods: registries, options by name            */
@@ -758,7 +765,7 @@ sap_status sap_precond_get_band_stats(const sap_precond *P, sap_band_stats *stat
 
 /* Number of preconditioner types ("none", "jacobi", "sap-d", "sap-c", "sap", then any
  * registered ones). */
-int sap_precond_type_count(void);
+SAP_API int sap_precond_type_count(void);
 /* Name of type i (NULL when i is out of range). */
 const char *sap_precond_type_name(int i);
 /* "name: description\n" followed by one line per option, "    name=ACCEPTED  help
@@ -769,19 +776,19 @@ const char *sap_precond_type_help(int i);
  * effect at the next numeric setup (a numeric setup already done must be redone).  Unknown
  * name or bad value: SAP_ERR_INVALID with a message naming the option, the value and the
  * accepted values or range (P unchanged). */
-sap_status sap_precond_set_option(sap_precond *P, const char *name, const char *value);
+SAP_API sap_status sap_precond_set_option(sap_precond *P, const char *name, const char *value);
 /* Several at once: "name=value,name=value" (all or none are applied). */
-sap_status sap_precond_set_options(sap_precond *P, const char *list);
+SAP_API sap_status sap_precond_set_options(sap_precond *P, const char *list);
 /* The current value of an option as text (the form set_option accepts). */
-sap_status sap_precond_get_option(const sap_precond *P, const char *name, char *buf, size_t size);
+SAP_API sap_status sap_precond_get_option(const sap_precond *P, const char *name, char *buf, size_t size);
 /* The type, precision and every option value, then what the last numeric setup chose
  * (e.g. SaP's method, P and the reason), as text lines (json = 0) or one JSON object
  * {"type": ..., "precision": ..., "options": {...}, "report": "..."} (json != 0).
  * Truncated to size. */
-sap_status sap_precond_report(const sap_precond *P, int json, char *buf, size_t size);
+SAP_API sap_status sap_precond_report(const sap_precond *P, int json, char *buf, size_t size);
 
 /* Number of Krylov methods (the sap_krylov_type built-ins, then registered ones). */
-int sap_krylov_method_count(void);
+SAP_API int sap_krylov_method_count(void);
 /* Name of method i as sap_krylov_parse accepts it (NULL when i is out of range). */
 const char *sap_krylov_method_name(int i);
 /* "name[:p]: description (p default D, 1..MAX; preconditioning left or right)\n" (static
@@ -827,15 +834,15 @@ typedef struct sap_db_info {
  * singular A: SAP_ERR_STRUCTURALLY_SINGULAR, message with the structural rank, which is
  * also info->matched; the other outputs are untouched.  Non-finite values:
  * SAP_ERR_NONFINITE.  Threads: on large matrices weights and scaling run in parallel. */
-sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
-                           sap_db_info *info);
+SAP_API sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
+                                   sap_db_info *info);
 
 /* Maximum transversal (zero-free diagonal) of the square A: a row permutation rowperm
  * (new -> old) with A(rowperm[k], k) != 0 for every k, by a depth-first search with
  * lookahead (MC21 style).  *matched (may be NULL) receives the size of the maximum
  * matching; when it is below n the result is SAP_ERR_STRUCTURALLY_SINGULAR (message with
  * the structural rank) and rowperm is untouched. */
-sap_status sap_max_transversal(const sap_csr *A, sap_int *rowperm, sap_int *matched);
+SAP_API sap_status sap_max_transversal(const sap_csr *A, sap_int *rowperm, sap_int *matched);
 
 /* Flags of the Cuthill-McKee orderings.  CM and its reverse always have the same
  * half-bandwidth on a symmetric pattern; AUTO keeps the one with the smaller envelope
@@ -869,7 +876,7 @@ typedef struct sap_cm_info {
  * info->K_after.  With SAP_CM_AUTO the result is never wider than A's own order: when
  * no search beats it, perm is the identity (info->chosen = SAP_CM_AUTO).  Node indices
  * are 32-bit inside: n >= 2^28 gives SAP_ERR_TOO_LARGE. */
-sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_info *info);
+SAP_API sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_info *info);
 
 /* Drop-off (eq. (13) of the SPIKE::GPU paper): the smallest half-bandwidth K such that
  * the entries with |i - j| <= K keep at least the fraction delta of the squared
@@ -877,15 +884,15 @@ sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_inf
  * histogram over |i - j|.  delta in [0, 1]: delta = 1 keeps every non-zero (K = the
  * largest |i - j| of a non-zero), delta = 0 gives K = 0.  kept_fraction (may be NULL)
  * receives the fraction actually kept (1 for a zero matrix). */
-sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept_fraction);
+SAP_API sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept_fraction);
 
 /* B = the entries of A with |i - j| <= K (K >= 0), in a new canonical CSR. */
-sap_status sap_csr_band_drop(const sap_csr *A, sap_int K, sap_csr **B);
+SAP_API sap_status sap_csr_band_drop(const sap_csr *A, sap_int K, sap_csr **B);
 
 /* Partition of n rows into P blocks as SaP splits A: offsets[0..P] with the first
  * n mod P blocks of size floor(n/P) + 1 and the rest floor(n/P).  1 <= P <= n (n = 0
  * allows P = 1); SAP_ERR_INVALID otherwise (no context: no message). */
-sap_status sap_partition_offsets(sap_int n, sap_int P, sap_int *offsets);
+SAP_API sap_status sap_partition_offsets(sap_int n, sap_int P, sap_int *offsets);
 
 /* Third-stage reordering: splits the square A into the P diagonal blocks of
  * sap_partition_offsets and reorders each block independently (in parallel) by CM on
@@ -893,8 +900,8 @@ sap_status sap_partition_offsets(sap_int n, sap_int P, sap_int *offsets);
  * block diagonal: it maps each block onto itself.  Ki_before[b] (may be NULL) and Ki[b]
  * receive each block's half-bandwidth before and after; a block whose CM ordering does
  * not shrink it keeps the identity, so Ki[b] <= Ki_before[b]. */
-sap_status sap_third_stage(const sap_csr *A, sap_int P, int flags, sap_int *perm, sap_int *Ki_before,
-                           sap_int *Ki);
+SAP_API sap_status sap_third_stage(const sap_csr *A, sap_int P, int flags, sap_int *perm, sap_int *Ki_before,
+                                   sap_int *Ki);
 
 /* What sap_reorder does first: diagonal boosting by weighted matching (default), by the
  * maximum transversal only (no scaling), or not at all. */
@@ -916,7 +923,7 @@ typedef struct sap_reorder_options {
     int stats;            /* fill the per-stage statistics (sap_csr_stats), default 1 */
 } sap_reorder_options;
 
-void sap_reorder_options_init(sap_reorder_options *opt);
+SAP_API void sap_reorder_options_init(sap_reorder_options *opt);
 
 /* Stages of sap_reorder, indexes of sap_reorder_result.stage[]. */
 enum {
@@ -971,20 +978,20 @@ typedef struct sap_reorder_result {
 /* Runs DB(+scaling) -> CM on A + A^T -> drop-off -> third stage on the square A as opt
  * asks (NULL: defaults) and returns everything in *res (NULL on error).  A structurally
  * singular A with DB on gives SAP_ERR_STRUCTURALLY_SINGULAR (message with the rank). */
-sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **res);
-void sap_reorder_result_destroy(sap_reorder_result *res);
+SAP_API sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **res);
+SAP_API void sap_reorder_result_destroy(sap_reorder_result *res);
 
 /* bhat = the right-hand side of the reordered system: bhat[i] = r[p[i]] * b[p[i]]. */
-sap_status sap_reorder_apply_rhs(const sap_reorder_result *res, const double *b, double *bhat);
+SAP_API sap_status sap_reorder_apply_rhs(const sap_reorder_result *res, const double *b, double *bhat);
 /* x = the solution of the original system from y of the reordered one:
  * x[q[j]] = c[q[j]] * y[j]. */
-sap_status sap_reorder_undo_solution(const sap_reorder_result *res, const double *y, double *x);
+SAP_API sap_status sap_reorder_undo_solution(const sap_reorder_result *res, const double *y, double *x);
 /* y = x mapped into the reordered system (e.g. an initial guess): y[j] = x[q[j]] / c[q[j]]. */
-sap_status sap_reorder_apply_solution(const sap_reorder_result *res, const double *x, double *y);
+SAP_API sap_status sap_reorder_apply_solution(const sap_reorder_result *res, const double *x, double *y);
 /* The original matrix back from a matrix B in the reordered form (res->A, or A_band):
  * A(p[i], q[j]) = B(i, j) / c[q[j]] / r[p[i]].  Exact without scaling; with scaling to
  * a few ulps. */
-sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr *B, sap_csr **A);
+SAP_API sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr *B, sap_csr **A);
 
 
 /* ------------------------------------------------------------------------------ */
@@ -998,69 +1005,17 @@ sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const sap_csr 
  *   -> BiCGStab(2) (CG for SPD matrices with SaP-D) on the reordered system,
  * and maps the solution back.  Every stage is chosen automatically from the matrix
  * statistics and the backend (stats.reason says what and why), can be forced through the
- * options, and when a choice fails (no convergence, breakdown, too many boosted pivots,
- * band too large for the memory) the next sensible one is tried; stats.tried lists
- * every attempt with its outcome.  The band memory is estimated before it is allocated.
+ * options, and with fallback = 1, when a choice fails the next method of the chain is
+ * tried; stats.tried lists every attempt with its outcome.  The residual of the original
+ * system is checked after every solve (stats.relative_residual).
  *
  * Reuse: one setup serves any number of right-hand sides (sap_solver_solve_many takes
  * several at once); sap_solver_refactor takes new values on the same pattern and redoes
  * only the numeric work (band, factorization), keeping the permutations, the DB scaling
  * factors of the setup, the partitioning and the band shapes.
  *
- * The automatic rules (stats.reason spells out the ones taken):
- *  - SPD guess: numerically symmetric with a positive diagonal (sap_csr_stats).
- *  - DB: off for an SPD-looking matrix (it would destroy the symmetry CG needs), else
- *    max-product matching with scaling.  A structurally singular matrix stops the setup
- *    with SAP_ERR_STRUCTURALLY_SINGULAR and the rank (without DB a maximum transversal
- *    checks it when the diagonal has zeros); no fallback is tried.
- *  - Drop-off: the K keeping 1 - 1e-6 of ||A||_F^2 is used for SaP-D/SaP-C when it at
- *    least halves K_cm (the dropped part is below 1e-3 ||A||_F, a perturbation the Krylov
- *    iteration absorbs in a few steps, for at least 4x fewer LU flops); otherwise no
- *    drop-off.  BAND_LU and BAND_PIVOT use the whole band K_cm.  When the attempt's
- *    memory estimate exceeds the limit, or (automatic band only) its factorization work
- *    2 N K^2 (BAND_PIVOT 4 N K^2) exceeds 2e11 flops on the host / 5e12 on a GPU (3D
- *    meshes: CM leaves K ~ N^(2/3)), K is narrowed to the largest value that fits
- *    (drop-off of the entries beyond it), and the attempt's note says so.  When the band
- *    cut by the work limit keeps less than half of the off-diagonal ||A||_F^2 and a
- *    fallback remains, the method is skipped (a band solve per iteration for little more
- *    than Jacobi): the chain goes on, down to JACOBI.
- *  - Small systems on the host (host_direct): when the system runs on the host and the
- *    banded LU with partial pivoting of the whole CM band costs at most 4e9 flops
- *    (4 N K^2), AUTO starts with BAND_PIVOT: a direct solve beats SaP + Krylov there (one
- *    thread block of work per pivot is all a small band offers) and it is the most robust.
- *  - Method, P, precision: the banded rules (sap_band_options) applied to the reordered
- *    matrix's N, K and d (d >= 1: SaP-D, else SaP-C; P = 1 makes SaP-C the same as
- *    SaP-D, so SaP-D is used; float factors unless d < 0.1).  A forced SaP-C with an
- *    automatic P uses P >= 2.  BAND_LU: P = 1, double.
- *  - Third stage: for SaP-D with P > 1 (per-partition CM of the kept entries).  SaP-C
- *    never uses it: with permuted partitions the truncated spikes would need the entire
- *    spikes (the paper's point), which are not implemented.
- *  - Krylov: CG for an SPD-looking matrix without DB unless the preconditioner is SaP-C,
- *    else BiCGStab(2).
- *  - Memory: band (N (2K + 1) x factor bytes), SaP-C coupling, spikes, reduced blocks and
- *    UL windows, the Krylov matrix (12 bytes per entry) and vectors; on the cpu also the
- *    double band built before conversion.  BAND_PIVOT: N (3K + 1) doubles.
- *  - Backend: on a cuda context the reorderings run on the host (sap_reorder), the
- *    preconditioner and the Krylov method on the device; with host_small a small system
- *    runs on an internal cpu context with the same threads, allocator and log hooks
- *    (stats.on_host).
- *  - Chain (fallback = 1): AUTO tries SaP-D or SaP-C (as chosen), then SaP-C after SaP-D
- *    when P > 1, BAND_LU, BAND_PIVOT, JACOBI; a forced method continues with the methods
- *    after it in that order.  An attempt fails on: not converged / stagnated / breakdown /
- *    non-finite residual, more boosted pivots than 1% of N, the memory estimate above the
- *    limit at K = 0, an allocation failure, SAP_ERR_NOT_COMPILED (BAND_PIVOT without
- *    LAPACK).  Every attempt but the last runs with maxit min(maxit, 200) and a
- *    stagnation window of 50 (unless one is given); the last one uses the user's.
- *    Attempts with a fallback run with the context's printing off (their failures are in
- *    stats.tried); the method that succeeds stays the solver's method for later solves.
- *  - Accuracy: the residual of the ORIGINAL system is checked on the host after every
- *    solve; above tol the solve is repeated on the residual (iterative refinement in the
- *    original system, 3 passes; BAND_PIVOT: 10 passes of one dgbtrs each).
- * Batched work in sap_solver_solve_many: BAND_PIVOT solves all columns with one dgbtrs
- * call (nrhs = number of columns) and batches each refinement step over the columns
- * still above tol; every other method solves the columns one after another (the Krylov
- * solvers are single-vector), reusing the setup. */
-
+ * The automatic choices, the fallback chain and their thresholds are policy, not
+ * contract: docs/solver-policy.md. */
 typedef enum sap_solver_method {
     SAP_METHOD_AUTO = 0,   /* SaP with the automatic choices and the fallback chain */
     SAP_METHOD_SAPD = 1,   /* SaP-D preconditioner (decoupled) */
@@ -1074,8 +1029,8 @@ typedef enum sap_solver_method {
 } sap_solver_method;
 
 /* "auto", "sap-d", "sap-c", "band-lu", "band-pivot", "jacobi". */
-const char *sap_solver_method_name(sap_solver_method method);
-sap_status sap_solver_method_parse(const char *name, sap_solver_method *method);
+SAP_API const char *sap_solver_method_name(sap_solver_method method);
+SAP_API sap_status sap_solver_method_parse(const char *name, sap_solver_method *method);
 
 typedef struct sap_solver_options {
     sap_solver_method method; /* default SAP_METHOD_AUTO */
@@ -1107,16 +1062,16 @@ typedef struct sap_solver_options {
 } sap_solver_options;
 /* In the options: krylov.stagnation_window is honoured too ("stagnation" by name). */
 
-void sap_solver_options_init(sap_solver_options *opt);
+SAP_API void sap_solver_options_init(sap_solver_options *opt);
 /* Sets one option by name: "method", "fallback", "db" (none|product|transversal|auto),
  * "scale", "cm", "drop" / "drop_delta", "partitions", "third_stage", "precision"
  * (float|double|auto), "boost_threshold", "boost_value", "krylov" (as sap_krylov_parse,
  * or auto), "tol", "maxit", "memory_limit" (bytes, suffixes k/M/G), "host_small",
  * "host_direct".
  * Unknown name or bad value: SAP_ERR_INVALID (opt unchanged). */
-sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value);
+SAP_API sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value);
 /* Text listing the option names, values and defaults (static). */
-const char *sap_solver_options_help(void);
+SAP_API const char *sap_solver_options_help(void);
 
 #define SAP_SOLVER_MAX_TRIES 8
 
@@ -1169,13 +1124,13 @@ typedef struct sap_solver sap_solver;
 
 /* From a square CSR (copied).  opt may be NULL (defaults).  Non-square:
  * SAP_ERR_NOT_SQUARE; NaN/Inf: SAP_ERR_NONFINITE; bad options: SAP_ERR_INVALID. */
-sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **S);
-void sap_solver_destroy(sap_solver *S);
+SAP_API sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **S);
+SAP_API void sap_solver_destroy(sap_solver *S);
 /* Symbolic (reorderings, partitioning, band shapes, memory estimate) and numeric
  * (values, band, factorization) setup.  Done by the first solve when not called.
  * SAP_WARN_BOOSTED_PIVOTS when pivots were boosted; SAP_ERR_STRUCTURALLY_SINGULAR with
  * the structural rank in the message. */
-sap_status sap_solver_setup(sap_solver *S);
+SAP_API sap_status sap_solver_setup(sap_solver *S);
 /* New values in the CSR order of the matrix given at create (same pattern): redoes the
  * numeric setup only, in O(nnz) plus the factorization: the values go through the
  * entry map computed at setup, scaled with the setup's DB scaling factors (the DB
@@ -1183,16 +1138,17 @@ sap_status sap_solver_setup(sap_solver *S);
  * the change), and the current method rebuilds its band, factors and Krylov matrix
  * values.  When that method now fails (too many boosted pivots) the chain goes on.  NaN
  * values: SAP_ERR_NONFINITE (solver unchanged). */
-sap_status sap_solver_refactor(sap_solver *S, const double *values);
+SAP_API sap_status sap_solver_refactor(sap_solver *S, const double *values);
 /* Solves A x = b (host vectors of length n; x holds the initial guess, 0 is fine).
  * Returns SAP_OK when converged, a warning (SAP_WARN_NOT_CONVERGED, ...) with the best x
  * when every method tried failed to reach the tolerance, or an error. */
-sap_status sap_solver_solve(sap_solver *S, const double *b, double *x);
+SAP_API sap_status sap_solver_solve(sap_solver *S, const double *b, double *x);
 /* nrhs right-hand sides at once: column k of B is B + k * ldb (ldb >= n), likewise X.
  * The status is the worst over the columns.  Batched: BAND_PIVOT (one dgbtrs for all
  * columns per step); the other methods run the columns one after another. */
-sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx);
-sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats);
+SAP_API sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X,
+                                         sap_int ldx);
+SAP_API sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -21,8 +21,8 @@ static sap_status bicgstab_run(kry_solve *s)
     }
 
     double rn = 0.0, rho = 1.0, alpha = 1.0, omega = 1.0;
-    SAP_TRY(kry_residual(s, x, r, tmp, &rn));
-    if (kry_start(s, rn)) goto done;
+    SAP_TRY(sap__krylov_residual(s, x, r, tmp, &rn));
+    if (sap__krylov_start(s, rn)) goto done;
     SAP_TRY(ops->copy(ctx, r, rhat));
     for (;;) {
         const double base = s->iter;
@@ -36,10 +36,10 @@ static sap_status bicgstab_run(kry_solve *s)
         SAP_TRY(ops->axpbypcz(ctx, 1.0, r, -beta * omega, v, beta, p));
         /* v = op(p), keeping phat = M^-1 p for the update of x */
         if (right) {
-            SAP_TRY(kry_prec(s, p, ph));
-            SAP_TRY(kry_spmv(s, ph, v));
+            SAP_TRY(sap__krylov_prec(s, p, ph));
+            SAP_TRY(sap__krylov_spmv(s, ph, v));
         } else {
-            SAP_TRY(kry_op(s, p, v, tmp));
+            SAP_TRY(sap__krylov_op(s, p, v, tmp));
         }
         SAP_TRY(ops->dot(ctx, rhat, v, &rv));
         KRY_SCALAR(s, "r0hat . v", rv, 1);
@@ -47,40 +47,40 @@ static sap_status bicgstab_run(kry_solve *s)
         KRY_SCALAR(s, "alpha", alpha, 0);
         /* s = r - alpha v (in place in r) */
         SAP_TRY(ops->axpby_nrm2(ctx, -alpha, v, 1.0, r, &rn));
-        if (kry_check(s, base + 0.5, rn)) {
+        if (sap__krylov_check(s, base + 0.5, rn)) {
             SAP_TRY(ops->axpby(ctx, alpha, ph, 1.0, x));
             break;
         }
         /* t = op(s), keeping shat = M^-1 s */
         if (right) {
-            SAP_TRY(kry_prec(s, r, sh));
-            SAP_TRY(kry_spmv(s, sh, t));
+            SAP_TRY(sap__krylov_prec(s, r, sh));
+            SAP_TRY(sap__krylov_spmv(s, sh, t));
         } else {
-            SAP_TRY(kry_op(s, r, t, tmp));
+            SAP_TRY(sap__krylov_op(s, r, t, tmp));
         }
         const sap_vec ts[2] = {*t, *r};
         SAP_TRY(ops->mdot(ctx, 2, ts, t, d)); /* t.t, s.t */
         if (d[0] == 0.0) {
             /* t = 0 with s != 0: A (or M) is singular along s */
             SAP_TRY(ops->axpby(ctx, alpha, ph, 1.0, x));
-            kry_breakdown(s, "t . t", d[0]);
+            sap__krylov_breakdown(s, "t . t", d[0]);
             goto done;
         }
         omega = d[1] / d[0];
         if (!isfinite(omega)) {
             SAP_TRY(ops->axpby(ctx, alpha, ph, 1.0, x));
-            kry_breakdown(s, "omega", omega);
+            sap__krylov_breakdown(s, "omega", omega);
             goto done;
         }
         /* x += alpha phat + omega shat; r = s - omega t */
         SAP_TRY(ops->axpbypcz(ctx, alpha, ph, omega, sh, 1.0, x));
         SAP_TRY(ops->axpby_nrm2(ctx, -omega, t, 1.0, r, &rn));
-        if (kry_check(s, base + 1.0, rn)) break;
-        SAP_TRY(kry_track_best(s, x));
+        if (sap__krylov_check(s, base + 1.0, rn)) break;
+        SAP_TRY(sap__krylov_track_best(s, x));
         KRY_SCALAR(s, "omega", omega, 1);
     }
 done:
-    SAP_TRY(kry_restore_best(s, x));
+    SAP_TRY(sap__krylov_restore_best(s, x));
 cleanup:
     return st;
 }

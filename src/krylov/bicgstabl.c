@@ -54,11 +54,11 @@ static sap_status mr_update(kry_solve *s, int d, sap_vec *r, sap_vec *u, sap_vec
     double a[LMAX + 1];
     a[0] = gamma[1];
     for (int j = 1; j < d; j++) a[j] = gpp[j];
-    SAP_TRY(kry_maxpy(s, d, a, r, xs));
+    SAP_TRY(sap__krylov_maxpy(s, d, a, r, xs));
     for (int j = 1; j <= d; j++) a[j - 1] = -gamma[j];
-    SAP_TRY(kry_maxpy(s, d, a, u + 1, u));
+    SAP_TRY(sap__krylov_maxpy(s, d, a, u + 1, u));
     for (int j = 1; j < d; j++) a[j - 1] = -gp[j];
-    SAP_TRY(kry_maxpy(s, d - 1, a, r + 1, r));
+    SAP_TRY(sap__krylov_maxpy(s, d - 1, a, r + 1, r));
     SAP_TRY(s->ops->axpby_nrm2(s->ctx, -gp[d], &r[d], 1.0, r, rn));
 cleanup:
     return st;
@@ -80,8 +80,8 @@ static sap_status bicgstabl_run(kry_solve *s)
     memset(tau, 0, sizeof(tau));
 
     double rn = 0.0, rho0 = 1.0, alpha = 0.0, omega = 1.0;
-    SAP_TRY(kry_residual(s, s->x, &r[0], tmp, &rn));
-    if (kry_start(s, rn)) goto done;
+    SAP_TRY(sap__krylov_residual(s, s->x, &r[0], tmp, &rn));
+    if (sap__krylov_start(s, rn)) goto done;
     SAP_TRY(ops->copy(ctx, &r[0], rhat));
     if (right) SAP_TRY(ops->set(ctx, y, 0.0));
     SAP_TRY(ops->set(ctx, &u[0], 0.0));
@@ -98,7 +98,7 @@ static sap_status bicgstabl_run(kry_solve *s)
             KRY_SCALAR(s, "beta", beta, 0);
             rho0 = rho1;
             for (int i = 0; i <= j; i++) SAP_TRY(ops->axpby(ctx, 1.0, &r[i], -beta, &u[i]));
-            SAP_TRY(kry_op(s, &u[j], &u[j + 1], tmp));
+            SAP_TRY(sap__krylov_op(s, &u[j], &u[j + 1], tmp));
             SAP_TRY(ops->dot(ctx, rhat, &u[j + 1], &g));
             KRY_SCALAR(s, "gamma = r0hat . u_{j+1}", g, 1);
             alpha = rho0 / g;
@@ -106,8 +106,8 @@ static sap_status bicgstabl_run(kry_solve *s)
             for (int i = 1; i <= j; i++) SAP_TRY(ops->axpby(ctx, -alpha, &u[i + 1], 1.0, &r[i]));
             SAP_TRY(ops->axpby_nrm2(ctx, -alpha, &u[1], 1.0, &r[0], &rn));
             SAP_TRY(ops->axpby(ctx, alpha, &u[0], 1.0, xs));
-            if (kry_check(s, base + (double)(j + 1) / (2.0 * l), rn)) goto done;
-            SAP_TRY(kry_op(s, &r[j], &r[j + 1], tmp));
+            if (sap__krylov_check(s, base + (double)(j + 1) / (2.0 * l), rn)) goto done;
+            SAP_TRY(sap__krylov_op(s, &r[j], &r[j + 1], tmp));
         }
         /* ---- MR part: modified Gram-Schmidt on r_1..r_l ---- */
         double est2 = rn * rn;
@@ -131,7 +131,7 @@ static sap_status bicgstabl_run(kry_solve *s)
                 /* the truncated polynomial of degree j already reaches the tolerance */
                 mr_coefficients(j, tau, gp, gamma, gpp);
                 SAP_TRY(mr_update(s, j, r, u, xs, gamma, gpp, gp, &rn));
-                if (kry_check(s, base + (double)(l + j) / (2.0 * l), rn)) goto done;
+                if (sap__krylov_check(s, base + (double)(l + j) / (2.0 * l), rn)) goto done;
                 soft_restart = 1;
                 break;
             }
@@ -140,11 +140,11 @@ static sap_status bicgstabl_run(kry_solve *s)
             mr_coefficients(l, tau, gp, gamma, gpp);
             SAP_TRY(mr_update(s, l, r, u, xs, gamma, gpp, gp, &rn));
             omega = gamma[l];
-            if (kry_check(s, base + 1.0, rn)) goto done;
-        } else if (kry_check(s, base + 1.0, rn)) {
+            if (sap__krylov_check(s, base + 1.0, rn)) goto done;
+        } else if (sap__krylov_check(s, base + 1.0, rn)) {
             goto done; /* the end of this iteration (same residual as at the MR exit) */
         }
-        SAP_TRY(kry_track_best(s, xs));
+        SAP_TRY(sap__krylov_track_best(s, xs));
         if (soft_restart) {
             /* the recurrences assume a degree-l polynomial: start them again from here */
             rho0 = 1.0;
@@ -156,10 +156,10 @@ static sap_status bicgstabl_run(kry_solve *s)
         }
     }
 done:
-    SAP_TRY(kry_restore_best(s, xs));
+    SAP_TRY(sap__krylov_restore_best(s, xs));
     if (right) {
         /* x = x0 + M^-1 y */
-        SAP_TRY(kry_prec(s, y, tmp));
+        SAP_TRY(sap__krylov_prec(s, y, tmp));
         SAP_TRY(ops->axpby(ctx, 1.0, tmp, 1.0, s->x));
     }
 cleanup:

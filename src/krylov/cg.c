@@ -15,10 +15,10 @@ static sap_status cg_run(kry_solve *s)
     if (!pc) z = r;
 
     double rn = 0.0, rz = 0.0, pq = 0.0, rr = 0.0;
-    SAP_TRY(kry_residual(s, x, r, NULL, &rn));
-    if (kry_start(s, rn)) goto done;
+    SAP_TRY(sap__krylov_residual(s, x, r, NULL, &rn));
+    if (sap__krylov_start(s, rn)) goto done;
     if (pc) {
-        SAP_TRY(kry_prec(s, r, z));
+        SAP_TRY(sap__krylov_prec(s, r, z));
         SAP_TRY(ops->dot(ctx, r, z, &rz));
         KRY_SCALAR(s, "rho = r . M^-1 r", rz, 1);
     } else {
@@ -26,17 +26,17 @@ static sap_status cg_run(kry_solve *s)
     }
     SAP_TRY(ops->copy(ctx, z, p));
     for (;;) {
-        SAP_TRY(kry_spmv(s, p, q));
+        SAP_TRY(sap__krylov_spmv(s, p, q));
         SAP_TRY(ops->dot(ctx, p, q, &pq));
         KRY_SCALAR(s, "p . A p", pq, 1);
         const double alpha = rz / pq;
         KRY_SCALAR(s, "alpha", alpha, 0);
         SAP_TRY(ops->cg_update(ctx, alpha, p, q, x, r, &rr));
-        if (kry_check(s, s->iter + 1.0, sqrt(rr))) break;
-        SAP_TRY(kry_track_best(s, x));
+        if (sap__krylov_check(s, s->iter + 1.0, sqrt(rr))) break;
+        SAP_TRY(sap__krylov_track_best(s, x));
         double rz_new = rr;
         if (pc) {
-            SAP_TRY(kry_prec(s, r, z));
+            SAP_TRY(sap__krylov_prec(s, r, z));
             SAP_TRY(ops->dot(ctx, r, z, &rz_new));
         }
         KRY_SCALAR(s, "rho = r . M^-1 r", rz_new, 1);
@@ -45,7 +45,7 @@ static sap_status cg_run(kry_solve *s)
         SAP_TRY(ops->axpby(ctx, 1.0, z, beta, p));
     }
 done:
-    SAP_TRY(kry_restore_best(s, x));
+    SAP_TRY(sap__krylov_restore_best(s, x));
 cleanup:
     return st;
 }

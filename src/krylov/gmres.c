@@ -45,8 +45,8 @@ static sap_status gmres_common(kry_solve *s, int fgmres)
 
     for (;;) {
         double beta = 0.0;
-        SAP_TRY(kry_residual(s, s->x, &V[0], t, &beta));
-        if (kry_start(s, beta)) goto done;
+        SAP_TRY(sap__krylov_residual(s, s->x, &V[0], t, &beta));
+        if (sap__krylov_start(s, beta)) goto done;
         SAP_TRY(ops->scale(ctx, &V[0], 1.0 / beta));
         memset(g, 0, sizeof(double) * ld);
         g[0] = beta;
@@ -54,13 +54,13 @@ static sap_status gmres_common(kry_solve *s, int fgmres)
         for (int j = 0; j < m; j++) {
             sap_vec *w = &V[j + 1];
             if (flex) {
-                SAP_TRY(kry_prec(s, &V[j], &Z[j]));
-                SAP_TRY(kry_spmv(s, &Z[j], w));
+                SAP_TRY(sap__krylov_prec(s, &V[j], &Z[j]));
+                SAP_TRY(sap__krylov_spmv(s, &Z[j], w));
             } else {
-                SAP_TRY(kry_op(s, &V[j], w, t));
+                SAP_TRY(sap__krylov_op(s, &V[j], w, t));
             }
             /* classical Gram-Schmidt, h[j+1] = w.w from the same pass */
-            SAP_TRY(kry_mdot(s, j + 2, V, w, h));
+            SAP_TRY(sap__krylov_mdot(s, j + 2, V, w, h));
             const double ww = h[j + 1];
             KRY_SCALAR(s, "||op(v_j)||^2", ww, 0);
             double proj = 0.0;
@@ -68,15 +68,15 @@ static sap_status gmres_common(kry_solve *s, int fgmres)
                 yv[i] = -h[i];
                 proj += h[i] * h[i];
             }
-            SAP_TRY(kry_maxpy(s, j + 1, yv, V, w));
+            SAP_TRY(sap__krylov_maxpy(s, j + 1, yv, V, w));
             if (ww - proj < 0.5 * ww) {
                 /* the projection cancelled much of w: orthogonalise once more */
-                SAP_TRY(kry_mdot(s, j + 1, V, w, h2));
+                SAP_TRY(sap__krylov_mdot(s, j + 1, V, w, h2));
                 for (int i = 0; i <= j; i++) {
                     yv[i] = -h2[i];
                     h[i] += h2[i];
                 }
-                SAP_TRY(kry_maxpy(s, j + 1, yv, V, w));
+                SAP_TRY(sap__krylov_maxpy(s, j + 1, yv, V, w));
             }
             double hn = 0.0;
             SAP_TRY(ops->nrm2(ctx, w, &hn));
@@ -115,7 +115,7 @@ static sap_status gmres_common(kry_solve *s, int fgmres)
             g[j + 1] = -sgn * g[j];
             g[j] = c * g[j];
             k = j + 1;
-            stop = kry_check(s, s->iter + 1.0, fabs(g[j + 1]));
+            stop = sap__krylov_check(s, s->iter + 1.0, fabs(g[j + 1]));
             if (stop || happy) break;
         }
         /* y = H(0:k, 0:k)^-1 g, on the leading nonsingular part */
@@ -131,22 +131,22 @@ static sap_status gmres_common(kry_solve *s, int fgmres)
             yv[i] = v / H[(size_t)i * ld + i];
         }
         if (flex) {
-            SAP_TRY(kry_maxpy(s, kk, yv, Z, s->x));
+            SAP_TRY(sap__krylov_maxpy(s, kk, yv, Z, s->x));
         } else if (s->side == KRY_SIDE_RIGHT) {
             SAP_TRY(ops->set(ctx, t, 0.0));
-            SAP_TRY(kry_maxpy(s, kk, yv, V, t));
-            SAP_TRY(kry_prec(s, t, z2));
+            SAP_TRY(sap__krylov_maxpy(s, kk, yv, V, t));
+            SAP_TRY(sap__krylov_prec(s, t, z2));
             SAP_TRY(ops->axpby(ctx, 1.0, z2, 1.0, s->x));
         } else {
-            SAP_TRY(kry_maxpy(s, kk, yv, V, s->x));
+            SAP_TRY(sap__krylov_maxpy(s, kk, yv, V, s->x));
         }
         if (kk < k) {
-            kry_breakdown(s, "H(j,j) (singular Hessenberg matrix)", 0.0);
+            sap__krylov_breakdown(s, "H(j,j) (singular Hessenberg matrix)", 0.0);
             goto done;
         }
         if (stop) goto done;
         if (happy) {
-            kry_breakdown(s, "h_{j+1,j} (invariant Krylov subspace without the solution)", 0.0);
+            sap__krylov_breakdown(s, "h_{j+1,j} (invariant Krylov subspace without the solution)", 0.0);
             goto done;
         }
     }

@@ -82,13 +82,13 @@ static sap_status idr_run(kry_solve *s)
     double M[SMAX * SMAX], f[SMAX], c[SMAX], a[SMAX], d[2];
 
     double rn = 0.0, om = 1.0;
-    SAP_TRY(kry_residual(s, x, r, tmp, &rn));
-    if (kry_start(s, rn)) goto done;
+    SAP_TRY(sap__krylov_residual(s, x, r, tmp, &rn));
+    if (sap__krylov_start(s, rn)) goto done;
     SAP_TRY(sap__krylov_idr_shadow(s, ns));
     const sap_vec *P = s->K->shadow;
     for (int i = 0; i < ns; i++)
         for (int j = 0; j < ns; j++) M[i + j * ns] = i == j ? 1.0 : 0.0;
-    SAP_TRY(kry_mdot(s, ns, P, r, f));
+    SAP_TRY(sap__krylov_mdot(s, ns, P, r, f));
     for (;;) {
         for (int k = 0; k < ns; k++) {
             /* c = M(k:s, k:s) \ f(k:s), lower triangular */
@@ -100,21 +100,21 @@ static sap_status idr_run(kry_solve *s)
             /* v = r - G(:, k:s) c */
             SAP_TRY(ops->copy(ctx, r, v));
             for (int i = k; i < ns; i++) a[i - k] = -c[i];
-            SAP_TRY(kry_maxpy(s, ns - k, a, &G[k], v));
+            SAP_TRY(sap__krylov_maxpy(s, ns - k, a, &G[k], v));
             sap_vec *vp = v;
             if (right) {
-                SAP_TRY(kry_prec(s, v, tmp));
+                SAP_TRY(sap__krylov_prec(s, v, tmp));
                 vp = tmp;
             }
             /* U(:, k) = U(:, k:s) c + om v  (built in vp, then swapped in) */
             SAP_TRY(ops->scale(ctx, vp, om));
-            SAP_TRY(kry_maxpy(s, ns - k, c + k, &U[k], vp));
+            SAP_TRY(sap__krylov_maxpy(s, ns - k, c + k, &U[k], vp));
             sap_vec sw = U[k];
             U[k] = *vp;
             *vp = sw;
             /* G(:, k) = A U(:, k) (U holds preconditioned vectors when right) or M^-1 A U(:, k) */
-            if (right) SAP_TRY(kry_spmv(s, &U[k], &G[k]));
-            else SAP_TRY(kry_op(s, &U[k], &G[k], tmp));
+            if (right) SAP_TRY(sap__krylov_spmv(s, &U[k], &G[k]));
+            else SAP_TRY(sap__krylov_op(s, &U[k], &G[k], tmp));
             /* biorthogonalise G(:, k) against p_1..p_{k-1} */
             for (int i = 0; i < k; i++) {
                 double pg = 0.0;
@@ -124,26 +124,26 @@ static sap_status idr_run(kry_solve *s)
                 SAP_TRY(ops->axpby(ctx, -a[i], &G[i], 1.0, &G[k]));
                 a[i] = -a[i];
             }
-            SAP_TRY(kry_maxpy(s, k, a, U, &U[k]));
+            SAP_TRY(sap__krylov_maxpy(s, k, a, U, &U[k]));
             /* M(k:s, k) = P(:, k:s)^T G(:, k) */
-            SAP_TRY(kry_mdot(s, ns - k, &P[k], &G[k], &M[k + k * ns]));
+            SAP_TRY(sap__krylov_mdot(s, ns - k, &P[k], &G[k], &M[k + k * ns]));
             KRY_SCALAR(s, "M(k,k) = p_k . g_k", M[k + k * ns], 1);
             const double beta = f[k] / M[k + k * ns];
             KRY_SCALAR(s, "beta", beta, 0);
             SAP_TRY(ops->axpby(ctx, beta, &U[k], 1.0, x));
             SAP_TRY(ops->axpby_nrm2(ctx, -beta, &G[k], 1.0, r, &rn));
-            if (kry_check(s, s->iter + 1.0, rn)) goto done;
-            SAP_TRY(kry_track_best(s, x));
+            if (sap__krylov_check(s, s->iter + 1.0, rn)) goto done;
+            SAP_TRY(sap__krylov_track_best(s, x));
             for (int i = k + 1; i < ns; i++) f[i] -= beta * M[i + k * ns];
         }
         /* dimension reduction: v = M^-1 r (right) or r, t = A v (or M^-1 A r) */
         sap_vec *vv = r;
         if (right) {
-            SAP_TRY(kry_prec(s, r, v));
-            SAP_TRY(kry_spmv(s, v, t));
+            SAP_TRY(sap__krylov_prec(s, r, v));
+            SAP_TRY(sap__krylov_spmv(s, v, t));
             vv = v;
         } else {
-            SAP_TRY(kry_op(s, r, t, tmp));
+            SAP_TRY(sap__krylov_op(s, r, t, tmp));
         }
         const sap_vec tr[2] = {*t, *r};
         SAP_TRY(ops->mdot(ctx, 2, tr, t, d)); /* t.t, r.t */
@@ -155,12 +155,12 @@ static sap_status idr_run(kry_solve *s)
         KRY_SCALAR(s, "omega", om, 1);
         SAP_TRY(ops->axpby(ctx, om, vv, 1.0, x));
         SAP_TRY(ops->axpby_nrm2(ctx, -om, t, 1.0, r, &rn));
-        if (kry_check(s, s->iter + 1.0, rn)) goto done;
-        SAP_TRY(kry_track_best(s, x));
-        SAP_TRY(kry_mdot(s, ns, P, r, f));
+        if (sap__krylov_check(s, s->iter + 1.0, rn)) goto done;
+        SAP_TRY(sap__krylov_track_best(s, x));
+        SAP_TRY(sap__krylov_mdot(s, ns, P, r, f));
     }
 done:
-    SAP_TRY(kry_restore_best(s, x));
+    SAP_TRY(sap__krylov_restore_best(s, x));
 cleanup:
     return st;
 }

@@ -155,7 +155,7 @@ static inline double tick(kry_solve *s)
     return sap__wtime();
 }
 
-sap_status kry_spmv(kry_solve *s, const sap_vec *x, sap_vec *y)
+sap_status sap__krylov_spmv(kry_solve *s, const sap_vec *x, sap_vec *y)
 {
     double t0 = tick(s);
     sap_status st = s->ops->spmv(s->ctx, s->A, 1.0, x, 0.0, y);
@@ -164,7 +164,7 @@ sap_status kry_spmv(kry_solve *s, const sap_vec *x, sap_vec *y)
     return st;
 }
 
-sap_status kry_prec(kry_solve *s, const sap_vec *r, sap_vec *z)
+sap_status sap__krylov_prec(kry_solve *s, const sap_vec *r, sap_vec *z)
 {
     if (!s->P) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
     double t0 = tick(s);
@@ -174,39 +174,39 @@ sap_status kry_prec(kry_solve *s, const sap_vec *r, sap_vec *z)
     return st;
 }
 
-sap_status kry_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp)
+sap_status sap__krylov_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp)
 {
     sap_status st = SAP_OK;
     switch (s->side) {
     case KRY_SIDE_RIGHT:
-        SAP_TRY(kry_prec(s, in, tmp));
-        SAP_TRY(kry_spmv(s, tmp, out));
+        SAP_TRY(sap__krylov_prec(s, in, tmp));
+        SAP_TRY(sap__krylov_spmv(s, tmp, out));
         break;
     case KRY_SIDE_LEFT:
-        SAP_TRY(kry_spmv(s, in, tmp));
-        SAP_TRY(kry_prec(s, tmp, out));
+        SAP_TRY(sap__krylov_spmv(s, in, tmp));
+        SAP_TRY(sap__krylov_prec(s, tmp, out));
         break;
-    default: SAP_TRY(kry_spmv(s, in, out)); break;
+    default: SAP_TRY(sap__krylov_spmv(s, in, out)); break;
     }
 cleanup:
     return st;
 }
 
-sap_status kry_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_vec *tmp, double *nrm)
+sap_status sap__krylov_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_vec *tmp, double *nrm)
 {
     sap_status st = SAP_OK;
     sap_vec *t = s->side == KRY_SIDE_LEFT ? tmp : r;
-    SAP_TRY(kry_spmv(s, x, t));
+    SAP_TRY(sap__krylov_spmv(s, x, t));
     SAP_TRY(s->ops->axpby_nrm2(s->ctx, 1.0, s->b, -1.0, t, nrm));
     if (s->side == KRY_SIDE_LEFT) {
-        SAP_TRY(kry_prec(s, t, r));
+        SAP_TRY(sap__krylov_prec(s, t, r));
         SAP_TRY(s->ops->nrm2(s->ctx, r, nrm));
     }
 cleanup:
     return st;
 }
 
-sap_status kry_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, double *r)
+sap_status sap__krylov_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, double *r)
 {
     for (int i = 0; i < k; i += 64) {
         sap_status st = s->ops->mdot(s->ctx, k - i < 64 ? k - i : 64, x + i, y, r + i);
@@ -215,7 +215,7 @@ sap_status kry_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, dou
     return SAP_OK;
 }
 
-sap_status kry_maxpy(kry_solve *s, int k, const double *a, const sap_vec *x, sap_vec *y)
+sap_status sap__krylov_maxpy(kry_solve *s, int k, const double *a, const sap_vec *x, sap_vec *y)
 {
     for (int i = 0; i < k; i += 64) {
         sap_status st = s->ops->maxpy(s->ctx, k - i < 64 ? k - i : 64, a + i, x + i, y);
@@ -249,7 +249,7 @@ static void fmt_iter(char *buf, size_t len, double it)
     else snprintf(buf, len, "%.2f", it);
 }
 
-int kry_start(kry_solve *s, double nrm)
+int sap__krylov_start(kry_solve *s, double nrm)
 {
     s->relres = nrm / s->refnorm;
     if (!s->started) {
@@ -279,7 +279,7 @@ int kry_start(kry_solve *s, double nrm)
     return 0;
 }
 
-int kry_check(kry_solve *s, double iter, double nrm)
+int sap__krylov_check(kry_solve *s, double iter, double nrm)
 {
     s->iter = iter;
     s->relres = nrm / s->refnorm;
@@ -326,7 +326,7 @@ int kry_check(kry_solve *s, double iter, double nrm)
     return 0;
 }
 
-int kry_breakdown(kry_solve *s, const char *what, double v)
+int sap__krylov_breakdown(kry_solve *s, const char *what, double v)
 {
     char it[32];
     fmt_iter(it, sizeof(it), s->iter);
@@ -335,14 +335,14 @@ int kry_breakdown(kry_solve *s, const char *what, double v)
     return 1;
 }
 
-sap_status kry_track_best(kry_solve *s, const sap_vec *state)
+sap_status sap__krylov_track_best(kry_solve *s, const sap_vec *state)
 {
     if (!(s->relres < 0.5 * s->best_saved)) return SAP_OK;
     s->best_saved = s->relres;
     return s->ops->copy(s->ctx, state, s->xbest);
 }
 
-sap_status kry_restore_best(kry_solve *s, sap_vec *state)
+sap_status sap__krylov_restore_best(kry_solve *s, sap_vec *state)
 {
     if (s->reason == KRY_CONVERGED || !isfinite(s->best_saved)) return SAP_OK;
     if (s->relres <= s->best_saved) return SAP_OK; /* (a NaN residual restores) */
@@ -452,7 +452,7 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     if (!isfinite(xnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the initial guess x contains NaN or Inf", s.method);
     s.refnorm = s.bnorm;
     if (s.side == KRY_SIDE_LEFT) {
-        SAP_TRY(kry_prec(&s, s.b, s.xbest));
+        SAP_TRY(sap__krylov_prec(&s, s.b, s.xbest));
         SAP_TRY(ops->nrm2(ctx, s.xbest, &s.refnorm));
         if (!(s.refnorm > 0.0) || !isfinite(s.refnorm))
             SAP_FAIL(ctx, s.refnorm == 0.0 ? SAP_ERR_SINGULAR : SAP_ERR_BREAKDOWN,

@@ -3,8 +3,8 @@
  * kernel table sap__ops(ctx), so the same code runs on every backend.  Internal.
  *
  * A driver starts from s->x (it computes its own initial residual), iterates until one
- * of the kry_check() / kry_breakdown() stop conditions and leaves in s->x the last
- * iterate, or the best one saved by kry_track_best() when that had a smaller residual.
+ * of the sap__krylov_check() / sap__krylov_breakdown() stop conditions and leaves in s->x the last
+ * iterate, or the best one saved by sap__krylov_track_best() when that had a smaller residual.
  * It returns an error status only for errors (out of memory, device errors); every
  * numerical outcome is in s->reason.  The front end then checks the true residual. */
 #ifndef SAP_KRYLOV_IMPL_H
@@ -106,7 +106,7 @@ struct kry_solve {
     sap_vec *b, *x; /* right-hand side and iterate on the backend */
     sap_vec *w;     /* the driver's work vectors */
     int nw;
-    sap_vec *xbest;    /* copy of the best iterate (see kry_track_best) */
+    sap_vec *xbest;    /* copy of the best iterate (see sap__krylov_track_best) */
     double best_saved; /* its relative residual (INFINITY: none saved) */
     double bnorm;      /* ||b|| */
     double refnorm;    /* the monitored residual is divided by this (||b||, or ||M^-1 b|| if left) */
@@ -126,31 +126,31 @@ struct kry_solve {
 /* ---- helpers (krylov.c) ---------------------------------------------------------------- */
 
 /* y = A x (timed, counted). */
-sap_status kry_spmv(kry_solve *s, const sap_vec *x, sap_vec *y);
+sap_status sap__krylov_spmv(kry_solve *s, const sap_vec *x, sap_vec *y);
 /* z = M^{-1} r (timed, counted); a copy when there is no preconditioner. */
-sap_status kry_prec(kry_solve *s, const sap_vec *r, sap_vec *z);
+sap_status sap__krylov_prec(kry_solve *s, const sap_vec *r, sap_vec *z);
 /* out = op(in): A M^{-1} in (right), M^{-1} A in (left), A in (none); tmp is scratch. */
-sap_status kry_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp);
+sap_status sap__krylov_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp);
 /* r = b - A x, or M^{-1}(b - A x) when left preconditioned (tmp: scratch, may be NULL
  * when not left); *nrm = ||r||. */
-sap_status kry_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_vec *tmp, double *nrm);
+sap_status sap__krylov_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_vec *tmp, double *nrm);
 /* r[i] = x[i] . y and y += sum a[i] x[i] for any k (in groups of 64). */
-sap_status kry_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, double *r);
-sap_status kry_maxpy(kry_solve *s, int k, const double *a, const sap_vec *x, sap_vec *y);
+sap_status sap__krylov_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, double *r);
+sap_status sap__krylov_maxpy(kry_solve *s, int k, const double *a, const sap_vec *x, sap_vec *y);
 
 /* Records the initial residual norm; returns 1 when the solve must stop at once
  * (already converged, maxit = 0, NaN/Inf). */
-int kry_start(kry_solve *s, double nrm);
+int sap__krylov_start(kry_solve *s, double nrm);
 /* After an iteration (or a partial step): records the residual norm at 'iter', calls the
  * monitor and returns 1 when the iteration must stop (s->reason tells why). */
-int kry_check(kry_solve *s, double iter, double nrm);
+int sap__krylov_check(kry_solve *s, double iter, double nrm);
 /* A scalar 'what' has the value v that makes the method break down (zero) or is NaN/Inf;
  * records the reason and returns 1. */
-int kry_breakdown(kry_solve *s, const char *what, double v);
+int sap__krylov_breakdown(kry_solve *s, const char *what, double v);
 /* Keeps a copy of 'state' when its residual (s->relres) is below half of the saved one. */
-sap_status kry_track_best(kry_solve *s, const sap_vec *state);
+sap_status sap__krylov_track_best(kry_solve *s, const sap_vec *state);
 /* Unless converged, puts the saved copy back into 'state' when it was better. */
-sap_status kry_restore_best(kry_solve *s, sap_vec *state);
+sap_status sap__krylov_restore_best(kry_solve *s, sap_vec *state);
 
 /* ---- drivers --------------------------------------------------------------------------- */
 
@@ -165,7 +165,7 @@ sap_status sap__krylov_idr_shadow(kry_solve *s, int nshadow);
     do {                                                                                                               \
         double v__ = (v);                                                                                              \
         if (!isfinite(v__) || ((nonzero) && v__ == 0.0)) {                                                             \
-            kry_breakdown((s), (what), v__);                                                                           \
+            sap__krylov_breakdown((s), (what), v__);                                                                   \
             goto done;                                                                                                 \
         }                                                                                                              \
     } while (0)
