@@ -767,10 +767,10 @@ SAP_API sap_status sap_precond_get_band_stats(const sap_precond *P, sap_band_sta
  * registered ones). */
 SAP_API int sap_precond_type_count(void);
 /* Name of type i (NULL when i is out of range). */
-const char *sap_precond_type_name(int i);
+SAP_API const char *sap_precond_type_name(int i);
 /* "name: description\n" followed by one line per option, "    name=ACCEPTED  help
  * (default X)\n" (static text; NULL when i is out of range). */
-const char *sap_precond_type_help(int i);
+SAP_API const char *sap_precond_type_help(int i);
 /* Sets one of the type's options by name (case-insensitive; the options of each type are
  * in its help), e.g. sap_precond_set_option(P, "partitions", "8") for "sap-d".  Takes
  * effect at the next numeric setup (a numeric setup already done must be redone).  Unknown
@@ -790,10 +790,10 @@ SAP_API sap_status sap_precond_report(const sap_precond *P, int json, char *buf,
 /* Number of Krylov methods (the sap_krylov_type built-ins, then registered ones). */
 SAP_API int sap_krylov_method_count(void);
 /* Name of method i as sap_krylov_parse accepts it (NULL when i is out of range). */
-const char *sap_krylov_method_name(int i);
+SAP_API const char *sap_krylov_method_name(int i);
 /* "name[:p]: description (p default D, 1..MAX; preconditioning left or right)\n" (static
  * text; NULL when i is out of range). */
-const char *sap_krylov_method_help(int i);
+SAP_API const char *sap_krylov_method_help(int i);
 
 /* ------------------------------------------------------------------------------ */
 /* Reorderings                                                                     */

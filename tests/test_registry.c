@@ -76,17 +76,17 @@ static sap_status richardson_run(kry_solve *s)
     sap_status st = SAP_OK;
     sap_vec *r = &s->w[0], *z = &s->w[1], *x = s->x;
     double rn = 0.0;
-    SAP_TRY(kry_residual(s, x, r, NULL, &rn));
-    if (kry_start(s, rn)) goto done;
+    SAP_TRY(sap__krylov_residual(s, x, r, NULL, &rn));
+    if (sap__krylov_start(s, rn)) goto done;
     for (;;) {
-        SAP_TRY(kry_prec(s, r, z));
+        SAP_TRY(sap__krylov_prec(s, r, z));
         SAP_TRY(s->ops->axpby(s->ctx, 1.0, z, 1.0, x));
-        SAP_TRY(kry_residual(s, x, r, NULL, &rn));
-        if (kry_check(s, s->iter + 1.0, rn)) break;
-        SAP_TRY(kry_track_best(s, x));
+        SAP_TRY(sap__krylov_residual(s, x, r, NULL, &rn));
+        if (sap__krylov_check(s, s->iter + 1.0, rn)) break;
+        SAP_TRY(sap__krylov_track_best(s, x));
     }
 done:
-    SAP_TRY(kry_restore_best(s, x));
+    SAP_TRY(sap__krylov_restore_best(s, x));
 cleanup:
     return st;
 }
