@@ -5,19 +5,18 @@
  * the smallest K with h[0] + ... + h[K] >= delta * sum_k h[k] is one pass over h.  The
  * total is summed from h in the same order as the prefix, so delta = 1 reaches the
  * total exactly at the last non-zero distance.  Rows are split over threads, each with
- * its own histogram, merged in a fixed order (deterministic for a given thread count). */
+ * its own histogram, merged in a fixed order (deterministic for a given thread count).
+ * The same histogram gives the fraction kept by a given K (sap__drop_kept_fraction). */
 #include "reorder/reorder_internal.h"
 
 #include <math.h>
 #include <string.h>
 
-sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept_fraction)
+/* h[k] (k < *hl) = sum of a_ij^2 over the entries with |i - j| = k, in a new array of the
+ * context (the caller frees it). */
+static sap_status distance_histogram(const sap_csr *A, double **hout, sap_int *hlout)
 {
-    if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
-    if (!K) return SAP_ERROR(ctx, SAP_ERR_INVALID, "K is NULL");
-    if (!(delta >= 0.0 && delta <= 1.0))
-        return SAP_ERROR(ctx, SAP_ERR_INVALID, "drop-off fraction delta = %g outside [0, 1]", delta);
     const sap_int n = A->nrows;
     const sap_int *rp = A->rowptr, *ci = A->colind;
     const double *val = A->val;
@@ -53,6 +52,23 @@ sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept
     }
     for (int t = 1; t < nt; t++)
         for (sap_int k = 0; k < hl; k++) h[k] += h[(size_t)t * (size_t)hl + k];
+    *hout = h;
+    *hlout = hl;
+cleanup:
+    return st;
+}
+
+sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept_fraction)
+{
+    if (!A) return SAP_ERR_INVALID;
+    sap_context *ctx = A->ctx;
+    if (!K) return SAP_ERROR(ctx, SAP_ERR_INVALID, "K is NULL");
+    if (!(delta >= 0.0 && delta <= 1.0))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "drop-off fraction delta = %g outside [0, 1]", delta);
+    sap_status st = SAP_OK;
+    double *h = NULL;
+    sap_int hl = 0;
+    SAP_TRY(distance_histogram(A, &h, &hl));
     double total = 0.0;
     for (sap_int k = 0; k < hl; k++) total += h[k];
     if (!isfinite(total)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "drop-off: the squared Frobenius norm is not finite");
@@ -80,6 +96,24 @@ sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept
     if (kept_fraction) *kept_fraction = kept;
 cleanup:
     sap__free(ctx, h);
+    return st;
+}
+
+sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction)
+{
+    if (!A || !fraction) return SAP_ERR_INVALID;
+    sap_status st = SAP_OK;
+    double *h = NULL;
+    sap_int hl = 0;
+    SAP_TRY(distance_histogram(A, &h, &hl));
+    double in = 0.0, all = 0.0;
+    for (sap_int k = 0; k < hl; k++) {
+        all += h[k];
+        if (k <= K) in += h[k];
+    }
+    *fraction = all > 0 ? in / all : 1.0;
+cleanup:
+    sap__free(A->ctx, h);
     return st;
 }
 

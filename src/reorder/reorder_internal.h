@@ -1,7 +1,7 @@
 /* reorder_internal.h -- pieces shared by the reordering sources (src/reorder): the
  * maximum-cardinality matching used by the transversal and by DB's singular-matrix
  * path, and the symmetric graph + Cuthill-McKee core shared by the global CM stage and
- * the per-block third stage.  Not installed. */
+ * the per-block third stage; the drop-off fraction the sparse solver asks for.  Not installed. */
 #ifndef SAP_REORDER_INTERNAL_H
 #define SAP_REORDER_INTERNAL_H
 
@@ -9,6 +9,12 @@
 
 /* Parallel loops only pay above this much work (entries touched). */
 #define SAP_REORDER_PAR_MIN 200000
+
+/* ---- drop-off (dropoff.c), also used by the sparse solver ------------------------------ */
+
+/* *fraction = the part of ||A||_F^2 in the entries with |i - j| <= K (1 for a zero
+ * matrix; NaN when the squares overflow), from the distance histogram of sap_drop_off. */
+sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction);
 
 /* ---- matching (transversal.c) ---------------------------------------------------- */
 

@@ -3,8 +3,7 @@
  * refinement). */
 #include "base/options.h"
 #include "matrix/backend_matrix.h"
-#include "precond/precond_impl.h"
-#include "precond/pc_sap.h"
+#include "solver/solver_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +18,7 @@ struct sap_band_solver {
     sap_matrix *M;
     sap_krylov *kry;
     sap_band_fact *direct;
-    double *work; /* DIRECT: 2 n doubles */
+    double *work; /* DIRECT: 3 n doubles (the refinement's residual, correction, trial) */
     sap_band_stats stats;
 };
 
@@ -152,37 +151,6 @@ cleanup:
     return st;
 }
 
-/* symmetric values and positive diagonal (rows checked in parallel) */
-static int spd_guess(const sap_csr *A, int nt)
-{
-    int ok = 1;
-    if (A->nnz + A->nrows < SAP_PAR_MIN_WORK) nt = 1;
-    (void)nt;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(&& : ok)")
-    for (sap_int r = 0; r < A->nrows; r++) {
-        if (!ok) continue;
-        int has_diag = 0;
-        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1] && ok; p++) {
-            sap_int c = A->colind[p];
-            if (c == r) {
-                if (!(A->val[p] > 0)) ok = 0;
-                has_diag = 1;
-                continue;
-            }
-            /* find (c, r) */
-            sap_int lo = A->rowptr[c], hi = A->rowptr[c + 1];
-            while (lo < hi) {
-                sap_int mid = lo + (hi - lo) / 2;
-                if (A->colind[mid] < r) lo = mid + 1;
-                else hi = mid;
-            }
-            if (lo >= A->rowptr[c + 1] || A->colind[lo] != r || A->val[lo] != A->val[p]) ok = 0;
-        }
-        if (!has_diag) ok = 0;
-    }
-    return ok;
-}
-
 sap_status sap_band_solver_setup(sap_band_solver *S)
 {
     if (!S) return SAP_ERR_INVALID;
@@ -222,7 +190,7 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
         double t_bc = 0;
         SAP_TRY(sap__band_fact_create(ctx, S->A, 1, o->half_bandwidth, SAP_DOUBLE, &fo, 1, &S->direct,
                                       &bs->dropped_entries, &t_bc));
-        if (!S->work) SAP_ALLOC(ctx, S->work, 2 * (n > 0 ? n : 1));
+        if (!S->work) SAP_ALLOC(ctx, S->work, 3 * (n > 0 ? n : 1));
         bs->half_bandwidth = S->direct->L.K;
         bs->boosted_pivots = S->direct->boosted;
         bs->time_lu = S->direct->t_lu;
@@ -256,7 +224,7 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
         SAP_TRY(sap_precond_set_precision(S->pc, prec));
         SAP_TRY(sap_precond_setup_numeric(S->pc, S->A));
         sap_pc_sap_info info;
-        sap__pc_sap_info(S->pc, &info);
+        SAP_TRY(sap__pc_sap_info(S->pc, &info));
         bs->half_bandwidth = info.K;
         bs->boosted_pivots = info.boosted;
         bs->dropped_entries = info.dropped;
@@ -266,7 +234,13 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
         bs->time_lurdcd = info.t_lurdcd;
         sap_krylov_options ko = o->krylov;
         if (o->krylov_auto) {
-            int cg = m == SAP_BAND_SAPD && spd_guess(S->A, sap__threads(ctx));
+            /* CG for SaP-D on a matrix that looks SPD (sap_csr_stats' estimate) */
+            int cg = 0;
+            if (m == SAP_BAND_SAPD) {
+                sap_matrix_stats ms;
+                SAP_TRY(sap_csr_stats(S->A, &ms));
+                cg = ms.spd_estimate;
+            }
             ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
             ko.param = cg ? 0 : 2;
         }
@@ -277,10 +251,8 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
     }
     bs->time_setup = sap__wtime() - t0;
     S->setup_done = 1;
-    if (bs->boosted_pivots > 0) {
-        SAP_ERROR(ctx, SAP_WARN_BOOSTED_PIVOTS, "sap_band: %lld pivots boosted", (long long)bs->boosted_pivots);
-        st = SAP_WARN_BOOSTED_PIVOTS;
-    }
+    if (bs->boosted_pivots > 0)
+        st = SAP_ERROR(ctx, SAP_WARN_BOOSTED_PIVOTS, "sap_band: %lld pivots boosted", (long long)bs->boosted_pivots);
     return st;
 cleanup:
     sap_precond_destroy(S->pc);
@@ -290,21 +262,27 @@ cleanup:
     return st;
 }
 
-static double nrm2(const double *x, sap_int n)
+/* sap__refine_solve_fn of DIRECT: the double LU, column by column (guesses not needed). */
+static sap_status direct_apply(void *state, sap_int m, const double *R, sap_int ldr, const double *X0, sap_int ldx0,
+                               double *X, sap_int ldx)
 {
-    double s = 0;
-    for (sap_int i = 0; i < n; i++) s += x[i] * x[i];
-    return sqrt(s);
+    sap_band_fact *F = state;
+    (void)X0;
+    (void)ldx0;
+    for (sap_int c = 0; c < m; c++) {
+        sap_status st = sap__band_fact_apply(F, R + c * ldr, X + c * ldx);
+        if (st < 0) return st;
+    }
+    return SAP_OK;
 }
 
-/* DIRECT: x = A^{-1} b by the double LU, then refinement on the true residual. */
+/* DIRECT: x = A^{-1} b by the double LU, then refinement on the true residual: every
+ * correction taken, at most 10. */
 static sap_status direct_solve(sap_band_solver *S, const double *b, double *x)
 {
     sap_context *ctx = S->ctx;
     const sap_int n = S->A->nrows;
-    double *r = S->work, *dx = S->work + n;
-    sap_status st = SAP_OK;
-    const double nb = nrm2(b, n), tol = S->opt.krylov.tol;
+    const double nb = sap__solver_nrm2(b, n), tol = S->opt.krylov.tol;
     for (sap_int i = 0; i < n; i++)
         if (!isfinite(b[i])) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_band_solver_solve: b[%lld] = %g", (long long)i, b[i]);
     if (nb == 0) {
@@ -312,25 +290,27 @@ static sap_status direct_solve(sap_band_solver *S, const double *b, double *x)
         S->stats.relative_residual = 0;
         return SAP_OK;
     }
-    memcpy(x, b, (size_t)n * sizeof(double));
-    SAP_TRY(sap__band_fact_apply(S->direct, x, x));
+    const sap__refine rf = {.A = S->A,
+                            .tol = tol,
+                            .max_pass = 10,
+                            .take = SAP__REFINE_TAKE_ALL,
+                            .slow = SAP__REFINE_SLOW_GOES_ON,
+                            .solve = direct_apply,
+                            .state = S->direct,
+                            .R = S->work,
+                            .D = S->work + n,
+                            .t = S->work + 2 * n};
     double rel = 0;
+    sap_status ks = SAP_OK;
     int it = 0;
-    for (;; it++) {
-        memcpy(r, b, (size_t)n * sizeof(double));
-        SAP_TRY(sap_csr_spmv(S->A, -1.0, x, 1.0, r));
-        rel = nrm2(r, n) / nb;
-        if (!(rel > tol) || it >= 10 || !isfinite(rel)) break;
-        SAP_TRY(sap__band_fact_apply(S->direct, r, dx));
-        for (sap_int i = 0; i < n; i++) x[i] += dx[i];
-    }
+    sap_status st = sap__solver_refine(&rf, 1, b, n, x, n, &rel, &ks, &it);
+    if (st < 0) return st;
     S->stats.iterations = it;
     S->stats.relative_residual = rel;
     if (!isfinite(rel)) return SAP_ERROR(ctx, SAP_ERR_BREAKDOWN, "sap_band direct: non-finite residual");
     if (rel > tol)
         return SAP_ERROR(ctx, SAP_WARN_INEXACT, "sap_band direct: residual %.3g above tolerance %.3g after %d refinement steps",
                          rel, tol, it);
-cleanup:
     return st;
 }
 

@@ -1,0 +1,97 @@
+/* solver_refactor.c -- sap_solver_refactor: new values for the pattern of setup.  The
+ * values go through position maps computed once (original entry -> R->A entry at setup,
+ * R->A entry -> the attempt's matrices when it is built), scaled with the DB factors of
+ * the setup; the current attempt then redoes only its numeric work, or hands over to the
+ * next method of the chain. */
+#include "solver/solver_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Rows of Y are sorted: binary search. */
+void sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,
+                             sap_int *map, int nt)
+{
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (X->nnz > 200000)")
+    for (sap_int i = 0; i < X->nrows; i++) {
+        const sap_int yi = rinv ? rinv[i] : i;
+        for (sap_int k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
+            const sap_int yj = cinv ? cinv[X->colind[k]] : X->colind[k];
+            sap_int lo = Y->rowptr[yi], hi = Y->rowptr[yi + 1];
+            while (lo < hi) {
+                sap_int mid = lo + (hi - lo) / 2;
+                if (Y->colind[mid] < yj) lo = mid + 1;
+                else hi = mid;
+            }
+            map[k] = (lo < Y->rowptr[yi + 1] && Y->colind[lo] == yj) ? lo : -1;
+        }
+    }
+}
+
+sap_status sap_solver_refactor(sap_solver *S, const double *values)
+{
+    if (!S) return SAP_ERR_INVALID;
+    sap_context *ctx = S->ctx;
+    sap_csr *A = S->A;
+    if (!values && A->nnz > 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_refactor: values is NULL");
+    for (sap_int p = 0; p < A->nnz; p++)
+        if (!isfinite(values[p]))
+            return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_refactor: value %lld is %g", (long long)p, values[p]);
+    if (A->nnz > 0) memcpy(A->val, values, sizeof(double) * (size_t)A->nnz);
+    if (!S->setup_done) return sap_solver_setup(S);
+    const double t0 = sap__wtime();
+    sap_status st = SAP_OK;
+    /* R->A = diag(r) P A Q diag(c) with the setup's permutations and scaling factors */
+    const sap_reorder_result *R = S->R;
+    sap_csr *RA = R->A;
+    for (sap_int i = 0; i < A->nrows; i++) {
+        const double ri = R->row_scale ? R->row_scale[i] : 1.0;
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            RA->val[S->map0[p]] = R->row_scale ? (ri * A->val[p]) * R->col_scale[A->colind[p]] : A->val[p];
+    }
+    /* the attempts restart from the current method (it suits this pattern) */
+    sap_solver_stats *s = &S->stats;
+    s->ntries = 0;
+    int from = S->att ? S->ichain : 0;
+    if (S->att) {
+        sap__attempt *a = S->att;
+        if (a->A_att)
+            for (sap_int p = 0; p < RA->nnz; p++) a->A_att->val[a->map_att[p]] = RA->val[p];
+        if (a->A_pc)
+            for (sap_int p = 0; p < RA->nnz; p++)
+                if (a->map_pc[p] >= 0) a->A_pc->val[a->map_pc[p]] = RA->val[p];
+        double tb = sap__wtime();
+        st = sap__solver_att_numeric(S, a);
+        a->itry = sap__solver_add_try(S, a->method, a->P, a->K);
+        s->tried[a->itry].status = st;
+        s->tried[a->itry].time = sap__wtime() - tb;
+        if (st >= 0 && a->boosted > SV_BOOST_FRACTION * (double)A->nrows && sap__solver_can_fall_back(S)) {
+            sap__solver_try_note(S, a->itry, "refactor: %lld boosted pivots > 1%% of N", (long long)a->boosted);
+            st = SAP_ERR_SINGULAR;
+        } else {
+            sap__solver_try_note(S, a->itry, "refactor: %s", st >= 0 ? "numeric only" : sap_status_string(st));
+        }
+        if (st >= 0) {
+            sap__solver_att_stats(S, a);
+        } else {
+            from = S->ichain + 1;
+            if (!S->opt.fallback || from >= S->nchain) {
+                sap__solver_att_destroy(S, S->att);
+                S->att = NULL;
+                S->ichain = 0;
+                sap__solver_relay(S);
+                s->status = st;
+                return st;
+            }
+            st = sap__solver_chain_build(S, from);
+        }
+    } else {
+        st = sap__solver_chain_build(S, 0);
+    }
+    s->time_setup = sap__wtime() - t0;
+    s->status = st;
+    if (st >= 0 && s->boosted_pivots > 0) st = SAP_WARN_BOOSTED_PIVOTS;
+    sap__solver_relay(S);
+    return st;
+}

@@ -1,0 +1,309 @@
+/* solver_solve.c -- sap_solver_solve / sap_solver_solve_many: the current attempt as the
+ * inner solve of the refinement (right-hand side and guess into the attempt's order, the
+ * Krylov method or the band LU, back to the original order), one column through the
+ * fallback chain, and band-pivot's batch of columns (one dgbtrs for all of them). */
+#include "solver/solver_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define SV_REFINE_KRYLOV 3 /* refinement passes in the original system */
+#define SV_REFINE_PIVOT 10
+
+/* The state of an attempt used as an inner solve: iterations (a band solve counts one)
+ * and the seconds in the Krylov method or the band solve are added up (NULL: not). */
+typedef struct att_inner {
+    sap_solver *S;
+    sap__attempt *a;
+    double *iters, *tkry;
+} att_inner;
+
+/* One column through a Krylov attempt: x = A^{-1} rhs approximately (x0: initial guess in
+ * the original order, NULL = 0).  Returns the Krylov status. */
+static sap_status krylov_pass(const att_inner *in, const double *rhs, const double *x0, double *x)
+{
+    sap_solver *S = in->S;
+    const sap__attempt *a = in->a;
+    const sap_int n = S->A->nrows;
+    double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
+    sap_status st = SAP_OK;
+    SAP_TRY(sap_reorder_apply_rhs(S->R, rhs, bh));
+    if (x0) SAP_TRY(sap_reorder_apply_solution(S->R, x0, yh));
+    else memset(yh, 0, sizeof(double) * (size_t)n);
+    if (a->t) {
+        for (sap_int i = 0; i < n; i++) tmp[i] = bh[a->t[i]];
+        memcpy(bh, tmp, sizeof(double) * (size_t)n);
+        for (sap_int i = 0; i < n; i++) tmp[i] = yh[a->t[i]];
+        memcpy(yh, tmp, sizeof(double) * (size_t)n);
+    }
+    double t0 = sap__wtime();
+    sap_krylov_stats ks;
+    sap_status ksv = sap_krylov_solve(a->kry, a->M, a->pc, bh, yh, &ks);
+    if (in->iters) *in->iters += ks.iterations;
+    if (ksv < 0 && ksv != SAP_ERR_BREAKDOWN) {
+        st = ksv;
+        goto cleanup;
+    }
+    st = ksv;
+    if (in->tkry) *in->tkry += sap__wtime() - t0;
+    if (a->t) {
+        for (sap_int i = 0; i < n; i++) tmp[a->t[i]] = yh[i];
+        memcpy(yh, tmp, sizeof(double) * (size_t)n);
+    }
+    sap_status s2 = sap_reorder_undo_solution(S->R, yh, x);
+    if (s2 < 0) st = s2;
+cleanup:
+    return st;
+}
+
+/* sap__refine_solve_fn of the current attempt: a band-pivot attempt solves the m columns
+ * by one dgbtrs call (the guesses are not needed), a Krylov attempt one column after the
+ * other. */
+static sap_status att_solve(void *state, sap_int m, const double *R, sap_int ldr, const double *X0, sap_int ldx0,
+                            double *X, sap_int ldx)
+{
+    const att_inner *in = state;
+    sap_solver *S = in->S;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    if (in->a->bp) {
+        double *tmp = S->w + 4 * n;
+        for (sap_int c = 0; c < m; c++) SAP_TRY(sap_reorder_apply_rhs(S->R, R + c * ldr, X + c * ldx));
+        double t0 = sap__wtime();
+        SAP_TRY(sap__bp_solve(in->a->bp, m, X, ldx));
+        if (in->tkry) *in->tkry += sap__wtime() - t0;
+        if (in->iters) *in->iters += 1;
+        for (sap_int c = 0; c < m; c++) {
+            SAP_TRY(sap_reorder_undo_solution(S->R, X + c * ldx, tmp));
+            memcpy(X + c * ldx, tmp, sizeof(double) * (size_t)n);
+        }
+        return st;
+    }
+    for (sap_int c = 0; c < m; c++) {
+        sap_status sc = krylov_pass(in, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, X + c * ldx);
+        if (sc < 0 && sc != SAP_ERR_BREAKDOWN) return sc;
+        if (sc != SAP_OK && st == SAP_OK) st = sc;
+    }
+cleanup:
+    return st;
+}
+
+/* Solves one column with the current attempt, refining in the original system: a
+ * Krylov attempt takes up to SV_REFINE_KRYLOV corrections and stops after one that does
+ * not halve the residual; band-pivot (one pass is one triangular solve) up to
+ * SV_REFINE_PIVOT while they lower it. */
+static sap_status solve_col(sap_solver *S, const double *b, double *x, double *iters, double *res, double *tkry)
+{
+    sap__attempt *a = S->att;
+    const sap_int n = S->A->nrows;
+    const double tol = S->opt.krylov.tol;
+    att_inner in = {S, a, iters, tkry};
+    const sap__refine rf = {.A = S->A,
+                            .tol = tol,
+                            .max_pass = a->bp ? SV_REFINE_PIVOT : SV_REFINE_KRYLOV,
+                            .take = SAP__REFINE_TAKE_LOWER,
+                            .slow = a->bp ? SAP__REFINE_SLOW_GOES_ON : SAP__REFINE_SLOW_STOPS_COLUMN,
+                            .solve = att_solve,
+                            .state = &in,
+                            .R = S->w,
+                            .D = S->w + n,
+                            .t = S->w + 5 * n};
+    double rel = 0;
+    sap_status ks = SAP_OK;
+    int passes = 0;
+    *res = 0;
+    sap_status st = sap__solver_refine(&rf, 1, b, n > 0 ? n : 1, x, n > 0 ? n : 1, &rel, &ks, &passes);
+    if (st < 0) return st;
+    *res = rel;
+    if (!isfinite(rel))
+        return SAP_ERROR(S->ctx, SAP_ERR_BREAKDOWN, "sap_solver %s: non-finite residual", sap_solver_method_name(a->method));
+    if (rel <= tol) return SAP_OK;
+    if (ks > 0 || ks == SAP_ERR_BREAKDOWN) return ks;
+    return SAP_ERROR(S->ctx, SAP_WARN_INEXACT, "sap_solver %s: residual %.3g of the original system above tol %.3g",
+                     sap_solver_method_name(a->method), rel, tol);
+}
+
+/* One column through the chain.  x0 is a copy of the initial guess. */
+static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, const double *x0, double *iters,
+                                  double *res, double *tkry)
+{
+    const sap_int n = S->A->nrows;
+    for (;;) {
+        sap__attempt *a = S->att;
+        double it = 0, t0 = sap__wtime();
+        const int expected = sap__solver_can_fall_back(S);
+        sap__solver_try_begin(S, expected);
+        sap_status st = solve_col(S, b, x, &it, res, tkry);
+        sap__solver_try_end(S, expected);
+        if (a->itry >= 0 && a->itry < S->stats.ntries) {
+            sap_solver_try *t = &S->stats.tried[a->itry];
+            t->status = st;
+            t->iterations += it;
+            t->time += sap__wtime() - t0;
+            const char *sep = a->note[0] ? "; " : "";
+            if (st == SAP_OK)
+                sap__solver_try_note(S, a->itry, "converged, %.4g it, res %.1e%s%s", t->iterations, *res, sep, a->note);
+            else
+                sap__solver_try_note(S, a->itry, "%s after %.4g it (res %.1e)%s%s", sap_status_name(st), it, *res, sep,
+                                     a->note);
+        }
+        *iters += it;
+        if (st == SAP_OK) return st;
+        if (st == SAP_ERR_NONFINITE || st == SAP_ERR_INVALID || !sap__solver_can_fall_back(S)) return st;
+        sap__log(S->ctx, SAP_PRINT_INFO, "sap_solver: %s failed (%s, residual %.2e), trying %s",
+                 sap_solver_method_name(a->method), sap_status_name(st), *res,
+                 sap_solver_method_name(S->chain[S->ichain + 1]));
+        const int was_direct = a->bp != NULL;
+        sap_status cb = sap__solver_chain_build(S, S->ichain + 1);
+        if (cb < 0) return cb;
+        /* the next method starts from the initial guess, or from the direct band solve's
+         * refined x (close, unless it diverged) */
+        int finite = 1;
+        for (sap_int i = 0; i < n && finite; i++) finite = isfinite(x[i]);
+        if (!finite || !was_direct) memcpy(x, x0, sizeof(double) * (size_t)n);
+    }
+}
+
+/* BAND_PIVOT with several columns: one dgbtrs call for all of them, then refinement
+ * steps batched over the columns still above tol (a column stops when a step does not
+ * lower its residual, all of them after a step that halved none). */
+static sap_status solve_many_pivot(sap_solver *S, sap_int k, const double *B, sap_int ldb, double *X, sap_int ldx,
+                                   int *done, double *iters, double *worst, double *tkry)
+{
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    const double tol = S->opt.krylov.tol;
+    sap_status st = SAP_OK;
+    double *R = NULL, *D = NULL, *rel = NULL;
+    sap_status *cst = NULL;
+    int *passes = NULL;
+    SAP_ALLOC(ctx, R, (size_t)n * (size_t)k);
+    SAP_ALLOC(ctx, D, (size_t)n * (size_t)k);
+    SAP_ALLOC(ctx, rel, k);
+    SAP_ALLOC(ctx, cst, k);
+    SAP_ALLOC(ctx, passes, k);
+    att_inner in = {S, S->att, NULL, tkry};
+    const sap__refine rf = {.A = S->A,
+                            .tol = tol,
+                            .max_pass = SV_REFINE_PIVOT,
+                            .take = SAP__REFINE_TAKE_LOWER,
+                            .slow = SAP__REFINE_SLOW_STOPS_ALL,
+                            .solve = att_solve,
+                            .state = &in,
+                            .R = R,
+                            .D = D,
+                            .t = S->w};
+    SAP_TRY(sap__solver_refine(&rf, k, B, ldb, X, ldx, rel, cst, passes));
+    for (sap_int j = 0; j < k; j++) {
+        iters[j] = 1 + passes[j];
+        done[j] = rel[j] <= tol;
+        if (rel[j] > *worst || !isfinite(rel[j])) *worst = rel[j];
+    }
+cleanup:
+    sap__free(ctx, R);
+    sap__free(ctx, D);
+    sap__free(ctx, rel);
+    sap__free(ctx, cst);
+    sap__free(ctx, passes);
+    return st;
+}
+
+sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx)
+{
+    if (!S) return SAP_ERR_INVALID;
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    int *done = NULL;
+    double *piters = NULL, *x0 = NULL;
+    if (nrhs < 0 || ldb < n || ldx < n || (nrhs > 0 && n > 0 && (!B || !X)))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_solve_many: nrhs = %lld, ldb = %lld, ldx = %lld, n = %lld%s",
+                         (long long)nrhs, (long long)ldb, (long long)ldx, (long long)n,
+                         (!B || !X) ? ", NULL array" : "");
+    for (sap_int j = 0; j < nrhs; j++)
+        for (sap_int i = 0; i < n; i++) {
+            if (!isfinite(B[i + j * ldb]))
+                return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve: b[%lld] of column %lld is %g", (long long)i,
+                                 (long long)j, B[i + j * ldb]);
+            if (!isfinite(X[i + j * ldx]))
+                return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve: initial x[%lld] of column %lld is %g",
+                                 (long long)i, (long long)j, X[i + j * ldx]);
+        }
+    if (!S->setup_done) {
+        st = sap_solver_setup(S);
+        if (st < 0) return st;
+    } else if (!S->att) {
+        /* a previous solve used up the chain (e.g. out of memory): start it again */
+        sap_status cb = sap__solver_chain_build(S, 0);
+        if (cb < 0) {
+            sap__solver_relay(S);
+            return cb;
+        }
+    }
+    const double t_start = sap__wtime();
+    sap_solver_stats *s = &S->stats;
+    s->nrhs = nrhs;
+    s->iterations = 0;
+    s->relative_residual = 0;
+    s->time_kry = 0;
+    sap_status worst = SAP_OK;
+    double tkry = 0, worst_res = 0;
+    SAP_CALLOC(ctx, done, nrhs > 0 ? nrhs : 1);
+    SAP_CALLOC(ctx, piters, nrhs > 0 ? nrhs : 1);
+    SAP_ALLOC(ctx, x0, n > 0 ? n : 1);
+    if (S->att->bp && nrhs > 1) {
+        double t0 = sap__wtime();
+        SAP_TRY(solve_many_pivot(S, nrhs, B, ldb, X, ldx, done, piters, &worst_res, &tkry));
+        sap__attempt *a = S->att;
+        if (a->itry >= 0 && a->itry < s->ntries) {
+            sap_solver_try *t = &s->tried[a->itry];
+            int ok = 1;
+            double it = 0;
+            for (sap_int j = 0; j < nrhs; j++) {
+                ok &= done[j];
+                it += piters[j];
+            }
+            t->status = ok ? SAP_OK : SAP_WARN_INEXACT;
+            t->iterations += it;
+            t->time += sap__wtime() - t0;
+            sap__solver_try_note(S, a->itry, "%d columns, one dgbtrs per step, worst res %.1e; %s", (int)nrhs, worst_res,
+                                 a->note);
+        }
+        for (sap_int j = 0; j < nrhs; j++) s->iterations += piters[j];
+        if (worst_res > s->relative_residual) s->relative_residual = worst_res;
+    }
+    for (sap_int j = 0; j < nrhs; j++) {
+        if (done[j]) continue;
+        double it = 0, res = 0;
+        double *xj = X + j * ldx;
+        memcpy(x0, xj, sizeof(double) * (size_t)n);
+        sap_status sj = solve_col_chain(S, B + j * ldb, xj, x0, &it, &res, &tkry);
+        s->iterations += it;
+        if (sj < 0 && sj != SAP_ERR_BREAKDOWN) {
+            st = sj;
+            goto cleanup;
+        }
+        if (res > s->relative_residual || !isfinite(res)) s->relative_residual = res;
+        if (sj != SAP_OK && (worst == SAP_OK || sj < 0)) worst = sj;
+        if (!S->att) break;
+    }
+    st = worst;
+cleanup:
+    if (S->att) sap__solver_att_stats(S, S->att);
+    s->time_kry = tkry;
+    s->time_solve = sap__wtime() - t_start;
+    s->status = st;
+    sap__free(ctx, done);
+    sap__free(ctx, piters);
+    sap__free(ctx, x0);
+    if (st != SAP_OK) sap__solver_relay(S);
+    else if (S->hctx) S->hctx->errmsg[0] = 0; /* failures the chain handled */
+    return st;
+}
+
+sap_status sap_solver_solve(sap_solver *S, const double *b, double *x)
+{
+    if (!S) return SAP_ERR_INVALID;
+    const sap_int n = S->A->nrows;
+    return sap_solver_solve_many(S, 1, b, n > 0 ? n : 1, x, n > 0 ? n : 1);
+}
