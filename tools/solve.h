@@ -24,9 +24,12 @@ typedef struct solve_args {
     /* the explicit Krylov path */
     sap_krylov_options kopt; /* tol, maxit and stagnation also go to sopt.krylov */
     sap_matrix_options mopt;
-    const char *precond;     /* none, jacobi, sap, sap-d, sap-c */
+    const char *precond;     /* a registered preconditioner type (sap_precond_type_name) */
+    const char *pc_opts[SAP_SOLVE_MAX_OPTS]; /* --pc-opt NAME=VALUE, in order */
+    int npc_opts;
     sap_precision pprec;
-    sap_int partitions;
+    sap_int partitions;      /* --partitions (SaP pipeline; on the explicit path: partitions_given) */
+    int partitions_given;
     const char *side;        /* as given: left or right */
 } solve_args;
 

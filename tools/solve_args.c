@@ -7,13 +7,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+/* "a|b|c" or "a, b, c" of the registered preconditioner types / Krylov methods. */
+static const char *precond_list(const char *sep)
+{
+    static char buf[2][512];
+    char *b = buf[sep[0] == '|'];
+    b[0] = 0;
+    for (int i = 0; i < sap_precond_type_count(); i++) {
+        if (i) strncat(b, sep, 511 - strlen(b));
+        strncat(b, sap_precond_type_name(i), 511 - strlen(b));
+    }
+    return b;
+}
+
+static const char *krylov_list(void)
+{
+    static char b[512];
+    b[0] = 0;
+    for (int i = 0; i < sap_krylov_method_count(); i++) {
+        if (i) strncat(b, ", ", 511 - strlen(b));
+        strncat(b, sap_krylov_method_name(i), 511 - strlen(b));
+    }
+    return b;
+}
+
+/* --precond help: every preconditioner type with its options. */
+static void precond_help(FILE *f)
+{
+    fprintf(f, "preconditioners (--precond NAME, options by --pc-opt NAME=VALUE):\n");
+    for (int i = 0; i < sap_precond_type_count(); i++) fputs(sap_precond_type_help(i), f);
+    fprintf(f, "auto: sap (the banded SaP preconditioner, SaP-D or SaP-C chosen from the matrix)\n");
+}
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sap solve FILE|SPEC [--method auto|sap-d|sap-c|band-lu|band-pivot|jacobi] [--opt NAME=VALUE]...\n"
                "                 [--nrhs K] [--profile]\n"
-               "       sap solve FILE|SPEC [--rhs FILE] [--krylov METHOD] [--precond none|jacobi|sap-d|sap-c|auto]\n"
-               "                 [--partitions P]\n"
+               "       sap solve FILE|SPEC [--rhs FILE] [--krylov METHOD] [--precond NAME|auto|help]\n"
+               "                 [--pc-opt NAME=VALUE]... [--partitions P]\n"
                "                 [--precond-precision float|double] [--side left|right]\n"
                "                 [--format auto|csr|ell|sellp|hec] [--tol T] [--maxit N] [--stagnation N]\n"
                "                 [--backend cpu|cuda|auto] [--threads N] [--xstar parabola|random|ones]\n"
@@ -37,13 +70,15 @@ static void usage(FILE *f)
                "  --rhs FILE        right-hand side (Matrix Market, first column); default b = A x*\n"
                "  --xstar KIND      manufactured solution: parabola (default; 1 at the ends, 400 in\n"
                "                    the middle), random (uniform in [-1, 1], seed 1) or ones\n"
-               "  --krylov METHOD   cg | bicgstab | bicgstabl[:l] | gmres[:m] | fgmres[:m] | idr[:s]\n"
-               "                    (default bicgstabl:2; BiCGStab(l) counts iterations in 1/(2l) steps)\n"
-               "  --precond P       none (default), jacobi, or the banded SaP preconditioners sap-d\n"
-               "                    (decoupled), sap-c (coupled) or auto (prints T_LU, T_BC, T_SPK,\n"
-               "                    T_LUrdcd, T_Kry)\n"
-               "  --partitions P    SaP partitions (default 0: automatic)\n"
-               "  --precond-precision float|double   precision of the preconditioner (default double)\n"
+               "  --krylov METHOD[:p]  default bicgstabl:2 (BiCGStab(l) counts iterations in 1/(2l)\n"
+               "                    steps); the methods:\n");
+    for (int i = 0; i < sap_krylov_method_count(); i++) fprintf(f, "                      %s", sap_krylov_method_help(i));
+    fprintf(f, "  --precond P       %s (default none), or auto (SaP: prints T_LU, T_BC,\n"
+               "                    T_SPK, T_LUrdcd, T_Kry); --precond help lists each with its options\n"
+               "  --pc-opt N=V      an option of the preconditioner (repeatable), e.g. partitions=8\n"
+               "  --partitions P    SaP partitions (default 0: automatic), short for --pc-opt partitions=P\n",
+            precond_list(", "));
+    fprintf(f, "  --precond-precision float|double   precision of the preconditioner (default double)\n"
                "  --side left|right preconditioning side (default right; cg is always symmetric,\n"
                "                    fgmres always right)\n"
                "  --format F        SpMV format (default auto: chosen by the backend)\n"
@@ -75,7 +110,8 @@ enum {
     OPT_MAXIT,
     OPT_STAGNATION,
     OPT_PARTITIONS,
-    OPT_NRHS
+    OPT_NRHS,
+    OPT_PC_OPT
 };
 
 static const struct option own_options[] = {{"rhs", required_argument, NULL, OPT_RHS},
@@ -93,6 +129,7 @@ static const struct option own_options[] = {{"rhs", required_argument, NULL, OPT
                                             {"stagnation", required_argument, NULL, OPT_STAGNATION},
                                             {"partitions", required_argument, NULL, OPT_PARTITIONS},
                                             {"nrhs", required_argument, NULL, OPT_NRHS},
+                                            {"pc-opt", required_argument, NULL, OPT_PC_OPT},
                                             {NULL, 0, NULL, 0}};
 
 /* The option values as given, before they are resolved into the library's structs. */
@@ -131,19 +168,33 @@ static int take(void *state, int val, const char *arg)
     case OPT_KRYLOV:
         r->explicit_path = 1;
         if (sap_krylov_parse(arg, &a->kopt.type, &a->kopt.param) != SAP_OK) {
-            fprintf(stderr,
-                    "sap solve: unknown Krylov method '%s' (cg, bicgstab, bicgstabl:2, gmres:20, fgmres:30, idr:4)\n",
-                    arg);
+            fprintf(stderr, "sap solve: unknown Krylov method '%s' (%s, with an optional :p)\n", arg, krylov_list());
             return 2;
         }
         return 0;
     case OPT_PRECOND:
+        if (!strcmp(arg, "help")) {
+            precond_help(stdout);
+            return 1;
+        }
         r->explicit_path = 1;
         a->precond = !strcmp(arg, "auto") ? "sap" : arg;
-        if (strcmp(a->precond, "none") && strcmp(a->precond, "jacobi") && strncmp(a->precond, "sap", 3)) {
-            fprintf(stderr, "sap solve: unknown preconditioner '%s' (none, jacobi, sap-d, sap-c, auto)\n", arg);
+        for (int i = 0; i < sap_precond_type_count(); i++)
+            if (!strcasecmp(a->precond, sap_precond_type_name(i))) return 0;
+        fprintf(stderr, "sap solve: unknown preconditioner '%s' (%s, auto; --precond help)\n", arg,
+                precond_list(", "));
+        return 2;
+    case OPT_PC_OPT:
+        r->explicit_path = 1;
+        if (a->npc_opts >= SAP_SOLVE_MAX_OPTS) {
+            fprintf(stderr, "sap solve: at most %d --pc-opt options\n", SAP_SOLVE_MAX_OPTS);
             return 2;
         }
+        if (!strchr(arg, '=')) {
+            fprintf(stderr, "sap solve: --pc-opt needs NAME=VALUE, got '%s' (--precond help lists them)\n", arg);
+            return 2;
+        }
+        a->pc_opts[a->npc_opts++] = arg;
         return 0;
     case OPT_PPREC:
         r->explicit_path = 1;
@@ -179,7 +230,7 @@ static int take(void *state, int val, const char *arg)
         return 0;
     case OPT_MAXIT: count = &r->maxit; break;
     case OPT_STAGNATION: count = &r->stagnation; break;
-    case OPT_PARTITIONS: count = &r->partitions; break;
+    case OPT_PARTITIONS: count = &r->partitions; a->partitions_given = 1; break;
     case OPT_NRHS: count = &r->nrhs; break;
     default: return 2;
     }

@@ -53,12 +53,13 @@ int solve_krylov(const solve_args *a, const solve_problem *p, solve_krylov_run *
     t0 = solve_now();
     st = sap_precond_create(ctx, a->precond, &run->P);
     if (st >= 0) st = sap_precond_set_precision(run->P, a->pprec);
-    if (st >= 0 && !strncmp(a->precond, "sap", 3)) { /* banded SaP: partitions */
-        sap_band_options bopt;
-        sap_band_options_init(&bopt);
-        bopt.partitions = a->partitions;
-        st = sap_precond_set_band_options(run->P, &bopt);
+    /* the type's own options: --partitions P is --pc-opt partitions=P */
+    if (st >= 0 && a->partitions_given) {
+        char v[32];
+        snprintf(v, sizeof(v), "%lld", (long long)a->partitions);
+        st = sap_precond_set_option(run->P, "partitions", v);
     }
+    for (int i = 0; i < a->npc_opts && st >= 0; i++) st = sap_precond_set_options(run->P, a->pc_opts[i]);
     if (st >= 0) st = sap_precond_setup_symbolic(run->P, A);
     if (st >= 0) st = sap_precond_setup_numeric(run->P, A);
     run->t_precond = solve_now() - t0;
