@@ -6,8 +6,7 @@
  * line are parsed line by line; the entries are parsed by a hand-written tokenizer that
  * relies on a '\n' at the end of every line it sees (the text up to its last newline is
  * parsed in place; an unterminated last line is copied and given one), converts numbers
- * with mm_parse_real (mm_text.h: Clinger / Eisel-Lemire / strtod, always correctly
- * rounded), and counts lines for the messages.  With several threads the entry section
+ * with sap__parse_double (mm_number.h: fast_float, always correctly rounded), and counts lines for the messages.  With several threads the entry section
  * is split at newlines into one chunk per thread; each chunk parses into its own slice of
  * the triplet arrays (sized by its line count), so no merging is needed.  When anything
  * is wrong (a malformed line, a count mismatch) the entry section is parsed again serially
@@ -30,6 +29,7 @@
  *    or needing more memory than the machine has, give SAP_ERR_TOO_LARGE. */
 #define _POSIX_C_SOURCE 200809L
 #include "matrix/mm_text.h"
+#include "matrix/mm_number.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,26 +105,13 @@ static bool word_is(const char *t, size_t n, const char *word)
 /* Parses a size: digits only; 1 ok, 0 not a non-negative integer, -1 negative, 2 too large. */
 static int parse_size(const char *t, size_t n, sap_int *out)
 {
-    if (n == 0) return 0;
-    size_t k = 0;
+    const char *p = t, *e = t + n;
     bool neg = false;
-    if (t[0] == '-' || t[0] == '+') {
-        neg = t[0] == '-';
-        k = 1;
-        if (n == 1) return 0;
-    }
+    if (p < e && (*p == '-' || *p == '+')) neg = *p++ == '-';
     uint64_t v = 0;
-    bool big = false;
-    for (; k < n; k++) {
-        if (!mm_isdigit(t[k])) return 0;
-        unsigned d = (unsigned)(t[k] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            big = true;
-        else
-            v = 10 * v + d;
-    }
-    if (neg) return (v == 0 && !big) ? (*out = 0, 1) : -1;
-    if (big || v > (uint64_t)INT64_MAX) return 2;
+    if (sap__parse_u64(p, e, &v) != e) return 0; /* no digits, or something after them */
+    if (neg) return v == 0 ? (*out = 0, 1) : -1;
+    if (v > (uint64_t)INT64_MAX) return 2; /* UINT64_MAX: saturated */
     *out = (sap_int)v;
     return 1;
 }
@@ -362,20 +349,8 @@ static int missing(mm_chunk *c, int64_t n, int64_t line, const char *what)
     return chunk_error(c, n, SAP_ERR_PARSE, line, "missing %s", what);
 }
 
-/* an index: digits, saturating at UINT64_MAX */
-static inline const char *parse_index(const char *p, uint64_t *out)
-{
-    uint64_t v = (uint64_t)(*p++ - '0');
-    while (mm_isdigit(*p)) {
-        uint64_t d = (uint64_t)(*p++ - '0');
-        v = v > (UINT64_MAX - 9) / 10 ? UINT64_MAX : 10 * v + d;
-    }
-    *out = v;
-    return p;
-}
-
-/* a value of the file's field at p; NULL when malformed */
-static inline const char *parse_value(const char *p, bool integer, double *v)
+/* a value of the file's field at p (the chunk ends at end); NULL when malformed */
+static inline const char *parse_value(const char *p, const char *end, bool integer, double *v)
 {
     if (integer) {
         const char *q = p;
@@ -384,7 +359,7 @@ static inline const char *parse_value(const char *p, bool integer, double *v)
         while (mm_isdigit(*q)) q++;
         if (!mm_isblank(*q) && *q != '\n') return NULL;
     }
-    return mm_parse_real(p, v);
+    return sap__parse_double(p, end, v);
 }
 
 static int index_error(mm_chunk *c, int64_t n, int64_t line, const char *tok, const char *what, uint64_t max)
@@ -426,7 +401,7 @@ static int parse_coordinate(const mm_cfg *g, mm_chunk *c)
             if (*p == '-' && mm_isdigit(p[1])) return index_error(c, n, line, ti, "row", nr);
             return bad_token(c, n, line, ti, "row index", "a positive integer");
         }
-        p = parse_index(p, &i);
+        p = sap__parse_u64(p, end, &i);
         if (!mm_isblank(*p)) {
             if (*p == '\n') return missing(c, n, line, "column index");
             return bad_token(c, n, line, ti, "row index", "a positive integer");
@@ -439,13 +414,13 @@ static int parse_coordinate(const mm_cfg *g, mm_chunk *c)
             if (*p == '-' && mm_isdigit(p[1])) return index_error(c, n, line, tj, "column", nc);
             return bad_token(c, n, line, tj, "column index", "a positive integer");
         }
-        p = parse_index(p, &j);
+        p = sap__parse_u64(p, end, &j);
         if (!mm_isblank(*p) && *p != '\n') return bad_token(c, n, line, tj, "column index", "a positive integer");
         if (!pattern) {
             while (mm_isblank(*p)) p++;
             if (*p == '\n') return missing(c, n, line, "value");
             tv = p;
-            const char *q = parse_value(p, integer, &v);
+            const char *q = parse_value(p, end, integer, &v);
             if (!q || (!mm_isblank(*q) && *q != '\n'))
                 return bad_token(c, n, line, tv, "value", integer ? "an integer" : "a real number");
             p = q;
@@ -508,7 +483,7 @@ static int parse_array(const mm_cfg *g, mm_chunk *c)
         }
         const char *tv = p;
         double v;
-        const char *q = parse_value(p, integer, &v);
+        const char *q = parse_value(p, end, integer, &v);
         if (!q || (!mm_isblank(*q) && *q != '\n'))
             return bad_token(c, n, line, tv, "value", integer ? "an integer" : "a real number");
         p = q;
