@@ -19,9 +19,10 @@
  *  - comment: each line of opt->comment becomes a comment line (a '%' is added unless
  *    the line starts with one). */
 #define _POSIX_C_SOURCE 200809L
-#include "matrix/mm_text.h"
+#include "matrix/mm_io.h"
 #include "matrix/mm_number.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #ifdef _OPENMP

@@ -1,12 +1,11 @@
-/* mm_text.h -- internal helpers of the Matrix Market reader and writer (not installed):
- * loading a whole file (plain or gzip) into memory and a buffered output sink (plain or
- * gzip).  The number conversions are in mm_number.h. */
-#ifndef SAP_MM_TEXT_H
-#define SAP_MM_TEXT_H
+/* mm_io.h -- the bytes of Matrix Market files (not installed): a whole input file, plain
+ * or gzip, in memory (mm_load.c), and a buffered output sink, plain or gzip (mm_sink.c).
+ * Nothing here knows the format; the reader is mm_read.h, the numbers mm_number.h. */
+#ifndef SAP_MM_IO_H
+#define SAP_MM_IO_H
 
 #include "base/base.h"
 
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -21,12 +20,13 @@
  * or corrupt), SAP_ERR_NOT_COMPILED (gzip without zlib), SAP_ERR_OUT_OF_MEMORY. */
 sap_status sap__mm_load(sap_context *ctx, const char *path, char **text, size_t *len, int *gzipped);
 
-/* Number of '\n' bytes in [p, p + n). */
-int64_t sap__mm_count_newlines(const char *p, size_t n);
-
-/* Physical memory in bytes (an upper bound for what a read may allocate), or a large
- * constant where unknown. */
-int64_t sap__mm_memory_limit(void);
+/* Does path end in ".gz" (any case)? */
+static inline bool sap__mm_ends_with_gz(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 3 && path[n - 3] == '.' && (path[n - 2] == 'g' || path[n - 2] == 'G') &&
+           (path[n - 1] == 'z' || path[n - 1] == 'Z');
+}
 
 /* ---- output sink ------------------------------------------------------------------- */
 
@@ -47,10 +47,4 @@ sap_status sap__mm_sink_write(sap_mm_sink *s, const char *p, size_t n);
  * Returns the first error of flushing or closing. */
 sap_status sap__mm_sink_close(sap_mm_sink *s, int ok);
 
-/* ---- parsing ------------------------------------------------------------------------- */
-
-static inline bool mm_isdigit(char c) { return (unsigned char)(c - '0') < 10; }
-/* Separators inside a line: blank, tab, carriage return (of CRLF files). */
-static inline bool mm_isblank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-#endif /* SAP_MM_TEXT_H */
+#endif /* SAP_MM_IO_H */

@@ -1,50 +1,17 @@
-/* mm_text.c -- whole-file loading (plain or gzip) and the buffered output sink of the
- * Matrix Market reader and writer (see mm_text.h). */
+/* mm_load.c -- owns reading an input file into memory: plain text in one read where the
+ * size is known, gzip (recognized by its magic bytes, whatever the name) through zlib's
+ * gzread with a 1 MiB buffer into a buffer sized from the gzip trailer (ISIZE), and the
+ * SAP_MM_PAD zero bytes after the text that the entry parser relies on. */
 #define _POSIX_C_SOURCE 200809L
-#include "matrix/mm_text.h"
+#include "matrix/mm_io.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #ifdef SAP_HAVE_ZLIB
 #include <zlib.h>
 #endif
-
-int64_t sap__mm_count_newlines(const char *p, size_t n)
-{
-    int64_t count = 0;
-    size_t i = 0;
-    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL, low7 = 0x7F7F7F7F7F7F7F7FULL;
-    const uint64_t nl = ones * (uint64_t)'\n';
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        uint64_t x = w ^ nl; /* zero bytes where '\n' */
-        uint64_t t = ((x & low7) + low7) | x;
-        count += (int64_t)((((~t & high) >> 7) * ones) >> 56); /* bytes that were '\n' */
-    }
-    for (; i < n; i++) count += p[i] == '\n';
-    return count;
-}
-
-int64_t sap__mm_memory_limit(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long size = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && size > 0 && (int64_t)pages <= INT64_MAX / size) return (int64_t)pages * size;
-    return (int64_t)1 << 47;
-}
-
-/* ---- loading ---------------------------------------------------------------------------- */
-
-static bool ends_with_gz(const char *path)
-{
-    size_t n = strlen(path);
-    return n >= 3 && path[n - 3] == '.' && (path[n - 2] == 'g' || path[n - 2] == 'G') &&
-           (path[n - 1] == 'z' || path[n - 1] == 'Z');
-}
 
 /* Grows *buf (holding len bytes, capacity *cap + SAP_MM_PAD) to at least need bytes:
  * exactly need the first time, doubling afterwards. */
@@ -80,7 +47,7 @@ sap_status sap__mm_load(sap_context *ctx, const char *path, char **text, size_t 
     gzFile gz = NULL;
 #endif
 #ifndef SAP_HAVE_ZLIB
-    if (ends_with_gz(path))
+    if (sap__mm_ends_with_gz(path))
         SAP_FAIL(ctx, SAP_ERR_NOT_COMPILED, "%s: reading .gz files needs zlib, and this build of sap has none", path);
 #endif
     f = fopen(path, "rb");
@@ -169,109 +136,5 @@ cleanup:
     if (gz) gzclose_r(gz);
 #endif
     sap__free(ctx, buf);
-    return st;
-}
-
-/* ---- output sink ---------------------------------------------------------------------- */
-
-#define SINK_CAP ((size_t)1 << 20)
-
-sap_status sap__mm_sink_open(sap_context *ctx, const char *path, sap_mm_sink *s)
-{
-    memset(s, 0, sizeof(*s));
-    s->ctx = ctx;
-    s->path = path;
-    sap_status st = SAP_OK;
-    if (ends_with_gz(path)) {
-#ifdef SAP_HAVE_ZLIB
-        errno = 0;
-        gzFile gz = gzopen(path, "wb1"); /* level 1: ~5x faster than 6, files ~25% larger */
-        if (!gz)
-            return SAP_ERROR(ctx, SAP_ERR_IO, "%s: cannot open for writing: %s", path,
-                             errno ? strerror(errno) : "zlib error");
-        gzbuffer(gz, 1 << 20);
-        s->gz = gz;
-#else
-        return SAP_ERROR(ctx, SAP_ERR_NOT_COMPILED, "%s: writing .gz files needs zlib, and this build of sap has none",
-                         path);
-#endif
-    } else {
-        FILE *f = fopen(path, "wb");
-        if (!f) return SAP_ERROR(ctx, SAP_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
-        s->file = f;
-    }
-    SAP_ALLOC(ctx, s->buf, SINK_CAP);
-    s->cap = SINK_CAP;
-    return SAP_OK;
-cleanup:
-    sap__mm_sink_close(s, 0);
-    return st;
-}
-
-static sap_status sink_flush(sap_mm_sink *s)
-{
-    if (s->len == 0) return SAP_OK;
-    size_t n = s->len;
-    s->len = 0;
-#ifdef SAP_HAVE_ZLIB
-    if (s->gz) {
-        const char *p = s->buf;
-        while (n > 0) {
-            unsigned chunk = n > (1u << 30) ? (1u << 30) : (unsigned)n;
-            int w = gzwrite((gzFile)s->gz, p, chunk);
-            if (w <= 0) {
-                int zerr = Z_OK;
-                const char *msg = gzerror((gzFile)s->gz, &zerr);
-                return SAP_ERROR(s->ctx, SAP_ERR_IO, "%s: write error: %s", s->path,
-                                 zerr == Z_ERRNO ? strerror(errno) : (msg ? msg : "zlib error"));
-            }
-            p += w;
-            n -= (size_t)w;
-        }
-        return SAP_OK;
-    }
-#endif
-    if (fwrite(s->buf, 1, n, (FILE *)s->file) != n)
-        return SAP_ERROR(s->ctx, SAP_ERR_IO, "%s: write error: %s", s->path, strerror(errno));
-    return SAP_OK;
-}
-
-sap_status sap__mm_sink_write(sap_mm_sink *s, const char *p, size_t n)
-{
-    while (n > 0) {
-        if (s->len == s->cap) {
-            sap_status st = sink_flush(s);
-            if (st < 0) return st;
-        }
-        size_t k = s->cap - s->len < n ? s->cap - s->len : n;
-        memcpy(s->buf + s->len, p, k);
-        s->len += k;
-        p += k;
-        n -= k;
-    }
-    return SAP_OK;
-}
-
-sap_status sap__mm_sink_close(sap_mm_sink *s, int ok)
-{
-    sap_status st = SAP_OK;
-    if (ok && s->buf) st = sink_flush(s);
-    if (s->file) {
-        if (fclose((FILE *)s->file) != 0 && st == SAP_OK && ok)
-            st = SAP_ERROR(s->ctx, SAP_ERR_IO, "%s: write error: %s", s->path, strerror(errno));
-        s->file = NULL;
-    }
-#ifdef SAP_HAVE_ZLIB
-    if (s->gz) {
-        int r = gzclose_w((gzFile)s->gz);
-        if (r != Z_OK && st == SAP_OK && ok)
-            st = SAP_ERROR(s->ctx, SAP_ERR_IO, "%s: write error (zlib %d): %s", s->path, r,
-                           r == Z_ERRNO ? strerror(errno) : "compression failed");
-        s->gz = NULL;
-    }
-#endif
-    sap__free(s->ctx, s->buf);
-    s->buf = NULL;
-    if (!ok || st < 0) remove(s->path);
     return st;
 }
