@@ -19,6 +19,7 @@
  *  - comment: each line of opt->comment becomes a comment line (a '%' is added unless
  *    the line starts with one). */
 #define _POSIX_C_SOURCE 200809L
+#include "matrix/csr_search.h"
 #include "matrix/mm_io.h"
 #include "matrix/mm_number.h"
 
@@ -243,21 +244,9 @@ cleanup:
 /* value of A(i, j), 0 when absent; *found says whether it is stored */
 static double csr_get(const sap_csr *A, sap_int i, sap_int j, bool *found)
 {
-    sap_int lo = A->rowptr[i], hi = A->rowptr[i + 1] - 1;
-    while (lo <= hi) {
-        sap_int mid = lo + (hi - lo) / 2;
-        sap_int c = A->colind[mid];
-        if (c == j) {
-            *found = true;
-            return A->val[mid];
-        }
-        if (c < j)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    *found = false;
-    return 0.0;
+    sap_int p = sap__csr_find(A->rowptr, A->colind, i, j);
+    *found = p >= 0;
+    return p >= 0 ? A->val[p] : 0.0;
 }
 
 static sap_status check_csr(sap_context *ctx, const sap_csr *A, const sap_mm_write_options *opt)
