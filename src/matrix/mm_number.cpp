@@ -1,7 +1,7 @@
 // mm_number.cpp -- owns the number conversions of the Matrix Market reader and writer
-// (declared in mm_number.h): fast_float for reals, std::from_chars for integers,
-// std::to_chars for output.  The library's only C++ unit: no exceptions, no allocation,
-// nothing but the C interface is visible outside it.
+// (declared in mm_number.h): fast_float for reals, std::to_chars for output.  The
+// library's only C++ unit: no exceptions, no allocation, nothing but the C interface is
+// visible outside it.
 #include "matrix/mm_number.h"
 
 #include <fast_float/fast_float.h>
@@ -13,8 +13,6 @@
 #include <system_error>
 
 namespace {
-
-inline bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 
 // strtod on a NUL-terminated copy of [s, e): the rare values fast_float reports out of range
 const char *parse_double_strtod(const char *s, const char *e, double *v)
@@ -36,7 +34,7 @@ const char *parse_double_strtod(const char *s, const char *e, double *v)
 extern "C" const char *sap__parse_double(const char *p, const char *end, double *v)
 {
     const char *s = p;
-    if (p < end && *p == '+') { // fast_float (like strtod's C++ cousin from_chars) takes no '+'
+    if (p < end && *p == '+') { // fast_float, like std::from_chars, takes no '+'
         p++;
         if (p < end && *p == '-') return nullptr;
     }
@@ -45,18 +43,6 @@ extern "C" const char *sap__parse_double(const char *p, const char *end, double 
     if (r.ec == std::errc::invalid_argument) return nullptr;
     if (r.ptr[-1] == ')') return nullptr; // "nan(chars)": not a Matrix Market number
     if (r.ec == std::errc::result_out_of_range) return parse_double_strtod(s, r.ptr, v);
-    *v = x;
-    return r.ptr;
-}
-
-extern "C" const char *sap__parse_u64(const char *p, const char *end, uint64_t *v)
-{
-    if (p >= end || !is_digit(*p)) return nullptr;
-    uint64_t x = 0;
-    const std::from_chars_result r = std::from_chars(p, end, x);
-    if (r.ec == std::errc::result_out_of_range) {
-        x = UINT64_MAX;
-    }
     *v = x;
     return r.ptr;
 }
