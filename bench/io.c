@@ -19,7 +19,7 @@
 #include "sap.h"
 #include "base/base.h"
 
-#include "matrix/mm_text.h"
+#include "matrix/mm_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>

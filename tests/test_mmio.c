@@ -6,7 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testing.h"
 
-#include "matrix/mm_text.h"
+#include "base/base.h"
+#include "matrix/mm_number.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -398,7 +399,7 @@ static void test_numbers(void)
         }
         if (rnd() & 1) v = -v;
         int P = it % 3 ? 17 : 1 + (int)(rnd() % 17);
-        int n = sap__mm_format_real(a, v, P);
+        int n = sap__format_double(a, v, P);
         a[n] = '\0';
         snprintf(b, sizeof(b), "%.*g", P, v);
         if (strcmp(a, b)) {

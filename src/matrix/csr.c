@@ -1,6 +1,8 @@
 /* csr.c -- compressed sparse row matrices: create, copy, canonical form from COO or
- * user arrays, invariant check, and the dense type. */
+ * user arrays (through sap__csr_canonicalize, sort_pairs.c), invariant check, and the
+ * dense type. */
 #include "base/base.h"
+#include "matrix/sort_pairs.h"
 
 #include <string.h>
 
@@ -53,68 +55,30 @@ sap_status sap_csr_copy(const sap_csr *A, sap_csr **B)
 }
 
 /* Builds a canonical CSR from nnz triplets (row[k], col[k], val[k]) already known to be in
- * range: a bucket pass by column then a stable bucket pass by row leaves each row's
- * columns sorted; duplicates are then summed.  val may be NULL (ones). */
+ * range: a stable bucket pass by row keeps each row's entries in input order, then
+ * sap__csr_canonicalize sorts the rows and sums duplicates.  val may be NULL (ones). */
 static sap_status csr_from_triplets(sap_context *ctx, sap_int nrows, sap_int ncols, sap_int nnz, const sap_int *row,
                                     const sap_int *col, const double *val, sap_csr **out)
 {
     sap_status st = SAP_OK;
-    sap_int *colptr = NULL, *trow = NULL, *cursor = NULL;
-    double *tval = NULL;
+    sap_int *next = NULL;
     sap_csr *A = NULL;
-    SAP_CALLOC(ctx, colptr, ncols + 1);
-    SAP_ALLOC(ctx, trow, nnz);
-    SAP_ALLOC(ctx, tval, nnz);
     SAP_TRY(sap_csr_create(ctx, nrows, ncols, nnz, &A));
-
-    for (sap_int k = 0; k < nnz; k++) colptr[col[k] + 1]++;
-    for (sap_int j = 0; j < ncols; j++) colptr[j + 1] += colptr[j];
-    for (sap_int k = 0; k < nnz; k++) {
-        sap_int p = colptr[col[k]]++;
-        trow[p] = row[k];
-        tval[p] = val ? val[k] : 1.0;
-    }
-    /* colptr[j] is now the end of column j; rebuild starts on the fly */
-    for (sap_int k = 0; k < nnz; k++) A->rowptr[trow[k] + 1]++;
+    for (sap_int k = 0; k < nnz; k++) A->rowptr[row[k] + 1]++;
     for (sap_int i = 0; i < nrows; i++) A->rowptr[i + 1] += A->rowptr[i];
-    SAP_ALLOC(ctx, cursor, nrows + 1);
-    memcpy(cursor, A->rowptr, sizeof(sap_int) * (size_t)(nrows + 1));
-    sap_int start = 0;
-    for (sap_int j = 0; j < ncols; j++) {
-        sap_int end = colptr[j];
-        for (sap_int p = start; p < end; p++) {
-            sap_int q = cursor[trow[p]]++;
-            A->colind[q] = j;
-            A->val[q] = tval[p];
-        }
-        start = end;
+    SAP_ALLOC(ctx, next, nrows + 1);
+    memcpy(next, A->rowptr, sizeof(sap_int) * (size_t)(nrows + 1));
+    for (sap_int k = 0; k < nnz; k++) {
+        sap_int p = next[row[k]]++;
+        A->colind[p] = col[k];
+        A->val[p] = val ? val[k] : 1.0;
     }
-
-    /* sum duplicates, compacting in place */
-    sap_int w = 0;
-    for (sap_int i = 0; i < nrows; i++) {
-        sap_int r0 = A->rowptr[i], r1 = A->rowptr[i + 1];
-        A->rowptr[i] = w;
-        for (sap_int p = r0; p < r1; p++) {
-            if (w > A->rowptr[i] && A->colind[w - 1] == A->colind[p]) {
-                A->val[w - 1] += A->val[p];
-            } else {
-                A->colind[w] = A->colind[p];
-                A->val[w] = A->val[p];
-                w++;
-            }
-        }
-    }
-    A->rowptr[nrows] = w;
-    A->nnz = w;
+    SAP_TRY(sap__csr_canonicalize(ctx, A));
     *out = A;
     A = NULL;
 cleanup:
     sap_csr_destroy(A);
-    sap__free(ctx, colptr);
-    sap__free(ctx, cursor);
-    sap__free(ctx, trow);
-    sap__free(ctx, tval);
+    sap__free(ctx, next);
     return st;
 }
 
@@ -151,15 +115,19 @@ sap_status sap_csr_from_arrays(sap_context *ctx, sap_int nrows, sap_int ncols, c
             if (colind[p] < 0 || colind[p] >= ncols)
                 return SAP_ERROR(ctx, SAP_ERR_INDEX, "row %lld has column index %lld outside 0..%lld", (long long)i,
                                  (long long)colind[p], (long long)ncols - 1);
-    sap_status st = SAP_OK;
-    sap_int *row = NULL;
-    SAP_ALLOC(ctx, row, nnz);
-    for (sap_int i = 0; i < nrows; i++)
-        for (sap_int p = rowptr[i]; p < rowptr[i + 1]; p++) row[p] = i;
-    st = csr_from_triplets(ctx, nrows, ncols, nnz, row, colind, val, out);
-cleanup:
-    sap__free(ctx, row);
-    return st;
+    sap_csr *A = NULL;
+    sap_status st = sap_csr_create(ctx, nrows, ncols, nnz, &A);
+    if (st < 0) return st;
+    memcpy(A->rowptr, rowptr, sizeof(sap_int) * (size_t)(nrows + 1));
+    if (nnz > 0) memcpy(A->colind, colind, sizeof(sap_int) * (size_t)nnz);
+    for (sap_int p = 0; p < nnz; p++) A->val[p] = val ? val[p] : 1.0;
+    st = sap__csr_canonicalize(ctx, A);
+    if (st < 0) {
+        sap_csr_destroy(A);
+        return st;
+    }
+    *out = A;
+    return SAP_OK;
 }
 
 sap_status sap_csr_check(const sap_csr *A)

@@ -6,8 +6,8 @@
  * integrality for the integer field), so an error leaves no file behind; a write error
  * removes the partial file.  Lines are formatted in parallel slabs (one buffer per
  * thread) and written in order through one big buffer; reals go through
- * sap__mm_format_real, which prints exactly what printf("%.*g") prints, several times
- * faster.
+ * sap__format_double (mm_number.h: std::to_chars), which prints exactly what
+ * printf("%.*g") prints, several times faster.
  *
  * Output:
  *  - coordinate, CSR: the entries row by row (explicit zeros included); symmetric: the
@@ -19,8 +19,11 @@
  *  - comment: each line of opt->comment becomes a comment line (a '%' is added unless
  *    the line starts with one). */
 #define _POSIX_C_SOURCE 200809L
-#include "matrix/mm_text.h"
+#include "matrix/csr_search.h"
+#include "matrix/mm_io.h"
+#include "matrix/mm_number.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -28,7 +31,7 @@
 #endif
 
 #define SLAB ((int64_t)1 << 15) /* items a thread formats at a time */
-#define LINE_MAX_BYTES (2 * 21 + 2 + SAP_MM_NUMBER_MAX + 2)
+#define LINE_MAX_BYTES (2 * 21 + 2 + SAP_NUMBER_MAX + 2)
 #define PARALLEL_MIN_ITEMS ((int64_t)1 << 17)
 
 void sap_mm_write_options_init(sap_mm_write_options *opt)
@@ -101,15 +104,15 @@ static inline bool keep(const mm_src *s, sap_int i, sap_int j, double v)
 static inline char *put_line(char *o, const mm_src *s, sap_int i, sap_int j, double v)
 {
     if (s->format == SAP_MM_COORDINATE) {
-        o += sap__mm_format_u64(o, (uint64_t)i + 1);
+        o += sap__format_u64(o, (uint64_t)i + 1);
         *o++ = ' ';
-        o += sap__mm_format_u64(o, (uint64_t)j + 1);
+        o += sap__format_u64(o, (uint64_t)j + 1);
         if (s->field != SAP_MM_PATTERN) *o++ = ' ';
     }
     if (s->field == SAP_MM_REAL)
-        o += sap__mm_format_real(o, v, s->precision);
+        o += sap__format_double(o, v, s->precision);
     else if (s->field == SAP_MM_INTEGER)
-        o += sap__mm_format_i64(o, (int64_t)v);
+        o += sap__format_i64(o, (int64_t)v);
     *o++ = '\n';
     return o;
 }
@@ -241,21 +244,9 @@ cleanup:
 /* value of A(i, j), 0 when absent; *found says whether it is stored */
 static double csr_get(const sap_csr *A, sap_int i, sap_int j, bool *found)
 {
-    sap_int lo = A->rowptr[i], hi = A->rowptr[i + 1] - 1;
-    while (lo <= hi) {
-        sap_int mid = lo + (hi - lo) / 2;
-        sap_int c = A->colind[mid];
-        if (c == j) {
-            *found = true;
-            return A->val[mid];
-        }
-        if (c < j)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    *found = false;
-    return 0.0;
+    sap_int p = sap__csr_find(A->rowptr, A->colind, i, j);
+    *found = p >= 0;
+    return p >= 0 ? A->val[p] : 0.0;
 }
 
 static sap_status check_csr(sap_context *ctx, const sap_csr *A, const sap_mm_write_options *opt)

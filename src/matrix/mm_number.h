@@ -1,0 +1,55 @@
+/* mm_number.h -- the number conversions of the Matrix Market reader and writer (not
+ * installed), in one C++ unit (mm_number.cpp) behind a C interface:
+ *   text -> double   fast_float (Lemire, "Number Parsing at a Gigabyte per Second", 2021;
+ *                    Debian libfast-float-dev), always the correctly rounded double, as
+ *                    strtod() gives in the "C" locale;
+ *   text -> integer  a saturating digit loop, inline below;
+ *   double -> text   std::to_chars (C++17; libstdc++ uses Ryu), exactly what
+ *                    printf("%.*g") prints, so precision 17 reads back bit for bit. */
+#ifndef SAP_MM_NUMBER_H
+#define SAP_MM_NUMBER_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Parses a decimal real number at p (not beyond end): [+-]digits[.digits][(e|E)[+-]digits]
+ * with at least one digit in the mantissa, or nan / inf / infinity (any case, optional
+ * sign).  Returns the end of the number, or NULL when no number starts at p.  A mantissa
+ * followed by an 'e' without exponent digits ends before the 'e'.  Values beyond the
+ * double range give +-HUGE_VAL (or +-0).  The caller checks what follows. */
+const char *sap__parse_double(const char *p, const char *end, double *v);
+
+/* Parses the digits at p (not beyond end; no sign) as an unsigned integer, saturating at
+ * UINT64_MAX.  Returns the end of the digits, or NULL when p is not a digit.  Inline (a
+ * loop of the hot path of the reader: two indices a line), C and C++ alike. */
+static inline const char *sap__parse_u64(const char *p, const char *end, uint64_t *v)
+{
+    if (p >= end || (unsigned char)(*p - '0') >= 10) return 0;
+    uint64_t x = 0;
+    for (; p < end && (unsigned char)(*p - '0') < 10; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        x = x > (UINT64_MAX - 9) / 10 ? UINT64_MAX : 10 * x + d;
+    }
+    *v = x;
+    return p;
+}
+
+/* Longest output of the formatters below (a %.17g real is at most 24 bytes) plus slack. */
+#define SAP_NUMBER_MAX 40
+
+/* Writes v as printf("%.*g", precision, v) would (precision 1..17; others are clamped)
+ * at out (no NUL); returns the number of bytes written (< SAP_NUMBER_MAX). */
+int sap__format_double(char *out, double v, int precision);
+
+/* Writes v in decimal at out (no NUL); returns the number of bytes written (<= 20). */
+int sap__format_u64(char *out, uint64_t v);
+int sap__format_i64(char *out, int64_t v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SAP_MM_NUMBER_H */
