@@ -34,7 +34,7 @@ sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P
     SAP_CALLOC(ctx, L->m, P);
     SAP_ALLOC(ctx, L->coff, P + 1);
     SAP_CALLOC(ctx, L->w, P);
-    sap_partition_offsets(n, P, L->off);
+    SAP_TRY(sap_partition_offsets(n, P, L->off));
     /* K_i: the widest entry of diagonal block i (rows are sorted) */
     const int nt = sap__threads(ctx);
     sap_int Kmax = 0;

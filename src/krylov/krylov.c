@@ -149,29 +149,36 @@ cleanup:
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-static inline double tick(kry_solve *s)
+/* The time after the queued device work finished (when the solve times its phases);
+ * a device error found while waiting is returned. */
+static inline sap_status tick(kry_solve *s, double *t)
 {
-    if (s->sync) s->ops->synchronize(s->ctx);
-    return sap__wtime();
+    sap_status st = s->sync ? s->ops->synchronize(s->ctx) : SAP_OK;
+    *t = sap__wtime();
+    return st;
 }
 
 sap_status sap__krylov_spmv(kry_solve *s, const sap_vec *x, sap_vec *y)
 {
-    double t0 = tick(s);
-    sap_status st = s->ops->spmv(s->ctx, s->A, 1.0, x, 0.0, y);
-    s->st->time_spmv += tick(s) - t0;
+    double t0, t1;
+    sap_status st = tick(s, &t0);
+    if (st >= 0) st = s->ops->spmv(s->ctx, s->A, 1.0, x, 0.0, y);
+    sap_status sw = tick(s, &t1);
+    s->st->time_spmv += t1 - t0;
     s->st->spmv_count++;
-    return st;
+    return st < 0 ? st : (sw < 0 ? sw : st);
 }
 
 sap_status sap__krylov_prec(kry_solve *s, const sap_vec *r, sap_vec *z)
 {
     if (!s->P) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
-    double t0 = tick(s);
-    sap_status st = sap__precond_apply_vec(s->P, r, z);
-    s->st->time_precond += tick(s) - t0;
+    double t0, t1;
+    sap_status st = tick(s, &t0);
+    if (st >= 0) st = sap__precond_apply_vec(s->P, r, z);
+    sap_status sw = tick(s, &t1);
+    s->st->time_precond += t1 - t0;
     s->st->precond_count++;
-    return st;
+    return st < 0 ? st : (sw < 0 ? sw : st);
 }
 
 sap_status sap__krylov_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp)

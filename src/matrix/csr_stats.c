@@ -5,6 +5,7 @@
  * reduction is an integer sum, a max or a min, so the result does not depend on the
  * thread count.  A must be canonical (sorted rows). */
 #include "base/base.h"
+#include "matrix/csr_search.h"
 
 #include <math.h>
 #include <string.h>
@@ -13,17 +14,6 @@ static inline double nan_max(double a, double b) { return (a > b || isnan(a)) ? 
 static inline double nan_min(double a, double b) { return (a < b || isnan(a)) ? a : b; }
 
 /* Position of column j in row i (sorted), or -1. */
-static inline sap_int find_in_row(const sap_int *ap, const sap_int *ai, sap_int i, sap_int j)
-{
-    sap_int lo = ap[i], hi = ap[i + 1];
-    while (lo < hi) {
-        sap_int mid = lo + (hi - lo) / 2;
-        if (ai[mid] < j) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < ap[i + 1] && ai[lo] == j ? lo : -1;
-}
-
 typedef struct row_acc {
     sap_int lower, upper, empty, max_row, width_sum;
     sap_int zero_diag, dominant, diag_pos;
@@ -100,7 +90,7 @@ static void stats_row(const sap_csr *A, sap_int i, sap_int ndiag, int square, ro
                 diff = ax[p] - ax[p]; /* 0, or NaN for a NaN diagonal */
             } else {
                 a->n_upper++;
-                sap_int q = find_in_row(ap, ai, j, i);
+                sap_int q = sap__csr_find(ap, ai, j, i);
                 if (q < 0) {
                     a->asym_upper++;
                     diff = fabs(ax[p]);
@@ -120,7 +110,7 @@ static void lower_unmatched_row(const sap_csr *A, sap_int i, row_acc *a)
     const sap_int *ap = A->rowptr, *ai = A->colind;
     const double *ax = A->val;
     for (sap_int p = ap[i]; p < ap[i + 1] && ai[p] < i; p++) {
-        if (find_in_row(ap, ai, ai[p], i) >= 0) continue;
+        if (sap__csr_find(ap, ai, ai[p], i) >= 0) continue;
         double diff = fabs(ax[p]);
         if (!(diff == 0.0)) a->asym_num++;
         a->maxdiff = nan_max(a->maxdiff, diff);

@@ -2,6 +2,7 @@
  * in a backend vector of the preconditioner's precision; apply is z = dinv .* r.  A zero
  * or missing diagonal entry is SAP_ERR_SINGULAR naming the row. */
 #include "precond/precond_impl.h"
+#include "matrix/csr_search.h"
 
 #include <float.h>
 #include <math.h>
@@ -39,16 +40,9 @@ static sap_status jacobi_numeric(sap_precond *P, const sap_csr *A)
     double *h = NULL;
     SAP_ALLOC(ctx, h, n);
     for (sap_int i = 0; i < n; i++) {
-        /* rows are sorted: binary search for the diagonal */
-        sap_int lo = A->rowptr[i], hi = A->rowptr[i + 1];
-        while (lo < hi) {
-            sap_int mid = lo + (hi - lo) / 2;
-            if (A->colind[mid] < i) lo = mid + 1;
-            else hi = mid;
-        }
-        if (lo >= A->rowptr[i + 1] || A->colind[lo] != i)
-            SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: row %lld has no diagonal entry", (long long)i);
-        const double a = A->val[lo];
+        const sap_int pd = sap__csr_find(A->rowptr, A->colind, i, i); /* rows are sorted */
+        if (pd < 0) SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: row %lld has no diagonal entry", (long long)i);
+        const double a = A->val[pd];
         if (a == 0.0) SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: zero diagonal entry in row %lld", (long long)i);
         if (!isfinite(a)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "jacobi: diagonal entry of row %lld is %g", (long long)i, a);
         h[i] = 1.0 / a;

@@ -20,6 +20,7 @@
  * ordering and of its reverse come the same way; the reverse has the same bandwidth on
  * a symmetric pattern, and AUTO keeps the smaller envelope. */
 #include "reorder/reorder_internal.h"
+#include "matrix/csr_search.h"
 
 #include <string.h>
 
@@ -75,14 +76,7 @@ void sap__cm_work_free(sap_context *ctx, sap__cm_work *w)
 /* First position in row i of A with column >= s. */
 static inline sap_int row_lower_bound(const sap_csr *A, sap_int i, sap_int s)
 {
-    sap_int lo = A->rowptr[i], hi = A->rowptr[i + 1];
-    if (s == 0) return lo;
-    while (lo < hi) {
-        sap_int mid = lo + (hi - lo) / 2;
-        if (A->colind[mid] < s) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
+    return s == 0 ? A->rowptr[i] : sap__lower_bound(A->colind, A->rowptr[i], A->rowptr[i + 1], s);
 }
 
 /* Merges the sorted lists a[0..na) and b[0..nb) (local indices) skipping 'self';

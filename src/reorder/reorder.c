@@ -120,7 +120,7 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
     SAP_ALLOC(ctx, p, n);
     SAP_ALLOC(ctx, tmp, n);
     for (sap_int i = 0; i < n; i++) R->row_perm[i] = R->col_perm[i] = i;
-    sap_partition_offsets(n, P, R->offsets);
+    SAP_TRY(sap_partition_offsets(n, P, R->offsets));
     if (o.stats) SAP_TRY(stage_stats(A, &R->stage[SAP_STAGE_ORIGINAL]));
     R->stage[SAP_STAGE_ORIGINAL].done = 1;
 

@@ -39,7 +39,7 @@ sap_status sap_third_stage(const sap_csr *A, sap_int P, int flags, sap_int *perm
     int nws = 0;
     SAP_ALLOC(ctx, off, P + 1);
     SAP_ALLOC(ctx, kb, P);
-    sap_partition_offsets(n, P, off);
+    SAP_TRY(sap_partition_offsets(n, P, off));
     sap_int cap_n = 0, cap_e = 0;
     for (sap_int b = 0; b < P; b++) {
         sap_int m = off[b + 1] - off[b], e = A->rowptr[off[b + 1]] - A->rowptr[off[b]];
