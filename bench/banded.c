@@ -34,7 +34,7 @@ extern void openblas_set_num_threads(int);
 extern int openblas_get_num_threads(void);
 #endif
 
-static double now(void)
+static inline double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
