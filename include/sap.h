@@ -1039,8 +1039,8 @@ typedef struct sap_solver_options {
                                  SAP_DB_PRODUCT); or a sap_db_mode */
     int scale;                /* -1 (default): with DB product; 0/1 forces */
     int cm;                   /* -1 (default) / 1: Cuthill-McKee on A + A^T; 0: off */
-    double drop_delta;        /* drop-off fraction of ||A||_F^2 kept; < 0 (default):
-                                 automatic; >= 1: no drop-off */
+    double drop_delta;        /* drop-off fraction of ||A||_F^2 kept, in [0, 1]; < 0
+                                 (default): automatic; 1: no drop-off */
     sap_int partitions;       /* P; 0 (default): automatic */
     int third_stage;          /* -1 (default): automatic; 0/1 */
     int factor_precision;     /* -1 (default): automatic; SAP_FLOAT / SAP_DOUBLE */
@@ -1070,6 +1070,10 @@ SAP_API void sap_solver_options_init(sap_solver_options *opt);
  * "host_direct".
  * Unknown name or bad value: SAP_ERR_INVALID (opt unchanged). */
 SAP_API sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value);
+/* The same, writing why a name or value was refused into msg (the option, the value and
+ * the accepted names, values or range; msg may be NULL). */
+SAP_API sap_status sap_solver_options_set_msg(sap_solver_options *opt, const char *name, const char *value, char *msg,
+                                              size_t msglen);
 /* Text listing the option names, values and defaults (static). */
 SAP_API const char *sap_solver_options_help(void);
 

@@ -11,6 +11,13 @@ int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st)
     return 1;
 }
 
+void sap_tool_warn_threads(const char *cmd, const sap_context *ctx, long long requested)
+{
+    if (ctx && requested > sap_context_threads(ctx))
+        fprintf(stderr, "sap %s: warning: --threads %lld clamped to %d (the library's limit for this machine)\n", cmd,
+                requested, sap_context_threads(ctx));
+}
+
 sap_context *sap_tool_context(const char *cmd, const char *backend, int threads, int verbose)
 {
     sap_context_config cfg;
@@ -28,5 +35,6 @@ sap_context *sap_tool_context(const char *cmd, const char *backend, int threads,
                 sap_status_string(st));
         return NULL;
     }
+    sap_tool_warn_threads(cmd, ctx, threads);
     return ctx;
 }

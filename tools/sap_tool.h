@@ -19,6 +19,8 @@ int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st);
 
 /* Creates a context for a subcommand from the common options (backend name, threads,
  * verbosity); prints the reason and returns NULL on failure. */
+/* A warning on stderr when the context runs fewer threads than --threads asked for. */
+void sap_tool_warn_threads(const char *cmd, const sap_context *ctx, long long requested);
 sap_context *sap_tool_context(const char *cmd, const char *backend, int threads, int verbose);
 
 /* Draws the sparsity pattern of A into a PNG of about size x size pixels (density-shaded

@@ -263,9 +263,9 @@ static int resolve_pipeline(const raw_args *r, sap_solver_options *sopt)
         }
         memcpy(name, r->opts[i], len);
         name[len] = 0;
-        if (sap_solver_options_set(sopt, name, eq + 1) != SAP_OK) {
-            fprintf(stderr, "sap solve: bad option '%s' (unknown name or bad value)\n%s", r->opts[i],
-                    sap_solver_options_help());
+        char why[512];
+        if (sap_solver_options_set_msg(sopt, name, eq + 1, why, sizeof(why)) != SAP_OK) {
+            fprintf(stderr, "sap solve: bad option '%s': %s (--opt help lists the options)\n", r->opts[i], why);
             return 2;
         }
     }

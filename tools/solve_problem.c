@@ -31,6 +31,7 @@ static int create_context(const solve_args *a, solve_problem *p)
                 sap_status_string(st));
         return 1;
     }
+    sap_tool_warn_threads("solve", p->ctx, a->common.threads);
     snprintf(p->backend_why, sizeof(p->backend_why), "requested");
     if (backend == SAP_BACKEND_AUTO) {
         const char *m = strchr(p->backend_log, '(');

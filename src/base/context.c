@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -49,6 +50,24 @@ static int default_threads(void)
 #endif
 }
 
+/* Threads asked for, clamped to SAP_THREADS_PER_CPU x the online processors (more only
+ * oversubscribes, and tens of thousands overflow the OpenMP runtime's stacks) with a
+ * warning; 0 gives the OpenMP default. */
+#define SAP_THREADS_PER_CPU 4
+static int clamp_threads(sap_context *ctx, int threads)
+{
+    if (threads <= 0) return default_threads();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1) cpus = 1;
+    const long most = SAP_THREADS_PER_CPU * cpus;
+    if (threads > most) {
+        sap__log(ctx, SAP_PRINT_WARNINGS, "sap: %d threads clamped to %ld (%d per online processor, %ld online)", threads,
+                 most, SAP_THREADS_PER_CPU, cpus);
+        return (int)most;
+    }
+    return threads;
+}
+
 void sap__context_describe_cpu(sap_context *ctx)
 {
     snprintf(ctx->device_name, sizeof(ctx->device_name), "cpu (%d thread%s)", ctx->threads,
@@ -70,7 +89,7 @@ sap_context *sap__context_new(const sap_context_config *cfg, sap_status *st)
     memset(ctx, 0, sizeof(*ctx));
     ctx->alloc = cfg->allocator;
     ctx->device = cfg->device;
-    ctx->threads = cfg->threads > 0 ? cfg->threads : default_threads();
+    ctx->threads = clamp_threads(ctx, cfg->threads);
     ctx->print_level = cfg->print_level;
     ctx->log = cfg->log;
     ctx->log_state = cfg->log_state;
@@ -98,7 +117,7 @@ sap_status sap_context_set_threads(sap_context *ctx, int threads)
 {
     SAP_CHECK_CTX(ctx);
     if (threads < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "threads must be >= 0 (got %d)", threads);
-    ctx->threads = threads > 0 ? threads : default_threads();
+    ctx->threads = clamp_threads(ctx, threads);
     if (ctx->backend == SAP_BACKEND_CPU) sap__context_describe_cpu(ctx);
     return SAP_OK;
 }

@@ -45,7 +45,10 @@ static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_op
                          o->db);
     if (o->scale < -1 || o->scale > 1 || o->cm < -1 || o->cm > 1 || o->third_stage < -1 || o->third_stage > 1)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: scale, cm and third_stage must be -1, 0 or 1");
-    if (isnan(o->drop_delta)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: drop_delta is NaN");
+    if (isnan(o->drop_delta) || o->drop_delta > 1)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID,
+                         "sap_solver: drop_delta = %g (need a fraction in [0, 1], 1: no drop-off, or < 0: automatic)",
+                         o->drop_delta);
     if (o->partitions < 0 || o->partitions > (n > 0 ? n : 1))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: %lld partitions for N = %lld (need 0 = auto or 1..N)",
                          (long long)o->partitions, (long long)n);

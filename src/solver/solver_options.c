@@ -77,8 +77,8 @@ static const sap_opt_def solver_opts[] = {
      .choices = auto_m1},
     {.name = "cm", .help = "Cuthill-McKee on A + A^T (auto: on)", .def = "auto", .kind = SAP_OPT_BOOL, SO(cm),
      .choices = auto_m1},
-    {.name = "drop", .alias = "drop_delta", .help = "drop-off keeping DELTA of ||A||_F^2 (>= 1: none)", .def = "auto",
-     .kind = SAP_OPT_REAL, SO(drop_delta), .lo = 0, .hi = INFINITY, .choices = drop_words, .meta = "DELTA"},
+    {.name = "drop", .alias = "drop_delta", .help = "drop-off keeping DELTA of ||A||_F^2 (1: none)", .def = "auto",
+     .kind = SAP_OPT_FRACTION, SO(drop_delta), .lo = 0, .hi = 1, .choices = drop_words, .meta = "DELTA"},
     {.name = "partitions", .alias = "P", .help = "SaP partitions", .def = "auto", .kind = SAP_OPT_INT,
      SO(partitions), .lo = 0, .hi = 9.2e18, .choices = auto_is_0, .meta = "P"},
     {.name = "third_stage", .help = "per-partition CM (auto: SaP-D with P > 1)", .def = "auto", .kind = SAP_OPT_BOOL,
@@ -117,14 +117,24 @@ void sap_solver_options_init(sap_solver_options *opt)
     sap__opt_defaults(solver_opts, NOPTS, opt);
 }
 
-sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value)
+sap_status sap_solver_options_set_msg(sap_solver_options *opt, const char *name, const char *value, char *msg,
+                                      size_t msglen)
 {
-    if (!opt || !name || !value) return SAP_ERR_INVALID;
+    if (msg && msglen) msg[0] = 0;
+    if (!opt || !name || !value) {
+        if (msg && msglen) snprintf(msg, msglen, "sap_solver_options_set: NULL argument");
+        return SAP_ERR_INVALID;
+    }
     sap_solver_options o = *opt;
-    sap_status st = sap__opt_set(solver_opts, NOPTS, &o, name, value, "option", NULL, 0);
+    sap_status st = sap__opt_set(solver_opts, NOPTS, &o, name, value, "option", msg, msg ? msglen : 0);
     if (st < 0) return st;
     *opt = o;
     return SAP_OK;
+}
+
+sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value)
+{
+    return sap_solver_options_set_msg(opt, name, value, NULL, 0);
 }
 
 static char help_text[4096];
