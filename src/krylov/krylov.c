@@ -279,7 +279,7 @@ int sap__krylov_start(kry_solve *s, double nrm)
         char it[32];
         fmt_iter(it, sizeof(it), s->iter);
         s->reason = KRY_MAXIT;
-        snprintf(s->msg, sizeof(s->msg), "%s: %s iterations done, relative residual %.3e > tol %.3e", s->method, it,
+        snprintf(s->msg, sizeof(s->msg), "%s: %s iterations done, last iterate's relative residual %.3e > tol %.3e", s->method, it,
                  s->relres, s->K->opt.tol);
         return 1;
     }
@@ -326,7 +326,7 @@ int sap__krylov_check(kry_solve *s, double iter, double nrm)
     if (iter >= s->maxit) {
         fmt_iter(it, sizeof(it), iter);
         s->reason = KRY_MAXIT;
-        snprintf(s->msg, sizeof(s->msg), "%s: %s iterations done, relative residual %.3e > tol %.3e", s->method, it,
+        snprintf(s->msg, sizeof(s->msg), "%s: %s iterations done, last iterate's relative residual %.3e > tol %.3e", s->method, it,
                  s->relres, s->K->opt.tol);
         return 1;
     }
@@ -500,7 +500,11 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     }
     SAP_TRY(ops->vec_download(ctx, s.x, x));
     st = reason_status(s.reason);
-    if (st != SAP_OK) st = SAP_ERROR(ctx, st, "%s", s.msg[0] ? s.msg : sap_status_string(st));
+    /* the driver's message names the residual where it stopped; the x handed back is the
+     * best iterate, so its true residual (the figure every report prints) is named too */
+    if (st != SAP_OK)
+        st = SAP_ERROR(ctx, st, "%s; x returned: the best iterate, true residual ||b - A x|| / ||b|| = %.3e",
+                       s.msg[0] ? s.msg : sap_status_string(st), truerel);
 
 cleanup:
     S.iterations = s.iter;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# CLI tests for bounded options (issue 13): values outside an option's range are usage
+# CLI tests of the reliability rules (issue 13): values outside an option's range are usage
 # errors naming the option and the accepted range; absurd thread counts are clamped with a
-# warning.  usage: limits.sh SAP_BINARY WORKDIR
+# warning; a solve that does not converge names the same residual everywhere it prints one.
+# usage: reliability.sh SAP_BINARY WORKDIR
 set -u
 SAP=$1
 W=$2
@@ -25,4 +26,23 @@ contains "$W/err" "--threads 100000 clamped to"
 expect 0 "$SAP" info gen:poisson2d:n=10 --threads 100000
 contains "$W/err" "clamped"
 
-summary limits
+# CG on a nonsymmetric singular system: the message named the last iterate's residual
+# (5.8e7) while the summary printed the returned best iterate's (1.3): the message now
+# names both, and the returned x's true residual equals the summary's
+cat >"$W/sing.mtx" <<'MTX'
+%%MatrixMarket matrix coordinate real general
+4 4 7
+1 1 1.0
+1 2 3.0
+2 1 -2.0
+2 2 1.0
+3 3 1.0
+3 4 2.0
+4 3 2.0
+MTX
+expect 3 "$SAP" solve "$W/sing.mtx" --krylov cg --precond none
+msg=$(sed -n 's/.*x returned: the best iterate, true residual [^=]*= \([0-9.e+-]*\).*/\1/p' "$W/out" | head -n 1)
+summ=$(sed -n 's/^residual .*true \([0-9.e+-]*\) .*/\1/p' "$W/out" | head -n 1)
+if [ -n "$msg" ] && [ "$msg" = "$summ" ]; then ok; else bad "message residual '$msg' != summary true residual '$summ'"; fi
+
+summary reliability
