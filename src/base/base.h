@@ -109,6 +109,17 @@ sap_status sap__alloc_failure(size_t n, size_t size);
 /* Grows (or shrinks) a block to n * size bytes, keeping the old contents. */
 void *sap__realloc(sap_context *ctx, void *ptr, size_t n, size_t size, const char *file, int line);
 
+/* Bytes of host memory this process can still get (the least of MemAvailable, the cgroup
+ * limit less usage, RLIMIT_AS / RLIMIT_DATA less what is mapped), -1 when unknown;
+ * *source (may be NULL) names the limit that decided (src/base/hostmem.c). */
+double sap__host_mem_available(const char **source);
+/* SAP_ERR_OUT_OF_MEMORY, naming the step, the bytes it needs and the bytes available, when
+ * a step about to allocate 'bytes' (>= SAP_MEM_CHECK_MIN) in all cannot get them; SAP_OK
+ * otherwise.  sap__alloc checks every block this large itself; a step that allocates
+ * several arrays (or does O(N) work first) checks their sum before starting. */
+#define SAP_MEM_CHECK_MIN (64.0 * 1024 * 1024)
+sap_status sap__mem_check(sap_context *ctx, const char *step, double bytes);
+
 /* ptr = allocation of n elements of *ptr; on failure sets st and jumps to cleanup. */
 #define SAP_ALLOC(ctx, ptr, n)                                                                          \
     do {                                                                                                \

@@ -43,6 +43,17 @@ void *sap__alloc(sap_context *ctx, size_t n, size_t size, bool zero, const char 
         return NULL;
     }
     size_t bytes = n * size;
+    if ((double)bytes >= SAP_MEM_CHECK_MIN) {
+        const char *why = NULL;
+        const double avail = sap__host_mem_available(&why);
+        if (avail >= 0 && (double)bytes > avail) {
+            ctx->stats.failed_allocs++;
+            sap__error(ctx, SAP_ERR_OUT_OF_MEMORY, file, line,
+                       "allocation of %.3g GB on the host exceeds the %.3g GB this process can get (%s)",
+                       (double)bytes / 1e9, avail / 1e9, why);
+            return NULL;
+        }
+    }
     void *base = raw_alloc(ctx, bytes + SAP_ALIGN + sizeof(block_header));
     if (!base) {
         ctx->stats.failed_allocs++;

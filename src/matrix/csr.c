@@ -16,7 +16,10 @@ sap_status sap_csr_create(sap_context *ctx, sap_int nrows, sap_int ncols, sap_in
                          (long long)ncols, (long long)nnz);
     if (nrows == INT64_MAX)
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%lld rows are too many", (long long)nrows);
-    sap_status st = SAP_OK;
+    if (nnz > SAP_NNZ_MAX)
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%lld entries are too many (sizes overflow)", (long long)nnz);
+    sap_status st = sap__mem_check(ctx, "a CSR matrix", 8.0 * ((double)nrows + 1.0) + 16.0 * (double)nnz);
+    if (st < 0) return st;
     sap_csr *A = NULL;
     SAP_CALLOC(ctx, A, 1);
     A->ctx = ctx;

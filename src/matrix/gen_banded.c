@@ -141,7 +141,8 @@ static sap_status check_band_args(sap_context *ctx, const char *fn, sap_int n, s
     if (n > SAP_NNZ_MAX || sap__mul_overflows(n, 2 * *k + 1, SAP_NNZ_MAX))
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: n = %lld with k = %lld has too many entries", fn, (long long)n,
                          (long long)*k);
-    return SAP_OK;
+    /* the CSR (16 bytes an entry, 8 a row) before any O(n) work */
+    return sap__mem_check(ctx, fn, 16.0 * (double)n * (double)(2 * *k + 1) + 8.0 * (double)n);
 }
 
 /* ---- public generators ---------------------------------------------------------------------- */
@@ -170,6 +171,8 @@ sap_status sap_gen_blocktridiag(sap_context *ctx, sap_int nb, sap_int k, double 
         sap__mul_overflows(nb * k, 3 * k, SAP_NNZ_MAX))
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: nb = %lld blocks of k = %lld have too many entries", fn,
                          (long long)nb, (long long)k);
+    sap_status st = sap__mem_check(ctx, fn, 16.0 * 3.0 * (double)nb * (double)k * (double)k + 8.0 * (double)(nb * k));
+    if (st < 0) return st;
     row_shape s = {SHAPE_BLOCKTRI, nb * k, k, nb};
     return gen_dense_rows(ctx, &s, stream_key(seed, TAG_BLOCKTRI), 0, d, A);
 }

@@ -179,6 +179,10 @@ sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double 
     if (sap__mul_overflows(n, 2 * bw + 1, SAP_NNZ_MAX))
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s: n = %lld with bw = %lld has too many entries", fn,
                          (long long)n, (long long)bw);
+    {
+        sap_status sm = sap__mem_check(ctx, fn, 16.0 * (double)n * (double)(2 * bw + 1) + 8.0 * (double)n);
+        if (sm < 0) return sm;
+    }
 
     sap_status st = SAP_OK;
     double *coef = NULL;

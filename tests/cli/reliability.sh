@@ -45,4 +45,15 @@ msg=$(sed -n 's/.*x returned: the best iterate, true residual [^=]*= \([0-9.e+-]
 summ=$(sed -n 's/^residual .*true \([0-9.e+-]*\) .*/\1/p' "$W/out" | head -n 1)
 if [ -n "$msg" ] && [ "$msg" = "$summ" ]; then ok; else bad "message residual '$msg' != summary true residual '$summ'"; fi
 
+# generator specs far beyond the machine: a clean error before any O(N) work (they used
+# to count entries serially or fill 23 GB for a minute, then fail or be killed)
+for spec in gen:banded:N=100000000000,K=5 gen:banded:N=3e9,K=1 gen:blocktridiag:nb=100000,k=100000 \
+    gen:poisson3d:n=3000; do
+    expect 1 timeout 20 "$SAP" info "$spec"
+    contains "$W/err" "GB of host memory, .* GB available"
+done
+# the limit that decides is named: here the address-space limit of the process
+expect 1 bash -c "ulimit -v 3000000 && exec timeout 20 '$SAP' info gen:banded:N=10000000,K=10"
+contains "$W/err" "available (RLIMIT_AS)"
+
 summary reliability

@@ -5,7 +5,6 @@
 #include "device/cpu/cpu_internal.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -478,25 +477,14 @@ static sap_status cpu_mem_upload(sap_context *ctx, void *dst, const void *src, s
     if (bytes) memcpy(dst, src, bytes);
     return SAP_OK;
 }
-/* Host memory: MemAvailable of /proc/meminfo (what the kernel can give without swapping)
- * where it can be read, else the free pages; total = physical memory. */
+/* Host memory: what this process can get (base/hostmem.c), total = physical memory. */
 static sap_status cpu_mem_info(sap_context *ctx, size_t *free_bytes, size_t *total_bytes)
 {
     (void)ctx;
-    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
     *total_bytes = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : 0;
-    *free_bytes = avail > 0 && psz > 0 ? (size_t)avail * (size_t)psz : 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof(line), f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-                *free_bytes = (size_t)kb * 1024;
-                break;
-            }
-        fclose(f);
-    }
+    const double avail = sap__host_mem_available(NULL);
+    *free_bytes = avail >= 0 ? (size_t)avail : *total_bytes;
     return *total_bytes ? SAP_OK : SAP_ERR_UNSUPPORTED;
 }
 
