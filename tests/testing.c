@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int sap_test_failures = 0;
@@ -86,6 +87,13 @@ int sap_test_have_matrices(const char *what)
     }
     printf("note: matrix collection not found in %s (set SAP_MATRIX_DIR): %s skipped\n", sap_test_matrix_dir(), what);
     return 0;
+}
+
+double sap_test_wtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 const char *sap_test_tmpdir(void)

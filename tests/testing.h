@@ -90,6 +90,9 @@ sap_csr *sap_test_load_matrix(sap_context *ctx, const char *name);
 /* ||b - A x||_2 / ||b||_2 (||b - A x||_2 when b = 0), computed here on the host. */
 double sap_test_rel_residual(const sap_csr *A, const double *x, const double *b);
 
+/* Wall-clock seconds (CLOCK_MONOTONIC), for the timing lines of a test. */
+double sap_test_wtime(void);
+
 /* Directory for temporary files of this test (created). */
 const char *sap_test_tmpdir(void);
 
