@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_run.sh -- everything the GPU machine has to do, in one command:
-#   configure + build (Release with -lineinfo, sm_90, -j16), the GPU tests (ctest -L gpu), every
-#   GPU test under compute-sanitizer memcheck --leak-check full (step "sanitize"), bench/spmv,
+#   configure + build (Release with -lineinfo, sm_90, -j16), the GPU tests (ctest -L gpu: every
+#   test program with a GPU part, run with --backend cuda), each of them under
+#   compute-sanitizer memcheck --leak-check full (step "sanitize"), bench/spmv,
 #   bench/krylov --backend cuda (when it exists), bench/banded (step "banded"), Nsight
 #   Compute metrics of the band kernels (step "ncu"), then the rest of the test suite.
 # Logs and results go to $OUT (the device tool brings back at most 8 files):
@@ -104,14 +105,19 @@ if has sanitize; then
     echo "- date: $STAMP"
     echo "- GPU: $GPU"
     echo "- commit: $SAP_COMMIT"
-    echo "- command: \`cd build/tests && $SAN ./test_gpu_X\` for every test_gpu_* (built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
+    echo "- command: \`cd build/tests && $SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
     echo
-    for t in "$BUILD"/tests/test_gpu_*; do
-      [ -x "$t" ] || continue
-      name=$(basename "$t")
-      (cd "$BUILD/tests" && timeout ${SAP_SANITIZE_TIMEOUT_S:-300} $SAN "./$name") > "$OUT/san.raw" 2>&1
+    # the programs with a GPU part: written by tests/CMakeLists.txt, else the gpu-labelled tests NAME_gpu
+    if [ -s "$BUILD/tests/gpu_programs.txt" ]; then
+      GPU_PROGRAMS=$(cat "$BUILD/tests/gpu_programs.txt")
+    else
+      GPU_PROGRAMS=$(cd "$BUILD" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: \(test_[A-Za-z0-9_]*\)_gpu$/\1/p')
+    fi
+    for name in $GPU_PROGRAMS; do
+      [ -x "$BUILD/tests/$name" ] || continue
+      (cd "$BUILD/tests" && timeout ${SAP_SANITIZE_TIMEOUT_S:-300} $SAN "./$name" --backend cuda) > "$OUT/san.raw" 2>&1
       rc=$?
-      echo "## $name: exit code $rc"
+      echo "## $name --backend cuda: exit code $rc"
       echo
       echo '```'
       grep -E "^=========|passed|failed|FAIL" "$OUT/san.raw" | head -200

@@ -6,7 +6,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testing.h"
 
-#include "base/base.h"
 #include "matrix/mm_number.h"
 
 #include <math.h>
@@ -1087,7 +1086,7 @@ static void test_matrix_dir(void)
     }
     char line[4096];
     int count = 0, header = 1;
-    double t0 = sap__wtime();
+    double t0 = sap_test_wtime();
     double mb = 0;
     while (fgets(line, sizeof(line), f)) {
         if (header) {
@@ -1141,7 +1140,7 @@ static void test_matrix_dir(void)
         count++;
     }
     fclose(f);
-    printf("read %d SuiteSparse matrices (%.1f MB of text, twice) in %.2f s\n", count, mb, sap__wtime() - t0);
+    printf("read %d SuiteSparse matrices (%.1f MB of text, twice) in %.2f s\n", count, mb, sap_test_wtime() - t0);
     CHECK(count > 0);
 }
 

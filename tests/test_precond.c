@@ -7,7 +7,6 @@
 #include "testing.h"
 
 #include "precond/precond_impl.h"
-#include "device/device.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int sap_test_failures = 0;
@@ -88,6 +89,13 @@ int sap_test_have_matrices(const char *what)
     return 0;
 }
 
+double sap_test_wtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 const char *sap_test_tmpdir(void)
 {
     static char dir[512];
@@ -155,4 +163,41 @@ int sap_test_gpu_context(const char *name, int allow_dryrun, sap_context **G, in
     }
     if (dryrun) *dryrun = dry;
     return 0;
+}
+
+static char test_label[256] = "test";
+
+const char *sap_test_name(void) { return test_label; }
+
+int sap_test_main(int argc, char **argv, const char *name, int (*cpu_part)(void), int (*gpu_part)(void))
+{
+    const char *backend = "cpu";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            backend = argv[++i];
+        } else if (strncmp(argv[i], "--backend=", 10) == 0) {
+            backend = argv[i] + 10;
+        } else {
+            fprintf(stderr, "usage: %s [--backend cpu|cuda]\n", name);
+            return 2;
+        }
+    }
+    int (*part)(void) = NULL;
+    if (strcmp(backend, "cpu") == 0) {
+        snprintf(test_label, sizeof test_label, "%s", name);
+        part = cpu_part;
+    } else if (strcmp(backend, "cuda") == 0 || strcmp(backend, "gpu") == 0) {
+        snprintf(test_label, sizeof test_label, "%s --backend cuda", name);
+        if (!gpu_part) {
+            printf("%s: this test has no GPU part, skipped\n", test_label);
+            return 77;
+        }
+        part = gpu_part;
+    } else {
+        fprintf(stderr, "%s: unknown backend '%s' (cpu or cuda)\n", name, backend);
+        return 2;
+    }
+    int rc = part();
+    if (rc) return rc;
+    return sap_test_finish(test_label);
 }

@@ -90,10 +90,29 @@ sap_csr *sap_test_load_matrix(sap_context *ctx, const char *name);
 /* ||b - A x||_2 / ||b||_2 (||b - A x||_2 when b = 0), computed here on the host. */
 double sap_test_rel_residual(const sap_csr *A, const double *x, const double *b);
 
+/* Wall-clock seconds (CLOCK_MONOTONIC), for the timing lines of a test. */
+double sap_test_wtime(void);
+
 /* Directory for temporary files of this test (created). */
 const char *sap_test_tmpdir(void);
 
 /* Prints the summary line and returns the exit code for main(). */
 int sap_test_finish(const char *name);
+
+/* main() of a test program, one per module, run per backend:
+ *   NAME --backend cpu    (the default) runs cpu_part: the module's tests on the cpu backend;
+ *   NAME --backend cuda   runs gpu_part: the same module on a cuda context compared with a
+ *                         cpu reference context (see sap_test_gpu_context; 77 where there is
+ *                         no CUDA build or device, SAP_TEST_GPU_DRYRUN=1 honored).
+ * A part returns 0 when it ran (the CHECK counters decide the exit code, with the summary
+ * line "NAME: ..." or "NAME --backend cuda: ..."), or an exit code returned as it is (77:
+ * skipped, 1: could not run).  gpu_part is NULL for a module without a GPU part; a source
+ * with one also holds the line "#define SAP_TEST_HAS_GPU_PART 1", from which
+ * tests/CMakeLists.txt adds the test NAME_gpu (label gpu, --backend cuda). */
+int sap_test_main(int argc, char **argv, const char *name, int (*cpu_part)(void), int (*gpu_part)(void));
+
+/* The label of the running program and backend ("test_band", "test_band --backend cuda"):
+ * the name for sap_test_gpu_context and for messages. */
+const char *sap_test_name(void);
 
 #endif
