@@ -6,7 +6,7 @@
 #   bench/krylov --backend cuda (when it exists), bench/banded (step "banded"), Nsight
 #   Compute metrics of the band kernels (step "ncu"), then the rest of the test suite.
 # Logs and results go to $OUT (the device tool brings back at most 8 files):
-#   build.log, gpu_tests_<date>.md, gpu_sanitize_<date>.md, spmv.md, spmv.csv, krylov.log (+ what krylov writes),
+#   build.log, gpu_tests_<date>.md, gpu_sanitize_<tool>_<date>.md, spmv.md, spmv.csv, krylov.log (+ what krylov writes),
 #   ctest_all.log.
 #
 # Usage (repository root):  SAP_COMMIT=<hash> OUT=<dir> bash bench/gpu_run.sh
@@ -96,38 +96,43 @@ if has gpu; then
   grep -E "tests passed|tests failed|Failed|Passed|Not Run|Skipped" "$OUT/gpu_tests_$DATE.md" | head -20
 fi
 
-# ---- every GPU test under compute-sanitizer (memcheck with leak check) ------------------------
+# ---- every GPU test under compute-sanitizer: memcheck with leak check, and the tools named in
+#      SAP_SANITIZE_TOOLS (default "memcheck"; e.g. "memcheck initcheck racecheck synccheck") --------
 if has sanitize; then
-  SAN="compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99"
-  {
-    echo "# GPU tests under compute-sanitizer ($DATE)"
-    echo
-    echo "- date: $STAMP"
-    echo "- GPU: $GPU"
-    echo "- commit: $SAP_COMMIT"
-    echo "- command: \`cd build/tests && $SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
-    echo
-    # the programs with a GPU part: written by tests/CMakeLists.txt, else the gpu-labelled tests NAME_gpu
-    if [ -s "$BUILD/tests/gpu_programs.txt" ]; then
-      GPU_PROGRAMS=$(cat "$BUILD/tests/gpu_programs.txt")
-    else
-      GPU_PROGRAMS=$(cd "$BUILD" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: \(test_[A-Za-z0-9_]*\)_gpu$/\1/p')
-    fi
-    for name in $GPU_PROGRAMS; do
-      [ -x "$BUILD/tests/$name" ] || continue
-      (cd "$BUILD/tests" && timeout ${SAP_SANITIZE_TIMEOUT_S:-300} $SAN "./$name" --backend cuda) > "$OUT/san.raw" 2>&1
-      rc=$?
-      echo "## $name --backend cuda: exit code $rc"
+  TOOLS=${SAP_SANITIZE_TOOLS:-memcheck}
+  # the programs with a GPU part: written by tests/CMakeLists.txt, else the gpu-labelled tests NAME_gpu
+  if [ -s "$BUILD/tests/gpu_programs.txt" ]; then
+    GPU_PROGRAMS=$(cat "$BUILD/tests/gpu_programs.txt")
+  else
+    GPU_PROGRAMS=$(cd "$BUILD" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: \(test_[A-Za-z0-9_]*\)_gpu$/\1/p')
+  fi
+  for tool in $TOOLS; do
+    SAN="compute-sanitizer --tool $tool --error-exitcode 99"
+    [ "$tool" = memcheck ] && SAN="$SAN --leak-check full"
+    {
+      echo "# GPU tests under compute-sanitizer --tool $tool ($DATE)"
       echo
-      echo '```'
-      grep -E "^=========|passed|failed|FAIL" "$OUT/san.raw" | head -200
-      echo '```'
+      echo "- date: $STAMP"
+      echo "- GPU: $GPU"
+      echo "- commit: $SAP_COMMIT"
+      echo "- command: \`cd build/tests && $SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
       echo
-    done
-  } > "$OUT/gpu_sanitize_$DATE.md"
-  rm -f "$OUT/san.raw"
-  echo "sanitize: ($(elapsed) s)"
-  grep -E "^## |ERROR SUMMARY|LEAK SUMMARY" "$OUT/gpu_sanitize_$DATE.md"
+      for name in $GPU_PROGRAMS; do
+        [ -x "$BUILD/tests/$name" ] || continue
+        (cd "$BUILD/tests" && timeout ${SAP_SANITIZE_TIMEOUT_S:-300} $SAN "./$name" --backend cuda) > "$OUT/san.raw" 2>&1
+        rc=$?
+        echo "## $name --backend cuda: exit code $rc"
+        echo
+        echo '```'
+        grep -E "^=========|passed|failed|FAIL" "$OUT/san.raw" | head -200
+        echo '```'
+        echo
+      done
+    } > "$OUT/gpu_sanitize_${tool}_$DATE.md"
+    rm -f "$OUT/san.raw"
+    echo "sanitize $tool: ($(elapsed) s)"
+    grep -E "^## |ERROR SUMMARY|LEAK SUMMARY" "$OUT/gpu_sanitize_${tool}_$DATE.md"
+  done
 fi
 
 # ---- SpMV benchmark -------------------------------------------------------------------------
