@@ -14,6 +14,8 @@
 #                .commit in the root is read when the variable is unset)
 #   SAP_MATRIX_DIR  the matrices (default: .mat in the root, a git-ignored copy of
 #                ../shared/matrices carried by the device tool, else ../shared/matrices)
+#   .deps/       (optional, git-ignored) include/ and lib/ of the build dependencies the GPU
+#                machine does not have; carry it with the device tool (carry: [".deps"])
 #   SAP_GPU_STEPS   which steps to run (default "build gpu spmv krylov all")
 #   SAP_SPMV_ARGS   extra arguments for bench/spmv
 set -u
@@ -31,6 +33,13 @@ fi
 export SAP_COMMIT
 GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$GPU" ] || GPU="unknown (nvidia-smi failed)"
+# build dependencies the GPU machine lacks (fast_float, cJSON, libspng: it has no package
+# registry) travel in .deps/{include,lib}, a git-ignored copy of this machine's packages
+DEPS_ARGS=""
+if [ -d "$ROOT/.deps" ]; then
+  DEPS_ARGS="-DCMAKE_PREFIX_PATH=$ROOT/.deps"
+  export LD_LIBRARY_PATH="$ROOT/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - t0 )); }
@@ -40,7 +49,7 @@ if has build; then
   {
     echo "== configure $(date -u)"; nvcc --version | tail -2
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSAP_ENABLE_CUDA=ON \
-      -DCMAKE_CUDA_FLAGS=-lineinfo
+      -DCMAKE_CUDA_FLAGS=-lineinfo $DEPS_ARGS
     echo "== build"
     cmake --build "$BUILD" -j16
   } > "$OUT/build.log" 2>&1
