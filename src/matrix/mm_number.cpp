@@ -184,8 +184,8 @@ extern "C" const char *sap__parse_double(const char *p, const char *end, double 
 
 extern "C" int sap__format_double(char *out, double v, int precision)
 {
+    if (precision >= 17) return static_cast<int>(std::to_chars(out, out + SAP_NUMBER_MAX, v).ptr - out);
     if (precision < 1) precision = 1;
-    if (precision > 17) precision = 17;
     const std::to_chars_result r = std::to_chars(out, out + SAP_NUMBER_MAX, v, std::chars_format::general, precision);
     return static_cast<int>(r.ptr - out);
 }

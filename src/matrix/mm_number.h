@@ -7,8 +7,8 @@
  *   entry lines      the reader's fast path (sap__mm_scan_*): runs of well-formed entry
  *                    lines with fast_float inlined into the loop, no call per value;
  *                    mm_body.c does every other line and all error reporting;
- *   double -> text   std::to_chars (C++17; libstdc++ uses Ryu), exactly what
- *                    printf("%.*g") prints, so precision 17 reads back bit for bit. */
+ *   double -> text   std::to_chars (C++17; libstdc++ uses Ryu): the shortest text that
+ *                    reads back bit for bit, or exactly what printf("%.*g") prints. */
 #ifndef SAP_MM_NUMBER_H
 #define SAP_MM_NUMBER_H
 
@@ -66,8 +66,11 @@ void sap__mm_scan_array(sap_mm_scan *s);
 /* Longest output of the formatters below (a %.17g real is at most 24 bytes) plus slack. */
 #define SAP_NUMBER_MAX 40
 
-/* Writes v as printf("%.*g", precision, v) would (precision 1..17; others are clamped)
- * at out (no NUL); returns the number of bytes written (< SAP_NUMBER_MAX). */
+/* Writes v at out (no NUL); returns the number of bytes written (< SAP_NUMBER_MAX).
+ * precision >= 17: the shortest text that reads back as exactly v (std::to_chars without
+ * precision, Ryu: at most 17 significant digits, the nearest to v of the shortest,
+ * fixed or scientific whichever is shorter, e.g. 0.1, 1e+22, 5e-324, -0); precision
+ * 1..16 (below 1 is 1): exactly what printf("%.*g", precision, v) prints. */
 int sap__format_double(char *out, double v, int precision);
 
 /* Writes v in decimal at out (no NUL); returns the number of bytes written (<= 20). */
