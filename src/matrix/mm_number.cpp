@@ -31,6 +31,14 @@ const char *parse_double_strtod(const char *s, const char *e, double *v)
     return e;
 }
 
+// fast_float::from_chars is an out-of-line template here (GCC does not inline it by
+// itself): flatten inlines it, and what it calls, into the line loops.
+#if defined(__GNUC__)
+#define SAP_FLATTEN __attribute__((flatten))
+#else
+#define SAP_FLATTEN
+#endif
+
 inline bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 inline bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; } // as mm_isblank
 
@@ -59,7 +67,7 @@ inline const char *value(const char *p, const char *end, double *v)
 }
 
 template <bool Wide, int Field>
-void scan_coordinate(sap_mm_scan *s)
+SAP_FLATTEN void scan_coordinate(sap_mm_scan *s)
 {
     using Index = typename std::conditional<Wide, int64_t, int32_t>::type;
     const char *p = s->p;
@@ -111,7 +119,7 @@ void scan_coordinate(sap_mm_scan *s)
 }
 
 template <int Field>
-void scan_array(sap_mm_scan *s)
+SAP_FLATTEN void scan_array(sap_mm_scan *s)
 {
     const char *p = s->p;
     const char *const end = s->end;
