@@ -559,6 +559,59 @@ static void test_numbers(void)
     }
 }
 
+/* Plain entry lines go through the C++ fast path, the others through mm_body.c's
+ * tokenizer: lines of both kinds interleaved give the right values, and an error after
+ * them the right line. */
+static void test_fast_path_mix(void)
+{
+    const char *text = BANNER_CR "% comment\n4 4 9\n"
+                                 "1 1 1.5\n"          /* line 4: fast */
+                                 "\n"                 /* blank */
+                                 "2 2 +2.5\n"         /* '+': tokenizer */
+                                 "% between\n"
+                                 "3 3 1e-400\r\n"     /* underflow: 0, CRLF */
+                                 "\t4\t4\t-4.25 \n" /* tabs and a trailing blank: fast */
+                                 "1 2 .5\n"
+                                 "2 1 5.\n"
+                                 "1 3 1E+2\n"
+                                 "1 4 -0\n"
+                                 "4 1 7\n";
+    sap_csr *A = NULL;
+    sap_mm_read_options opt;
+    sap_mm_read_options_init(&opt);
+    CHECK_OK(ctx, sap_mm_parse_csr(ctx, text, strlen(text), &opt, &A, NULL));
+    if (A) {
+        const double want[] = {1.5, 0.5, 100.0, -0.0, 5.0, 2.5, 0.0, 7.0, -4.25}; /* CSR order */
+        CHECK(A->nnz == 9);
+        for (sap_int k = 0; k < A->nnz && k < 9; k++)
+            CHECK_MSG(memcmp(&A->val[k], &want[k], sizeof(double)) == 0, "value %lld: %.17g, expected %.17g",
+                      (long long)k, A->val[k], want[k]);
+    }
+    sap_csr_destroy(A);
+    /* errors after such lines: exact line numbers */
+    static const struct {
+        const char *text;
+        sap_status st;
+        const char *line;
+    } bad[] = {
+        {BANNER_CR "2 2 3\n1 1 1\n\n2 2 +2\n2 3 1\n", SAP_ERR_INDEX, "line 6:"},
+        {BANNER_CR "2 2 3\n1 1 1\n% c\n2 2 2\n1 2 nan\n", SAP_ERR_NONFINITE, "line 6:"},
+        {BANNER_CR "2 2 3\n1 1 1\n2 2 2\n1 2 1.5x\n", SAP_ERR_PARSE, "line 5:"},
+        {BANNER_CR "2 2 2\n1 1 1\n2 2 2\n1 2 3\n", SAP_ERR_COUNT, "line 5:"},
+        {BANNER_AR "3 1\n1\n\n+2\n1e999\n", SAP_ERR_NONFINITE, "line 6:"},
+        {BANNER_CK "2 2 2\n2 1 1\n\n2 2 1\n", SAP_ERR_PARSE, "line 5:"},
+        {BANNER_CI "2 2 2\n1 1 1\n2 2 1.5\n", SAP_ERR_PARSE, "line 4:"},
+        {BANNER_CR "2 2 2\n1 1 1\n2 99999999999999999999999 1\n", SAP_ERR_INDEX, "line 4:"},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        A = NULL;
+        CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, bad[k].text, strlen(bad[k].text), NULL, &A, NULL), bad[k].st);
+        CHECK_MSG(strstr(sap_context_last_error(ctx), bad[k].line) != NULL, "case %zu: %s (expected %s)", k,
+                  sap_context_last_error(ctx), bad[k].line);
+        sap_csr_destroy(A);
+    }
+}
+
 /* ---- round trips -------------------------------------------------------------------------- */
 
 /* the writer's default (shortest) text reads back bit for bit: random doubles of every
@@ -1271,6 +1324,7 @@ int main(void)
     test_malformed();
     test_mutations();
     test_numbers();
+    test_fast_path_mix();
     test_round_trips();
     test_shortest_round_trip();
     test_semantics();
