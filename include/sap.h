@@ -380,7 +380,10 @@ typedef struct sap_mm_write_options {
     sap_mm_field field;     /* default real; integer requires integral values */
     sap_symmetry symmetry;  /* default general; symmetric/skew write the lower triangle
                                and require the matrix to have that symmetry */
-    int precision;          /* significant digits for reals, default 17 (round-trip) */
+    int precision;          /* reals: 17 (default) writes the shortest text that reads
+                               back as exactly the same double (at most 17 significant
+                               digits, e.g. 0.1, 2.5e-07, 1e+22, -0); 1..16 round to that
+                               many significant digits as printf("%.*g") */
     const char *comment;    /* optional comment line(s) written after the banner */
 } sap_mm_write_options;
 

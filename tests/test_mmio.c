@@ -8,6 +8,7 @@
 
 #include "matrix/mm_number.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -381,32 +382,113 @@ static void test_mutations(void)
 
 /* ---- numbers -------------------------------------------------------------------------------- */
 
+/* significant digits of a number in text (mantissa digits without leading and trailing
+ * zeros) */
+static int significant_digits(const char *t)
+{
+    int n = 0, last = 0, lead = 1;
+    for (; *t && *t != 'e' && *t != 'E'; t++) {
+        if (*t < '0' || *t > '9') continue;
+        if (*t == '0' && lead) continue;
+        lead = 0;
+        n++;
+        if (*t != '0') last = n;
+    }
+    return last;
+}
+
+/* a random double of every kind: any bit pattern, subnormal, +-0, extreme exponents,
+ * short decimals, integers */
+static double random_double(long it)
+{
+    double v;
+    uint64_t bits = rnd();
+    switch (it % 8) {
+    case 0:
+        memcpy(&v, &bits, sizeof(v));
+        if (!isfinite(v)) v = 1.0;
+        break;
+    case 1: v = (double)(rnd() % 2000000) / (double)(1 + rnd() % 100000); break;
+    case 2: v = ldexp((double)(rnd() >> 11), (int)(rnd() % 200) - 150); break;
+    case 3: v = (double)(rnd() % 100000) * pow(10.0, (double)((int)(rnd() % 40) - 20)); break;
+    case 4: /* subnormal */
+        bits &= 0x000FFFFFFFFFFFFFULL;
+        if (!bits) bits = 1;
+        memcpy(&v, &bits, sizeof(v));
+        break;
+    case 5: v = ldexp(1.0 + urand(), (int)(rnd() % 2046) - 1022); break; /* any exponent */
+    case 6: v = it % 16 == 6 ? 0.0 : (double)((int64_t)(rnd() % 20001) - 10000); break;
+    default: {
+        static const double edge[] = {DBL_MAX, DBL_MIN, 4.9406564584124654e-324, 2.2250738585072009e-308,
+                                      1e23, 9007199254740993.0, 0.1, 1e-7, 1e16, 123456789012345680.0};
+        v = edge[rnd() % (sizeof(edge) / sizeof(edge[0]))];
+        break;
+    }
+    }
+    if (rnd() & 1) v = -v;
+    return v;
+}
+
 static void test_numbers(void)
 {
-    /* the formatter prints exactly what printf("%.*g") prints */
-    long bad = 0;
+    /* precision 1..16: the formatter prints exactly what printf("%.*g") prints; 17 (the
+     * default): the shortest text that reads back bit for bit (as few significant digits
+     * as the least %.*g that reads back) */
+    long bad = 0, bad_short = 0;
     char a[64], b[64];
     for (long it = 0; it < 300000; it++) {
         double v;
-        uint64_t bits = rnd();
-        switch (it % 5) {
-        case 0: memcpy(&v, &bits, sizeof(v)); break;
-        case 1: v = (double)(rnd() % 2000000) / (double)(1 + rnd() % 100000); break;
-        case 2: v = ldexp((double)(rnd() >> 11), (int)(rnd() % 200) - 150); break;
-        case 3: v = (double)(rnd() % 100000) * pow(10.0, (double)((int)(rnd() % 40) - 20)); break;
-        default: v = (double)((int64_t)(rnd() % 20001) - 10000); break;
-        }
-        if (rnd() & 1) v = -v;
-        int P = it % 3 ? 17 : 1 + (int)(rnd() % 17);
+        if (it % 5 == 0) { /* any bit pattern, NaN and Inf included (printf's text) */
+            uint64_t bits = rnd();
+            memcpy(&v, &bits, sizeof(v));
+        } else
+            v = random_double(it);
+        int P = it % 3 ? 1 + (int)(rnd() % 16) : 17;
         int n = sap__format_double(a, v, P);
         a[n] = '\0';
-        snprintf(b, sizeof(b), "%.*g", P, v);
-        if (strcmp(a, b)) {
-            if (bad < 10) fprintf(stderr, "format %.17g with precision %d: '%s', printf: '%s'\n", v, P, a, b);
-            bad++;
+        if (P < 17) {
+            snprintf(b, sizeof(b), "%.*g", P, v);
+            if (strcmp(a, b)) {
+                if (bad < 10) fprintf(stderr, "format %.17g with precision %d: '%s', printf: '%s'\n", v, P, a, b);
+                bad++;
+            }
+            continue;
+        }
+        if (!isfinite(v)) { /* inf, -inf, nan, -nan: printf's text */
+            snprintf(b, sizeof(b), "%.17g", v);
+            if (strcmp(a, b)) {
+                if (bad_short < 10) fprintf(stderr, "shortest format of %s: '%s'\n", b, a);
+                bad_short++;
+            }
+            continue;
+        }
+        double w = strtod(a, NULL);
+        int k = 1;
+        for (; k < 17; k++) {
+            snprintf(b, sizeof(b), "%.*g", k, v);
+            if (strtod(b, NULL) == v) break;
+        }
+        snprintf(b, sizeof(b), "%.*g", k, v);
+        const bool integer_text = !strpbrk(a, ".eE"); /* the exact integer, checked by length alone */
+        if (memcmp(&w, &v, sizeof(v)) || strlen(a) > strlen(b) || (!integer_text && significant_digits(a) > k) ||
+            n >= SAP_NUMBER_MAX) {
+            if (bad_short < 10) fprintf(stderr, "shortest format of %.17g: '%s' (%%.%dg reads back)\n", v, a, k);
+            bad_short++;
         }
     }
     CHECK_MSG(bad == 0, "%ld formatting mismatches", bad);
+    CHECK_MSG(bad_short == 0, "%ld shortest formats that are not exact or not shortest", bad_short);
+    /* the shortest forms of a few values, as the writer prints them */
+    {
+        static const double v[] = {0.0, -0.0, 1.0, 0.1, -2.5, 1e22, 1e23, 5e-324, 1.7976931348623157e308, 100, 1e-5};
+        static const char *want[] = {"0", "-0", "1", "0.1", "-2.5", "1e+22", "1e+23", "5e-324", "1.7976931348623157e+308",
+                                     "100", "1e-05"};
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+            int n = sap__format_double(a, v[k], 17);
+            a[n] = '\0';
+            CHECK_MSG(strcmp(a, want[k]) == 0, "shortest format of %.17g: '%s', expected '%s'", v[k], a, want[k]);
+        }
+    }
 
     /* the parser gives what strtod gives: random decimal strings through the public API */
     enum { N = 20000 };
@@ -476,7 +558,95 @@ static void test_numbers(void)
     }
 }
 
+/* Plain entry lines go through the C++ fast path, the others through mm_body.c's
+ * tokenizer: lines of both kinds interleaved give the right values, and an error after
+ * them the right line. */
+static void test_fast_path_mix(void)
+{
+    const char *text = BANNER_CR "% comment\n4 4 9\n"
+                                 "1 1 1.5\n"          /* line 4: fast */
+                                 "\n"                 /* blank */
+                                 "2 2 +2.5\n"         /* '+': tokenizer */
+                                 "% between\n"
+                                 "3 3 1e-400\r\n"     /* underflow: 0, CRLF */
+                                 "\t4\t4\t-4.25 \n" /* tabs and a trailing blank: fast */
+                                 "1 2 .5\n"
+                                 "2 1 5.\n"
+                                 "1 3 1E+2\n"
+                                 "1 4 -0\n"
+                                 "4 1 7\n";
+    sap_csr *A = NULL;
+    sap_mm_read_options opt;
+    sap_mm_read_options_init(&opt);
+    CHECK_OK(ctx, sap_mm_parse_csr(ctx, text, strlen(text), &opt, &A, NULL));
+    if (A) {
+        const double want[] = {1.5, 0.5, 100.0, -0.0, 5.0, 2.5, 0.0, 7.0, -4.25}; /* CSR order */
+        CHECK(A->nnz == 9);
+        for (sap_int k = 0; k < A->nnz && k < 9; k++)
+            CHECK_MSG(memcmp(&A->val[k], &want[k], sizeof(double)) == 0, "value %lld: %.17g, expected %.17g",
+                      (long long)k, A->val[k], want[k]);
+    }
+    sap_csr_destroy(A);
+    /* errors after such lines: exact line numbers */
+    static const struct {
+        const char *text;
+        sap_status st;
+        const char *line;
+    } bad[] = {
+        {BANNER_CR "2 2 3\n1 1 1\n\n2 2 +2\n2 3 1\n", SAP_ERR_INDEX, "line 6:"},
+        {BANNER_CR "2 2 3\n1 1 1\n% c\n2 2 2\n1 2 nan\n", SAP_ERR_NONFINITE, "line 6:"},
+        {BANNER_CR "2 2 3\n1 1 1\n2 2 2\n1 2 1.5x\n", SAP_ERR_PARSE, "line 5:"},
+        {BANNER_CR "2 2 2\n1 1 1\n2 2 2\n1 2 3\n", SAP_ERR_COUNT, "line 5:"},
+        {BANNER_AR "3 1\n1\n\n+2\n1e999\n", SAP_ERR_NONFINITE, "line 6:"},
+        {BANNER_CK "2 2 2\n2 1 1\n\n2 2 1\n", SAP_ERR_PARSE, "line 5:"},
+        {BANNER_CI "2 2 2\n1 1 1\n2 2 1.5\n", SAP_ERR_PARSE, "line 4:"},
+        {BANNER_CR "2 2 2\n1 1 1\n2 99999999999999999999999 1\n", SAP_ERR_INDEX, "line 4:"},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        A = NULL;
+        CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, bad[k].text, strlen(bad[k].text), NULL, &A, NULL), bad[k].st);
+        CHECK_MSG(strstr(sap_context_last_error(ctx), bad[k].line) != NULL, "case %zu: %s (expected %s)", k,
+                  sap_context_last_error(ctx), bad[k].line);
+        sap_csr_destroy(A);
+    }
+}
+
 /* ---- round trips -------------------------------------------------------------------------- */
+
+/* the writer's default (shortest) text reads back bit for bit: random doubles of every
+ * kind (subnormals, +-0, extreme exponents) through a file, plain and gzip */
+static void test_shortest_round_trip(void)
+{
+    enum { N = 60000 };
+    sap_dense *X = NULL;
+    CHECK_OK(ctx, sap_dense_create(ctx, N, 1, &X));
+    if (!X) return;
+    for (long k = 0; k < N; k++) X->val[k] = random_double(k);
+    X->val[0] = 0.0;
+    X->val[1] = -0.0;
+    X->val[2] = 4.9406564584124654e-324;
+    X->val[3] = -1.7976931348623157e308;
+    for (int gz = 0; gz < 2; gz++) {
+        const char *path = tmpfile_path(gz ? "shortest.mtx.gz" : "shortest.mtx");
+        sap_mm_write_options wo;
+        sap_mm_write_options_init(&wo);
+        wo.format = SAP_MM_ARRAY; /* every value, -0 included (coordinate output drops zeros) */
+        CHECK_OK(ctx, sap_mm_write_dense(X, path, &wo));
+        sap_dense *Y = NULL;
+        CHECK_OK(ctx, sap_mm_read_dense(ctx, path, NULL, &Y, NULL));
+        if (Y) {
+            long mism = 0;
+            for (long k = 0; k < N; k++)
+                if (memcmp(&X->val[k], &Y->val[k], sizeof(double))) {
+                    if (mism < 5) fprintf(stderr, "wrote %.17g, read %.17g\n", X->val[k], Y->val[k]);
+                    mism++;
+                }
+            CHECK_MSG(mism == 0, "%ld values differ after the round trip", mism);
+        }
+        sap_dense_destroy(Y);
+    }
+    sap_dense_destroy(X);
+}
 
 static void round_trip(sap_mm_format format, sap_mm_field field, sap_symmetry sym, int gz, sap_int m, sap_int n)
 {
@@ -594,8 +764,7 @@ static void test_round_trips(void)
         CHECK_OK(ctx, sap_mm_write_csr(A, path, NULL));
         size_t len = 0;
         char *t = read_bytes(path, &len);
-        const char *want = "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 1.5\n2 1 "
-                           "0.10000000000000001\n2 3 -2\n";
+        const char *want = "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 1.5\n2 1 0.1\n2 3 -2\n";
         CHECK_MSG(t && strcmp(t, want) == 0, "file text:\n%s", t ? t : "(none)");
         free(t);
         sap_mm_write_options wo;
@@ -1154,7 +1323,9 @@ int main(void)
     test_malformed();
     test_mutations();
     test_numbers();
+    test_fast_path_mix();
     test_round_trips();
+    test_shortest_round_trip();
     test_semantics();
     test_files();
     test_parallel();

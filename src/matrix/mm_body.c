@@ -2,7 +2,10 @@
  * coordinate lines (row col [value]) and array lines (value), the checks on each entry
  * (index ranges, finiteness, skew diagonal, the declared count), and the split of the
  * section at newlines into one chunk per thread.  Each chunk parses into its own slice of
- * the triplet arrays (sized by its line count), so nothing is merged.  The tokenizer
+ * the triplet arrays (sized by its line count), so nothing is merged.  Runs of plain,
+ * valid entry lines go through the fast path of the C++ unit (sap__mm_scan_*,
+ * mm_number.h: fast_float inlined, no call per value); every other line (blank,
+ * comment, malformed, out of range, rare syntax) is the tokenizer's here.  The tokenizer
  * relies on a '\n' ending every line it sees: the text up to its last newline is parsed
  * in place, an unterminated last line is copied and given one.  When anything is wrong
  * the section is parsed again serially without storing, which finds the first error
@@ -135,7 +138,27 @@ static int parse_coordinate(const mm_cfg *g, mm_chunk *c)
     const uint64_t nr = g->nrows, nc = g->ncols;
     const bool pattern = g->field == SAP_MM_PATTERN, integer = g->field == SAP_MM_INTEGER;
     const bool skew = g->symmetry == SAP_SKEW_SYMMETRIC, finite = !g->allow_nonfinite;
+    sap_mm_scan fast = {.end = end,
+                        .cap = cap,
+                        .row = R,
+                        .col = C,
+                        .val = V,
+                        .nrows = nr,
+                        .ncols = nc,
+                        .field = (int)g->field,
+                        .wide = wide,
+                        .skew = skew,
+                        .finite = finite};
     while (p < end) {
+        /* runs of plain entry lines in the C++ unit; this loop does the others */
+        fast.p = p;
+        fast.line = line;
+        fast.n = n;
+        sap__mm_scan_coordinate(&fast);
+        p = fast.p;
+        line = fast.line;
+        n = fast.n;
+        if (p == end) break;
         line++;
         while (mm_isblank(*p)) p++;
         if (*p == '\n') {
@@ -222,7 +245,16 @@ static int parse_array(const mm_cfg *g, mm_chunk *c)
     const int64_t cap = c->cap;
     double *V = g->val ? g->val + c->off : NULL;
     const bool integer = g->field == SAP_MM_INTEGER, finite = !g->allow_nonfinite;
+    sap_mm_scan fast = {.end = end, .cap = cap, .val = V, .field = (int)g->field, .finite = finite};
     while (p < end) {
+        fast.p = p;
+        fast.line = line;
+        fast.n = n;
+        sap__mm_scan_array(&fast);
+        p = fast.p;
+        line = fast.line;
+        n = fast.n;
+        if (p == end) break;
         line++;
         while (mm_isblank(*p)) p++;
         if (*p == '\n') {
