@@ -54,7 +54,8 @@ static void test_enumeration(void)
         if (i < NBUILTIN) CHECK_MSG(strcmp(name, builtin_names[i]) == 0, "%d: %s", i, name);
         /* "name: description\n", a description there */
         const size_t l = strlen(name);
-        CHECK_MSG(strncmp(help, name, l) == 0 && help[l] == ':' && strlen(help) > l + 4 && help[strlen(help) - 1] == '\n',
+        const size_t hl = strlen(help);
+        CHECK_MSG(strncmp(help, name, l) == 0 && help[l] == ':' && hl > l + 4 && help[hl - 1] == '\n',
                   "help of %s: '%s'", name, help);
         /* parse round trip, also in upper case */
         sap_solver_method m = (sap_solver_method)-1;
@@ -208,7 +209,8 @@ static sap_status dense_build(sap_solver *S, sap__attempt *a, char *note, size_t
     (void)reject;
     const sap_int n = S->A->nrows;
     dense_builds++;
-    if (n > DENSE_MAX_N) return SAP_ERROR(S->ctx, SAP_ERR_TOO_LARGE, "dense-lu: N = %lld > %d", (long long)n, DENSE_MAX_N);
+    if (n > DENSE_MAX_N)
+        return SAP_ERROR(S->ctx, SAP_ERR_TOO_LARGE, "dense-lu: N = %lld > %d", (long long)n, DENSE_MAX_N);
     dense_lu *F = calloc(1, sizeof(*F));
     if (!F) return SAP_ERR_OUT_OF_MEMORY;
     a->impl = F;

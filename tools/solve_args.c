@@ -76,7 +76,8 @@ static void usage(FILE *f)
                "  --method M        pipeline method (default auto; a forced method still falls back\n"
                "                    unless --opt fallback=0); the methods:\n",
             method_list("|"));
-    for (int i = 0; i < sap_solver_method_count(); i++) fprintf(f, "                      %s", sap_solver_method_help(i));
+    for (int i = 0; i < sap_solver_method_count(); i++)
+        fprintf(f, "                      %s", sap_solver_method_help(i));
     fprintf(f, "  --opt NAME=VALUE  pipeline option (repeatable), e.g. drop=0.999, db=none,\n"
                "                    precision=double, memory_limit=2G; --opt help lists them\n"
                "  --nrhs K          solve K manufactured right-hand sides at once (x*: the parabola,\n"

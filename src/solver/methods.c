@@ -103,7 +103,7 @@ const sap__solver_method_type *sap__solver_method_get(sap_solver_method m)
 
 sap_status sap__solver_method_register(const sap__solver_method_type *t, sap_solver_method *value)
 {
-    if (!t || !t->name || !t->name[0] || !t->build || !t->solve || !t->estimate || t->refine_passes < 0)
+    if (!t || !t->name || !t->name[0] || !t->build || !t->numeric || !t->solve || !t->estimate || t->refine_passes < 0)
         return SAP_ERR_INVALID;
     count(); /* the built-ins first */
     sap_status st = SAP_OK;

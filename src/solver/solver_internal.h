@@ -222,9 +222,9 @@ struct sap__solver_method_type {
 /* The method of value m, or NULL (auto, out of range). */
 const sap__solver_method_type *sap__solver_method_get(sap_solver_method m);
 /* Registers a strategy method (process-wide, for good; thread-safe): its name and alias
- * must be new, build, solve and estimate set.  The enum value it gets (the next free one,
- * also its index in the public enumeration) goes to *value (may be NULL) and is what
- * sap_solver_options.method / sap_solver_method_parse give for its name.  The type must
+ * must be new, estimate, build, numeric and solve set.  The enum value it gets (the next
+ * free one, also its index in the public enumeration) goes to *value (may be NULL) and is
+ * what sap_solver_options.method / sap_solver_method_parse give for its name.  The type must
  * outlive the process' use of the solver (the registry keeps the pointer).
  * SAP_ERR_INVALID (bad or taken name, missing operation), SAP_ERR_TOO_LARGE (full). */
 sap_status sap__solver_method_register(const sap__solver_method_type *t, sap_solver_method *value);
@@ -263,7 +263,8 @@ int64_t sap__solver_bytes(double b);
 sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, char *note, size_t nl, int *reject);
 sap_status sap__solver_sap_numeric(sap_solver *S, sap__attempt *a);
 void sap__solver_sap_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size);
-/* Bytes of the band and factors (SaP-C: with its coupling blocks), Krylov and host band. */
+/* SaP-D's (and band-lu's) estimate: the band and factors, the Krylov part, the host band;
+ * 2 N K^2 flops. */
 void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
                               sap_precision prec, sap__sm_estimate *e);
 
