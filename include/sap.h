@@ -1031,8 +1031,25 @@ typedef enum sap_solver_method {
     SAP_METHOD_JACOBI = 5  /* the Krylov method with a Jacobi preconditioner (last resort) */
 } sap_solver_method;
 
-/* "auto", "sap-d", "sap-c", "band-lu", "band-pivot", "jacobi". */
+/* ---- strategy methods: the registry ---- */
+/* Every strategy method of sap_solver is listed once in the library's registry
+ * (src/solver/methods.c, one file per method); more can be registered at run time through
+ * the internal sap__solver_method_register (src/solver/solver_internal.h).  Index i of
+ * the enumeration IS the sap_solver_method value: 0 is "auto" (not a method: the plan
+ * picks the first one and the fallback chain), 1..5 the built-ins in enum order, then the
+ * registered methods (values 6, 7, ... in registration order).  Indices are stable
+ * (methods are never unregistered). */
+
+/* Number of entries: "auto", the built-in methods, then any registered ones. */
+SAP_API int sap_solver_method_count(void);
+/* Name of method i, as sap_solver_method_parse accepts it: "auto", "sap-d", "sap-c",
+ * "band-lu", "band-pivot", "jacobi", then registered names; "unknown" out of range.  The
+ * index is the enum value, so this one function serves both. */
 SAP_API const char *sap_solver_method_name(sap_solver_method method);
+/* "name: description\n" (static text; NULL when i is out of range). */
+SAP_API const char *sap_solver_method_help(int i);
+/* Name (or alias: "sapd", "sapc", "bandlu", "bandpivot"), case-insensitive, to its value;
+ * SAP_ERR_INVALID for an unknown name or a NULL argument. */
 SAP_API sap_status sap_solver_method_parse(const char *name, sap_solver_method *method);
 
 typedef struct sap_solver_options {

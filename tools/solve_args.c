@@ -33,6 +33,19 @@ static const char *krylov_list(void)
     return b;
 }
 
+/* "a|b|c" or "a, b, c" of the strategy methods of the pipeline ("auto" first). */
+static const char *method_list(const char *sep)
+{
+    static char buf[2][512];
+    char *b = buf[sep[0] == '|'];
+    b[0] = 0;
+    for (int i = 0; i < sap_solver_method_count(); i++) {
+        if (i) strncat(b, sep, 511 - strlen(b));
+        strncat(b, sap_solver_method_name((sap_solver_method)i), 511 - strlen(b));
+    }
+    return b;
+}
+
 /* --precond help: every preconditioner type with its options. */
 static void precond_help(FILE *f)
 {
@@ -43,7 +56,7 @@ static void precond_help(FILE *f)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sap solve FILE|SPEC [--method auto|sap-d|sap-c|band-lu|band-pivot|jacobi] [--opt NAME=VALUE]...\n"
+    fprintf(f, "usage: sap solve FILE|SPEC [--method %s] [--opt NAME=VALUE]...\n"
                "                 [--nrhs K] [--profile]\n"
                "       sap solve FILE|SPEC [--rhs FILE] [--krylov METHOD] [--precond NAME|auto|help]\n"
                "                 [--pc-opt NAME=VALUE]... [--partitions P]\n"
@@ -60,9 +73,12 @@ static void usage(FILE *f)
                "Krylov method and preconditioner and prints a summary: backend, method, SpMV format,\n"
                "iterations, relative residual (recursive and true), the error against x* when the\n"
                "system is manufactured, time per phase, bytes moved between host and device.\n\n"
-               "  --method M        pipeline method: auto (default), sap-d, sap-c, band-lu, band-pivot,\n"
-               "                    jacobi (a forced method still falls back unless --opt fallback=0)\n"
-               "  --opt NAME=VALUE  pipeline option (repeatable), e.g. drop=0.999, db=none,\n"
+               "  --method M        pipeline method (default auto; a forced method still falls back\n"
+               "                    unless --opt fallback=0); the methods:\n",
+            method_list("|"));
+    for (int i = 0; i < sap_solver_method_count(); i++)
+        fprintf(f, "                      %s", sap_solver_method_help(i));
+    fprintf(f, "  --opt NAME=VALUE  pipeline option (repeatable), e.g. drop=0.999, db=none,\n"
                "                    precision=double, memory_limit=2G; --opt help lists them\n"
                "  --nrhs K          solve K manufactured right-hand sides at once (x*: the parabola,\n"
                "                    then random vectors)\n"
@@ -248,8 +264,7 @@ static int take(void *state, int val, const char *arg)
 static int resolve_pipeline(const raw_args *r, sap_solver_options *sopt)
 {
     if (sap_solver_method_parse(r->method, &sopt->method) != SAP_OK) {
-        fprintf(stderr, "sap solve: unknown method '%s' (auto, sap-d, sap-c, band-lu, band-pivot, jacobi)\n",
-                r->method);
+        fprintf(stderr, "sap solve: unknown method '%s' (%s)\n", r->method, method_list(", "));
         return 2;
     }
     for (int i = 0; i < r->nopts; i++) {

@@ -7,7 +7,8 @@
  *   checks -> sap_csr_stats (SPD guess) -> sap_reorder: DB (product + scaling; off for an
  *   SPD-looking matrix) and CM on A + A^T, kept in "CM order" with every entry (R->A) ->
  *   the automatic drop-off half-bandwidth and the method chain.
- * Each method of the chain is an "attempt" (sap__attempt) built from R->A:
+ * Each method of the chain is an "attempt" (sap__attempt) built from R->A by its
+ * strategy method (sap__solver_method_type, one file each, listed in methods.c):
  *   SaP-D / SaP-C / BAND_LU: drop-off to the attempt's K (a CSR of the kept entries),
  *     for SaP-D with P > 1 the third-stage CM inside each partition (a block-diagonal
  *     symmetric permutation t applied to the attempt's matrices only: the other methods
@@ -38,7 +39,7 @@
 
 static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_options *o)
 {
-    if ((int)o->method < SAP_METHOD_AUTO || (int)o->method > SAP_METHOD_JACOBI)
+    if ((int)o->method < SAP_METHOD_AUTO || (int)o->method >= sap_solver_method_count())
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: unknown method %d", (int)o->method);
     if (o->db < -1 || o->db > SAP_DB_TRANSVERSAL)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: db = %d (need -1 auto, 0 none, 1 product, 2 transversal)",

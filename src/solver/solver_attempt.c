@@ -1,16 +1,14 @@
-/* solver_attempt.c -- the attempts of the sparse solver: building one method of the chain
- * from R->A (drop-off to its K, the third stage, the preconditioner or the band LU, the
- * Krylov matrix and method), its numeric refresh from new values, destroying it, and the
- * fallback chain that builds the methods in turn until one is usable.  Attempts that have
+/* solver_attempt.c -- the attempts of the sparse solver: the generic part of building one
+ * method of the chain from R->A (the plan's K / P / precision, the drop-off to its K, then
+ * the method's build through its sap__solver_method_type), its numeric refresh,
+ * destroying it, the attempt's permutation (a method's reordering, e.g. SaP-D's third
+ * stage), and the fallback chain that builds the methods in turn until one is usable.  Attempts that have
  * a fallback run as expected failures (sap__try_begin): their errors are recorded, listed
  * in stats.tried, and not printed. */
 #include "solver/solver_internal.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#define SV_TRY_MAXIT 200     /* iteration budget of an attempt that has a fallback */
-#define SV_TRY_STAGNATION 50 /* stagnation window of such an attempt */
 
 void sap__solver_try_begin(sap_solver *S, int on)
 {
@@ -32,10 +30,7 @@ void sap__solver_att_destroy(sap_solver *S, sap__attempt *a)
 {
     if (!a) return;
     sap_context *ctx = S->ctx;
-    sap_krylov_destroy(a->kry);
-    sap_precond_destroy(a->pc);
-    sap_matrix_destroy(a->M);
-    sap__bp_destroy(a->bp);
+    if (a->type && a->type->destroy) a->type->destroy(S, a);
     sap_csr_destroy(a->A_att);
     sap_csr_destroy(a->A_pc);
     sap__free(ctx, a->t);
@@ -44,65 +39,65 @@ void sap__solver_att_destroy(sap_solver *S, sap__attempt *a)
     sap__free(ctx, a);
 }
 
-static const sap_csr *att_full(const sap_solver *S, const sap__attempt *a) { return a->A_att ? a->A_att : S->R->A; }
-static const sap_csr *att_pcm(const sap_solver *S, const sap__attempt *a)
+const sap_csr *sap__solver_att_full(const sap_solver *S, const sap__attempt *a)
 {
-    return a->A_pc ? a->A_pc : att_full(S, a);
+    return a->A_att ? a->A_att : S->R->A;
+}
+
+const sap_csr *sap__solver_att_pcm(const sap_solver *S, const sap__attempt *a)
+{
+    return a->A_pc ? a->A_pc : sap__solver_att_full(S, a);
 }
 
 sap_status sap__solver_att_numeric(sap_solver *S, sap__attempt *a)
 {
+    return a->type->numeric ? a->type->numeric(S, a) : SAP_OK;
+}
+
+sap_status sap__solver_att_permute(sap_solver *S, sap__attempt *a, sap_int *t)
+{
+    sap_context *ctx = S->ctx;
+    const sap_csr *RA = S->R->A;
+    const sap_int n = RA->nrows;
+    const int nt = sap__threads(ctx);
     sap_status st = SAP_OK;
-    double t0;
-    if (a->bp) {
-        SAP_TRY(sap__bp_refactor(a->bp, att_pcm(S, a)));
-        a->t_asmbl = a->bp->t_asmbl;
-        a->t_lu = a->bp->t_lu;
-        return st;
-    }
-    if (a->pc) {
-        SAP_TRY(sap_precond_setup_numeric(a->pc, att_pcm(S, a)));
-        if (a->method != SAP_METHOD_JACOBI) {
-            sap_pc_sap_info info;
-            SAP_TRY(sap__pc_sap_info(a->pc, &info));
-            a->boosted = info.boosted;
-            a->dropped = info.dropped;
-            /* info.K bounds the coupling blocks: the whole matrix' K (capped); with the
-             * third stage the largest K_i is the third stage's */
-            if (!a->third) a->Kmax = info.K;
-            a->P = info.P;
-            a->t_asmbl = info.t_bc;
-            a->t_lu = info.t_lu;
-            a->t_spk = info.t_spk;
-            a->t_lurdcd = info.t_lurdcd;
-        }
-    }
-    if (a->M) {
-        t0 = sap__wtime();
-        SAP_TRY(sap_matrix_update_values(a->M, att_full(S, a)->val));
-        if (sap__solver_on_cuda(S->x)) a->t_transfer = sap__wtime() - t0;
+    sap_int *tinv = NULL;
+    sap_csr *pc = NULL;
+    a->t = t;
+    SAP_ALLOC(ctx, tinv, n);
+    SAP_TRY(sap_perm_invert(ctx, n, t, tinv));
+    SAP_TRY(sap_csr_permute(RA, t, t, &a->A_att));
+    SAP_ALLOC(ctx, a->map_att, RA->nnz);
+    sap__solver_map_entries(RA, tinv, tinv, a->A_att, a->map_att, nt);
+    if (a->A_pc) {
+        SAP_TRY(sap_csr_permute(a->A_pc, t, t, &pc));
+        sap_csr_destroy(a->A_pc);
+        a->A_pc = pc;
+        SAP_ALLOC(ctx, a->map_pc, RA->nnz);
+        sap__solver_map_entries(RA, tinv, tinv, a->A_pc, a->map_pc, nt);
     }
 cleanup:
+    sap__free(ctx, tinv);
     return st;
 }
 
-/* Builds attempt m.  *reject = 1 when it was built but must not be used (too many boosted
- * pivots while a fallback remains).  note receives a short description. */
+/* Builds attempt m: the plan's K, P and precision, the kept entries (K < K_cm), then the
+ * method's build.  *reject = 1 when it was built but must not be used (e.g. too many
+ * boosted pivots while a fallback remains).  note receives a short description. */
 static sap_status att_build(sap_solver *S, sap_solver_method m, int final, sap__attempt **out, int *reject, char *note,
                             size_t nl)
 {
-    sap_context *ctx = S->ctx, *x = S->x;
+    sap_context *ctx = S->ctx;
     sap_status st = SAP_OK;
-    const sap_int n = S->A->nrows;
-    const int nt = sap__threads(ctx);
+    const sap__solver_method_type *type = sap__solver_method_get(m);
     sap__attempt *a = NULL;
-    sap_csr *drop = NULL;
-    sap_int *tinv = NULL, *Kib = NULL, *Ki = NULL;
     *out = NULL;
     *reject = 0;
     note[0] = 0;
+    if (!type) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: unknown method %d", (int)m);
     SAP_CALLOC(ctx, a, 1);
     a->method = m;
+    a->type = type;
     a->final = final;
     a->itry = -1;
 
@@ -117,109 +112,28 @@ static sap_status att_build(sap_solver *S, sap_solver_method m, int final, sap__
     a->prec = prec;
     a->kept = kept;
     a->mem = sap__solver_estimate(S, m, P, K, prec);
-    if (m == SAP_METHOD_BAND_PIVOT && !sap__bp_available())
-        SAP_FAIL(ctx, SAP_ERR_NOT_COMPILED, "sap_solver band-pivot: this build has no LAPACK");
 
-    /* drop-off and third stage */
+    /* drop-off: the kept entries */
     const sap_csr *RA = S->R->A;
-    if (m != SAP_METHOD_JACOBI && K < S->K_cm) SAP_TRY(sap_csr_band_drop(RA, K, &drop));
+    if (type->band != SAP__SM_BAND_NONE && K < S->K_cm) SAP_TRY(sap_csr_band_drop(RA, K, &a->A_pc));
     a->t_drop = sap__wtime() - t0;
-    a->third = m == SAP_METHOD_SAPD && P > 1 && S->opt.third_stage != 0;
-    if (a->third) {
-        t0 = sap__wtime();
-        SAP_ALLOC(ctx, a->t, n);
-        SAP_ALLOC(ctx, tinv, n);
-        SAP_ALLOC(ctx, Kib, P);
-        SAP_ALLOC(ctx, Ki, P);
-        SAP_TRY(sap_third_stage(drop ? drop : RA, P, SAP_CM_AUTO, a->t, Kib, Ki));
-        for (sap_int b = 0; b < P; b++)
-            if (Ki[b] > a->Kmax) a->Kmax = Ki[b];
-        SAP_TRY(sap_perm_invert(ctx, n, a->t, tinv));
-        SAP_TRY(sap_csr_permute(RA, a->t, a->t, &a->A_att));
-        SAP_ALLOC(ctx, a->map_att, RA->nnz);
-        sap__solver_map_entries(RA, tinv, tinv, a->A_att, a->map_att, nt);
-        if (drop) {
-            SAP_TRY(sap_csr_permute(drop, a->t, a->t, &a->A_pc));
-            sap_csr_destroy(drop);
-            drop = NULL;
-        }
-        a->t_third = sap__wtime() - t0;
-    } else if (drop) {
-        a->A_pc = drop;
-        drop = NULL;
-    }
-    if (a->A_pc) {
-        SAP_ALLOC(ctx, a->map_pc, RA->nnz);
-        sap__solver_map_entries(RA, a->third ? tinv : NULL, a->third ? tinv : NULL, a->A_pc, a->map_pc, nt);
-    }
 
-    /* preconditioner or factorization */
-    const sap_csr *F = att_full(S, a), *PC = att_pcm(S, a);
-    if (m == SAP_METHOD_BAND_PIVOT) {
-        sap_int kl, ku;
-        sap__csr_lower_upper(PC, nt, &kl, &ku);
-        SAP_TRY(sap__bp_create(x, PC, kl, ku, &a->bp));
-        a->t_asmbl = a->bp->t_asmbl;
-        a->t_lu = a->bp->t_lu;
-        a->Kmax = kl > ku ? kl : ku;
-        snprintf(note + strlen(note), nl - strlen(note), "%sdgbtrf kl %lld ku %lld", note[0] ? ", " : "",
-                 (long long)kl, (long long)ku);
-    } else {
-        if (m == SAP_METHOD_JACOBI) {
-            SAP_TRY(sap_precond_create(x, "jacobi", &a->pc));
-        } else {
-            SAP_TRY(sap_precond_create(x, m == SAP_METHOD_SAPC ? "sap-c" : "sap-d", &a->pc));
-            sap_band_options bo;
-            sap_band_options_init(&bo);
-            bo.method = m == SAP_METHOD_SAPC ? SAP_BAND_SAPC : SAP_BAND_SAPD;
-            bo.partitions = P;
-            bo.boost_threshold = S->opt.boost_threshold;
-            bo.boost_value = S->opt.boost_value;
-            SAP_TRY(sap_precond_set_band_options(a->pc, &bo));
-            SAP_TRY(sap_precond_set_precision(a->pc, prec));
-        }
-        t0 = sap__wtime();
-        SAP_TRY(sap_matrix_create(x, F, NULL, &a->M));
-        const double tmat = sap__wtime() - t0;
-        sap_status sn = sap__solver_att_numeric(S, a);
-        if (sn < 0) {
-            st = sn;
-            goto cleanup;
-        }
-        /* the Krylov matrix: an upload on cuda (T_Dtransf), a copy on the host (T_Asmbl) */
-        if (sap__solver_on_cuda(x)) a->t_transfer = tmat;
-        else a->t_asmbl += tmat;
-        sap_krylov_options ko = S->opt.krylov;
-        a->cg = S->stats.spd && !S->stats.db_used && m != SAP_METHOD_SAPC;
-        if (S->opt.krylov_auto) {
-            ko.type = a->cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
-            ko.param = a->cg ? 0 : 2;
-        }
-        a->cg = ko.type == SAP_KRYLOV_CG;
-        if (!final) {
-            if (ko.maxit > SV_TRY_MAXIT) ko.maxit = SV_TRY_MAXIT;
-            if (ko.stagnation_window == 0) ko.stagnation_window = SV_TRY_STAGNATION;
-        }
-        ko.monitor = NULL;
-        SAP_TRY(sap_krylov_create(x, &ko, &a->kry));
-        if (m != SAP_METHOD_JACOBI)
-            snprintf(note + strlen(note), nl - strlen(note), "%sK_max %lld, %s, %lld boosted", note[0] ? ", " : "",
-                     (long long)a->Kmax, prec == SAP_FLOAT ? "float" : "double", (long long)a->boosted);
-        if (a->boosted > SV_BOOST_FRACTION * (double)n && !final) {
-            *reject = 1;
-            st = SAP_WARN_BOOSTED_PIVOTS;
-            snprintf(note, nl, "%lld boosted pivots > 1%% of N", (long long)a->boosted);
-        }
+    /* the method */
+    sap_status sb = type->build(S, a, note, nl, reject);
+    if (sb < 0) {
+        st = sb;
+        goto cleanup;
     }
-    if (!a->Kmax && m != SAP_METHOD_JACOBI && m != SAP_METHOD_BAND_PIVOT) a->Kmax = K;
+    if (*reject) st = sb;
+    else if (sb > 0 && st == SAP_OK) st = sb;
+    if (a->A_pc && !a->map_pc) {
+        SAP_ALLOC(ctx, a->map_pc, RA->nnz);
+        sap__solver_map_entries(RA, NULL, NULL, a->A_pc, a->map_pc, sap__threads(ctx));
+    }
     *out = a;
     a = NULL;
 cleanup:
     if (st < 0 && !note[0]) snprintf(note, nl, "%s", sap_status_string(st));
-    sap_csr_destroy(drop);
-    sap__free(ctx, tinv);
-    sap__free(ctx, Kib);
-    sap__free(ctx, Ki);
     sap__solver_att_destroy(S, a);
     if (st < 0 && S->hctx) sap__solver_relay(S);
     return st;

@@ -5,18 +5,28 @@
  *
  * Who owns what:
  *   solver.c          create / destroy / setup / get_stats: the composition
- *   solver_plan.c     memory limit, estimates, the cost and work rules, K / P / precision,
- *                     the automatic drop-off and the method chain
- *   solver_attempt.c  building, numeric refresh and destroying an attempt; the chain
- *   solver_solve.c    one and many right-hand sides, the attempt as an inner solve
+ *   solver_plan.c     memory limit, the cost and work rules, K / P / precision, the
+ *                     automatic drop-off and the method chain (its ORDER policy)
+ *   solver_attempt.c  the generic part of building, refreshing and destroying an attempt;
+ *                     the chain
+ *   solver_solve.c    one and many right-hand sides through the method's inner solve
  *   solver_refine.c   the iterative refinement on the true residual
  *   solver_refactor.c new values for the same pattern; the entry position maps
  *   solver_report.c   stats.tried[] entries, reason strings, relaying messages
- *   solver_band_pivot.c  LAPACK dgbtrf / dgbtrs
+ *   methods.c         the strategy-method registry: the built-ins (one line each), run-time
+ *                     registration, the public enumeration, names and parsing
+ *   solver_method_sap.c        sap-d and sap-c (two entries; band-lu builds on them)
+ *   solver_method_band_lu.c    band-lu
+ *   solver_method_band_pivot.c band-pivot (on solver_band_pivot.c: LAPACK dgbtrf / dgbtrs)
+ *   solver_method_jacobi.c     jacobi
+ *   solver_method_krylov.c     what the Krylov methods (all but band-pivot) share
+ * Only the method files (and the chain ORDER policy of solver_plan.c) know a method; the
+ * generic code calls through sap__solver_method_type.
  * Internal. */
 #ifndef SAP_SOLVER_INTERNAL_H
 #define SAP_SOLVER_INTERNAL_H
 
+#include "base/options.h"
 #include "precond/pc_sap.h"
 
 /* ---- banded LU with partial pivoting on the host (solver_band_pivot.c) ------------------ */
@@ -96,10 +106,14 @@ double sap__solver_nrm2(const double *v, sap_int n);
 /* ---- the sparse solver ------------------------------------------------------------------- */
 
 #define SV_BOOST_FRACTION 0.01 /* more boosted pivots than this fraction of N: reject */
+#define SV_MAX_CHAIN 8         /* methods in a chain at most */
+
+typedef struct sap__solver_method_type sap__solver_method_type;
 
 /* One method of the chain, built from R->A. */
 typedef struct sap__attempt {
     sap_solver_method method;
+    const sap__solver_method_type *type;
     sap_int P, K, Kmax; /* partitions, drop-off half-bandwidth, largest K_i used */
     sap_precision prec;
     int third, cg, final;
@@ -108,10 +122,11 @@ typedef struct sap__attempt {
     sap_csr *A_att;            /* all entries in the attempt's order (NULL: R->A) */
     sap_csr *A_pc;             /* the kept entries for the preconditioner (NULL: A_att/R->A) */
     sap_int *map_att, *map_pc; /* R->A entry -> A_att / A_pc entry (-1: not there) */
+    /* the Krylov methods (solver_method_krylov.c): matrix, preconditioner, method */
     sap_matrix *M;
     sap_precond *pc;
     sap_krylov *kry;
-    sap__bp *bp;
+    void *impl; /* the method's own state (e.g. band-pivot's factorization), its destroy frees it */
     sap_int boosted, dropped;
     int64_t mem;
     int itry;      /* its entry in stats.tried */
@@ -133,7 +148,7 @@ struct sap_solver {
     int db, scale, cm;
     int64_t mem_limit;
     char mem_why[48], drop_why[96], why_first[160];
-    sap_solver_method chain[5];
+    sap_solver_method chain[SV_MAX_CHAIN];
     int nchain, ichain;
     sap__attempt *att;
     double *w; /* 6 n work */
@@ -142,10 +157,122 @@ struct sap_solver {
 
 static inline int sap__solver_on_cuda(const sap_context *c) { return c->backend == SAP_BACKEND_CUDA; }
 
+/* ---- strategy methods -------------------------------------------------------------------- */
+
+/* Which band a method works on (the plan's memory / work rules narrow it). */
+typedef enum sap__sm_band {
+    SAP__SM_BAND_NONE, /* none (K = 0): nothing dropped, no memory or work narrowing */
+    SAP__SM_BAND_CM,   /* the CM band (K_cm; or the drop_delta given) */
+    SAP__SM_BAND_AUTO  /* the band of setup's automatic drop-off (K_auto; or the drop_delta given) */
+} sap__sm_band;
+
+/* What a method costs, before anything is built. */
+typedef struct sap__sm_estimate {
+    int64_t bytes; /* on its backend (device for cuda, host for cpu) */
+    double flops;  /* of its factorization: the work rule */
+} sap__sm_estimate;
+
+/* A strategy method: estimated before it is tried, built, refreshed with new values,
+ * applied inside the shared refinement loop, reported, destroyed.  The built-ins are
+ * listed once in methods.c; more come from sap__solver_method_register. */
+struct sap__solver_method_type {
+    const char *name;  /* as sap_solver_method_parse accepts it (case-insensitive) */
+    const char *alias; /* another accepted name, or NULL */
+    const char *help;  /* one line, without the name */
+    sap_solver_method method; /* the enum value it implements (registered: assigned) */
+    sap__sm_band band;
+    /* refinement (solver_refine.c) around the inner solve: corrections at most and what a
+     * pass that does not halve the residual does to the column */
+    int refine_passes;
+    sap__refine_slow refine_slow;
+    int direct;        /* a direct solve: when it fails, its refined x (if finite) is where
+                          the next method starts, not the initial guess */
+    const char *batch; /* non-NULL: several right-hand sides go through one inner solve (the
+                          words the tried note gives a step, e.g. "one dgbtrs per step") */
+
+    /* 1 when this build has it (NULL: always); the plan asks before choosing it */
+    int (*available)(void);
+    /* P and the factor precision for half-bandwidth K (NULL: P = 1, double) */
+    void (*shape)(const sap_solver *S, const sap__solver_method_type *t, sap_int K, sap_int *P,
+                  sap_precision *prec);
+    /* bytes and flops with P partitions, half-bandwidth K and factors in prec */
+    void (*estimate)(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+                     sap_precision prec, sap__sm_estimate *e);
+    /* symbolic + numeric setup of attempt a (its K, P, prec, kept and A_pc, the kept
+     * entries when K < K_cm, are set).  note (empty or what the plan narrowed) receives
+     * what it did; *reject = 1 (with a warning status) when it was built but must not be
+     * used (a->final = 0 only).  Whatever it leaves in a is freed by destroy. */
+    sap_status (*build)(sap_solver *S, sap__attempt *a, char *note, size_t nl, int *reject);
+    /* new values of the attempt's matrices (refactor): numeric setup only */
+    sap_status (*numeric)(sap_solver *S, sap__attempt *a);
+    /* the inner solve of the refinement (sap__refine_solve_fn, in the original order):
+     * X(:, 0:m) ~ A^{-1} R(:, 0:m); adds its iterations (a direct solve counts one per
+     * call) to *iters and its seconds to *tkry (either may be NULL) */
+    sap_status (*solve)(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr, const double *X0,
+                        sap_int ldx0, double *X, sap_int ldx, double *iters, double *tkry);
+    /* its part of the reason string (e.g. "float, BiCGStab(2)", "dgbtrf") */
+    void (*report)(const sap_solver *S, const sap__attempt *a, char *buf, size_t size);
+    /* frees what build left in a (NULL: nothing) */
+    void (*destroy)(sap_solver *S, sap__attempt *a);
+};
+
+#define SV_MAX_METHODS 16 /* the built-ins and registered methods, "auto" not counted */
+
+/* methods.c */
+/* The method of value m, or NULL (auto, out of range). */
+const sap__solver_method_type *sap__solver_method_get(sap_solver_method m);
+/* Registers a strategy method (process-wide, for good; thread-safe): its name and alias
+ * must be new, estimate, build, numeric and solve set.  The enum value it gets (the next
+ * free one, also its index in the public enumeration) goes to *value (may be NULL) and is
+ * what sap_solver_options.method / sap_solver_method_parse give for its name.  The type must
+ * outlive the process' use of the solver (the registry keeps the pointer).
+ * SAP_ERR_INVALID (bad or taken name, missing operation), SAP_ERR_TOO_LARGE (full). */
+sap_status sap__solver_method_register(const sap__solver_method_type *t, sap_solver_method *value);
+/* The words of the "method" option: "auto" and every name and alias, ending with {NULL}
+ * (filled once the registry is installed: sap_solver_method_count() installs it). */
+extern sap_name_value sap__solver_method_words[];
+
+/* solver_method_krylov.c: what the Krylov methods share (matrix, preconditioner, method) */
+#define SV_REFINE_KRYLOV 3 /* refinement passes of a Krylov method */
+/* With a->pc created and configured: the Krylov matrix, the numeric setup (the method's
+ * numeric) and the Krylov method (CG when cg_ok and the matrix looks SPD without DB or the
+ * options ask for it; an attempt with a fallback gets a capped budget). */
+sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok);
+/* Numeric refresh: the preconditioner (band = 1: read the SaP preconditioner's info into
+ * a) and the Krylov matrix. */
+sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band);
+/* Too many boosted pivots while a fallback remains: *reject, note, the warning status. */
+sap_status sap__solver_krylov_reject(sap_solver *S, sap__attempt *a, char *note, size_t nl, int *reject);
+/* The inner solve: one Krylov solve per column, in the attempt's order (R, then t). */
+sap_status sap__solver_krylov_solve(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
+                                    const double *X0, sap_int ldx0, double *X, sap_int ldx, double *iters,
+                                    double *tkry);
+/* "CG" or "BiCGStab(2)", after "float, " / "double, " when with_precision. */
+void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *buf, size_t size);
+void sap__solver_krylov_destroy(sap_solver *S, sap__attempt *a);
+/* Bytes of the Krylov matrix and vectors; bytes of the double band assembled on the host
+ * before the conversion (0 on cuda). */
+double sap__solver_krylov_bytes(const sap_solver *S);
+double sap__solver_host_band_bytes(const sap_solver *S, sap_int K);
+/* A byte figure as int64 (INT64_MAX beyond 9e18). */
+int64_t sap__solver_bytes(double b);
+
+/* solver_method_sap.c (shared with band-lu) */
+/* Builds a SaP preconditioned Krylov attempt: "sap-d" (coupled = 0; the third stage when
+ * P > 1) or "sap-c". */
+sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, char *note, size_t nl, int *reject);
+sap_status sap__solver_sap_numeric(sap_solver *S, sap__attempt *a);
+void sap__solver_sap_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size);
+/* SaP-D's (and band-lu's) estimate: the band and factors, the Krylov part, the host band;
+ * 2 N K^2 flops. */
+void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+                              sap_precision prec, sap__sm_estimate *e);
+
 /* solver_plan.c */
 /* S->mem_limit and S->mem_why: given, 90% of the free memory of the backend, or unknown. */
 void sap__solver_set_memory_limit(sap_solver *S);
-/* Bytes attempt m with P partitions, half-bandwidth K and factors in prec needs. */
+/* Bytes attempt m with P partitions, half-bandwidth K and factors in prec needs (its
+ * method's estimate). */
 int64_t sap__solver_estimate(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec);
 /* The automatic drop-off of setup (S->K_auto, kept_auto, drop_why, t_drop_auto). */
 sap_status sap__solver_plan_drop(sap_solver *S);
@@ -159,8 +286,17 @@ sap_status sap__solver_choose(sap_solver *S, sap_solver_method m, int final, sap
 
 /* solver_attempt.c */
 void sap__solver_att_destroy(sap_solver *S, sap__attempt *a);
-/* The numeric part of an attempt from the current values of its matrices. */
+/* The numeric part of an attempt from the current values of its matrices (its method's
+ * numeric). */
 sap_status sap__solver_att_numeric(sap_solver *S, sap__attempt *a);
+/* The attempt's matrices: all entries (A_att, or R->A) and the kept ones for the
+ * preconditioner or factorization (A_pc, or the former). */
+const sap_csr *sap__solver_att_full(const sap_solver *S, const sap__attempt *a);
+const sap_csr *sap__solver_att_pcm(const sap_solver *S, const sap__attempt *a);
+/* A symmetric permutation of the attempt (t: new -> old within the CM order, n entries;
+ * the attempt takes it): A_att = R->A and A_pc (when set) permuted by t, with their entry
+ * maps; the inner solve applies t to the right-hand side and the solution. */
+sap_status sap__solver_att_permute(sap_solver *S, sap__attempt *a, sap_int *t);
 /* Builds the methods of the chain from index i on until one is usable (S->att). */
 sap_status sap__solver_chain_build(sap_solver *S, int i);
 /* 1 when a failure of the current method hands over to a next one. */

@@ -1,4 +1,5 @@
-/* solver_options.c -- sap_solver options: defaults, method names, setting by name, help.
+/* solver_options.c -- sap_solver options: defaults, setting by name, help (the method names
+ * come from the strategy-method registry, methods.c).
  * One table (base/options.h) gives the names, kinds, accepted words, ranges, defaults and
  * help of every option; sap_solver_options_init, _set and _help all come from it. */
 #include "base/options.h"
@@ -7,25 +8,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static const sap_name_value method_words[] = {
-    {"auto", SAP_METHOD_AUTO},        {"sap-d", SAP_METHOD_SAPD},           {"sapd", SAP_METHOD_SAPD},
-    {"sap-c", SAP_METHOD_SAPC},       {"sapc", SAP_METHOD_SAPC},            {"band-lu", SAP_METHOD_BAND_LU},
-    {"bandlu", SAP_METHOD_BAND_LU},   {"band-pivot", SAP_METHOD_BAND_PIVOT}, {"bandpivot", SAP_METHOD_BAND_PIVOT},
-    {"jacobi", SAP_METHOD_JACOBI},    {NULL, 0}};
-
-const char *sap_solver_method_name(sap_solver_method method)
-{
-    return sap__name_of(method_words, (int)method, "unknown");
-}
-
-sap_status sap_solver_method_parse(const char *name, sap_solver_method *method)
-{
-    int v = 0;
-    sap_status st = sap__enum_parse(method_words, name, method ? &v : NULL);
-    if (st == SAP_OK) *method = (sap_solver_method)v;
-    return st;
-}
 
 static const sap_name_value db_words[] = {{"auto", -1},
                                           {"-1", -1},
@@ -69,7 +51,7 @@ static void krylov_print(const void *obj, char *buf, size_t size)
 #define SO(member) SAP_OPT_AT(sap_solver_options, member)
 static const sap_opt_def solver_opts[] = {
     {.name = "method", .help = "strategy (a forced method still falls back unless fallback=0)", .def = "auto",
-     .kind = SAP_OPT_ENUM, SO(method), .choices = method_words},
+     .kind = SAP_OPT_ENUM, SO(method), .choices = sap__solver_method_words},
     {.name = "fallback", .help = "on failure try the next method", .def = "1", .kind = SAP_OPT_BOOL, SO(fallback)},
     {.name = "db", .help = "diagonal boosting (auto: off for SPD-looking matrices, else product)", .def = "auto",
      .kind = SAP_OPT_ENUM, SO(db), .choices = db_words},
@@ -112,6 +94,7 @@ static const sap_opt_def solver_opts[] = {
 void sap_solver_options_init(sap_solver_options *opt)
 {
     if (!opt) return;
+    sap_solver_method_count(); /* the method words installed */
     memset(opt, 0, sizeof(*opt));
     sap_krylov_options_init(&opt->krylov);
     sap__opt_defaults(solver_opts, NOPTS, opt);
@@ -125,6 +108,7 @@ sap_status sap_solver_options_set_msg(sap_solver_options *opt, const char *name,
         if (msg && msglen) snprintf(msg, msglen, "sap_solver_options_set: NULL argument");
         return SAP_ERR_INVALID;
     }
+    sap_solver_method_count(); /* the method words installed */
     sap_solver_options o = *opt;
     sap_status st = sap__opt_set(solver_opts, NOPTS, &o, name, value, "option", msg, msg ? msglen : 0);
     if (st < 0) return st;
@@ -142,6 +126,7 @@ static atomic_int help_once;
 
 static void build_help(void)
 {
+    sap_solver_method_count(); /* the method words installed */
     size_t used = (size_t)snprintf(help_text, sizeof(help_text), "sap_solver options (NAME=VALUE):\n");
     sap__opt_help(solver_opts, NOPTS, "  ", help_text + used, sizeof(help_text) - used);
 }

@@ -1,7 +1,9 @@
-/* solver_plan.c -- the sparse solver's plan: the memory limit, the bytes and flops of each
- * method (the cost and work rules), the half-bandwidth / partitions / precision of an
- * attempt (narrowed by drop-off until it fits), the automatic drop-off of setup and the
- * method chain (which method first, which fallbacks after it). */
+/* solver_plan.c -- the sparse solver's plan: the memory limit, the cost and work rules on
+ * each method's estimate (bytes and flops, from its sap__solver_method_type), the
+ * half-bandwidth / partitions / precision of an attempt (narrowed by drop-off until it
+ * fits), the automatic drop-off of setup and the method chain: the ORDER policy (which
+ * method first and why, from the matrix statistics; which fallbacks after it) is the one
+ * place outside the method files that names methods. */
 #include "reorder/reorder_internal.h"
 #include "solver/solver_internal.h"
 
@@ -22,30 +24,18 @@
 #define SV_WORK_CPU 2.0e11
 #define SV_WORK_GPU 5.0e12
 
-/* Bytes an attempt needs on its backend (device for cuda, host for cpu): band and
- * factors, SaP-C coupling/spike/reduced blocks and UL windows, the Krylov matrix and
- * vectors; on the cpu the double band that is built before the conversion too. */
+/* The method's estimate (bytes on its backend, flops of its factorization). */
+static sap__sm_estimate estimate(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec)
+{
+    sap__sm_estimate e = {0, 0};
+    const sap__solver_method_type *t = sap__solver_method_get(m);
+    if (t) t->estimate(S, t, P, K, prec, &e);
+    return e;
+}
+
 int64_t sap__solver_estimate(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec)
 {
-    const double n = (double)S->A->nrows, nnz = (double)S->A->nnz;
-    const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
-    const double band = n * (2.0 * (double)K + 1.0);
-    const double krylov = nnz * 12.0 + n * 8.0 + 12.0 * n * 8.0;
-    double b = 0;
-    switch (m) {
-    case SAP_METHOD_SAPD:
-    case SAP_METHOD_BAND_LU:
-    case SAP_METHOD_AUTO: b = band * es + krylov; break;
-    case SAP_METHOD_SAPC:
-        b = band * es +
-            (double)(P > 1 ? P - 1 : 0) * (5.0 * (double)K * (double)K + (2.0 * (double)K + 1.0) * 4.0 * (double)K) * es +
-            n * es + krylov;
-        break;
-    case SAP_METHOD_BAND_PIVOT: return sap__bp_bytes(S->A->nrows, K) + (int64_t)(4 * n * 8);
-    case SAP_METHOD_JACOBI: b = n * 8.0 + krylov; break;
-    }
-    if (!sap__solver_on_cuda(S->x) && m != SAP_METHOD_JACOBI) b += band * 8.0;
-    return b > 9.0e18 ? INT64_MAX : (int64_t)b;
+    return estimate(S, m, P, K, prec).bytes;
 }
 
 void sap__solver_set_memory_limit(sap_solver *S)
@@ -70,32 +60,33 @@ void sap__solver_set_memory_limit(sap_solver *S)
     snprintf(S->mem_why, sizeof(S->mem_why), "unknown memory size");
 }
 
-/* Flops of the band factorization (LU of N x N with half-bandwidth K: 2 N K^2; LAPACK's
- * pivoting band has kl + ku = 2K above the diagonal: 4 N K^2). */
+/* Flops of the method's factorization (e.g. the LU of N x N with half-bandwidth K:
+ * 2 N K^2; LAPACK's pivoting band has kl + ku = 2K above the diagonal: 4 N K^2). */
 static double band_work(const sap_solver *S, sap_solver_method m, sap_int K)
 {
-    const double n = (double)S->A->nrows, k = (double)K;
-    return (m == SAP_METHOD_BAND_PIVOT ? 4.0 : 2.0) * n * k * k;
+    return estimate(S, m, 1, K, SAP_DOUBLE).flops;
 }
 
 static int fits(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec, double wlimit)
 {
-    return sap__solver_estimate(S, m, P, K, prec) <= S->mem_limit && band_work(S, m, K) <= wlimit;
+    const sap__sm_estimate e = estimate(S, m, P, K, prec);
+    return e.bytes <= S->mem_limit && e.flops <= wlimit;
 }
 
-/* The half-bandwidth an attempt starts from, before the memory check. */
-static sap_int preferred_K(sap_solver *S, sap_solver_method m, double *kept, sap_status *st)
+/* The half-bandwidth an attempt starts from, before the memory check: the method's band
+ * (none, the CM band or the automatic drop-off of setup) unless a drop_delta is given. */
+static sap_int preferred_K(sap_solver *S, const sap__solver_method_type *t, double *kept, sap_status *st)
 {
     *st = SAP_OK;
     *kept = 1.0;
-    if (m == SAP_METHOD_JACOBI) return 0;
+    if (t->band == SAP__SM_BAND_NONE) return 0;
     const double dd = S->opt.drop_delta;
     if (dd >= 0 && dd < 1) {
         sap_int K = 0;
         *st = sap_drop_off(S->R->A, dd, &K, kept);
         return K;
     }
-    if (m == SAP_METHOD_SAPD || m == SAP_METHOD_SAPC) {
+    if (t->band == SAP__SM_BAND_AUTO) {
         *kept = S->kept_auto;
         return S->K_auto;
     }
@@ -154,23 +145,18 @@ sap_status sap__solver_choose(sap_solver *S, sap_solver_method m, int final, sap
 {
     sap_context *ctx = S->ctx;
     const sap_int n = S->A->nrows;
+    const sap__solver_method_type *t = sap__solver_method_get(m);
     sap_status st = SAP_OK;
-    char reason[160] = "";
+    if (!t) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: unknown method %d", (int)m);
     double kept = 1;
-    sap_int K = preferred_K(S, m, &kept, &st);
+    sap_int K = preferred_K(S, t, &kept, &st);
     if (st < 0) return st;
     sap_int P = 1;
     sap_precision prec = SAP_DOUBLE;
-    if (m == SAP_METHOD_SAPD || m == SAP_METHOD_SAPC) {
-        sap_band_method bm = m == SAP_METHOD_SAPD ? SAP_BAND_SAPD : SAP_BAND_SAPC;
-        P = S->opt.partitions;
-        sap__band_auto(S->x, n, K, S->d_cm, &bm, &P, &prec, reason, sizeof(reason));
-        if (m == SAP_METHOD_SAPC && S->opt.partitions == 0 && P < 2 && n >= 4) P = 2; /* coupled needs P >= 2 */
-        if (S->opt.factor_precision >= 0) prec = (sap_precision)S->opt.factor_precision;
-    }
+    if (t->shape) t->shape(S, t, K, &P, &prec);
     if (P > n) P = n > 0 ? n : 1;
     int worth = 1;
-    if (m != SAP_METHOD_JACOBI) {
+    if (t->band != SAP__SM_BAND_NONE) {
         st = fit_memory(S, m, P, prec, &K, &kept, final ? NULL : &worth, note, nl);
         if (st < 0) return st;
     }
@@ -213,54 +199,86 @@ sap_status sap__solver_plan_drop(sap_solver *S)
     return st;
 }
 
-void sap__solver_plan_chain(sap_solver *S)
+/* ---- the chain ORDER policy: which method first and why, which fallbacks after it ---- */
+
+/* The fallback order: from the strongest preconditioner to the most robust solve, then
+ * the last resort.  A chain is the first method and, with fallback, the methods after
+ * it here (all of them after a registered method). */
+static const sap_solver_method fallback_order[] = {
+    SAP_METHOD_SAPD,       /* the decoupled SaP preconditioner */
+    SAP_METHOD_SAPC,       /* coupled: where the partitions' couplings matter */
+    SAP_METHOD_BAND_LU,    /* one LU of the whole CM band */
+    SAP_METHOD_BAND_PIVOT, /* a direct solve with pivoting */
+    SAP_METHOD_JACOBI,     /* the last resort */
+};
+#define NORDER ((int)(sizeof(fallback_order) / sizeof(fallback_order[0])))
+
+static int method_available(sap_solver_method m)
+{
+    const sap__solver_method_type *t = sap__solver_method_get(m);
+    return t && (!t->available || t->available());
+}
+
+/* AUTO's first method: on the host a small band is solved directly (band-pivot, when its
+ * LU costs at most SV_DIRECT_WORK and fits the memory); otherwise the band rule of
+ * sap__band_auto picks SaP-D or SaP-C (SaP-C only with P >= 2). */
+static sap_solver_method auto_first(sap_solver *S, char *why, size_t wl)
 {
     const sap_solver_options *o = &S->opt;
     const sap_int n = S->A->nrows;
-    sap_solver_method first = o->method;
-    char why_first[160] = "";
-    if (first == SAP_METHOD_AUTO && o->host_direct && !sap__solver_on_cuda(S->x) && sap__bp_available() &&
+    if (o->host_direct && !sap__solver_on_cuda(S->x) && method_available(SAP_METHOD_BAND_PIVOT) &&
         band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm) <= SV_DIRECT_WORK &&
         sap__solver_estimate(S, SAP_METHOD_BAND_PIVOT, 1, S->K_cm, SAP_DOUBLE) <= S->mem_limit) {
-        first = SAP_METHOD_BAND_PIVOT;
-        snprintf(why_first, sizeof(why_first), "small system on the host: direct banded LU, 4NK^2 = %.2g <= %.2g flop",
+        snprintf(why, wl, "small system on the host: direct banded LU, 4NK^2 = %.2g <= %.2g flop",
                  band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm), SV_DIRECT_WORK);
-    } else if (first == SAP_METHOD_AUTO) {
-        sap_band_method bm = SAP_BAND_AUTO;
-        sap_int P = o->partitions;
-        char br[160];
-        sap__band_auto(S->x, n, S->K_auto, S->d_cm, &bm, &P, NULL, br, sizeof(br));
-        if (bm == SAP_BAND_SAPC && P < 2) {
-            first = SAP_METHOD_SAPD;
-            snprintf(why_first, sizeof(why_first), "d = %.3g but P = 1 (N = %lld, K = %lld): SaP-C = SaP-D", S->d_cm,
-                     (long long)n, (long long)S->K_auto);
-        } else {
-            first = bm == SAP_BAND_SAPC ? SAP_METHOD_SAPC : SAP_METHOD_SAPD;
-            snprintf(why_first, sizeof(why_first), "band rule %.140s", br);
-        }
-    } else {
-        snprintf(why_first, sizeof(why_first), "%s given", sap_solver_method_name(first));
+        return SAP_METHOD_BAND_PIVOT;
     }
-    static const sap_solver_method order[] = {SAP_METHOD_SAPD, SAP_METHOD_SAPC, SAP_METHOD_BAND_LU,
-                                              SAP_METHOD_BAND_PIVOT, SAP_METHOD_JACOBI};
+    sap_band_method bm = SAP_BAND_AUTO;
+    sap_int P = o->partitions;
+    char br[160];
+    sap__band_auto(S->x, n, S->K_auto, S->d_cm, &bm, &P, NULL, br, sizeof(br));
+    if (bm == SAP_BAND_SAPC && P < 2) {
+        snprintf(why, wl, "d = %.3g but P = 1 (N = %lld, K = %lld): SaP-C = SaP-D", S->d_cm, (long long)n,
+                 (long long)S->K_auto);
+        return SAP_METHOD_SAPD;
+    }
+    snprintf(why, wl, "band rule %.140s", br);
+    return bm == SAP_BAND_SAPC ? SAP_METHOD_SAPC : SAP_METHOD_SAPD;
+}
+
+/* 1 when fallback m follows first in the chain: SaP-C after an automatic SaP-D only where
+ * there is more than one partition to couple. */
+static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_method m)
+{
+    const sap_solver_options *o = &S->opt;
+    if (m == SAP_METHOD_SAPC && o->method == SAP_METHOD_AUTO && first == SAP_METHOD_SAPD) {
+        sap_band_method bm = SAP_BAND_SAPC;
+        sap_int P = o->partitions;
+        sap__band_auto(S->x, S->A->nrows, S->K_auto, S->d_cm, &bm, &P, NULL, NULL, 0);
+        return P >= 2;
+    }
+    return 1;
+}
+
+void sap__solver_plan_chain(sap_solver *S)
+{
+    const sap_solver_options *o = &S->opt;
+    sap_solver_method first = o->method;
+    char why_first[160] = "";
+    if (first == SAP_METHOD_AUTO) first = auto_first(S, why_first, sizeof(why_first));
+    else snprintf(why_first, sizeof(why_first), "%s given", sap_solver_method_name(first));
     S->nchain = 0;
     S->chain[S->nchain++] = first;
     if (o->fallback) {
-        int past = 0;
-        for (int i = 0; i < 5; i++) {
-            if (order[i] == first) {
+        int past = 1; /* a method not in the order (registered): every fallback after it */
+        for (int i = 0; i < NORDER; i++)
+            if (fallback_order[i] == first) past = 0;
+        for (int i = 0; i < NORDER && S->nchain < SV_MAX_CHAIN; i++) {
+            if (fallback_order[i] == first) {
                 past = 1;
                 continue;
             }
-            if (!past) continue;
-            /* SaP-C after SaP-D only where there is more than one partition to couple */
-            if (order[i] == SAP_METHOD_SAPC && o->method == SAP_METHOD_AUTO && first == SAP_METHOD_SAPD) {
-                sap_band_method bm = SAP_BAND_SAPC;
-                sap_int P = o->partitions;
-                sap__band_auto(S->x, n, S->K_auto, S->d_cm, &bm, &P, NULL, NULL, 0);
-                if (P < 2) continue;
-            }
-            S->chain[S->nchain++] = order[i];
+            if (past && fallback_wanted(S, first, fallback_order[i])) S->chain[S->nchain++] = fallback_order[i];
         }
     }
     snprintf(S->why_first, sizeof(S->why_first), "%s", why_first);

@@ -40,15 +40,6 @@ void sap__solver_try_note(sap_solver *S, int i, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The Krylov part of the reason string. */
-static const char *krylov_word(const sap__attempt *a)
-{
-    if (a->method == SAP_METHOD_BAND_PIVOT) return "dgbtrf";
-    if (a->method == SAP_METHOD_JACOBI) return a->cg ? "CG" : "BiCGStab(2)";
-    if (a->cg) return a->prec == SAP_FLOAT ? "float, CG" : "double, CG";
-    return a->prec == SAP_FLOAT ? "float, BiCGStab(2)" : "double, BiCGStab(2)";
-}
-
 static const char *db_word(const sap_solver *S)
 {
     if (S->db == SAP_DB_PRODUCT) return S->scale ? "product+scale" : "product";
@@ -64,12 +55,15 @@ void sap__solver_att_stats(sap_solver *S, const sap__attempt *a)
     else
         snprintf(head, sizeof(head), "%s: fallback %d of the chain (%s failed)", sap_solver_method_name(a->method),
                  S->ichain, sap_solver_method_name(S->chain[0]));
+    char words[64] = ""; /* the method's part, e.g. "float, BiCGStab(2)" */
+    if (a->type->report) a->type->report(S, a, words, sizeof(words));
     char big[512];
     snprintf(big, sizeof(big), "%.120s; DB %s; %s; K %lld%s; %s; %s; mem %.3g of %.3g GB (%s)", head, db_word(S),
              S->opt.db >= 0 ? "given" : (s->spd ? "off: SPD" : "not SPD"), (long long)a->K,
-             a->K < S->K_auto && S->opt.drop_delta < 0 && a->method != SAP_METHOD_JACOBI ? " (narrowed: memory or work)"
-                                                                                         : "",
-             S->drop_why, krylov_word(a), (double)a->mem / 1e9, (double)S->mem_limit / 1e9, S->mem_why);
+             a->K < S->K_auto && S->opt.drop_delta < 0 && a->type->band != SAP__SM_BAND_NONE
+                 ? " (narrowed: memory or work)"
+                 : "",
+             S->drop_why, words, (double)a->mem / 1e9, (double)S->mem_limit / 1e9, S->mem_why);
     snprintf(s->reason, sizeof(s->reason), "%.255s", big);
     s->method = a->method;
     s->partitions = a->P;

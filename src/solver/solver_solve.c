@@ -1,14 +1,10 @@
-/* solver_solve.c -- sap_solver_solve / sap_solver_solve_many: the current attempt as the
- * inner solve of the refinement (right-hand side and guess into the attempt's order, the
- * Krylov method or the band LU, back to the original order), one column through the
- * fallback chain, and band-pivot's batch of columns (one dgbtrs for all of them). */
+/* solver_solve.c -- sap_solver_solve / sap_solver_solve_many: the current attempt's
+ * method as the inner solve of the refinement, one column through the fallback chain, and
+ * a batch method's columns at once (band-pivot: one dgbtrs for all of them). */
 #include "solver/solver_internal.h"
 
 #include <math.h>
 #include <string.h>
-
-#define SV_REFINE_KRYLOV 3 /* refinement passes in the original system */
-#define SV_REFINE_PIVOT 10
 
 /* The state of an attempt used as an inner solve: iterations (a band solve counts one)
  * and the seconds in the Krylov method or the band solve are added up (NULL: not). */
@@ -18,80 +14,18 @@ typedef struct att_inner {
     double *iters, *tkry;
 } att_inner;
 
-/* One column through a Krylov attempt: x = A^{-1} rhs approximately (x0: initial guess in
- * the original order, NULL = 0).  Returns the Krylov status. */
-static sap_status krylov_pass(const att_inner *in, const double *rhs, const double *x0, double *x)
-{
-    sap_solver *S = in->S;
-    const sap__attempt *a = in->a;
-    const sap_int n = S->A->nrows;
-    double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
-    sap_status st = SAP_OK;
-    SAP_TRY(sap_reorder_apply_rhs(S->R, rhs, bh));
-    if (x0) SAP_TRY(sap_reorder_apply_solution(S->R, x0, yh));
-    else memset(yh, 0, sizeof(double) * (size_t)n);
-    if (a->t) {
-        for (sap_int i = 0; i < n; i++) tmp[i] = bh[a->t[i]];
-        memcpy(bh, tmp, sizeof(double) * (size_t)n);
-        for (sap_int i = 0; i < n; i++) tmp[i] = yh[a->t[i]];
-        memcpy(yh, tmp, sizeof(double) * (size_t)n);
-    }
-    double t0 = sap__wtime();
-    sap_krylov_stats ks;
-    sap_status ksv = sap_krylov_solve(a->kry, a->M, a->pc, bh, yh, &ks);
-    if (in->iters) *in->iters += ks.iterations;
-    if (ksv < 0 && ksv != SAP_ERR_BREAKDOWN) {
-        st = ksv;
-        goto cleanup;
-    }
-    st = ksv;
-    if (in->tkry) *in->tkry += sap__wtime() - t0;
-    if (a->t) {
-        for (sap_int i = 0; i < n; i++) tmp[a->t[i]] = yh[i];
-        memcpy(yh, tmp, sizeof(double) * (size_t)n);
-    }
-    sap_status s2 = sap_reorder_undo_solution(S->R, yh, x);
-    if (s2 < 0) st = s2;
-cleanup:
-    return st;
-}
-
-/* sap__refine_solve_fn of the current attempt: a band-pivot attempt solves the m columns
- * by one dgbtrs call (the guesses are not needed), a Krylov attempt one column after the
- * other. */
+/* sap__refine_solve_fn of the current attempt: its method's inner solve. */
 static sap_status att_solve(void *state, sap_int m, const double *R, sap_int ldr, const double *X0, sap_int ldx0,
                             double *X, sap_int ldx)
 {
     const att_inner *in = state;
-    sap_solver *S = in->S;
-    const sap_int n = S->A->nrows;
-    sap_status st = SAP_OK;
-    if (in->a->bp) {
-        double *tmp = S->w + 4 * n;
-        for (sap_int c = 0; c < m; c++) SAP_TRY(sap_reorder_apply_rhs(S->R, R + c * ldr, X + c * ldx));
-        double t0 = sap__wtime();
-        SAP_TRY(sap__bp_solve(in->a->bp, m, X, ldx));
-        if (in->tkry) *in->tkry += sap__wtime() - t0;
-        if (in->iters) *in->iters += 1;
-        for (sap_int c = 0; c < m; c++) {
-            SAP_TRY(sap_reorder_undo_solution(S->R, X + c * ldx, tmp));
-            memcpy(X + c * ldx, tmp, sizeof(double) * (size_t)n);
-        }
-        return st;
-    }
-    for (sap_int c = 0; c < m; c++) {
-        sap_status sc = krylov_pass(in, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, X + c * ldx);
-        if (sc < 0 && sc != SAP_ERR_BREAKDOWN) return sc;
-        if (sc != SAP_OK && st == SAP_OK) st = sc;
-    }
-cleanup:
-    return st;
+    return in->a->type->solve(in->S, in->a, m, R, ldr, X0, ldx0, X, ldx, in->iters, in->tkry);
 }
 
-/* Solves one column with the current attempt, refining in the original system: a
- * Krylov attempt takes up to SV_REFINE_KRYLOV corrections and stops after one that does
- * not halve the residual; band-pivot (one pass is one triangular solve) up to
- * SV_REFINE_PIVOT while they lower it. */
+/* Solves one column with the current attempt, refining in the original system as its
+ * method says: up to refine_passes corrections, each taken only when it lowers the
+ * residual, and what a pass that does not halve it does (a Krylov method stops the
+ * column; band-pivot, one pass is one triangular solve, goes on). */
 static sap_status solve_col(sap_solver *S, const double *b, double *x, double *iters, double *res, double *tkry)
 {
     sap__attempt *a = S->att;
@@ -100,9 +34,9 @@ static sap_status solve_col(sap_solver *S, const double *b, double *x, double *i
     att_inner in = {S, a, iters, tkry};
     const sap__refine rf = {.A = S->A,
                             .tol = tol,
-                            .max_pass = a->bp ? SV_REFINE_PIVOT : SV_REFINE_KRYLOV,
+                            .max_pass = a->type->refine_passes,
                             .take = SAP__REFINE_TAKE_LOWER,
-                            .slow = a->bp ? SAP__REFINE_SLOW_GOES_ON : SAP__REFINE_SLOW_STOPS_COLUMN,
+                            .slow = a->type->refine_slow,
                             .solve = att_solve,
                             .state = &in,
                             .R = S->w,
@@ -153,7 +87,7 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
         sap__log(S->ctx, SAP_PRINT_INFO, "sap_solver: %s failed (%s, residual %.2e), trying %s",
                  sap_solver_method_name(a->method), sap_status_name(st), *res,
                  sap_solver_method_name(S->chain[S->ichain + 1]));
-        const int was_direct = a->bp != NULL;
+        const int was_direct = a->type->direct;
         sap_status cb = sap__solver_chain_build(S, S->ichain + 1);
         if (cb < 0) return cb;
         /* the next method starts from the initial guess, or from the direct band solve's
@@ -164,10 +98,10 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
     }
 }
 
-/* BAND_PIVOT with several columns: one dgbtrs call for all of them, then refinement
- * steps batched over the columns still above tol (a column stops when a step does not
- * lower its residual, all of them after a step that halved none). */
-static sap_status solve_many_pivot(sap_solver *S, sap_int k, const double *B, sap_int ldb, double *X, sap_int ldx,
+/* A batch method (band-pivot) with several columns: one inner solve for all of them, then
+ * refinement steps batched over the columns still above tol (a column stops when a step
+ * does not lower its residual, all of them after a step that halved none). */
+static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sap_int ldb, double *X, sap_int ldx,
                                    int *done, double *iters, double *worst, double *tkry)
 {
     sap_context *ctx = S->ctx;
@@ -185,7 +119,7 @@ static sap_status solve_many_pivot(sap_solver *S, sap_int k, const double *B, sa
     att_inner in = {S, S->att, NULL, tkry};
     const sap__refine rf = {.A = S->A,
                             .tol = tol,
-                            .max_pass = SV_REFINE_PIVOT,
+                            .max_pass = S->att->type->refine_passes,
                             .take = SAP__REFINE_TAKE_LOWER,
                             .slow = SAP__REFINE_SLOW_STOPS_ALL,
                             .solve = att_solve,
@@ -251,9 +185,9 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
     SAP_CALLOC(ctx, done, nrhs > 0 ? nrhs : 1);
     SAP_CALLOC(ctx, piters, nrhs > 0 ? nrhs : 1);
     SAP_ALLOC(ctx, x0, n > 0 ? n : 1);
-    if (S->att->bp && nrhs > 1) {
+    if (S->att->type->batch && nrhs > 1) {
         double t0 = sap__wtime();
-        SAP_TRY(solve_many_pivot(S, nrhs, B, ldb, X, ldx, done, piters, &worst_res, &tkry));
+        SAP_TRY(solve_many_batch(S, nrhs, B, ldb, X, ldx, done, piters, &worst_res, &tkry));
         sap__attempt *a = S->att;
         if (a->itry >= 0 && a->itry < s->ntries) {
             sap_solver_try *t = &s->tried[a->itry];
@@ -266,8 +200,8 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
             t->status = ok ? SAP_OK : SAP_WARN_INEXACT;
             t->iterations += it;
             t->time += sap__wtime() - t0;
-            sap__solver_try_note(S, a->itry, "%d columns, one dgbtrs per step, worst res %.1e; %s", (int)nrhs, worst_res,
-                                 a->note);
+            sap__solver_try_note(S, a->itry, "%d columns, %s, worst res %.1e; %s", (int)nrhs, a->type->batch,
+                                 worst_res, a->note);
         }
         for (sap_int j = 0; j < nrhs; j++) s->iterations += piters[j];
         if (worst_res > s->relative_residual) s->relative_residual = worst_res;

@@ -1,0 +1,166 @@
+/* solver_method_krylov.c -- what the Krylov strategy methods share (sap-d, sap-c, band-lu,
+ * jacobi; not a method itself): the Krylov matrix of all entries, the numeric setup of the
+ * preconditioner the method created, the Krylov method (CG or BiCGStab(2), a capped budget
+ * for an attempt that has a fallback), the boosted-pivot rejection, the inner solve (one
+ * Krylov solve per column in the attempt's order), the reason words and the byte figures
+ * the estimates share. */
+#include "solver/solver_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SV_TRY_MAXIT 200     /* iteration budget of an attempt that has a fallback */
+#define SV_TRY_STAGNATION 50 /* stagnation window of such an attempt */
+
+int64_t sap__solver_bytes(double b) { return b > 9.0e18 ? INT64_MAX : (int64_t)b; }
+
+double sap__solver_krylov_bytes(const sap_solver *S)
+{
+    const double n = (double)S->A->nrows, nnz = (double)S->A->nnz;
+    return nnz * 12.0 + n * 8.0 + 12.0 * n * 8.0;
+}
+
+double sap__solver_host_band_bytes(const sap_solver *S, sap_int K)
+{
+    return sap__solver_on_cuda(S->x) ? 0.0 : (double)S->A->nrows * (2.0 * (double)K + 1.0) * 8.0;
+}
+
+sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band)
+{
+    sap_status st = SAP_OK;
+    double t0;
+    if (a->pc) {
+        SAP_TRY(sap_precond_setup_numeric(a->pc, sap__solver_att_pcm(S, a)));
+        if (band) {
+            sap_pc_sap_info info;
+            SAP_TRY(sap__pc_sap_info(a->pc, &info));
+            a->boosted = info.boosted;
+            a->dropped = info.dropped;
+            /* info.K bounds the coupling blocks: the whole matrix' K (capped); with the
+             * third stage the largest K_i is the third stage's */
+            if (!a->third) a->Kmax = info.K;
+            a->P = info.P;
+            a->t_asmbl = info.t_bc;
+            a->t_lu = info.t_lu;
+            a->t_spk = info.t_spk;
+            a->t_lurdcd = info.t_lurdcd;
+        }
+    }
+    if (a->M) {
+        t0 = sap__wtime();
+        SAP_TRY(sap_matrix_update_values(a->M, sap__solver_att_full(S, a)->val));
+        if (sap__solver_on_cuda(S->x)) a->t_transfer = sap__wtime() - t0;
+    }
+cleanup:
+    return st;
+}
+
+sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
+{
+    sap_context *x = S->x;
+    sap_status st = SAP_OK;
+    double t0 = sap__wtime();
+    SAP_TRY(sap_matrix_create(x, sap__solver_att_full(S, a), NULL, &a->M));
+    const double tmat = sap__wtime() - t0;
+    sap_status sn = sap__solver_att_numeric(S, a); /* its warnings are not the attempt's */
+    if (sn < 0) {
+        st = sn;
+        goto cleanup;
+    }
+    /* the Krylov matrix: an upload on cuda (T_Dtransf), a copy on the host (T_Asmbl) */
+    if (sap__solver_on_cuda(x)) a->t_transfer = tmat;
+    else a->t_asmbl += tmat;
+    sap_krylov_options ko = S->opt.krylov;
+    a->cg = S->stats.spd && !S->stats.db_used && cg_ok;
+    if (S->opt.krylov_auto) {
+        ko.type = a->cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
+        ko.param = a->cg ? 0 : 2;
+    }
+    a->cg = ko.type == SAP_KRYLOV_CG;
+    if (!a->final) {
+        if (ko.maxit > SV_TRY_MAXIT) ko.maxit = SV_TRY_MAXIT;
+        if (ko.stagnation_window == 0) ko.stagnation_window = SV_TRY_STAGNATION;
+    }
+    ko.monitor = NULL;
+    SAP_TRY(sap_krylov_create(x, &ko, &a->kry));
+cleanup:
+    return st;
+}
+
+sap_status sap__solver_krylov_reject(sap_solver *S, sap__attempt *a, char *note, size_t nl, int *reject)
+{
+    if (a->boosted > SV_BOOST_FRACTION * (double)S->A->nrows && !a->final) {
+        *reject = 1;
+        snprintf(note, nl, "%lld boosted pivots > 1%% of N", (long long)a->boosted);
+        return SAP_WARN_BOOSTED_PIVOTS;
+    }
+    return SAP_OK;
+}
+
+void sap__solver_krylov_destroy(sap_solver *S, sap__attempt *a)
+{
+    (void)S;
+    sap_krylov_destroy(a->kry);
+    sap_precond_destroy(a->pc);
+    sap_matrix_destroy(a->M);
+    a->kry = NULL;
+    a->pc = NULL;
+    a->M = NULL;
+}
+
+void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *buf, size_t size)
+{
+    const char *k = a->cg ? "CG" : "BiCGStab(2)";
+    if (with_precision) snprintf(buf, size, "%s, %s", a->prec == SAP_FLOAT ? "float" : "double", k);
+    else snprintf(buf, size, "%s", k);
+}
+
+/* One column: x = A^{-1} rhs approximately (x0: initial guess in the original order,
+ * NULL = 0).  Returns the Krylov status. */
+static sap_status krylov_pass(sap_solver *S, const sap__attempt *a, const double *rhs, const double *x0, double *x,
+                              double *iters, double *tkry)
+{
+    const sap_int n = S->A->nrows;
+    double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
+    sap_status st = SAP_OK;
+    SAP_TRY(sap_reorder_apply_rhs(S->R, rhs, bh));
+    if (x0) SAP_TRY(sap_reorder_apply_solution(S->R, x0, yh));
+    else memset(yh, 0, sizeof(double) * (size_t)n);
+    if (a->t) {
+        for (sap_int i = 0; i < n; i++) tmp[i] = bh[a->t[i]];
+        memcpy(bh, tmp, sizeof(double) * (size_t)n);
+        for (sap_int i = 0; i < n; i++) tmp[i] = yh[a->t[i]];
+        memcpy(yh, tmp, sizeof(double) * (size_t)n);
+    }
+    double t0 = sap__wtime();
+    sap_krylov_stats ks;
+    sap_status ksv = sap_krylov_solve(a->kry, a->M, a->pc, bh, yh, &ks);
+    if (iters) *iters += ks.iterations;
+    if (ksv < 0 && ksv != SAP_ERR_BREAKDOWN) {
+        st = ksv;
+        goto cleanup;
+    }
+    st = ksv;
+    if (tkry) *tkry += sap__wtime() - t0;
+    if (a->t) {
+        for (sap_int i = 0; i < n; i++) tmp[a->t[i]] = yh[i];
+        memcpy(yh, tmp, sizeof(double) * (size_t)n);
+    }
+    sap_status s2 = sap_reorder_undo_solution(S->R, yh, x);
+    if (s2 < 0) st = s2;
+cleanup:
+    return st;
+}
+
+sap_status sap__solver_krylov_solve(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
+                                    const double *X0, sap_int ldx0, double *X, sap_int ldx, double *iters,
+                                    double *tkry)
+{
+    sap_status st = SAP_OK;
+    for (sap_int c = 0; c < m; c++) {
+        sap_status sc = krylov_pass(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, X + c * ldx, iters, tkry);
+        if (sc < 0 && sc != SAP_ERR_BREAKDOWN) return sc;
+        if (sc != SAP_OK && st == SAP_OK) st = sc;
+    }
+    return st;
+}

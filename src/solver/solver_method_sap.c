@@ -1,0 +1,165 @@
+/* solver_method_sap.c -- the strategy methods "sap-d" and "sap-c" (two entries of one
+ * file): the dense banded SaP-D (decoupled; with P > 1 the third-stage CM inside each
+ * partition) or SaP-C (coupled, truncated SPIKE) preconditioner of the kept band inside
+ * the Krylov method.  P and the factor precision come from the band rule
+ * (sap__band_auto); SaP-C needs P >= 2.  band-lu (solver_method_band_lu.c) is SaP-D with
+ * P = 1 on the CM band and builds on the functions here. */
+#include "solver/solver_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- plan -------------------------------------------------------------------------------- */
+
+static void shape(const sap_solver *S, int coupled, sap_int K, sap_int *P, sap_precision *prec)
+{
+    const sap_int n = S->A->nrows;
+    char reason[160] = "";
+    sap_band_method bm = coupled ? SAP_BAND_SAPC : SAP_BAND_SAPD;
+    *P = S->opt.partitions;
+    sap__band_auto(S->x, n, K, S->d_cm, &bm, P, prec, reason, sizeof(reason));
+    if (coupled && S->opt.partitions == 0 && *P < 2 && n >= 4) *P = 2; /* coupled needs P >= 2 */
+    if (S->opt.factor_precision >= 0) *prec = (sap_precision)S->opt.factor_precision;
+}
+
+static void sapd_shape(const sap_solver *S, const sap__solver_method_type *t, sap_int K, sap_int *P,
+                       sap_precision *prec)
+{
+    (void)t;
+    shape(S, 0, K, P, prec);
+}
+
+static void sapc_shape(const sap_solver *S, const sap__solver_method_type *t, sap_int K, sap_int *P,
+                       sap_precision *prec)
+{
+    (void)t;
+    shape(S, 1, K, P, prec);
+}
+
+/* Flops of the band LU (N x N, half-bandwidth K): 2 N K^2. */
+static double lu_flops(const sap_solver *S, sap_int K) { return 2.0 * (double)S->A->nrows * (double)K * (double)K; }
+
+void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+                              sap_precision prec, sap__sm_estimate *e)
+{
+    (void)t;
+    (void)P;
+    const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
+    const double band = (double)S->A->nrows * (2.0 * (double)K + 1.0);
+    double b = band * es + sap__solver_krylov_bytes(S);
+    b += sap__solver_host_band_bytes(S, K);
+    e->bytes = sap__solver_bytes(b);
+    e->flops = lu_flops(S, K);
+}
+
+/* SaP-C: the band, the coupling / spike / reduced blocks and UL windows of the P - 1
+ * interfaces, a vector, the Krylov part and the host band. */
+static void sapc_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+                          sap_precision prec, sap__sm_estimate *e)
+{
+    (void)t;
+    const double n = (double)S->A->nrows, k = (double)K;
+    const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
+    const double band = n * (2.0 * k + 1.0);
+    double b = band * es + (double)(P > 1 ? P - 1 : 0) * (5.0 * k * k + (2.0 * k + 1.0) * 4.0 * k) * es + n * es +
+               sap__solver_krylov_bytes(S);
+    b += sap__solver_host_band_bytes(S, K);
+    e->bytes = sap__solver_bytes(b);
+    e->flops = lu_flops(S, K);
+}
+
+/* ---- attempt ----------------------------------------------------------------------------- */
+
+sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, char *note, size_t nl, int *reject)
+{
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows, P = a->P;
+    sap_status st = SAP_OK;
+    sap_int *t = NULL, *Kib = NULL, *Ki = NULL;
+    /* the third stage: a CM inside each partition (a block-diagonal permutation t) */
+    a->third = !coupled && P > 1 && S->opt.third_stage != 0;
+    if (a->third) {
+        const double t0 = sap__wtime();
+        SAP_ALLOC(ctx, t, n);
+        SAP_ALLOC(ctx, Kib, P);
+        SAP_ALLOC(ctx, Ki, P);
+        SAP_TRY(sap_third_stage(sap__solver_att_pcm(S, a), P, SAP_CM_AUTO, t, Kib, Ki));
+        for (sap_int b = 0; b < P; b++)
+            if (Ki[b] > a->Kmax) a->Kmax = Ki[b];
+        sap_int *tt = t;
+        t = NULL;
+        SAP_TRY(sap__solver_att_permute(S, a, tt));
+        a->t_third = sap__wtime() - t0;
+    }
+    SAP_TRY(sap_precond_create(S->x, coupled ? "sap-c" : "sap-d", &a->pc));
+    sap_band_options bo;
+    sap_band_options_init(&bo);
+    bo.method = coupled ? SAP_BAND_SAPC : SAP_BAND_SAPD;
+    bo.partitions = P;
+    bo.boost_threshold = S->opt.boost_threshold;
+    bo.boost_value = S->opt.boost_value;
+    SAP_TRY(sap_precond_set_band_options(a->pc, &bo));
+    SAP_TRY(sap_precond_set_precision(a->pc, a->prec));
+    SAP_TRY(sap__solver_krylov_setup(S, a, !coupled));
+    snprintf(note + strlen(note), nl - strlen(note), "%sK_max %lld, %s, %lld boosted", note[0] ? ", " : "",
+             (long long)a->Kmax, a->prec == SAP_FLOAT ? "float" : "double", (long long)a->boosted);
+    st = sap__solver_krylov_reject(S, a, note, nl, reject);
+    if (!a->Kmax) a->Kmax = a->K;
+cleanup:
+    sap__free(ctx, t);
+    sap__free(ctx, Kib);
+    sap__free(ctx, Ki);
+    return st;
+}
+
+static sap_status sapd_build(sap_solver *S, sap__attempt *a, char *note, size_t nl, int *reject)
+{
+    return sap__solver_sap_build(S, a, 0, note, nl, reject);
+}
+
+static sap_status sapc_build(sap_solver *S, sap__attempt *a, char *note, size_t nl, int *reject)
+{
+    return sap__solver_sap_build(S, a, 1, note, nl, reject);
+}
+
+sap_status sap__solver_sap_numeric(sap_solver *S, sap__attempt *a) { return sap__solver_krylov_numeric(S, a, 1); }
+
+void sap__solver_sap_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size)
+{
+    (void)S;
+    sap__solver_krylov_report(a, 1, buf, size);
+}
+
+const sap__solver_method_type sap__sm_sapd = {
+    .name = "sap-d",
+    .alias = "sapd",
+    .help = "decoupled SaP preconditioner (SaP-D), BiCGStab(2); CG for SPD",
+    .method = SAP_METHOD_SAPD,
+    .band = SAP__SM_BAND_AUTO,
+    .refine_passes = SV_REFINE_KRYLOV,
+    .refine_slow = SAP__REFINE_SLOW_STOPS_COLUMN,
+    .shape = sapd_shape,
+    .estimate = sap__solver_sap_estimate,
+    .build = sapd_build,
+    .numeric = sap__solver_sap_numeric,
+    .solve = sap__solver_krylov_solve,
+    .report = sap__solver_sap_report,
+    .destroy = sap__solver_krylov_destroy,
+};
+
+const sap__solver_method_type sap__sm_sapc = {
+    .name = "sap-c",
+    .alias = "sapc",
+    .help = "coupled SaP preconditioner (SaP-C, truncated SPIKE, P >= 2), BiCGStab(2)",
+    .method = SAP_METHOD_SAPC,
+    .band = SAP__SM_BAND_AUTO,
+    .refine_passes = SV_REFINE_KRYLOV,
+    .refine_slow = SAP__REFINE_SLOW_STOPS_COLUMN,
+    .shape = sapc_shape,
+    .estimate = sapc_estimate,
+    .build = sapc_build,
+    .numeric = sap__solver_sap_numeric,
+    .solve = sap__solver_krylov_solve,
+    .report = sap__solver_sap_report,
+    .destroy = sap__solver_krylov_destroy,
+};
