@@ -110,7 +110,11 @@ fi
 if has sanitize; then
   TOOLS=${SAP_SANITIZE_TOOLS:-memcheck}
   # the programs with a GPU part: written by tests/CMakeLists.txt, else the gpu-labelled tests NAME_gpu
-  if [ -s "$BUILD/tests/gpu_programs.txt" ]; then
+  # SAP_SANITIZE_PROGRAMS: only these (names like test_band); SAP_TEST_SMOKE=1 in the
+  # environment gives the programs that honor it their smaller case set (the slow tools)
+  if [ -n "${SAP_SANITIZE_PROGRAMS:-}" ]; then
+    GPU_PROGRAMS=$SAP_SANITIZE_PROGRAMS
+  elif [ -s "$BUILD/tests/gpu_programs.txt" ]; then
     GPU_PROGRAMS=$(cat "$BUILD/tests/gpu_programs.txt")
   else
     GPU_PROGRAMS=$(cd "$BUILD" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: \(test_[A-Za-z0-9_]*\)_gpu$/\1/p')
@@ -124,7 +128,7 @@ if has sanitize; then
       echo "- date: $STAMP"
       echo "- GPU: $GPU"
       echo "- commit: $SAP_COMMIT"
-      echo "- command: \`cd build/tests && $SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
+      echo "- command: \`cd build/tests && ${SAP_TEST_SMOKE:+SAP_TEST_SMOKE=1 }$SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
       echo
       for name in $GPU_PROGRAMS; do
         [ -x "$BUILD/tests/$name" ] || continue

@@ -762,14 +762,16 @@ static int gpu_part(void)
     } cases[] = {{2000, 1, 1.0, 7},   {3001, 5, 1.2, 50}, {5000, 31, 0.3, 7},   {6000, 32, 1.0, 2},
                  {8000, 63, 1.0, 50}, {8000, 64, 0.3, 7}, {8000, 65, 1.0, 2},   {20000, 200, 1.0, 50},
                  {40013, 200, 0.06, 50}};
+    const int smoke = sap_test_smoke(); /* every kernel variant, the small sizes only */
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
         for (int coupled = 0; coupled < 2; coupled++)
             for (int p = 0; p < 2; p++) {
                 if (cases[c].d < 0.1 && p == 0) continue; /* d = 0.06: double factors */
+                if (smoke && cases[c].n > 8000) continue;
                 compare_case(cases[c].n, cases[c].K, cases[c].d, cases[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT);
             }
     boosted_case();
-    if (!dryrun) timing_case();
+    if (!dryrun && !smoke) timing_case();
     sap_context_destroy(C);
     sap_context_destroy(G);
     return 0;

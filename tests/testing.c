@@ -201,3 +201,9 @@ int sap_test_main(int argc, char **argv, const char *name, int (*cpu_part)(void)
     if (rc) return rc;
     return sap_test_finish(test_label);
 }
+
+int sap_test_smoke(void)
+{
+    const char *v = getenv("SAP_TEST_SMOKE");
+    return v && v[0] && strcmp(v, "0") != 0;
+}

@@ -96,6 +96,10 @@ double sap_test_wtime(void);
 /* Directory for temporary files of this test (created). */
 const char *sap_test_tmpdir(void);
 
+/* 1 when SAP_TEST_SMOKE is set (non-empty, not "0"): programs run a smaller set of cases
+ * (used under the slow compute-sanitizer tools). */
+int sap_test_smoke(void);
+
 /* Prints the summary line and returns the exit code for main(). */
 int sap_test_finish(const char *name);
 
