@@ -23,8 +23,8 @@
  *
  * Invariants: NaN/Inf in A is SAP_ERR_NONFINITE at sap_solver_create; a status >= 0 from a
  * solve gives a finite x; SAP_OK from sap_krylov_solve means stats.true_residual <= tol;
- * SAP_OK from either means our own ||b - Ax|| / ||b|| is small; every error leaves a
- * message; nothing leaks.  maxit is small (20), so every input runs in milliseconds. */
+ * SAP_OK from either means a small backward error ||b - Ax|| / (||A|| ||x|| + ||b||);
+ * every error leaves a message; nothing leaks.  maxit is small (20), so every input runs in milliseconds. */
 #include "fuzz_common.h"
 
 #define FUZZ_SOLVE_BUDGET ((size_t)64 << 20)
@@ -71,45 +71,40 @@ static int fuzz_all_finite(const double *v, sap_int n)
     return 1;
 }
 
-/* ||b - A x|| / ||b|| in long double (inf when anything overflows) */
-static double fuzz_residual(const sap_csr *A, const double *b, const double *x)
+/* The normwise backward error ||b - A x|| / (||A|| ||x|| + ||b||) (infinity norms, long
+ * double; inf when anything overflows).  A converged solve has one near tol or below: the
+ * library's ||b - A x|| / ||b|| <= tol, computed in double, differs from the exact residual
+ * by about n eps ||A|| ||x||, which is why the check is on the backward error (an x
+ * of 1e307 from a 1e-308 pivot has a relative residual far above tol in any exact
+ * arithmetic, and is still the best double answer). */
+static double fuzz_backward_error(const sap_csr *A, const double *b, const double *x)
 {
-    long double rr = 0, bb = 0;
+    long double rmax = 0, amax = 0, xmax = 0, bmax = 0;
     for (sap_int i = 0; i < A->nrows; i++) {
-        long double s = b[i];
-        for (sap_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) s -= (long double)A->val[k] * x[A->colind[k]];
-        rr += s * s;
-        bb += (long double)b[i] * b[i];
+        long double s = b[i], arow = 0;
+        for (sap_int k = A->rowptr[i]; k < A->rowptr[i + 1]; k++) {
+            s -= (long double)A->val[k] * x[A->colind[k]];
+            arow += fabsl((long double)A->val[k]);
+        }
+        rmax = fmaxl(rmax, fabsl(s));
+        amax = fmaxl(amax, arow);
+        xmax = fmaxl(xmax, fabsl((long double)x[i]));
+        bmax = fmaxl(bmax, fabsl((long double)b[i]));
     }
-    if (bb == 0) return rr == 0 ? 0 : INFINITY;
-    return (double)sqrtl(rr / bb);
+    long double den = amax * xmax + bmax;
+    if (den == 0) return rmax == 0 ? 0 : INFINITY;
+    return (double)(rmax / den);
 }
 
-/* Every nonzero |a_ij| within [1e-150, 1e150]: the sap_solver residual invariant is
- * checked on these only.  Known open issue (bench/results/fuzz.md, fuzz/known/): with
- * entries near 1e300 or 1e-320 beside O(1) ones, sap_solver_solve can return SAP_OK with a
- * true relative residual far above tol (src/solver/, left to its owners). */
-static int fuzz_well_scaled(const sap_csr *A)
-{
-    for (sap_int k = 0; k < A->nnz; k++) {
-        double a = fabs(A->val[k]);
-        if (a != 0 && !(a >= 1e-150 && a <= 1e150)) return 0;
-    }
-    return 1;
-}
-
-/* A finite x from a status >= 0; a converged one solves the system. */
+/* A finite x from a status >= 0; a converged one solves the system (backward error). */
 static void fuzz_check_x(const sap_csr *A, const double *b, const double *x, sap_status st, double tol,
-                         int check_residual, const char *what)
+                         const char *what)
 {
     if (st < 0) return;
     FUZZ_CHECK(fuzz_all_finite(x, A->nrows), "%s returned %s with a non-finite x", what, sap_status_name(st));
-    if (st == SAP_OK && check_residual && fuzz_all_finite(b, A->nrows)) {
-        double res = fuzz_residual(A, b, x);
-        /* loose: our residual is computed differently, and in float factors the solve stops
-         * at tol on its own residual; a wrong "converged" is off by far more */
-        FUZZ_CHECK(!(res > 1e3 * tol + 1e-6) || !isfinite(res), "%s returned SAP_OK with ||b - Ax|| / ||b|| = %g",
-                   what, res);
+    if (st == SAP_OK && fuzz_all_finite(b, A->nrows)) {
+        double be = fuzz_backward_error(A, b, x);
+        FUZZ_CHECK(!(be > 1e3 * tol + 1e-6), "%s returned SAP_OK with a backward error of %g", what, be);
     }
 }
 
@@ -166,7 +161,7 @@ static void fuzz_solver_path(sap_context *ctx, const sap_csr *A, const uint8_t *
     if (st >= 0) {
         st = sap_solver_solve(S, b, x);
         fuzz_check_error(ctx, st, "sap_solver_solve");
-        fuzz_check_x(A, b, x, st, 1e-8, fuzz_well_scaled(A), "sap_solver_solve");
+        fuzz_check_x(A, b, x, st, 1e-8, "sap_solver_solve");
         sap_solver_stats ss;
         FUZZ_CHECK(sap_solver_get_stats(S, &ss) == SAP_OK, "sap_solver_get_stats");
         FUZZ_CHECK(ss.ntries >= 0 && ss.ntries <= SAP_SOLVER_MAX_TRIES, "ntries %d", ss.ntries);
@@ -256,7 +251,7 @@ static void fuzz_krylov_path(sap_context *ctx, const sap_csr *A, const uint8_t *
         if (st == SAP_OK)
             FUZZ_CHECK(ks.true_residual <= ko.tol, "%s: SAP_OK with true residual %g > tol",
                        sap_krylov_name(kt), ks.true_residual);
-        fuzz_check_x(A, b, x, st, ko.tol, 1, sap_krylov_name(kt));
+        fuzz_check_x(A, b, x, st, ko.tol, sap_krylov_name(kt));
         FUZZ_CHECK(ks.history_length >= 0, "history length %lld", (long long)ks.history_length);
         free(x);
     }
