@@ -9,6 +9,11 @@ pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev
 if [ "${SAP_DEPS_BENCH:-0}" = "1" ]; then
     pkgs="$pkgs libsuperlu-dev libsuitesparse-dev libmumps-seq-dev"
 fi
+# Optional (SAP_DEPS_FUZZ=1): clang and its libFuzzer/sanitizer runtimes for fuzz/run.sh
+# (the CI's fuzzing step asks for them).
+if [ "${SAP_DEPS_FUZZ:-0}" = "1" ]; then
+    pkgs="$pkgs clang-14 libclang-rt-14-dev"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -444,6 +444,21 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     SAP_TRY(ops->vec_upload(ctx, s.x, x));
     SAP_TRY(ops->nrm2(ctx, s.b, &s.bnorm));
     if (!isfinite(s.bnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the right-hand side b contains NaN or Inf", s.method);
+    double sysscale = 1.0; /* the system solved is A (s x) = s b */
+    if (s.bnorm == 0.0) {
+        /* ||b|| may underflow for a nonzero b (entries below ~1e-162): scale b and x0 by a
+         * power of two that brings max |b_i| near 1, and x back at the end */
+        double bmax = 0.0;
+        for (sap_int i = 0; i < n; i++) bmax = fmax(bmax, fabs(b[i]));
+        if (bmax > 0.0) {
+            int e = 0;
+            frexp(bmax, &e);
+            sysscale = ldexp(1.0, -e);
+            SAP_TRY(ops->scale(ctx, s.b, sysscale));
+            SAP_TRY(ops->scale(ctx, s.x, sysscale));
+            SAP_TRY(ops->nrm2(ctx, s.b, &s.bnorm));
+        }
+    }
     if (s.bnorm == 0.0) {
         /* b = 0: x = 0 is the solution */
         for (sap_int i = 0; i < n; i++) x[i] = 0.0;
@@ -499,6 +514,15 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
         s.tol *= f < 1e-3 ? 1e-3 : (f > 0.5 ? 0.5 : f);
     }
     SAP_TRY(ops->vec_download(ctx, s.x, x));
+    for (sap_int i = 0; i < n; i++) {
+        if (sysscale != 1.0) x[i] /= sysscale;
+        if (!isfinite(x[i]) && s.reason != KRY_NONFINITE && s.reason != KRY_ERROR) {
+            /* a warning (or a recursive convergence) must not hand back a non-finite x */
+            s.reason = KRY_NONFINITE;
+            snprintf(s.msg, sizeof(s.msg), "%s: the iterate x became NaN or Inf (x[%lld] = %g) at iteration %g",
+                     s.method, (long long)i, x[i], s.iter);
+        }
+    }
     st = reason_status(s.reason);
     /* the driver's message names the residual where it stopped; the x handed back is the
      * best iterate, so its true residual (the figure every report prints) is named too */

@@ -87,12 +87,11 @@ static sap_status gen_dense_rows(sap_context *ctx, const row_shape *s, uint64_t 
 {
     sap_status st = SAP_OK;
     sap_csr *A = NULL;
-    sap_int n = s->n, nnz = 0;
-    for (sap_int i = 0; i < n; i++) {
-        sap_int lo, hi;
-        shape_row(s, i, &lo, &hi);
-        nnz += hi - lo + 1;
-    }
+    sap_int n = s->n;
+    /* the entry count in closed form (no O(n) pass before the allocation can fail):
+     * band: n (2k + 1) minus the two clipped corners of k (k + 1) / 2 each (k < n);
+     * blocktri: k rows of k (3 nb - 2) columns per block row, summed (also nb = 1) */
+    sap_int nnz = s->kind == SHAPE_BAND ? n * (2 * s->k + 1) - s->k * (s->k + 1) : s->k * s->k * (3 * s->nb - 2);
     SAP_TRY(sap_csr_create(ctx, n, n, nnz, &A));
     for (sap_int i = 0; i < n; i++) {
         sap_int lo, hi;

@@ -187,23 +187,29 @@ sap_status sap_gen_radiative(sap_context *ctx, sap_int n, double albedo, double 
     sap_status st = SAP_OK;
     double *coef = NULL;
     sap_csr *A = NULL;
-    SAP_ALLOC(ctx, coef, bw + 1);
     double gx[GL_POINTS], gw[GL_POINTS];
     gauss_legendre(gx, gw);
     const double scale = albedo / (2.0 * h);
     const int nt = sap__threads(ctx);
-    SAP_OMP_FOR_DYNAMIC(nt, 64)
-    for (sap_int m = 0; m <= bw; m++) coef[m] = scale * galerkin_g(m, h, gx, gw);
-    /* entries that underflow to 0 are dropped: G decreases with m, so cut at the first */
-    for (sap_int m = 1; m <= bw; m++)
-        if (coef[m] == 0.0) {
-            bw = m - 1;
-            break;
+    /* entries that underflow to 0 are dropped: G decreases with m, so the band ends before
+     * the first zero coefficient, found by bisection here so that the matrix is allocated
+     * (and a size beyond the memory fails) before the O(bw) coefficient work */
+    if (bw >= 1 && scale * galerkin_g(bw, h, gx, gw) == 0.0) {
+        sap_int lo = 0, hi = bw; /* coefficients 1..lo are nonzero, coefficient hi is 0 */
+        while (hi - lo > 1) {
+            sap_int mid = lo + (hi - lo) / 2;
+            if (scale * galerkin_g(mid, h, gx, gw) == 0.0) hi = mid;
+            else lo = mid;
         }
-    coef[0] -= shift;
+        bw = hi - 1;
+    }
 
     sap_int nnz = n + 2 * (bw * n - bw * (bw + 1) / 2);
     SAP_TRY(sap_csr_create(ctx, n, n, nnz, &A));
+    SAP_ALLOC(ctx, coef, bw + 1);
+    SAP_OMP_FOR_DYNAMIC(nt, 64)
+    for (sap_int m = 0; m <= bw; m++) coef[m] = scale * galerkin_g(m, h, gx, gw);
+    coef[0] -= shift;
     for (sap_int i = 0; i < n; i++) {
         sap_int lo = i - bw > 0 ? i - bw : 0, hi = i + bw < n - 1 ? i + bw : n - 1;
         A->rowptr[i + 1] = A->rowptr[i] + (hi - lo + 1);

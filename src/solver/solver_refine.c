@@ -11,9 +11,16 @@
 
 double sap__solver_nrm2(const double *v, sap_int n)
 {
-    double s = 0;
-    for (sap_int i = 0; i < n; i++) s += v[i] * v[i];
-    return sqrt(s);
+    /* scaled by max |v_i|: a nonzero v of entries below ~1e-162 (squares underflowing) must
+     * not have norm 0, which reads as b = 0 (x = 0, SAP_OK); NaN still gives NaN */
+    double m = 0, s = 0;
+    for (sap_int i = 0; i < n; i++) m = fmax(m, fabs(v[i]));
+    if (m == 0 || !isfinite(m)) {
+        for (sap_int i = 0; i < n; i++) s += v[i] * v[i];
+        return sqrt(s);
+    }
+    for (sap_int i = 0; i < n; i++) s += (v[i] / m) * (v[i] / m);
+    return m * sqrt(s);
 }
 
 /* ||b - A x|| / ||b|| (||b - A x|| when bn = 0); r receives b - A x. */

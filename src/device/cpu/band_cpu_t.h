@@ -198,6 +198,7 @@ static sap_status FN(band_reduced_factor)(sap_band_fact *Fa)
 #endif
     for (sap_int i = 0; i < L->P - 1; i++) {
         const sap_int m = L->m[i];
+        if (m == 0) continue; /* no coupling (K = 0): V, W and R may be NULL */
         const REAL *v = (const REAL *)Fa->V + L->coff[i], *w = (const REAL *)Fa->W + L->coff[i];
         REAL *R = (REAL *)Fa->R + L->coff[i];
         int32_t *piv = Fa->rpiv + Fa->roff[i];
@@ -269,6 +270,7 @@ static sap_status FN(band_reduced_solve)(sap_band_fact *Fa, const void *gv)
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (sap_int i = 0; i < L->P - 1; i++) {
         const sap_int m = L->m[i], o = L->off[i + 1];
+        if (m == 0) continue; /* no coupling: V, W, R and xr may be NULL */
         const REAL *v = (const REAL *)Fa->V + L->coff[i], *w = (const REAL *)Fa->W + L->coff[i];
         const REAL *R = (const REAL *)Fa->R + L->coff[i];
         const int32_t *piv = Fa->rpiv + Fa->roff[i];
@@ -319,6 +321,7 @@ static sap_status FN(band_purify)(sap_band_fact *Fa, const void *rv, void *fv)
         SAP_OMP_FOR_DYNAMIC(nt, 1)
         for (sap_int i = 0; i < L->P - 1; i++) {
             const sap_int m = L->m[i], o = L->off[i + 1];
+            if (m == 0) continue; /* no coupling: B, C and xr may be NULL */
             const REAL *M = (const REAL *)(pass == 0 ? Fa->B : Fa->C) + L->coff[i];
             const REAL *xb = (const REAL *)Fa->xr + Fa->xoff[i], *xt = xb + m;
             const REAL *x = pass == 0 ? xt : xb;
