@@ -53,7 +53,7 @@ static sap_status parse_csr(sap_context *ctx, const char *name, const char *text
                             const sap_mm_read_options *opt, sap_csr **A, sap_mm_info *info)
 {
     mm_data d;
-    sap_status st = sap__mm_parse_text(ctx, name, text, len, opt, &d);
+    sap_status st = sap__mm_parse_text(ctx, name, text, len, opt, false, &d);
     if (st < 0) return st;
     st = sap__mm_build_csr(ctx, &d, opt->expand_symmetry != 0, A);
     if (st >= 0) fill_info(info, &d, len);
@@ -113,7 +113,7 @@ sap_status sap_mm_read_dense(sap_context *ctx, const char *path, const sap_mm_re
     sap_status st = sap__mm_load(ctx, path, &text, &len, NULL);
     if (st < 0) return st;
     mm_data d;
-    st = sap__mm_parse_text(ctx, path, text, len, opt, &d);
+    st = sap__mm_parse_text(ctx, path, text, len, opt, true, &d);
     if (st >= 0) {
         if (sap__mul_overflows(d.h.nrows, d.h.ncols, sap__mm_memory_limit() / 8)) {
             st = SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
