@@ -85,9 +85,13 @@ sap_status sap__mm_parse_text(sap_context *ctx, const char *name, const char *te
 void sap__mm_data_free(sap_context *ctx, mm_data *d);
 
 /* The parsed entries of d as a canonical CSR (coordinate or array file) or a dense
- * matrix; expand: mirror symmetric and skew-symmetric files. */
-sap_status sap__mm_build_csr(sap_context *ctx, const mm_data *d, bool expand, sap_csr **out);
-sap_status sap__mm_build_dense(sap_context *ctx, const mm_data *d, bool expand, sap_dense **out);
+ * matrix; opt->expand_symmetry: mirror symmetric and skew-symmetric files;
+ * opt->symmetric_upper: entries above their diagonal (SAP_WARN_MM_UPPER, or
+ * SAP_ERR_PARSE; sap.h).  name (NULL for memory) starts the messages. */
+sap_status sap__mm_build_csr(sap_context *ctx, const char *name, const mm_data *d, const sap_mm_read_options *opt,
+                             sap_csr **out);
+sap_status sap__mm_build_dense(sap_context *ctx, const char *name, const mm_data *d, const sap_mm_read_options *opt,
+                               sap_dense **out);
 
 /* Runs BODY with r, j (sap_int) and v (double) bound to each parsed coordinate entry, in
  * file order. */
