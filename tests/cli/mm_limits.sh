@@ -40,7 +40,7 @@ fi
 
 # (a)-(c) need tens of GB: under an 8 GB address-space limit the answer is the same on any
 # machine (an AddressSanitizer build cannot start under one: then only where memory is small)
-if (bash -c 'ulimit -v 8000000 && exec "$0" version' "$SAP" >/dev/null 2>&1) 2>/dev/null; then
+if bash -c '(ulimit -v 8000000 && exec "$0" version) >/dev/null 2>&1' "$SAP" 2>/dev/null; then
     lim=(bash -c 'ulimit -v 8000000 && exec "$@"' lim)
     timed 1 "${lim[@]}" "$SAP" info "$W/a.mtx"
     contains "$W/err" "a.mtx: line 2: reading a 2147483648 x 2147483648 matrix"
