@@ -64,6 +64,7 @@ SAP_API int sap_has_zlib(void);
     X(SAP_WARN_BREAKDOWN, 3, "solver breakdown (a scalar such as rho became zero)")              \
     X(SAP_WARN_BOOSTED_PIVOTS, 4, "small pivots were boosted during factorization")              \
     X(SAP_WARN_INEXACT, 5, "result is inexact (true residual above the tolerance)")              \
+    X(SAP_WARN_MM_UPPER, 6, "symmetric Matrix Market file stores entries above the diagonal")    \
     X(SAP_ERR_INVALID, -1, "invalid argument")                                                   \
     X(SAP_ERR_OUT_OF_MEMORY, -2, "out of memory")                                                \
     X(SAP_ERR_TOO_LARGE, -3, "problem too large (sizes would overflow)")                         \
@@ -359,13 +360,42 @@ typedef struct sap_mm_read_options {
     int require_square;  /* SAP_ERR_NOT_SQUARE for rectangular input (default 0) */
     int expand_symmetry; /* return the full matrix for symmetric/skew files (default 1);
                             0 returns the stored triangle as is */
+    int symmetric_upper; /* sap_mm_upper: coordinate entries above the diagonal of a
+                            symmetric or skew-symmetric file (default SAP_MM_UPPER_WARN) */
 } sap_mm_read_options;
+
+/* Entries above the diagonal in a symmetric or skew-symmetric coordinate file (the format
+ * stores the lower triangle; some writers store the upper one, or both).  No choice sums
+ * an entry with its stored mirror unless asked to (SAP_MM_UPPER_SUM):
+ *   WARN   (default) every stored entry is taken as given, and only the mirrors the file
+ *          does not store are filled in (negated for skew): a file holding only the lower
+ *          triangle, only the upper one, or both (the full matrix) all read as the matrix
+ *          they describe.  The read succeeds with SAP_WARN_MM_UPPER and a message naming
+ *          the count of upper entries and how many of them have their mirror stored too
+ *          (when the values differ there the result is not symmetric: as the file says).
+ *   REJECT SAP_ERR_PARSE naming the count and the first such entry.
+ *   SUM    the behaviour before: every off-diagonal entry is mirrored, so an entry stored
+ *          in both triangles is summed (doubled); no warning.
+ * With expand_symmetry = 0 entries are returned where the file puts them; WARN and SUM then
+ * change nothing and REJECT still rejects. */
+typedef enum sap_mm_upper { SAP_MM_UPPER_WARN = 0, SAP_MM_UPPER_REJECT = 1, SAP_MM_UPPER_SUM = 2 } sap_mm_upper;
 
 SAP_API void sap_mm_read_options_init(sap_mm_read_options *opt);
 
 /* Reads a coordinate or array file into a canonical CSR (duplicates summed; pattern
  * entries are 1.0; array files keep every value, zeros included).  opt and info may be
- * NULL.  Errors carry the line number in sap_context_last_error(). */
+ * NULL.  Errors carry the line number in sap_context_last_error().
+ * Right after the size line, before any allocation or work proportional to the sizes:
+ *  - a declared count the rest of the input cannot hold (each entry line takes at least
+ *    4 bytes "i j\n" in pattern files, 6 "i j v\n" in others, 2 "v\n" in array files; the
+ *    size is that of the text after decompression) is SAP_ERR_COUNT naming the count and
+ *    the most the input could hold;
+ *  - the bytes the read will need at its peak (entry buffers, row counts and pointers, the
+ *    CSR with mirrored entries) are compared with the machine's memory (more:
+ *    SAP_ERR_TOO_LARGE) and with what this process can get now (MemAvailable, cgroup
+ *    limit, RLIMIT_AS/RLIMIT_DATA: SAP_ERR_OUT_OF_MEMORY naming the file, the step, the
+ *    bytes needed and available).  The read allocates nothing of the column count: what
+ *    does later (sap_csr_stats, norms, transposes: ncols + 1 words) is checked there. */
 SAP_API sap_status sap_mm_read_csr(sap_context *ctx, const char *path, const sap_mm_read_options *opt, sap_csr **A,
                                    sap_mm_info *info);
 /* The same from a memory buffer (len bytes of text; not necessarily NUL-terminated). */

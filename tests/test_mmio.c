@@ -236,8 +236,9 @@ static void test_malformed(void)
     EXPECT(BANNER_CR "99999999999999999999 3 1\n1 1 1\n", SAP_ERR_TOO_LARGE, 2);
     EXPECT(BANNER_CR "3 3 99999999999999999999\n1 1 1\n", SAP_ERR_TOO_LARGE, 2);
     EXPECT(BANNER_AR "4000000000 4000000000\n1\n", SAP_ERR_TOO_LARGE, 2);
-    EXPECT(BANNER_AR "100000000 100000000\n1\n", SAP_ERR_TOO_LARGE, 2);
-    EXPECT(BANNER_CR "1000000000 1000000000 999999999999999\n1 1 1\n", SAP_ERR_TOO_LARGE, 2);
+    /* (a declared count the text cannot hold is reported before the memory checks) */
+    EXPECT(BANNER_AR "100000000 100000000\n1\n", SAP_ERR_COUNT, 2);
+    EXPECT(BANNER_CR "1000000000 1000000000 999999999999999\n1 1 1\n", SAP_ERR_COUNT, 2);
     EXPECT(BANNER_CR "9000000000000000000 1 1\n1 1 1\n", SAP_ERR_TOO_LARGE, 2);
     /* not square when required */
     sap_mm_read_options sq;
@@ -247,11 +248,11 @@ static void test_malformed(void)
     EXPECT_OPT(BANNER_CR "4 4 1\n1 1 1\n", &sq, SAP_OK, 0);
 
     /* entry count */
-    EXPECT(BANNER_CR "3 3 3\n1 1 1\n2 2 2\n", SAP_ERR_COUNT, 5);
-    EXPECT(BANNER_CR "3 3 3\n1 1 1\n\n2 2 2\n\n", SAP_ERR_COUNT, 7);
+    EXPECT(BANNER_CR "3 3 3\n1 1 1.0000\n2 2 2\n", SAP_ERR_COUNT, 5);
+    EXPECT(BANNER_CR "3 3 3\n1 1 1.0000\n\n2 2 2\n\n", SAP_ERR_COUNT, 7);
     EXPECT(BANNER_CR "2 2 1\n1 1 1\n2 2 2\n", SAP_ERR_COUNT, 4);
     EXPECT(BANNER_CR "2 2 0\n% c\n1 1 1\n", SAP_ERR_COUNT, 4);
-    EXPECT(BANNER_AR "2 2\n1\n2\n3\n", SAP_ERR_COUNT, 6);
+    EXPECT(BANNER_AR "2 2\n1.0\n2\n3\n", SAP_ERR_COUNT, 6);
     EXPECT(BANNER_AR "2 2\n1\n2\n3\n4\n5\n", SAP_ERR_COUNT, 7);
     EXPECT(BANNER_CR "2 2 1\n1 1 1\n2 2 2", SAP_ERR_COUNT, 4); /* complete extra line without newline */
 
@@ -267,8 +268,8 @@ static void test_malformed(void)
 
     /* parse errors */
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 abc\n", SAP_ERR_PARSE, 4);
-    EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2\n", SAP_ERR_PARSE, 4);
-    EXPECT(BANNER_CR "3 3 2\n1 1 1\n2\n", SAP_ERR_PARSE, 4);
+    EXPECT(BANNER_CR "3 3 2\n1 1 1.0000\n2 2\n", SAP_ERR_PARSE, 4);
+    EXPECT(BANNER_CR "3 3 2\n1 1 1.0000\n2\n", SAP_ERR_PARSE, 4);
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 1 7\n", SAP_ERR_PARSE, 4);
     EXPECT(BANNER_CR "3 3 1\n1.5 1 1\n", SAP_ERR_PARSE, 3);
     EXPECT(BANNER_CR "3 3 1\n1 x 1\n", SAP_ERR_PARSE, 3);
@@ -310,16 +311,16 @@ static void test_malformed(void)
     }
 
     /* truncated: the last line is incomplete and has no newline */
-    EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2", SAP_ERR_TRUNCATED, 4);
-    EXPECT(BANNER_CR "3 3 2\n1 1 1\n2", SAP_ERR_TRUNCATED, 4);
+    EXPECT(BANNER_CR "3 3 2\n1 1 1.0000\n2 2", SAP_ERR_TRUNCATED, 4);
+    EXPECT(BANNER_CR "3 3 2\n1 1 1.0000\n2", SAP_ERR_TRUNCATED, 4);
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 1.5e", SAP_ERR_TRUNCATED, 4);
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 -", SAP_ERR_TRUNCATED, 4);
-    EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 ", SAP_ERR_TRUNCATED, 4);
+    EXPECT(BANNER_CR "3 3 2\n1 1 1.0000\n2 2 ", SAP_ERR_TRUNCATED, 4);
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 abc", SAP_ERR_PARSE, 4);
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 3", SAP_OK, 0);
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 3.", SAP_OK, 0);
     EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 3\n   ", SAP_OK, 0);
-    EXPECT(BANNER_CR "3 3 3\n1 1 1\n2 2 3", SAP_ERR_COUNT, 5);
+    EXPECT(BANNER_CR "3 3 3\n1 1 1.000000000\n2 2 3", SAP_ERR_COUNT, 5);
 
     /* a line number beyond a chunk boundary of the parallel parse: see test_parallel */
 }
@@ -864,11 +865,11 @@ static void test_semantics(void)
         }
         sap_csr_destroy(A);
     }
-    /* symmetric: upper-triangle entries are mirrored too; pattern entries are 1 */
+    /* symmetric: upper-triangle entries are mirrored too (with a warning); pattern entries are 1 */
     {
         const char *t = "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 3\n2 1\n1 3\n2 2\n";
         sap_csr *A = NULL;
-        CHECK_OK(ctx, sap_mm_parse_csr(ctx, t, strlen(t), NULL, &A, NULL));
+        CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, t, strlen(t), NULL, &A, NULL), SAP_WARN_MM_UPPER);
         if (A) {
             CHECK(A->nnz == 5);
             CHECK(A->rowptr[1] == 2 && A->colind[0] == 1 && A->colind[1] == 2);
@@ -1314,6 +1315,162 @@ static void test_matrix_dir(void)
     CHECK(count > 0);
 }
 
+/* ---- declared sizes the input cannot hold or the machine cannot store (issue 13) ---------- */
+
+static double phys_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (double)pages * (double)psz : 1e300;
+}
+
+static void test_limits(void)
+{
+    /* a count the text cannot hold: at once, naming the count and the most it could hold */
+    EXPECT(BANNER_CR "100000 100000 1000000000\n1 1 1.0\n2 2 1.0\n3 3 1.0\n", SAP_ERR_COUNT, 2);
+    CHECK(strstr(sap_context_last_error(ctx), "declares 1000000000 entries") != NULL);
+    CHECK(strstr(sap_context_last_error(ctx), "at most 4") != NULL);
+    EXPECT(BANNER_CP "3 3 3\n1 1\n2 2\n", SAP_ERR_COUNT, 2);  /* 8 bytes: at most 2 "i j\n" lines */
+    EXPECT(BANNER_CP "3 3 2\n1 1\n2 2", SAP_OK, 0);           /* the shortest lines, no final newline */
+    EXPECT(BANNER_CR "3 3 2\n1 1 1\n2 2 2", SAP_OK, 0);
+    EXPECT(BANNER_CR "3 3 3\n1 1 1\n2 2 2\n", SAP_ERR_COUNT, 2);
+    EXPECT(BANNER_AR "2 2\n1\n2\n3\n4", SAP_OK, 0);
+    EXPECT(BANNER_AR "3 3\n1\n2\n3\n4\n", SAP_ERR_COUNT, 2);
+    CHECK(strstr(sap_context_last_error(ctx), "declares 9 values") != NULL);
+    {
+        const char *t = BANNER_CR "100000 100000 1000000000\n1 1 1.0\n2 2 1.0\n3 3 1.0\n";
+        const char *path = tmpfile_path("declares_1e9.mtx");
+        write_bytes(path, t, strlen(t));
+        sap_csr *A = NULL;
+        double t0 = sap_test_wtime();
+        CHECK_STATUS(ctx, sap_mm_read_csr(ctx, path, NULL, &A, NULL), SAP_ERR_COUNT);
+        CHECK(strstr(sap_context_last_error(ctx), path) != NULL);
+        CHECK(sap_test_wtime() - t0 < 5.0);
+        CHECK(A == NULL);
+    }
+    /* sizes the machine can never hold: the one estimate, before any allocation */
+    EXPECT(BANNER_CR "1099511627776 1099511627776 1\n1 1 1\n", SAP_ERR_TOO_LARGE, 2);
+    CHECK(strstr(sap_context_last_error(ctx), "row counts and pointers") != NULL);
+    CHECK(strstr(sap_context_last_error(ctx), "GB") != NULL);
+    /* the rows of the issue: 2^31 and 3e9 rows with one entry (34 and 48 GB of row arrays) */
+    static const char *rows[2] = {BANNER_CR "2147483648 2147483648 1\n1 1 1\n",
+                                  BANNER_CR "3000000000 3000000000 1\n1 1 1\n"};
+    for (int k = 0; k < 2; k++) {
+        double t0 = sap_test_wtime();
+        sap_csr *A = NULL;
+        sap_status st = sap_mm_parse_csr(ctx, rows[k], strlen(rows[k]), NULL, &A, NULL);
+        if (phys_bytes() < 34e9 || st < 0) {
+            CHECK_MSG(st == SAP_ERR_TOO_LARGE || st == SAP_ERR_OUT_OF_MEMORY, "row %d: %s (%s)", k,
+                      sap_status_name(st), sap_context_last_error(ctx));
+            CHECK(strstr(sap_context_last_error(ctx), "needs") != NULL);
+            CHECK(sap_test_wtime() - t0 < 5.0);
+        }
+        sap_csr_destroy(A);
+    }
+    /* 3 x 3e9 with one entry: the read is small; the statistics' column sums check themselves */
+    {
+        const char *t = BANNER_CR "3 3000000000 1\n1 1 1\n";
+        sap_csr *A = NULL;
+        CHECK_OK(ctx, sap_mm_parse_csr(ctx, t, strlen(t), NULL, &A, NULL));
+        if (A && phys_bytes() < 24e9) {
+            sap_matrix_stats ms;
+            double t0 = sap_test_wtime();
+            CHECK_STATUS(ctx, sap_csr_stats(A, &ms), SAP_ERR_OUT_OF_MEMORY);
+            CHECK(sap_test_wtime() - t0 < 5.0);
+        }
+        sap_csr_destroy(A);
+    }
+}
+
+/* ---- entries above the diagonal of symmetric files ---------------------------------------- */
+
+static void test_symmetric_upper(void)
+{
+    /* both triangles of (1,2) stored, (2,3) only above, (3,3) on the diagonal */
+    const char *t = BANNER_CS "3 3 5\n1 1 4\n2 1 1\n1 2 1\n3 3 4\n2 3 2\n";
+    sap_mm_read_options o;
+    sap_mm_read_options_init(&o);
+    CHECK(o.symmetric_upper == SAP_MM_UPPER_WARN);
+    sap_csr *A = NULL;
+    /* warn (default): as given, missing mirrors filled, nothing doubled */
+    CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, t, strlen(t), NULL, &A, NULL), SAP_WARN_MM_UPPER);
+    const char *msg = sap_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "2 of the 5 entries") && strstr(msg, "1 of them with their mirror"), "%s", msg);
+    if (A) {
+        CHECK_OK(ctx, sap_csr_check(A));
+        CHECK(A->nnz == 6);
+        /* rows: 0: (0,4) (1,1); 1: (0,1) (2,2); 2: (1,2) (2,4) */
+        static const sap_int rp[4] = {0, 2, 4, 6}, ci[6] = {0, 1, 0, 2, 1, 2};
+        static const double va[6] = {4, 1, 1, 2, 2, 4};
+        for (int k = 0; k < 4; k++) CHECK(A->rowptr[k] == rp[k]);
+        for (int k = 0; k < 6; k++) CHECK(A->colind[k] == ci[k] && A->val[k] == va[k]);
+    }
+    sap_csr_destroy(A);
+    A = NULL;
+    /* reject */
+    o.symmetric_upper = SAP_MM_UPPER_REJECT;
+    CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, t, strlen(t), &o, &A, NULL), SAP_ERR_PARSE);
+    msg = sap_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "2 of the 5 entries") && strstr(msg, "(1, 2)"), "%s", msg);
+    CHECK(A == NULL);
+    /* reject still rejects without expansion; warn then returns the entries as stored */
+    o.expand_symmetry = 0;
+    CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, t, strlen(t), &o, &A, NULL), SAP_ERR_PARSE);
+    o.symmetric_upper = SAP_MM_UPPER_WARN;
+    CHECK_OK(ctx, sap_mm_parse_csr(ctx, t, strlen(t), &o, &A, NULL));
+    CHECK(A && A->nnz == 5);
+    sap_csr_destroy(A);
+    A = NULL;
+    o.expand_symmetry = 1;
+    /* sum: the old behaviour, every entry mirrored, the stored pair doubled */
+    o.symmetric_upper = SAP_MM_UPPER_SUM;
+    CHECK_OK(ctx, sap_mm_parse_csr(ctx, t, strlen(t), &o, &A, NULL));
+    if (A) {
+        CHECK(A->nnz == 6);
+        CHECK(A->val[1] == 2.0 && A->val[2] == 2.0); /* (0,1) and (1,0) */
+    }
+    sap_csr_destroy(A);
+    A = NULL;
+    /* a lower-triangle file: no warning whatever the mode */
+    const char *low = BANNER_CS "2 2 2\n1 1 1\n2 1 3\n";
+    for (int m = 0; m < 3; m++) {
+        o.symmetric_upper = m;
+        CHECK_OK(ctx, sap_mm_parse_csr(ctx, low, strlen(low), &o, &A, NULL));
+        CHECK(A && A->nnz == 3);
+        sap_csr_destroy(A);
+        A = NULL;
+    }
+    /* an upper-triangle skew file: mirrors negated; the full skew matrix stored: as given */
+    const char *sk = BANNER_CK "2 2 1\n1 2 5\n";
+    CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, sk, strlen(sk), NULL, &A, NULL), SAP_WARN_MM_UPPER);
+    CHECK(A && A->nnz == 2 && A->val[0] == 5.0 && A->val[1] == -5.0);
+    sap_csr_destroy(A);
+    A = NULL;
+    const char *skf = BANNER_CK "2 2 2\n1 2 5\n2 1 -5\n";
+    CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, skf, strlen(skf), NULL, &A, NULL), SAP_WARN_MM_UPPER);
+    CHECK(A && A->nnz == 2 && A->val[0] == 5.0 && A->val[1] == -5.0);
+    sap_csr_destroy(A);
+    A = NULL;
+    /* dense: the same choice */
+    const char *path = tmpfile_path("sym_upper.mtx");
+    write_bytes(path, t, strlen(t));
+    sap_dense *D = NULL;
+    CHECK_STATUS(ctx, sap_mm_read_dense(ctx, path, NULL, &D, NULL), SAP_WARN_MM_UPPER);
+    CHECK(strstr(sap_context_last_error(ctx), path) != NULL);
+    if (D) CHECK(D->val[0 + 1 * D->ld] == 1.0 && D->val[1 + 0 * D->ld] == 1.0 && D->val[2 + 1 * D->ld] == 2.0);
+    sap_dense_destroy(D);
+    D = NULL;
+    o.symmetric_upper = SAP_MM_UPPER_REJECT;
+    CHECK_STATUS(ctx, sap_mm_read_dense(ctx, path, &o, &D, NULL), SAP_ERR_PARSE);
+    CHECK(D == NULL);
+    o.symmetric_upper = SAP_MM_UPPER_SUM;
+    CHECK_OK(ctx, sap_mm_read_dense(ctx, path, &o, &D, NULL));
+    if (D) CHECK(D->val[0 + 1 * D->ld] == 2.0);
+    sap_dense_destroy(D);
+    /* a value outside the enum */
+    o.symmetric_upper = 7;
+    CHECK_STATUS(ctx, sap_mm_parse_csr(ctx, t, strlen(t), &o, &A, NULL), SAP_ERR_INVALID);
+}
+
 int main(void)
 {
     ctx = sap_test_context(SAP_BACKEND_CPU);
@@ -1332,6 +1489,8 @@ int main(void)
     test_parallel();
     test_oom();
     test_matrix_dir();
+    test_limits();
+    test_symmetric_upper();
     remove_tmpfiles();
     sap_context_destroy(ctx);
     return sap_test_finish("test_mmio");

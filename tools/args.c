@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* getopt values of the shared options without a short form */
-enum { VAL_THREADS = 0x80, VAL_BACKEND, VAL_JSON, VAL_ALLOW_NONFINITE, VAL_XSTAR };
+enum { VAL_THREADS = 0x80, VAL_BACKEND, VAL_JSON, VAL_ALLOW_NONFINITE, VAL_XSTAR, VAL_SYMMETRIC_UPPER };
 
 typedef struct shared_opt {
     unsigned bit;
@@ -24,6 +24,7 @@ static const shared_opt shared_opts[] = {
     {SAP_ARG_JSON, {"json", no_argument, NULL, VAL_JSON}, NULL},
     {SAP_ARG_OUTPUT, {NULL, 0, NULL, 'o'}, "o:"}, /* -o only */
     {SAP_ARG_READ, {"allow-nonfinite", no_argument, NULL, VAL_ALLOW_NONFINITE}, NULL},
+    {SAP_ARG_READ, {"symmetric-upper", required_argument, NULL, VAL_SYMMETRIC_UPPER}, NULL},
     {SAP_ARG_XSTAR, {"xstar", required_argument, NULL, VAL_XSTAR}, NULL},
 };
 #define NSHARED (sizeof(shared_opts) / sizeof(shared_opts[0]))
@@ -73,6 +74,15 @@ static int take_shared(const sap_tool_command *cmd, int val, const char *arg, sa
     case 'o': a->output = arg; return 0;
     case VAL_JSON: a->json = 1; return 0;
     case VAL_ALLOW_NONFINITE: a->read.allow_nonfinite = 1; return 0;
+    case VAL_SYMMETRIC_UPPER:
+        if (!strcmp(arg, "warn")) a->read.symmetric_upper = SAP_MM_UPPER_WARN;
+        else if (!strcmp(arg, "reject")) a->read.symmetric_upper = SAP_MM_UPPER_REJECT;
+        else if (!strcmp(arg, "sum")) a->read.symmetric_upper = SAP_MM_UPPER_SUM;
+        else {
+            fprintf(stderr, "sap %s: unknown --symmetric-upper '%s' (warn, reject or sum)\n", cmd->name, arg);
+            return 2;
+        }
+        return 0;
     case VAL_THREADS:
         if (sap_tool_parse_int(arg, &a->threads) || a->threads > 1000000) {
             fprintf(stderr, "sap %s: --threads needs a non-negative integer\n", cmd->name);

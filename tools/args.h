@@ -16,7 +16,7 @@ enum {
     SAP_ARG_QUIET = 1u << 3,   /* -q, --quiet */
     SAP_ARG_JSON = 1u << 4,    /* --json */
     SAP_ARG_OUTPUT = 1u << 5,  /* -o FILE */
-    SAP_ARG_READ = 1u << 6,    /* matrix reading: --allow-nonfinite */
+    SAP_ARG_READ = 1u << 6,    /* matrix reading: --allow-nonfinite, --symmetric-upper */
     SAP_ARG_XSTAR = 1u << 7    /* --xstar parabola|random|ones */
 };
 
@@ -33,7 +33,7 @@ typedef struct sap_tool_args {
     int quiet;                /* --quiet */
     int json;                 /* --json */
     const char *output;       /* -o (NULL when not given) */
-    sap_mm_read_options read; /* --allow-nonfinite */
+    sap_mm_read_options read; /* --allow-nonfinite, --symmetric-upper */
     const char *xstar_name;   /* --xstar as given (default "parabola") */
     sap_xstar xstar;          /* ... parsed */
     const char *positional[SAP_ARG_MAX_POSITIONAL];

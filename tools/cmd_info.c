@@ -12,13 +12,16 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sap info FILE|SPEC [--threads N] [--allow-nonfinite] [--json]\n\n"
+    fprintf(f, "usage: sap info FILE|SPEC [--threads N] [--allow-nonfinite] [--symmetric-upper=M] [--json]\n\n"
                "Prints the statistics of a matrix: size, nnz, half-bandwidth K, symmetry,\n"
                "zero diagonal entries, degree of diagonal dominance d = min_i |a_ii| / sum_j!=i |a_ij|,\n"
                "estimated SPD-ness and norms.  FILE is Matrix Market (.mtx or .mtx.gz); SPEC is a\n"
                "generator spec such as gen:banded:N=1000,K=10,d=1 (see sap gen --help).\n\n"
                "  --threads N        CPU threads (default: all)\n"
                "  --allow-nonfinite  accept NaN/Inf values in the file\n"
+               "  --symmetric-upper=warn|reject|sum  entries above the diagonal of a symmetric\n"
+               "                     file: warn (default: take them as given, fill only missing\n"
+               "                     mirrors), reject, or sum (mirror all: doubles a stored pair)\n"
                "  --json             print one JSON object instead of the table\n");
 }
 
@@ -100,6 +103,7 @@ int sap_cmd_info(int argc, char **argv)
         sap_context_destroy(ctx);
         return rc;
     }
+    sap_tool_read_warning("info", ctx, st);
     sap_matrix_stats s;
     st = sap_csr_stats(A, &s);
     if (st < 0) {

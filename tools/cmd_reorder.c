@@ -26,7 +26,11 @@ static void usage(FILE *f)
                "  -o OUT          write the reordered matrix (the dropped band with --drop)\n"
                "  --spy B,A       draw the pattern before and after as PNG images\n"
                "  --threads N     CPU threads (default: all)\n"
-               "  --allow-nonfinite  accept NaN/Inf values in the file\n");
+               "  --allow-nonfinite  accept NaN/Inf values in the file\n"
+
+               "  --symmetric-upper=warn|reject|sum  entries above the diagonal of a symmetric\n"
+               "                     file: warn (default: take them as given, fill only missing\n"
+               "                     mirrors), reject, or sum (mirror all: doubles a stored pair)\n");
 }
 
 static const char *stage_names[SAP_REORDER_STAGES] = {"original", "DB", "CM", "drop-off", "third stage"};
@@ -107,6 +111,7 @@ int sap_cmd_reorder(int argc, char **argv)
     sap_csr *A = NULL;
     sap_reorder_result *res = NULL;
     sap_status st = sap_matrix_load(ctx, input, &args.read, &A);
+    sap_tool_read_warning("reorder", ctx, st);
     if (st >= 0 && A->nrows != A->ncols)
         st = SAP_ERR_NOT_SQUARE, fprintf(stderr, "sap reorder: the matrix is %lld x %lld, not square\n",
                                          (long long)A->nrows, (long long)A->ncols);

@@ -13,7 +13,11 @@ static void usage(FILE *f)
                "(logarithmic scale).\n\n"
                "  -o OUT.png       output image (required)\n"
                "  --size PIXELS    image size (default 600)\n"
-               "  --allow-nonfinite  accept NaN/Inf values in the file\n");
+               "  --allow-nonfinite  accept NaN/Inf values in the file\n"
+
+               "  --symmetric-upper=warn|reject|sum  entries above the diagonal of a symmetric\n"
+               "                     file: warn (default: take them as given, fill only missing\n"
+               "                     mirrors), reject, or sum (mirror all: doubles a stored pair)\n");
 }
 
 enum { OPT_SIZE = SAP_ARG_OWN };
@@ -44,6 +48,7 @@ int sap_cmd_spy(int argc, char **argv)
     if (!ctx) return 1;
     sap_csr *A = NULL;
     sap_status st = sap_matrix_load(ctx, input, &args.read, &A);
+    sap_tool_read_warning("spy", ctx, st);
     if (st < 0) rc = sap_tool_fail("spy", ctx, st);
     else if (A->nrows == 0 || A->ncols == 0) {
         fprintf(stderr, "sap spy: the matrix is empty (%lld x %lld)\n", (long long)A->nrows, (long long)A->ncols);

@@ -11,6 +11,13 @@ int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st)
     return 1;
 }
 
+void sap_tool_read_warning(const char *cmd, sap_context *ctx, sap_status st)
+{
+    if (st <= 0) return;
+    const char *msg = ctx ? sap_context_last_error(ctx) : "";
+    fprintf(stderr, "sap %s: warning: %s%s%s\n", cmd, sap_status_string(st), msg[0] ? ": " : "", msg);
+}
+
 void sap_tool_warn_threads(const char *cmd, const sap_context *ctx, long long requested)
 {
     if (ctx && requested > sap_context_threads(ctx))

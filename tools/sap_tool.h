@@ -16,6 +16,9 @@ int sap_cmd_solve(int argc, char **argv);
 
 /* Prints "sap <cmd>: <status text>: <context message>" to stderr and returns 1. */
 int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st);
+/* After reading a matrix: prints "sap CMD: warning: MESSAGE" for a warning status (st > 0,
+ * e.g. SAP_WARN_MM_UPPER), nothing otherwise. */
+void sap_tool_read_warning(const char *cmd, sap_context *ctx, sap_status st);
 
 /* Creates a context for a subcommand from the common options (backend name, threads,
  * verbosity); prints the reason and returns NULL on failure. */

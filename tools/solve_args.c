@@ -106,7 +106,10 @@ static void usage(FILE *f)
                "  -o X.mtx          write the solution as a Matrix Market array\n"
                "  --report F.json   write the summary and the residual history as JSON\n"
                "  --quiet           no progress line and no summary (errors still go to stderr)\n"
-               "  --allow-nonfinite accept NaN/Inf values in the matrix file\n\n"
+               "  --allow-nonfinite accept NaN/Inf values in the matrix file\n"
+               "  --symmetric-upper=warn|reject|sum  entries above the diagonal of a symmetric file:\n"
+               "                    warn (default: take them as given, fill only missing mirrors),\n"
+               "                    reject, or sum (mirror all: doubles a stored pair)\n\n"
                "Exit status: 0 converged, 1 error, 2 usage error, 3 not converged (iteration limit,\n"
                "stagnation or breakdown).\n");
 }

@@ -53,6 +53,7 @@ int solve_problem_load(const solve_args *a, solve_problem *p)
     const double t0 = solve_now();
     sap_status st = sap_matrix_load(ctx, a->input, &a->common.read, &p->A);
     if (st < 0) return sap_tool_fail("solve", ctx, st);
+    sap_tool_read_warning("solve", ctx, st);
     const sap_csr *A = p->A;
     if (A->nrows != A->ncols) {
         fprintf(stderr, "sap solve: the matrix is %lld x %lld, not square\n", (long long)A->nrows, (long long)A->ncols);

@@ -316,11 +316,12 @@ void sap__mm_data_free(sap_context *ctx, mm_data *d)
 }
 
 sap_status sap__mm_parse_text(sap_context *ctx, const char *name, const char *text, size_t len,
-                              const sap_mm_read_options *opt, mm_data *d)
+                              const sap_mm_read_options *opt, bool dense, mm_data *d)
 {
     sap_status st = SAP_OK;
     memset(d, 0, sizeof(*d));
     SAP_TRY(sap__mm_parse_header(ctx, name, text, len, opt, &d->h));
+    SAP_TRY(sap__mm_check_memory(ctx, name, &d->h, dense, opt->expand_symmetry != 0));
     const mm_header *h = &d->h;
     const char *data = text + h->data;
     size_t dlen = len - h->data;

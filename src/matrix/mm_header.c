@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "matrix/mm_read.h"
 
+#include <stdio.h>
 #include <unistd.h>
 
 int64_t sap__mm_memory_limit(void)
@@ -184,7 +185,6 @@ sap_status sap__mm_parse_header(sap_context *ctx, const char *name, const char *
                          SRC_FMT "line %lld: a %s matrix must be square, the size line says %lld x %lld", SRC_ARG(name),
                          (long long)line, h->symmetry == SAP_SYMMETRIC ? "symmetric" : "skew-symmetric",
                          (long long)h->nrows, (long long)h->ncols);
-    int64_t mem = sap__mm_memory_limit();
     bool dims_overflow = sap__mul_overflows(h->nrows, h->ncols, INT64_MAX);
     if (h->format == SAP_MM_COORDINATE) {
         h->entries = v[2];
@@ -193,12 +193,6 @@ sap_status sap__mm_parse_header(sap_context *ctx, const char *name, const char *
                              SRC_FMT "line %lld: %lld entries declared, more than the %lld x %lld = %lld positions",
                              SRC_ARG(name), (long long)line, (long long)h->entries, (long long)h->nrows,
                              (long long)h->ncols, (long long)(h->nrows * h->ncols));
-        if (h->nrows >= mem / (int64_t)sizeof(sap_int) || h->entries > mem / 24)
-            return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
-                             SRC_FMT "line %lld: a %lld x %lld matrix with %lld entries needs more memory than the "
-                                     "%lld bytes of this machine",
-                             SRC_ARG(name), (long long)line, (long long)h->nrows, (long long)h->ncols,
-                             (long long)h->entries, (long long)mem);
     } else {
         if (dims_overflow)
             return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
@@ -211,15 +205,72 @@ sap_status sap__mm_parse_header(sap_context *ctx, const char *name, const char *
             h->entries = n % 2 ? (n + 1) / 2 * n : n / 2 * (n + 1);
         else
             h->entries = n % 2 ? (n - 1) / 2 * n : n / 2 * (n - 1);
-        if (h->nrows * h->ncols > mem / 16)
-            return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
-                             SRC_FMT "line %lld: a dense %lld x %lld matrix needs more memory than the %lld bytes of "
-                                     "this machine",
-                             SRC_ARG(name), (long long)line, (long long)h->nrows, (long long)h->ncols, (long long)mem);
     }
+    /* A declared count the rest of the text cannot hold: the shortest entry line is
+     * "i j\n" (pattern), "i j v\n" (coordinate) or "v\n" (array); the last line may lack
+     * its newline.  Reported here, before anything is sized by the count. */
+    const int64_t minline = h->format == SAP_MM_ARRAY ? 2 : h->field == SAP_MM_PATTERN ? 4 : 6;
+    const int64_t rest = (int64_t)(len - h->data);
+    const int64_t most = (rest + 1) / minline;
+    if (h->entries > most)
+        return SAP_ERROR(ctx, SAP_ERR_COUNT,
+                         SRC_FMT "line %lld: the size line declares %lld %s, but the %lld bytes after it can hold at "
+                                 "most %lld (an entry line takes at least %lld bytes): the %s is truncated or its "
+                                 "size line is wrong",
+                         SRC_ARG(name), (long long)line, (long long)h->entries,
+                         h->format == SAP_MM_COORDINATE ? "entries" : "values", (long long)rest, (long long)most,
+                         (long long)minline, name ? "file" : "text");
     if (opt->require_square && h->nrows != h->ncols)
         return SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE,
                          SRC_FMT "line %lld: the matrix is %lld x %lld, a square one is required", SRC_ARG(name),
                          (long long)line, (long long)h->nrows, (long long)h->ncols);
     return SAP_OK;
+}
+
+static void fmt_bytes(char *buf, size_t n, double x)
+{
+    if (x >= 1e9) snprintf(buf, n, "%.3g GB", x / 1e9);
+    else if (x >= 1e6) snprintf(buf, n, "%.3g MB", x / 1e6);
+    else if (x >= 1e3) snprintf(buf, n, "%.3g kB", x / 1e3);
+    else snprintf(buf, n, "%.0f bytes", x);
+}
+
+sap_status sap__mm_check_memory(sap_context *ctx, const char *name, const mm_header *h, bool dense, bool expand)
+{
+    const double E = (double)h->entries, nr = (double)h->nrows, nc = (double)h->ncols;
+    const bool coordinate = h->format == SAP_MM_COORDINATE;
+    const bool wide = h->nrows > INT32_MAX || h->ncols > INT32_MAX;
+    /* the parsed entries (mm_body.c: row and column indices, values) */
+    const double ebytes = coordinate ? E * (2.0 * (wide ? 8.0 : 4.0) + (h->field == SAP_MM_PATTERN ? 0.0 : 8.0))
+                                     : 8.0 * E;
+    double rows = 0.0, csr = 0.0, out = 0.0;
+    if (dense) {
+        out = 8.0 * nr * nc;
+    } else {
+        double nnz;
+        if (coordinate) {
+            nnz = expand && h->symmetry != SAP_GENERAL ? 2.0 * E : E; /* mirrored entries */
+            rows = 8.0 * (nr + 1.0);                                   /* the row counts of the assembly */
+        } else {
+            nnz = h->symmetry == SAP_GENERAL || expand ? nr * nc : E;
+        }
+        rows += 8.0 * (nr + 1.0); /* the CSR's row pointers */
+        csr = 16.0 * nnz;
+    }
+    /* everything lives at once at the end of the assembly (the entries are freed after) */
+    const double need = ebytes + rows + csr + out;
+    char b[3][32], step[480];
+    const double parts[3] = {ebytes, rows, dense ? out : csr};
+    for (int k = 0; k < 3; k++) fmt_bytes(b[k], sizeof(b[k]), parts[k]);
+    snprintf(step, sizeof(step),
+             SRC_FMT "line %lld: reading a %lld x %lld %s with %lld %s (parsed entries %s, row counts and pointers %s, "
+                     "%s %s)",
+             SRC_ARG(name), (long long)h->lines, (long long)h->nrows, (long long)h->ncols,
+             dense ? "dense matrix" : "matrix", (long long)h->entries, coordinate ? "entries" : "values", b[0], b[1],
+             dense ? "the dense matrix" : "the CSR entries", b[2]);
+    const double phys = (double)sap__mm_memory_limit();
+    if (need > phys)
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "%s needs %.3g GB of memory, more than the %.3g GB of this machine",
+                         step, need / 1e9, phys / 1e9);
+    return sap__mem_check(ctx, step, need);
 }

@@ -1,6 +1,7 @@
 /* mm_read.h -- internals of the Matrix Market reader (not installed), shared by its
  * parts, one concern a file:
- *   mm_header.c    the banner and the size line (mm_header), size and memory checks;
+ *   mm_header.c    the banner and the size line (mm_header), the declared count against
+ *                  the bytes of the input, the one memory estimate of the read;
  *   mm_body.c      the entry lines (coordinate or array) into triplet arrays, in parallel
  *                  chunks split at newlines, with exact line numbers in the messages;
  *   mm_assemble.c  the parsed entries into a canonical CSR or a dense matrix (symmetric
@@ -41,6 +42,13 @@ typedef struct mm_header {
 sap_status sap__mm_parse_header(sap_context *ctx, const char *name, const char *text, size_t len,
                                 const sap_mm_read_options *opt, mm_header *h);
 
+/* The one estimate of the bytes a read needs at its peak (the parsed entries, the row
+ * counts and pointers, the CSR with mirrored entries or the dense matrix; the reader has
+ * no column-sized array: the steps that do, statistics, norms, transposes, check their
+ * own through sap__alloc), checked before anything is allocated: SAP_ERR_TOO_LARGE beyond the machine's memory,
+ * SAP_ERR_OUT_OF_MEMORY beyond what the process can get now (sap__mem_check). */
+sap_status sap__mm_check_memory(sap_context *ctx, const char *name, const mm_header *h, bool dense, bool expand);
+
 /* Physical memory in bytes (an upper bound for what a read may allocate), or a large
  * constant where unknown. */
 int64_t sap__mm_memory_limit(void);
@@ -69,16 +77,21 @@ typedef struct mm_data {
     char *tail;
 } mm_data;
 
-/* Parses the whole text (header and entries) into d; d is freed with
- * sap__mm_data_free, also after an error. */
+/* Parses the whole text (header and entries) into d, checking the memory of the read
+ * into a CSR or (dense) a dense matrix first; d is freed with sap__mm_data_free, also
+ * after an error. */
 sap_status sap__mm_parse_text(sap_context *ctx, const char *name, const char *text, size_t len,
-                              const sap_mm_read_options *opt, mm_data *d);
+                              const sap_mm_read_options *opt, bool dense, mm_data *d);
 void sap__mm_data_free(sap_context *ctx, mm_data *d);
 
 /* The parsed entries of d as a canonical CSR (coordinate or array file) or a dense
- * matrix; expand: mirror symmetric and skew-symmetric files. */
-sap_status sap__mm_build_csr(sap_context *ctx, const mm_data *d, bool expand, sap_csr **out);
-sap_status sap__mm_build_dense(sap_context *ctx, const mm_data *d, bool expand, sap_dense **out);
+ * matrix; opt->expand_symmetry: mirror symmetric and skew-symmetric files;
+ * opt->symmetric_upper: entries above their diagonal (SAP_WARN_MM_UPPER, or
+ * SAP_ERR_PARSE; sap.h).  name (NULL for memory) starts the messages. */
+sap_status sap__mm_build_csr(sap_context *ctx, const char *name, const mm_data *d, const sap_mm_read_options *opt,
+                             sap_csr **out);
+sap_status sap__mm_build_dense(sap_context *ctx, const char *name, const mm_data *d, const sap_mm_read_options *opt,
+                               sap_dense **out);
 
 /* Runs BODY with r, j (sap_int) and v (double) bound to each parsed coordinate entry, in
  * file order. */
