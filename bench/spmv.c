@@ -475,7 +475,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < nn; i++) {
             snprintf(path, sizeof(path), "%s/%s", matdir, names[i]);
             sap_csr *A = NULL;
-            if (sap_mm_read_csr(ctx, path, NULL, &A, NULL) != SAP_OK) {
+            if (sap_mm_read_csr(ctx, path, NULL, &A, NULL) < 0) {
                 say("%s: %s\n", names[i], sap_context_last_error(ctx));
                 free(names[i]);
                 continue;

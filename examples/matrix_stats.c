@@ -24,7 +24,8 @@ int main(int argc, char **argv)
     double *x = NULL, *b = NULL;
     int rc = 1;
     st = sap_matrix_load(ctx, input, NULL, &A);
-    if (st != SAP_OK) {
+    if (st > 0) fprintf(stderr, "%s: warning: %s\n", input, sap_context_last_error(ctx));
+    if (st < 0) {
         fprintf(stderr, "%s: %s: %s\n", input, sap_status_string(st), sap_context_last_error(ctx));
         goto done;
     }

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     sap_solver *S = NULL;
     double *B = NULL, *X = NULL, *XS = NULL, *v = NULL;
     int rc = 1;
-    if ((st = sap_matrix_load(ctx, input, NULL, &A)) != SAP_OK) goto fail;
+    if ((st = sap_matrix_load(ctx, input, NULL, &A)) < 0) goto fail; /* > 0: a warning, A is read */
     if (A->nrows != A->ncols) {
         fprintf(stderr, "the matrix is not square\n");
         goto out;
