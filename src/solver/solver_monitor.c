@@ -61,11 +61,11 @@ int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const 
         else snprintf(band, sizeof(band), "the whole CM band, K_cm %lld", (long long)S->K_cm);
         snprintf(msg, sizeof(msg),
                  "sap_solver: long step: %s setup predicted to take ~%s (band factorization of N = %lld, K = %lld, "
-                 "P = %lld, %s: %.2g flop, %.2g GB on %s); why %s: %s; band: %s; a factorization cannot be "
+                 "P = %lld, %s: %.2g flop, %.2g GB on %s); why: %s; band: %s; a factorization cannot be "
                  "interrupted before it ends (a narrower band: drop_delta; another method: method)",
                  name, t, (long long)S->A->nrows, (long long)a->K, (long long)a->P,
                  a->prec == SAP_FLOAT ? "float" : "double", e.flops, (double)e.bytes / 1e9,
-                 sap_context_device_name(S->x), name, why, band);
+                 sap_context_device_name(S->x), why, band);
         warn_always(S, msg);
     }
     if (!S->opt.monitor) return 0;
