@@ -40,7 +40,9 @@ static int finish(const solve_args *a, const solve_outcome *o)
     }
     if (o->status == SAP_OK) return 0;
     if (o->status == SAP_WARN_INTERRUPTED) { /* also under --quiet: the user asked */
-        fprintf(stderr, "sap solve: interrupted: %s\nsap solve: best x so far: true residual %.3e (||b - A x|| / ||b||)%s%s\n",
+        fprintf(stderr,
+                "sap solve: interrupted: %s\n"
+                "sap solve: best x so far: true residual %.3e (||b - A x|| / ||b||)%s%s\n",
                 o->message, o->residual, a->common.output ? ", written to " : "",
                 a->common.output ? a->common.output : "");
         return SAP_SOLVE_INTERRUPTED;

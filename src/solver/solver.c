@@ -61,7 +61,8 @@ static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_op
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: tol must be finite and >= 0, maxit >= 0");
     if (o->memory_limit < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: memory_limit < 0");
     if (!(o->long_step >= 0))
-        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: long_step = %g (need seconds >= 0, 0: never)", o->long_step);
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: long_step = %g (need seconds >= 0, 0: never)",
+                         o->long_step);
     return SAP_OK;
 }
 

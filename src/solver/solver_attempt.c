@@ -169,7 +169,8 @@ sap_status sap__solver_chain_build(sap_solver *S, int i)
         if (st == SAP_WARN_INTERRUPTED) {
             /* the caller's decision: no other method is tried, nothing is kept */
             sap__solver_att_destroy(S, a);
-            return SAP_ERROR(S->ctx, SAP_WARN_INTERRUPTED, "sap_solver: interrupted by the monitor before the setup of %s",
+            return SAP_ERROR(S->ctx, SAP_WARN_INTERRUPTED,
+                             "sap_solver: interrupted by the monitor before the setup of %s",
                              sap_solver_method_name(S->chain[i]));
         }
         if (st >= 0 && !reject) {

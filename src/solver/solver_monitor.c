@@ -55,9 +55,11 @@ int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const 
         sap__solver_fmt_seconds(e.seconds, t, sizeof(t));
         if (i == 0) snprintf(why, sizeof(why), "%s", S->why_first);
         else
-            snprintf(why, sizeof(why), "fallback %d of the chain (%s failed)", i, sap_solver_method_name(S->chain[i - 1]));
+            snprintf(why, sizeof(why), "fallback %d of the chain (%s failed)", i,
+                     sap_solver_method_name(S->chain[i - 1]));
         if (note && note[0]) snprintf(band, sizeof(band), "%s", note);
-        else if (a->type->band == SAP__SM_BAND_AUTO) snprintf(band, sizeof(band), "K_cm %lld, %s", (long long)S->K_cm, S->drop_why);
+        else if (a->type->band == SAP__SM_BAND_AUTO)
+            snprintf(band, sizeof(band), "K_cm %lld, %s", (long long)S->K_cm, S->drop_why);
         else snprintf(band, sizeof(band), "the whole CM band, K_cm %lld", (long long)S->K_cm);
         snprintf(msg, sizeof(msg),
                  "sap_solver: long step: %s setup predicted to take ~%s (band factorization of N = %lld, K = %lld, "
