@@ -65,6 +65,7 @@ SAP_API int sap_has_zlib(void);
     X(SAP_WARN_BOOSTED_PIVOTS, 4, "small pivots were boosted during factorization")              \
     X(SAP_WARN_INEXACT, 5, "result is inexact (true residual above the tolerance)")              \
     X(SAP_WARN_MM_UPPER, 6, "symmetric Matrix Market file stores entries above the diagonal")    \
+    X(SAP_WARN_INTERRUPTED, 7, "stopped by the caller (a monitor returned non-zero)")            \
     X(SAP_ERR_INVALID, -1, "invalid argument")                                                   \
     X(SAP_ERR_OUT_OF_MEMORY, -2, "out of memory")                                                \
     X(SAP_ERR_TOO_LARGE, -3, "problem too large (sizes would overflow)")                         \
@@ -605,7 +606,8 @@ SAP_API const char *sap_krylov_name(sap_krylov_type type);
 
 /* Called after every iteration and every partial step (BiCGStab: half steps; BiCGStab(l):
  * steps of 1/(2l), quarter steps for l = 2) with the relative residual the iteration
- * monitors; return non-zero to stop (the solve then returns SAP_WARN_NOT_CONVERGED). */
+ * monitors; return non-zero to stop (the solve then returns SAP_WARN_INTERRUPTED with x the
+ * best iterate).  E.g. a SIGINT handler sets a flag the monitor returns. */
 typedef int (*sap_krylov_monitor)(void *state, double iteration, double relative_residual);
 
 typedef struct sap_krylov_options {
@@ -657,7 +659,7 @@ SAP_API sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options 
 SAP_API void sap_krylov_destroy(sap_krylov *K);
 /* Solves A x = b.  x holds the initial guess on entry (host, length n).  Returns SAP_OK on
  * convergence (true residual <= tol; b = 0 gives x = 0), a warning with x the best
- * iterate (SAP_WARN_NOT_CONVERGED: maxit or the monitor; SAP_WARN_STAGNATED;
+ * iterate (SAP_WARN_NOT_CONVERGED: maxit; SAP_WARN_INTERRUPTED: the monitor; SAP_WARN_STAGNATED;
  * SAP_WARN_BREAKDOWN: a scalar such as rho became 0), or an error (SAP_ERR_BREAKDOWN: a
  * NaN/Inf appeared, x is still the best iterate; SAP_ERR_NONFINITE: NaN/Inf in b or x0;
  * SAP_ERR_NOT_SQUARE; SAP_ERR_INVALID: e.g. P not set up or of another size).  The
@@ -775,6 +777,16 @@ SAP_API sap_status sap_band_solver_setup(sap_band_solver *S);
 SAP_API sap_status sap_band_solver_solve(sap_band_solver *S, const double *b, double *x, sap_band_stats *stats);
 /* The statistics of the setup and the last solve. */
 SAP_API sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *stats);
+/* Predicted seconds of the banded SaP factorization (what sap_band_solver_setup and the
+ * numeric setup of a "sap-d" / "sap-c" preconditioner spend in T_BC, T_LU and T_SPK) of an
+ * n x n band of half-bandwidth K in P partitions (P = 0: one per thread of ctx) with factors
+ * in precision prec, on ctx's backend: 2 n K^2 flops at the library's rate model (a CPU
+ * thread ~4e9 flop/s while a partition's K x K update fits in its cache, memory-bound
+ * beyond; a GPU ~2e12 flop/s) plus the band's bytes written.  Good to a few times: it is
+ * meant to warn before work of minutes or hours, which a factorization (not iterative)
+ * cannot be stopped during.  0 when n or K is 0 or ctx is NULL. */
+SAP_API double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, sap_int P,
+                                         sap_precision prec);
 
 /* For a "sap-d" / "sap-c" / "sap" preconditioner (sap_precond_create): sets the band
  * options it uses at its next numeric setup (method AUTO/SAPD/SAPC only matters for
@@ -1082,6 +1094,19 @@ SAP_API const char *sap_solver_method_help(int i);
  * SAP_ERR_INVALID for an unknown name or a NULL argument. */
 SAP_API sap_status sap_solver_method_parse(const char *name, sap_solver_method *method);
 
+/* Progress of sap_solver (sap_solver_options.monitor): one event at a time. */
+typedef struct sap_solver_progress {
+    const char *step;         /* the method of the attempt running, e.g. "sap-c" */
+    int setup;                /* 1: the attempt's setup (band, factorization: not
+                                 interruptible) is about to start; 0: a Krylov step */
+    double predicted_seconds; /* setup events: the setup's predicted time (0: negligible) */
+    double iteration;         /* Krylov events: as sap_krylov_monitor (0 at a setup) */
+    double relative_residual; /* Krylov events: as sap_krylov_monitor (NaN at a setup) */
+} sap_solver_progress;
+/* Return non-zero to stop: the setup or solve returns SAP_WARN_INTERRUPTED with the best x
+ * so far (the initial guess when no attempt was built) and tries no other method. */
+typedef int (*sap_solver_monitor)(void *state, const sap_solver_progress *progress);
+
 typedef struct sap_solver_options {
     sap_solver_method method; /* default SAP_METHOD_AUTO */
     int fallback;             /* 1 (default): on failure try the next method; 0: report it */
@@ -1098,7 +1123,8 @@ typedef struct sap_solver_options {
     double boost_value;       /* as sap_band_options (<= 0: automatic) */
     int krylov_auto;          /* 1 (default): CG for SPD with SaP-D, else BiCGStab(2) */
     sap_krylov_options krylov; /* tol (default 1e-10), maxit, ...; used as given when
-                                  krylov_auto = 0 */
+                                  krylov_auto = 0.  krylov.monitor, when set, is called by
+                                  every attempt's Krylov solve; non-zero stops as monitor */
     int64_t memory_limit;     /* bytes the band and factors may take on the backend; 0
                                  (default): 90% of the free device memory (cuda) or of the
                                  physical memory (cpu) */
@@ -1109,6 +1135,13 @@ typedef struct sap_solver_options {
                                  system with host_small) solves directly by the banded LU
                                  with pivoting of the CM band (BAND_PIVOT) when that costs
                                  at most 4e9 flops (4 N K^2); 0: SaP first */
+    sap_solver_monitor monitor; /* NULL (default): none; see sap_solver_progress */
+    void *monitor_state;
+    double long_step;         /* seconds, default 5: an attempt's setup predicted to take
+                                 longer (its band factorization: what, why, the estimate)
+                                 is announced before it starts by a SAP_PRINT_WARNINGS
+                                 message beginning "sap_solver: long step:" (also for an
+                                 attempt that has a fallback); 0: never */
 } sap_solver_options;
 /* In the options: krylov.stagnation_window is honoured too ("stagnation" by name). */
 
@@ -1117,7 +1150,7 @@ SAP_API void sap_solver_options_init(sap_solver_options *opt);
  * "scale", "cm", "drop" / "drop_delta", "partitions", "third_stage", "precision"
  * (float|double|auto), "boost_threshold", "boost_value", "krylov" (as sap_krylov_parse,
  * or auto), "tol", "maxit", "memory_limit" (bytes, suffixes k/M/G), "host_small",
- * "host_direct".
+ * "host_direct", "long_step" (seconds).
  * Unknown name or bad value: SAP_ERR_INVALID (opt unchanged). */
 SAP_API sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value);
 /* The same, writing why a name or value was refused into msg (the option, the value and
@@ -1183,7 +1216,8 @@ SAP_API void sap_solver_destroy(sap_solver *S);
 /* Symbolic (reorderings, partitioning, band shapes, memory estimate) and numeric
  * (values, band, factorization) setup.  Done by the first solve when not called.
  * SAP_WARN_BOOSTED_PIVOTS when pivots were boosted; SAP_ERR_STRUCTURALLY_SINGULAR with
- * the structural rank in the message. */
+ * the structural rank in the message; SAP_WARN_INTERRUPTED when the monitor stopped it
+ * before an attempt was built (nothing is kept: the next solve sets up again). */
 SAP_API sap_status sap_solver_setup(sap_solver *S);
 /* New values in the CSR order of the matrix given at create (same pattern): redoes the
  * numeric setup only, in O(nnz) plus the factorization: the values go through the
@@ -1195,7 +1229,9 @@ SAP_API sap_status sap_solver_setup(sap_solver *S);
 SAP_API sap_status sap_solver_refactor(sap_solver *S, const double *values);
 /* Solves A x = b (host vectors of length n; x holds the initial guess, 0 is fine).
  * Returns SAP_OK when converged, a warning (SAP_WARN_NOT_CONVERGED, ...) with the best x
- * when every method tried failed to reach the tolerance, or an error. */
+ * when every method tried failed to reach the tolerance, SAP_WARN_INTERRUPTED with the best
+ * x so far when a monitor stopped it (no fallback follows; stats.relative_residual is x's
+ * true residual), or an error. */
 SAP_API sap_status sap_solver_solve(sap_solver *S, const double *b, double *x);
 /* nrhs right-hand sides at once: column k of B is B + k * ldb (ldb >= n), likewise X.
  * The status is the worst over the columns.  Batched: BAND_PIVOT (one dgbtrs for all

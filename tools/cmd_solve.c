@@ -4,8 +4,10 @@
  * solve.h lists.
  *
  * Exit codes: 0 converged (true residual <= tol), 1 error (bad input, out of memory,
- * NaN/Inf breakdown, ...), 2 usage error, 3 not converged (iteration limit, stagnation or
- * breakdown: x is the best iterate and is still written with -o). */
+ * NaN/Inf breakdown, a step predicted over an hour refused without --force, ...), 2 usage
+ * error, 3 not converged (iteration limit, stagnation or breakdown: x is the best iterate
+ * and is still written with -o), 130 stopped by SIGINT (likewise: the best x so far, its
+ * residual printed even under --quiet, written with -o). */
 #include "sap_tool.h"
 #include "solve.h"
 
@@ -37,6 +39,14 @@ static int finish(const solve_args *a, const solve_outcome *o)
         return 1;
     }
     if (o->status == SAP_OK) return 0;
+    if (o->status == SAP_WARN_INTERRUPTED) { /* also under --quiet: the user asked */
+        fprintf(stderr,
+                "sap solve: interrupted: %s\n"
+                "sap solve: best x so far: true residual %.3e (||b - A x|| / ||b||)%s%s\n",
+                o->message, o->residual, a->common.output ? ", written to " : "",
+                a->common.output ? a->common.output : "");
+        return SAP_SOLVE_INTERRUPTED;
+    }
     if (!a->common.quiet) fprintf(stderr, "sap solve: not converged: %s\n", o->message);
     return SAP_SOLVE_NOT_CONVERGED;
 }
@@ -54,7 +64,9 @@ int sap_cmd_solve(int argc, char **argv)
     memset(&kr, 0, sizeof(kr));
     rc = solve_problem_load(&a, &p);
     if (rc) goto out;
+    solve_interrupt_install(); /* SIGINT: the best x so far (solve_progress.c) */
     rc = a.pipeline ? solve_sparse(&a, &p, &sr) : solve_krylov(&a, &p, &kr);
+    solve_interrupt_restore();
     if (rc) goto out;
     const solve_outcome *o = a.pipeline ? &sr.out : &kr.out;
     if (!a.common.quiet) {

@@ -29,7 +29,11 @@ void solve_report_text_sparse(const solve_args *a, const solve_problem *p, const
     if (k > 1) printf("nrhs          %lld\n", (long long)k);
     printf("backend       %s, %s (%s)%s\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx),
            p->backend_why, ss->on_host && sap_context_backend(ctx) == SAP_BACKEND_CUDA ? ", small system on the host" : "");
-    printf("method        %s (%s)\n", sap_solver_method_name(ss->method), sopt->method == SAP_METHOD_AUTO ? "auto" : "given");
+    if (ss->method == SAP_METHOD_AUTO) /* the setup was stopped before a method was built */
+        printf("method        none (stopped before a method was built)\n");
+    else
+        printf("method        %s (%s)\n", sap_solver_method_name(ss->method),
+               sopt->method == SAP_METHOD_AUTO ? "auto" : "given");
     printf("reason        %s\n", ss->reason);
     for (int i = 0; i < ss->ntries; i++)
         printf("%s %d. %-10s %-24s %.3fs  %s\n", i == 0 ? "tried        " : "             ", i + 1,

@@ -1,7 +1,7 @@
 /* solve.h -- the parts of `sap solve`, one file each: the command line (solve_args.c), the
  * system A x = b (solve_problem.c), the two ways to solve it (solve_sparse.c: the SaP
  * pipeline of sap_solver; solve_krylov.c: a chosen Krylov method and preconditioner), the
- * progress line (solve_progress.c), and the reports (report_text.c, report_json.c).
+ * progress line and SIGINT (solve_progress.c), and the reports (report_text.c, report_json.c).
  * cmd_solve.c runs them in order. */
 #ifndef SAP_TOOL_SOLVE_H
 #define SAP_TOOL_SOLVE_H
@@ -10,6 +10,12 @@
 #include "sap.h"
 
 #define SAP_SOLVE_NOT_CONVERGED 3 /* exit code: iteration limit, stagnation or breakdown */
+#define SAP_SOLVE_INTERRUPTED 130 /* exit code: stopped by SIGINT (128 + 2): the best x so far
+                                     is reported and written with -o */
+#define SAP_SOLVE_LONG_STEP 5.0   /* seconds: a step predicted longer is announced on stderr
+                                     (also under --quiet) */
+#define SAP_SOLVE_REFUSE 3600.0   /* seconds: a step predicted longer is refused (exit 1)
+                                     unless --force */
 #define SAP_SOLVE_MAX_OPTS 32
 
 /* ---- the command line (solve_args.c) ---------------------------------------------------- */
@@ -31,6 +37,7 @@ typedef struct solve_args {
     sap_int partitions;      /* --partitions (SaP pipeline; on the explicit path: partitions_given) */
     int partitions_given;
     const char *side;        /* as given: left or right */
+    int force;               /* --force: run steps predicted above SAP_SOLVE_REFUSE */
 } solve_args;
 
 /* Parses and checks the command line.  0 go on, 1 done (--help or --opt help printed:
@@ -66,11 +73,41 @@ typedef struct solve_outcome {
     sap_context_stats transfers; /* bytes moved during the solve */
 } solve_outcome;
 
+/* ---- the progress line and SIGINT (solve_progress.c) ------------------------------------- */
+
+typedef struct solve_progress {
+    int live;           /* stderr is a terminal and --quiet was not given */
+    double last;        /* when the line was last drawn */
+    const char *method;
+    int shown;
+    int force;          /* --force: steps predicted above SAP_SOLVE_REFUSE run */
+    char refused[160];  /* the step a monitor refused and its estimate ("": none) */
+} solve_progress;
+
+double solve_now(void); /* monotonic seconds */
+/* A sap_krylov_monitor: redraws "method: iteration ... relative residual ..." every 0.1 s
+ * (when live); returns 1 once SIGINT was received. */
+int solve_progress_monitor(void *state, double iteration, double relres);
+/* A sap_solver_monitor: the same line with the attempt's name, "NAME: setup (predicted ...)"
+ * at a setup; returns 1 once SIGINT was received, or at the setup of a step predicted above
+ * SAP_SOLVE_REFUSE without --force (refused then says which). */
+int solve_progress_solver_monitor(void *state, const sap_solver_progress *p);
+void solve_progress_clear(solve_progress *p);
+/* "0.4 s", "12 s", "4.2 min", "3.1 h" */
+void solve_fmt_seconds(double s, char *buf, size_t size);
+/* SIGINT while solving: the first one sets the flag the monitors return (the solve stops at
+ * its next check with the best x so far; a band factorization runs to its end first); the
+ * handler is reset by it (SA_RESETHAND): a second SIGINT terminates at once. */
+void solve_interrupt_install(void);
+void solve_interrupt_restore(void);
+int solve_interrupted(void);
+
 /* ---- the SaP pipeline (solve_sparse.c) --------------------------------------------------- */
 
 typedef struct solve_sparse_run {
     solve_outcome out;
     sap_solver_stats ss;
+    solve_progress progress; /* the monitor state of the solver */
     double t_setup, t_solve, t_total;
 } solve_sparse_run;
 
@@ -78,20 +115,6 @@ typedef struct solve_sparse_run {
  * exit code (1) after printing why. */
 int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *r);
 void solve_sparse_free(solve_sparse_run *r);
-
-/* ---- the progress line (solve_progress.c) ------------------------------------------------ */
-
-typedef struct solve_progress {
-    int live;           /* stderr is a terminal and --quiet was not given */
-    double last;        /* when the line was last drawn */
-    const char *method;
-    int shown;
-} solve_progress;
-
-double solve_now(void); /* monotonic seconds */
-/* A sap_krylov_monitor: redraws "method: iteration ... relative residual ..." every 0.1 s. */
-int solve_progress_monitor(void *state, double iteration, double relres);
-void solve_progress_clear(solve_progress *p);
 
 /* ---- the explicit Krylov path (solve_krylov.c) ------------------------------------------- */
 

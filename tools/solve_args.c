@@ -63,7 +63,7 @@ static void usage(FILE *f)
                "                 [--precond-precision float|double] [--side left|right]\n"
                "                 [--format auto|csr|ell|sellp|hec] [--tol T] [--maxit N] [--stagnation N]\n"
                "                 [--backend cpu|cuda|auto] [--threads N] [--xstar parabola|random|ones]\n"
-               "                 [-o X.mtx] [--report OUT.json] [--quiet] [--allow-nonfinite]\n\n"
+               "                 [-o X.mtx] [--report OUT.json] [--quiet] [--force] [--allow-nonfinite]\n\n"
                "Without --precond and --krylov, solves A x = b with the sparse SaP pipeline (DB, CM,\n"
                "drop-off, partitions, SaP-D/SaP-C preconditioned BiCGStab(2) or CG, with automatic\n"
                "choices and a fallback chain) and prints its profile: the method and why, every\n"
@@ -105,13 +105,20 @@ static void usage(FILE *f)
                "  --threads N       CPU threads (default: all)\n"
                "  -o X.mtx          write the solution as a Matrix Market array\n"
                "  --report F.json   write the summary and the residual history as JSON\n"
-               "  --quiet           no progress line and no summary (errors still go to stderr)\n"
+               "  --quiet           no progress line and no summary (errors, long-step warnings and\n"
+               "                    the SIGINT outcome still go to stderr)\n"
+               "  --force           run a step predicted to take over an hour (refused otherwise)\n"
                "  --allow-nonfinite accept NaN/Inf values in the matrix file\n"
                "  --symmetric-upper=warn|reject|sum  entries above the diagonal of a symmetric file:\n"
                "                    warn (default: take them as given, fill only missing mirrors),\n"
                "                    reject, or sum (mirror all: doubles a stored pair)\n\n"
-               "Exit status: 0 converged, 1 error, 2 usage error, 3 not converged (iteration limit,\n"
-               "stagnation or breakdown).\n");
+               "A step predicted to take over 5 s (a band factorization: not interruptible) is announced\n"
+               "on stderr before it starts, with the estimate; over an hour it is refused unless --force.\n"
+               "On a terminal a progress line shows the Krylov iterations of every method tried.  SIGINT\n"
+               "(Ctrl-C) stops the solve at its next iteration with the best x so far: the summary gives\n"
+               "its true residual, -o writes it, no fallback is tried; a second SIGINT exits at once.\n\n"
+               "Exit status: 0 converged, 1 error (or a step refused), 2 usage error, 3 not converged\n"
+               "(iteration limit, stagnation or breakdown), 130 stopped by SIGINT.\n");
 }
 
 enum {
@@ -130,7 +137,8 @@ enum {
     OPT_STAGNATION,
     OPT_PARTITIONS,
     OPT_NRHS,
-    OPT_PC_OPT
+    OPT_PC_OPT,
+    OPT_FORCE
 };
 
 static const struct option own_options[] = {{"rhs", required_argument, NULL, OPT_RHS},
@@ -149,6 +157,7 @@ static const struct option own_options[] = {{"rhs", required_argument, NULL, OPT
                                             {"partitions", required_argument, NULL, OPT_PARTITIONS},
                                             {"nrhs", required_argument, NULL, OPT_NRHS},
                                             {"pc-opt", required_argument, NULL, OPT_PC_OPT},
+                                            {"force", no_argument, NULL, OPT_FORCE},
                                             {NULL, 0, NULL, 0}};
 
 /* The option values as given, before they are resolved into the library's structs. */
@@ -171,6 +180,7 @@ static int take(void *state, int val, const char *arg)
     case OPT_RHS: a->rhs = arg; return 0;
     case OPT_REPORT: a->report = arg; return 0;
     case OPT_PROFILE: return 0; /* the pipeline prints its profile anyway */
+    case OPT_FORCE: a->force = 1; return 0;
     case OPT_METHOD: r->method = arg; return 0;
     case OPT_OPT:
         if (!strcmp(arg, "help")) {

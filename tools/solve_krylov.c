@@ -29,6 +29,60 @@ static void method_name(const sap_krylov_options *kopt, char *buf, size_t len)
     }
 }
 
+/* The half-bandwidth max |i - j| over the entries of A. */
+static sap_int half_bandwidth(const sap_csr *A)
+{
+    sap_int K = 0;
+    for (sap_int i = 0; i < A->nrows; i++)
+        for (sap_int q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) {
+            const sap_int d = A->colind[q] > i ? A->colind[q] - i : i - A->colind[q];
+            if (d > K) K = d;
+        }
+    return K;
+}
+
+/* An integer option of the preconditioner (0 when "auto" or absent). */
+static sap_int pc_int_option(const sap_precond *P, const char *name)
+{
+    char buf[64];
+    if (sap_precond_get_option(P, name, buf, sizeof(buf)) != SAP_OK) return 0;
+    return (sap_int)strtoll(buf, NULL, 10);
+}
+
+/* Before the numeric setup of a banded SaP preconditioner: its band factorization (of A as
+ * it is: this path does not reorder) is predicted by sap_band_estimate_seconds; a long one is
+ * announced on stderr (also under --quiet: a factorization cannot be interrupted), one
+ * above SAP_SOLVE_REFUSE is refused without --force.  0 go on, 1 refused. */
+static int check_band_cost(const solve_args *a, sap_context *ctx, const sap_csr *A, const sap_precond *P)
+{
+    const char *name = sap_precond_name(P);
+    if (strcmp(name, "sap") && strcmp(name, "sap-d") && strcmp(name, "sap-c")) return 0;
+    const sap_int n = A->nrows;
+    sap_int K = half_bandwidth(A);
+    const sap_int Kopt = pc_int_option(P, "half_bandwidth");
+    if (Kopt > 0 && Kopt < K) K = Kopt;
+    const double sec = sap_band_estimate_seconds(ctx, n, K, pc_int_option(P, "partitions"), a->pprec);
+    if (sec <= SAP_SOLVE_LONG_STEP) return 0;
+    char t[32];
+    solve_fmt_seconds(sec, t, sizeof(t));
+    const double es = a->pprec == SAP_FLOAT ? 4.0 : 8.0;
+    fprintf(stderr,
+            "sap solve: long step: %s preconditioner setup predicted to take ~%s (band factorization of N = %lld, "
+            "K = %lld, %s: %.2g flop, %.2g GB on %s); why: --precond factors the band of the matrix as given (this "
+            "path does not reorder); it cannot be interrupted before it ends.  The SaP pipeline (sap solve without "
+            "--krylov/--precond) reorders first (DB + CM); --pc-opt half_bandwidth=K narrows the band\n",
+            name, t, (long long)n, (long long)K, a->pprec == SAP_FLOAT ? "float" : "double",
+            2.0 * (double)n * (double)K * (double)K, (double)n * (2.0 * (double)K + 1.0) * es / 1e9,
+            sap_context_device_name(ctx));
+    if (sec > SAP_SOLVE_REFUSE && !a->force) {
+        fprintf(stderr, "sap solve: refused: %s preconditioner setup predicted to take ~%s (over %.0f min); --force "
+                        "runs it anyway\n",
+                name, t, SAP_SOLVE_REFUSE / 60);
+        return 1;
+    }
+    return 0;
+}
+
 int solve_krylov(const solve_args *a, const solve_problem *p, solve_krylov_run *run)
 {
     memset(run, 0, sizeof(*run));
@@ -61,13 +115,14 @@ int solve_krylov(const solve_args *a, const solve_problem *p, solve_krylov_run *
     }
     for (int i = 0; i < a->npc_opts && st >= 0; i++) st = sap_precond_set_options(run->P, a->pc_opts[i]);
     if (st >= 0) st = sap_precond_setup_symbolic(run->P, A);
+    if (st >= 0 && check_band_cost(a, ctx, A, run->P)) goto done;
     if (st >= 0) st = sap_precond_setup_numeric(run->P, A);
     run->t_precond = solve_now() - t0;
     if (st < 0) goto fail;
 
     sap_krylov_options kopt = a->kopt;
     method_name(&kopt, run->method, sizeof(run->method));
-    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, run->method, 0};
+    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, run->method, 0, a->force, ""};
     kopt.monitor = solve_progress_monitor;
     kopt.monitor_state = &run->progress;
     st = sap_krylov_create(ctx, &kopt, &run->K);

@@ -8,11 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Keeps the backend message; prints the library's long-step warnings (also under --quiet:
+ * hours of work that cannot be interrupted deserve a line); the rest is dropped (errors
+ * are printed from sap_context_last_error where they are handled). */
 static void capture_log(void *state, int level, const char *message)
 {
     solve_problem *p = state;
     if (level == SAP_PRINT_INFO && strstr(message, "backend"))
         snprintf(p->backend_log, sizeof(p->backend_log), "%s", message);
+    if (level == SAP_PRINT_WARNINGS && strstr(message, "long step:")) {
+        fprintf(stderr, "\r%s\n", message);
+        fflush(stderr);
+    }
 }
 
 static int create_context(const solve_args *a, solve_problem *p)

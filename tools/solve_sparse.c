@@ -2,12 +2,14 @@
  * sets up the k right-hand sides (b, then the --rhs file's columns or b = A x* for random
  * x*), runs sap_solver (setup with its fallback chain, then one solve of all columns), and
  * measures the true residual and the error of every column on the host. */
+#define _POSIX_C_SOURCE 200809L /* isatty, fileno under -std=c11 */
 #include "solve.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static double vnorm(const double *v, sap_int n)
 {
@@ -73,10 +75,35 @@ int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *
             sap_csr_spmv(A, 1.0, XS + j * n, 0.0, B + j * n);
         }
     }
+    /* the progress line (a terminal, not --quiet), SIGINT and the refusal of hours-long steps
+     * through the solver's monitor */
+    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, "sap_solver", 0, a->force, ""};
+    sap_solver_options so = a->sopt;
+    so.monitor = solve_progress_solver_monitor;
+    so.monitor_state = &run->progress;
     double t0 = solve_now();
-    sap_status st = sap_solver_create(ctx, A, &a->sopt, &S);
+    sap_status st = sap_solver_create(ctx, A, &so, &S);
     if (st >= 0) st = sap_solver_setup(S);
     run->t_setup = solve_now() - t0;
+    solve_progress_clear(&run->progress);
+    if (run->progress.refused[0]) {
+        sap_solver_get_stats(S, &run->ss);
+        fprintf(stderr,
+                "sap solve: refused: %s (over %.0f min); --force runs it anyway, --opt drop=DELTA narrows the band, "
+                "--method picks another method\n",
+                run->progress.refused, SAP_SOLVE_REFUSE / 60);
+        goto done;
+    }
+    if (st == SAP_WARN_INTERRUPTED) {
+        /* stopped before any method was built: x is the initial guess (zero) */
+        sap_solver_get_stats(S, &run->ss);
+        out->status = st;
+        snprintf(out->message, sizeof(out->message), "%s", sap_context_last_error(ctx));
+        measure(A, k, B, out->X, XS, r, out);
+        run->t_total = p->t_load + run->t_setup;
+        rc = 0;
+        goto done;
+    }
     if (st < 0) {
         sap_solver_get_stats(S, &run->ss);
         fprintf(stderr, "sap solve: %s: %s\n", sap_status_name(st), sap_context_last_error(ctx));
@@ -89,8 +116,19 @@ int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *
     t0 = solve_now();
     st = sap_solver_solve_many(S, k, B, n, out->X, n);
     run->t_solve = solve_now() - t0;
-    out->status = st;
-    if (st != SAP_OK) snprintf(out->message, sizeof(out->message), "%s", sap_context_last_error(ctx));
+    solve_progress_clear(&run->progress);
+    if (run->progress.refused[0] && st == SAP_WARN_INTERRUPTED) {
+        /* a fallback's setup was refused: the x of the method that failed, not converged */
+        st = SAP_WARN_NOT_CONVERGED;
+        fprintf(stderr, "sap solve: refused the fallback: %s (over %.0f min); --force runs it anyway\n",
+                run->progress.refused, SAP_SOLVE_REFUSE / 60);
+        snprintf(out->message, sizeof(out->message), "the fallback was refused: %s", run->progress.refused);
+        out->status = st;
+    }
+    if (!run->progress.refused[0]) {
+        out->status = st;
+        if (st != SAP_OK) snprintf(out->message, sizeof(out->message), "%s", sap_context_last_error(ctx));
+    }
     sap_solver_get_stats(S, &run->ss);
     if (st < 0 && st != SAP_ERR_BREAKDOWN) {
         fprintf(stderr, "sap solve: %s: %s\n", sap_status_name(st), out->message);

@@ -8,7 +8,8 @@
  *    reaches tol: the true residual ||b - A x|| / ||b|| is recomputed; above tol the
  *    driver restarts from the true residual with a tighter internal tolerance, at most
  *    KRY_MAX_RESTARTS times and while iterations remain, else SAP_WARN_NOT_CONVERGED;
- *  - maxit iterations or a monitor callback returning non-zero: SAP_WARN_NOT_CONVERGED;
+ *  - maxit iterations: SAP_WARN_NOT_CONVERGED;
+ *  - a monitor callback returning non-zero: SAP_WARN_INTERRUPTED (the caller's decision);
  *  - no relative decrease of 1e-3 of the best residual within stagnation_window
  *    iterations: SAP_WARN_STAGNATED;
  *  - a scalar of the recurrence is zero (rho, omega, ...): SAP_WARN_BREAKDOWN;
@@ -366,6 +367,7 @@ static sap_status reason_status(kry_reason r)
     case KRY_STAGNATED: return SAP_WARN_STAGNATED;
     case KRY_BREAKDOWN: return SAP_WARN_BREAKDOWN;
     case KRY_NONFINITE: return SAP_ERR_BREAKDOWN;
+    case KRY_MONITOR: return SAP_WARN_INTERRUPTED;
     default: return SAP_WARN_NOT_CONVERGED;
     }
 }

@@ -352,3 +352,45 @@ sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *s
     *stats = S->stats;
     return SAP_OK;
 }
+
+/* ---- the rate model: predicted seconds of a band factorization --------------------------- */
+
+/* One CPU thread factors a band at about SV_RATE_CPU flop/s while the K x K trailing update
+ * of a pivot (K^2 factor entries) stays in its cache (SV_CACHE_BYTES); beyond, every flop
+ * pair reads and writes an entry: memory-bound at SV_BW_THREAD bytes/s per thread (measured
+ * on a 2-core host: K = 400, double: 4.8e9 flop/s; K = 1000: 0.75e9 per thread; K = 2000:
+ * 0.36e9).  A GPU: SV_RATE_GPU (bench/results/banded.md: N = 1e6, K = 500 factors in well
+ * under a second on an H200).  Writing the band: SV_BW_FILL bytes/s on the host (first
+ * touch of fresh pages), SV_BW_FILL_GPU with the upload. */
+#define SV_RATE_CPU 4.0e9
+#define SV_CACHE_BYTES 2.0e6
+#define SV_BW_THREAD 4.0e9
+#define SV_RATE_GPU 2.0e12
+#define SV_BW_FILL 2.0e9
+#define SV_BW_FILL_GPU 1.0e10
+
+double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, sap_int P)
+{
+    if (ctx->backend == SAP_BACKEND_CUDA) return SV_RATE_GPU;
+    const double es = prec == SAP_FLOAT ? 4.0 : 8.0, k = (double)K;
+    const double per = k * k * es <= SV_CACHE_BYTES ? SV_RATE_CPU : SV_BW_THREAD / es;
+    const int nt = sap__threads(ctx);
+    const double used = P > 0 && P < nt ? (double)P : (double)nt;
+    return per * used;
+}
+
+double sap__solver_fill_seconds(const sap_context *ctx, double bytes)
+{
+    return bytes / (ctx->backend == SAP_BACKEND_CUDA ? SV_BW_FILL_GPU : SV_BW_FILL);
+}
+
+double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, sap_int P, sap_precision prec)
+{
+    if (!ctx || n <= 0 || K <= 0) return 0.0;
+    if (K >= n) K = n - 1;
+    const double nn = (double)n, k = (double)K, es = prec == SAP_FLOAT ? 4.0 : 8.0;
+    const double flops = 2.0 * nn * k * k;
+    /* the factors, and on the host the double band they are converted from */
+    const double bytes = nn * (2.0 * k + 1.0) * (es + (ctx->backend == SAP_BACKEND_CUDA ? 0.0 : 8.0));
+    return flops / sap__solver_rate(ctx, K, prec, P) + sap__solver_fill_seconds(ctx, bytes);
+}

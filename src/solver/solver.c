@@ -60,6 +60,9 @@ static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_op
     if (!(o->krylov.tol >= 0) || !isfinite(o->krylov.tol) || o->krylov.maxit < 0 || o->krylov.stagnation_window < 0)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: tol must be finite and >= 0, maxit >= 0");
     if (o->memory_limit < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: memory_limit < 0");
+    if (!(o->long_step >= 0))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: long_step = %g (need seconds >= 0, 0: never)",
+                         o->long_step);
     return SAP_OK;
 }
 
@@ -135,6 +138,7 @@ sap_status sap_solver_setup(sap_solver *S)
     sap_status st = SAP_OK;
     const double t_start = sap__wtime();
     free_setup(S);
+    S->interrupted = 0;
     sap_solver_stats *s = &S->stats;
     memset(s, 0, sizeof(*s));
     s->n = S->A->nrows;
@@ -207,16 +211,17 @@ sap_status sap_solver_setup(sap_solver *S)
     SAP_TRY(sap__solver_plan_drop(S));
     sap__solver_plan_chain(S);
     st = sap__solver_chain_build(S, 0);
-    if (st < 0) goto cleanup;
+    if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup;
     s->time_setup = sap__wtime() - t_start;
     S->setup_done = 1;
     if (s->boosted_pivots > 0) st = SAP_WARN_BOOSTED_PIVOTS;
 cleanup:
     sap__free(ctx, rinv);
     sap__free(ctx, cinv);
-    if (st < 0) {
+    if (st < 0 || st == SAP_WARN_INTERRUPTED) {
         sap__solver_relay(S);
-        /* keep the statistics of the failed setup (tried[]) but free its objects */
+        /* keep the statistics of the failed (or interrupted) setup (tried[]) but free its
+         * objects */
         sap_solver_stats keep = S->stats;
         free_setup(S);
         S->stats = keep;

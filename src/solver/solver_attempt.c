@@ -84,8 +84,8 @@ cleanup:
 /* Builds attempt m: the plan's K, P and precision, the kept entries (K < K_cm), then the
  * method's build.  *reject = 1 when it was built but must not be used (e.g. too many
  * boosted pivots while a fallback remains).  note receives a short description. */
-static sap_status att_build(sap_solver *S, sap_solver_method m, int final, sap__attempt **out, int *reject, char *note,
-                            size_t nl)
+static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final, sap__attempt **out, int *reject,
+                            char *note, size_t nl)
 {
     sap_context *ctx = S->ctx;
     sap_status st = SAP_OK;
@@ -112,6 +112,13 @@ static sap_status att_build(sap_solver *S, sap_solver_method m, int final, sap__
     a->prec = prec;
     a->kept = kept;
     a->mem = sap__solver_estimate(S, m, P, K, prec);
+
+    /* a long step is announced; the monitor may stop here, before the work */
+    if (sap__solver_before_build(S, a, i, note)) {
+        snprintf(note, nl, "interrupted before its setup");
+        st = SAP_WARN_INTERRUPTED;
+        goto cleanup;
+    }
 
     /* drop-off: the kept entries */
     const sap_csr *RA = S->R->A;
@@ -152,13 +159,20 @@ sap_status sap__solver_chain_build(sap_solver *S, int i)
         double t0 = sap__wtime();
         const int expected = !final && S->opt.fallback;
         sap__solver_try_begin(S, expected);
-        st = att_build(S, S->chain[i], final, &a, &reject, note, sizeof(note));
+        st = att_build(S, i, S->chain[i], final, &a, &reject, note, sizeof(note));
         sap__solver_try_end(S, expected);
         int k = sap__solver_add_try(S, S->chain[i], a ? a->P : 0, a ? a->K : 0);
         S->stats.tried[k].status = st;
         S->stats.tried[k].time = sap__wtime() - t0;
         sap__solver_try_note(S, k, "setup: %s", note);
         S->ichain = i;
+        if (st == SAP_WARN_INTERRUPTED) {
+            /* the caller's decision: no other method is tried, nothing is kept */
+            sap__solver_att_destroy(S, a);
+            return SAP_ERROR(S->ctx, SAP_WARN_INTERRUPTED,
+                             "sap_solver: interrupted by the monitor before the setup of %s",
+                             sap_solver_method_name(S->chain[i]));
+        }
         if (st >= 0 && !reject) {
             a->itry = k;
             snprintf(a->note, sizeof(a->note), "%s", note);

@@ -13,6 +13,8 @@
  *   solver_refine.c   the iterative refinement on the true residual
  *   solver_refactor.c new values for the same pattern; the entry position maps
  *   solver_report.c   stats.tried[] entries, reason strings, relaying messages
+ *   solver_monitor.c  the progress monitor (setup events, Krylov steps, interruption) and
+ *                     the long-step warning
  *   methods.c         the strategy-method registry: the built-ins (one line each), run-time
  *                     registration, the public enumeration, names and parsing
  *   solver_method_sap.c        sap-d and sap-c (two entries; band-lu builds on them)
@@ -96,8 +98,10 @@ typedef struct sap__refine {
  * while a column is above tol, finite, not stopped and under max_pass.  A column with
  * b = 0 gets x = 0 (no solve when every column is zero).  Per column: rel[j] its final
  * ||b - A x|| / ||b||, status[j] the inner status of the solve that gave its x, passes[j]
- * the corrections computed for it (taken or not).  Returns < 0 on an error (the inner
- * solve's, a product's, memory), SAP_OK otherwise: the caller judges rel. */
+ * the corrections computed for it (taken or not).  An inner status SAP_WARN_INTERRUPTED (a
+ * monitor stopped it) ends the refinement after that solve (its corrections taken by the
+ * rules; status[j] of the columns it solved is SAP_WARN_INTERRUPTED).  Returns < 0 on an
+ * error (the inner solve's, a product's, memory), SAP_OK otherwise: the caller judges rel. */
 sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B, sap_int ldb, double *X, sap_int ldx,
                               double *rel, sap_status *status, int *passes);
 /* Euclidean norm, summed in order (the refinement's norm). */
@@ -153,6 +157,7 @@ struct sap_solver {
     sap__attempt *att;
     double *w; /* 6 n work */
     sap_solver_stats stats;
+    int interrupted; /* a monitor asked to stop during this call (setup, solve, refactor) */
 };
 
 static inline int sap__solver_on_cuda(const sap_context *c) { return c->backend == SAP_BACKEND_CUDA; }
@@ -168,8 +173,10 @@ typedef enum sap__sm_band {
 
 /* What a method costs, before anything is built. */
 typedef struct sap__sm_estimate {
-    int64_t bytes; /* on its backend (device for cuda, host for cpu) */
-    double flops;  /* of its factorization: the work rule */
+    int64_t bytes;  /* on its backend (device for cuda, host for cpu) */
+    double flops;   /* of its factorization: the work rule */
+    double seconds; /* predicted time of its build (the long-step rule); 0: flops at the
+                       backend's rate for a band of its K (sap__solver_rate) */
 } sap__sm_estimate;
 
 /* A strategy method: estimated before it is tried, built, refreshed with new values,
@@ -268,7 +275,31 @@ void sap__solver_sap_report(const sap_solver *S, const sap__attempt *a, char *bu
 void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
                               sap_precision prec, sap__sm_estimate *e);
 
+/* band_solver.c: the rate model (sap_band_estimate_seconds) */
+/* Flop/s of a band factorization of half-bandwidth K in precision prec on ctx's backend,
+ * P partitions in parallel (P <= 0: one per thread). */
+double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, sap_int P);
+/* Seconds to write bytes of a fresh band (host first touch; cuda: with the upload). */
+double sap__solver_fill_seconds(const sap_context *ctx, double bytes);
+
+/* solver_monitor.c: the monitor, the long-step rule */
+/* The sap_krylov_monitor the attempts' Krylov solvers get when the options carry a monitor
+ * (sap_solver_options.monitor or krylov.monitor; state: the solver): calls them with the
+ * current attempt's name; non-zero sets S->interrupted. */
+int sap__solver_krylov_monitor(void *state, double iteration, double relres);
+/* 1 when the Krylov solvers need sap__solver_krylov_monitor. */
+int sap__solver_has_monitor(const sap_solver *S);
+/* Before attempt a's build (K, P, prec set; index i of the chain): the long-step warning
+ * when its predicted seconds exceed opt.long_step, then the setup event of the monitor.
+ * Returns 1 (and sets S->interrupted) when the monitor asks to stop. */
+int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const char *note);
+/* "0.4 s", "12 s", "4.2 min", "3.1 h" */
+void sap__solver_fmt_seconds(double s, char *buf, size_t size);
+
 /* solver_plan.c */
+/* The method's estimate (bytes, flops, predicted seconds: filled when the method leaves 0). */
+sap__sm_estimate sap__solver_estimate_all(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K,
+                                          sap_precision prec);
 /* S->mem_limit and S->mem_why: given, 90% of the free memory of the backend, or unknown. */
 void sap__solver_set_memory_limit(sap_solver *S);
 /* Bytes attempt m with P partitions, half-bandwidth K and factors in prec needs (its
@@ -297,7 +328,8 @@ const sap_csr *sap__solver_att_pcm(const sap_solver *S, const sap__attempt *a);
  * the attempt takes it): A_att = R->A and A_pc (when set) permuted by t, with their entry
  * maps; the inner solve applies t to the right-hand side and the solution. */
 sap_status sap__solver_att_permute(sap_solver *S, sap__attempt *a, sap_int *t);
-/* Builds the methods of the chain from index i on until one is usable (S->att). */
+/* Builds the methods of the chain from index i on until one is usable (S->att).
+ * SAP_WARN_INTERRUPTED (S->att NULL) when the monitor stopped it before a build. */
 sap_status sap__solver_chain_build(sap_solver *S, int i);
 /* 1 when a failure of the current method hands over to a next one. */
 int sap__solver_can_fall_back(const sap_solver *S);

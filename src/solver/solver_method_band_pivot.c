@@ -8,6 +8,8 @@
 #include <string.h>
 
 #define SV_REFINE_PIVOT 10 /* refinement passes: each is one triangular solve */
+#define SV_RATE_LAPACK 1.0e10 /* flop/s of dgbtrf per host thread (blocked: cache-friendly;
+                                 measured ~2.5e10 on a 2-core host, K = 400) */
 
 static int band_pivot_available(void) { return sap__bp_available(); }
 
@@ -21,6 +23,8 @@ static void band_pivot_estimate(const sap_solver *S, const sap__solver_method_ty
     const double n = (double)S->A->nrows;
     e->bytes = sap__bp_bytes(S->A->nrows, K) + (int64_t)(4 * n * 8);
     e->flops = 4.0 * n * (double)K * (double)K; /* kl + ku = 2K above the diagonal */
+    /* on the host whatever the context's backend */
+    e->seconds = e->flops / (SV_RATE_LAPACK * (double)sap__threads(S->x)) + (double)e->bytes / 2.0e9;
 }
 
 static sap_status band_pivot_build(sap_solver *S, sap__attempt *a, char *note, size_t nl, int *reject)

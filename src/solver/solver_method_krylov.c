@@ -81,7 +81,10 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
         if (ko.maxit > SV_TRY_MAXIT) ko.maxit = SV_TRY_MAXIT;
         if (ko.stagnation_window == 0) ko.stagnation_window = SV_TRY_STAGNATION;
     }
-    ko.monitor = NULL;
+    /* the caller's monitors, through the solver: they learn the attempt's name and a stop
+     * ends the chain */
+    ko.monitor = sap__solver_has_monitor(S) ? sap__solver_krylov_monitor : NULL;
+    ko.monitor_state = S;
     SAP_TRY(sap_krylov_create(x, &ko, &a->kry));
 cleanup:
     return st;

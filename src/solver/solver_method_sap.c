@@ -43,13 +43,13 @@ void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type
                               sap_precision prec, sap__sm_estimate *e)
 {
     (void)t;
-    (void)P;
     const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
     const double band = (double)S->A->nrows * (2.0 * (double)K + 1.0);
     double b = band * es + sap__solver_krylov_bytes(S);
     b += sap__solver_host_band_bytes(S, K);
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
+    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec);
 }
 
 /* SaP-C: the band, the coupling / spike / reduced blocks and UL windows of the P - 1
@@ -66,6 +66,7 @@ static void sapc_estimate(const sap_solver *S, const sap__solver_method_type *t,
     b += sap__solver_host_band_bytes(S, K);
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
+    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec);
 }
 
 /* ---- attempt ----------------------------------------------------------------------------- */

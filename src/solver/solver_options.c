@@ -87,6 +87,8 @@ static const sap_opt_def solver_opts[] = {
     {.name = "host_direct", .help = "on the host, AUTO solves small bands directly by banded LU with pivoting "
                                     "when it costs <= 4e9 flops",
      .def = "1", .kind = SAP_OPT_BOOL, SO(host_direct)},
+    {.name = "long_step", .help = "announce an attempt's setup predicted above S seconds (0: never)", .def = "5",
+     .kind = SAP_OPT_REAL, SO(long_step), .lo = 0, .hi = INFINITY, .meta = "S"},
 };
 #undef SO
 #define NOPTS ((int)(sizeof(solver_opts) / sizeof(solver_opts[0])))

@@ -27,9 +27,17 @@
 /* The method's estimate (bytes on its backend, flops of its factorization). */
 static sap__sm_estimate estimate(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec)
 {
-    sap__sm_estimate e = {0, 0};
+    sap__sm_estimate e = {0, 0, 0};
     const sap__solver_method_type *t = sap__solver_method_get(m);
     if (t) t->estimate(S, t, P, K, prec, &e);
+    return e;
+}
+
+sap__sm_estimate sap__solver_estimate_all(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K,
+                                          sap_precision prec)
+{
+    sap__sm_estimate e = estimate(S, m, P, K, prec);
+    if (e.seconds <= 0 && e.flops > 0) e.seconds = e.flops / sap__solver_rate(S->x, K, prec, P);
     return e;
 }
 

@@ -40,6 +40,7 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
             return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_refactor: value %lld is %g", (long long)p, values[p]);
     if (A->nnz > 0) memcpy(A->val, values, sizeof(double) * (size_t)A->nnz);
     if (!S->setup_done) return sap_solver_setup(S);
+    S->interrupted = 0;
     const double t0 = sap__wtime();
     sap_status st = SAP_OK;
     /* R->A = diag(r) P A Q diag(c) with the setup's permutations and scaling factors */

@@ -59,7 +59,7 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
     }
 
     /* the first solve, from the initial guesses in X */
-    int any = 0;
+    int any = 0, stop = 0; /* stop: the inner solve was interrupted (a monitor): no more passes */
     for (sap_int j = 0; j < k; j++) {
         bn[j] = sap__solver_nrm2(B + j * ldb, n);
         any |= bn[j] != 0;
@@ -75,6 +75,7 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
             goto cleanup;
         }
         for (sap_int j = 0; j < k; j++) status[j] = s0;
+        stop = s0 == SAP_WARN_INTERRUPTED;
     }
     for (sap_int j = 0; j < k; j++) {
         slot[j] = j;
@@ -88,7 +89,7 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
     }
 
     /* corrections from the true residual */
-    for (int pass = 0; pass < rf->max_pass; pass++) {
+    for (int pass = 0; pass < rf->max_pass && !stop; pass++) {
         sap_int m = 0;
         for (sap_int j = 0; j < k; j++) {
             if (!go[j] || !(rel[j] > rf->tol) || !isfinite(rel[j])) continue;
@@ -103,8 +104,10 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
             goto cleanup;
         }
         int fast = 0;
+        stop = sp == SAP_WARN_INTERRUPTED;
         for (sap_int c = 0; c < m; c++) {
             const sap_int j = cols[c];
+            if (stop) status[j] = sp;
             double *xj = X + j * ldx, *d = rf->D + c * n;
             for (sap_int i = 0; i < n; i++) d[i] += xj[i];
             double rel2 = 0;

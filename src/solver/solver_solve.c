@@ -52,6 +52,11 @@ static sap_status solve_col(sap_solver *S, const double *b, double *x, double *i
     if (!isfinite(rel))
         return SAP_ERROR(S->ctx, SAP_ERR_BREAKDOWN, "sap_solver %s: non-finite residual", sap_solver_method_name(a->method));
     if (rel <= tol) return SAP_OK;
+    if (S->interrupted)
+        return SAP_ERROR(S->ctx, SAP_WARN_INTERRUPTED,
+                         "sap_solver %s: interrupted by the monitor; x returned: the best so far, true residual "
+                         "||b - A x|| / ||b|| = %.3e",
+                         sap_solver_method_name(a->method), rel);
     if (ks > 0 || ks == SAP_ERR_BREAKDOWN) return ks;
     return SAP_ERROR(S->ctx, SAP_WARN_INEXACT, "sap_solver %s: residual %.3g of the original system above tol %.3g",
                      sap_solver_method_name(a->method), rel, tol);
@@ -83,13 +88,14 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
         }
         *iters += it;
         if (st == SAP_OK) return st;
+        if (st == SAP_WARN_INTERRUPTED) return st; /* the caller's decision: no fallback */
         if (st == SAP_ERR_NONFINITE || st == SAP_ERR_INVALID || !sap__solver_can_fall_back(S)) return st;
         sap__log(S->ctx, SAP_PRINT_INFO, "sap_solver: %s failed (%s, residual %.2e), trying %s",
                  sap_solver_method_name(a->method), sap_status_name(st), *res,
                  sap_solver_method_name(S->chain[S->ichain + 1]));
         const int was_direct = a->type->direct;
         sap_status cb = sap__solver_chain_build(S, S->ichain + 1);
-        if (cb < 0) return cb;
+        if (cb < 0 || cb == SAP_WARN_INTERRUPTED) return cb; /* interrupted: x is the failed method's */
         /* the next method starts from the initial guess, or from the direct band solve's
          * refined x (close, unless it diverged) */
         int finite = 1;
@@ -142,6 +148,46 @@ cleanup:
     return st;
 }
 
+/* The largest true residual ||b - A x|| / ||b|| of columns j0.. of X (the initial guesses of
+ * columns a monitor stopped before they were solved) into *worst. */
+static sap_status worst_residual(sap_solver *S, sap_int j0, sap_int k, const double *B, sap_int ldb, const double *X,
+                                 sap_int ldx, double *worst)
+{
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    double *r = NULL;
+    SAP_ALLOC(ctx, r, n > 0 ? n : 1);
+    for (sap_int j = j0; j < k; j++) {
+        memcpy(r, B + j * ldb, sizeof(double) * (size_t)n);
+        SAP_TRY(sap_csr_spmv(S->A, -1.0, X + j * ldx, 1.0, r));
+        const double bn = sap__solver_nrm2(B + j * ldb, n), rn = sap__solver_nrm2(r, n);
+        const double rel = bn > 0 ? rn / bn : rn;
+        if (rel > *worst || !isfinite(rel)) *worst = rel;
+    }
+cleanup:
+    sap__free(ctx, r);
+    return st;
+}
+
+/* A monitor stopped the setup (or the chain's rebuild) before any method was built: X keeps
+ * the initial guesses, whose residual the statistics give. */
+static sap_status stopped_before_setup(sap_solver *S, sap_int k, const double *B, sap_int ldb, const double *X,
+                                       sap_int ldx)
+{
+    sap_solver_stats *s = &S->stats;
+    s->nrhs = k;
+    s->iterations = 0;
+    s->relative_residual = 0;
+    s->time_kry = 0;
+    s->time_solve = 0;
+    sap_status st = worst_residual(S, 0, k, B, ldb, X, ldx, &s->relative_residual);
+    if (st < 0) return st;
+    s->status = SAP_WARN_INTERRUPTED;
+    sap__solver_relay(S);
+    return SAP_WARN_INTERRUPTED;
+}
+
 sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx)
 {
     if (!S) return SAP_ERR_INVALID;
@@ -163,12 +209,16 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
                 return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve: initial x[%lld] of column %lld is %g",
                                  (long long)i, (long long)j, X[i + j * ldx]);
         }
+    S->interrupted = 0;
     if (!S->setup_done) {
         st = sap_solver_setup(S);
         if (st < 0) return st;
+        if (st == SAP_WARN_INTERRUPTED) return stopped_before_setup(S, nrhs, B, ldb, X, ldx);
     } else if (!S->att) {
-        /* a previous solve used up the chain (e.g. out of memory): start it again */
+        /* a previous solve used up the chain (e.g. out of memory) or was interrupted: start
+         * it again */
         sap_status cb = sap__solver_chain_build(S, 0);
+        if (cb == SAP_WARN_INTERRUPTED) return stopped_before_setup(S, nrhs, B, ldb, X, ldx);
         if (cb < 0) {
             sap__solver_relay(S);
             return cb;
@@ -208,6 +258,14 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
     }
     for (sap_int j = 0; j < nrhs; j++) {
         if (done[j]) continue;
+        if (S->interrupted) {
+            /* the columns left keep their initial guesses */
+            worst = SAP_ERROR(ctx, SAP_WARN_INTERRUPTED,
+                              "sap_solver: interrupted by the monitor after %lld of %lld right-hand sides",
+                              (long long)j, (long long)nrhs);
+            SAP_TRY(worst_residual(S, j, nrhs, B, ldb, X, ldx, &s->relative_residual));
+            break;
+        }
         double it = 0, res = 0;
         double *xj = X + j * ldx;
         memcpy(x0, xj, sizeof(double) * (size_t)n);
@@ -218,8 +276,12 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
             goto cleanup;
         }
         if (res > s->relative_residual || !isfinite(res)) s->relative_residual = res;
-        if (sj != SAP_OK && (worst == SAP_OK || sj < 0)) worst = sj;
-        if (!S->att) break;
+        if (sj != SAP_OK && (worst == SAP_OK || sj < 0 || (sj == SAP_WARN_INTERRUPTED && worst > 0))) worst = sj;
+        if (!S->att) {
+            if (sj == SAP_WARN_INTERRUPTED)
+                SAP_TRY(worst_residual(S, j + 1, nrhs, B, ldb, X, ldx, &s->relative_residual));
+            break;
+        }
     }
     st = worst;
 cleanup:
