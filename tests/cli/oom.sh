@@ -15,7 +15,7 @@ rm -rf "$W" && mkdir -p "$W"
 source "$(dirname "$0")/lib.bash"
 
 LIMIT=300000 # KiB of address space
-if ! (bash -c "ulimit -v $LIMIT && exec '$SAP' --version") >/dev/null 2>&1; then
+if ! bash -c "ulimit -v $LIMIT && '$SAP' --version; exit \$?" >/dev/null 2>&1; then
     echo "oom: $SAP does not start under ulimit -v $LIMIT (a sanitizer build?), skipped"
     exit 77
 fi
