@@ -488,11 +488,46 @@ static void op_band(run *r, const void *argp)
     free(x);
 }
 
+/* sap_band_solver_create_band: the tall-and-thin band arrays of arg->A */
+static void op_band_arrays(run *r, const void *argp)
+{
+    const band_arg *arg = argp;
+    const sap_csr *A = arg->A;
+    const sap_int n = A->nrows, K = 4;
+    double *band = calloc((size_t)(n * (2 * K + 1)), sizeof(double));
+    for (sap_int i = 0; i < n; i++)
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            band[(A->colind[p] - i + K) * n + i] = A->val[p];
+    double *b, *x;
+    rhs(A, &b, &x);
+    arm(r);
+    sap_band_solver *S = NULL;
+    sap_band_stats bs;
+    if (STEP(r, sap_band_solver_create_band(r->ctx, n, K, band, &arg->opt, &S)) < 0) {
+        CHECK(S == NULL);
+        RETRY_OK(r, sap_band_solver_create_band(r->ctx, n, K, band, &arg->opt, &S));
+    }
+    if (S && STEP(r, sap_band_solver_solve(S, b, x, &bs)) < 0) {
+        memset(x, 0, sizeof(double) * (size_t)n);
+        RETRY_OK(r, sap_band_solver_solve(S, b, x, &bs));
+    }
+    if (S) {
+        const double res = sap_test_rel_residual(A, x, b);
+        CHECK_MSG(res < 1e-8, "band arrays k = %ld: residual %g", r->k, res);
+        keep_out(r, x, n, 1e-6);
+    }
+    sap_band_solver_destroy(S);
+    free(band);
+    free(b);
+    free(x);
+}
+
 /* ---- Krylov methods with Jacobi ------------------------------------------------------------ */
 
 typedef struct krylov_arg {
     const sap_csr *A;
     sap_krylov_options opt;
+    const char *precond; /* NULL: jacobi */
 } krylov_arg;
 
 static void op_krylov(run *r, const void *argp)
@@ -511,9 +546,10 @@ static void op_krylov(run *r, const void *argp)
         CHECK(M == NULL);
         RETRY_OK(r, sap_matrix_create(r->ctx, A, NULL, &M));
     }
-    if (STEP(r, sap_precond_create(r->ctx, "jacobi", &P)) < 0) {
+    const char *pc = arg->precond ? arg->precond : "jacobi";
+    if (STEP(r, sap_precond_create(r->ctx, pc, &P)) < 0) {
         CHECK(P == NULL);
-        RETRY_OK(r, sap_precond_create(r->ctx, "jacobi", &P));
+        RETRY_OK(r, sap_precond_create(r->ctx, pc, &P));
     }
     if (P && STEP(r, sap_precond_setup_numeric(P, A)) < 0) RETRY_OK(r, sap_precond_setup_numeric(P, A));
     if (STEP(r, sap_krylov_create(r->ctx, &arg->opt, &K)) < 0) {
@@ -562,6 +598,8 @@ static void op_precond(run *r, const void *argp)
         CHECK(P == NULL);
         RETRY_OK(r, sap_precond_create(r->ctx, arg->name, &P));
     }
+    if (P && strncmp(arg->name, "sap", 3) == 0 && STEP(r, sap_precond_set_option(P, "partitions", "3")) < 0)
+        RETRY_OK(r, sap_precond_set_option(P, "partitions", "3"));
     if (P) {
         if (STEP(r, sap_precond_setup_symbolic(P, A)) < 0) RETRY_OK(r, sap_precond_setup_symbolic(P, A));
         if (STEP(r, sap_precond_setup_numeric(P, A)) < 0) RETRY_OK(r, sap_precond_setup_numeric(P, A));
@@ -770,6 +808,10 @@ static void sweeps_band(sap_backend backend, int side, int both_modes)
         snprintf(name, sizeof(name), "sap_band_solver %s", sap_band_method_name(methods[m]));
         if (both_modes) sweep_modes(name, backend, side, op_band, &ba);
         else sweep(name, backend, side, MODE_ONE, op_band, &ba);
+        if (backend == SAP_BACKEND_CPU && methods[m] != SAP_BAND_SAPD) {
+            snprintf(name, sizeof(name), "sap_band_solver_create_band %s", sap_band_method_name(methods[m]));
+            sweep_modes(name, backend, side, op_band_arrays, &ba);
+        }
     }
     sap_csr_destroy(A);
 }
@@ -779,7 +821,7 @@ static void sweeps_krylov(sap_backend backend, int side, int both_modes)
     sap_csr *A = gen("gen:poisson2d:n=10");
     if (!A) return;
     for (int i = 0; i < sap_krylov_method_count(); i++) {
-        krylov_arg ka = {A, {0}};
+        krylov_arg ka = {A, {0}, NULL};
         sap_krylov_options_init(&ka.opt);
         CHECK_OK(plain, sap_krylov_parse(sap_krylov_method_name(i), &ka.opt.type, &ka.opt.param));
         ka.opt.tol = 1e-11;
@@ -788,6 +830,12 @@ static void sweeps_krylov(sap_backend backend, int side, int both_modes)
         if (both_modes) sweep_modes(name, backend, side, op_krylov, &ka);
         else sweep(name, backend, side, MODE_ONE, op_krylov, &ka);
     }
+    /* a banded preconditioner inside the iteration (float factors: the conversions) */
+    krylov_arg ka = {A, {0}, "sap-c"};
+    sap_krylov_options_init(&ka.opt);
+    ka.opt.tol = 1e-11;
+    if (both_modes) sweep_modes("sap_krylov_solve bicgstabl + sap-c", backend, side, op_krylov, &ka);
+    else sweep("sap_krylov_solve bicgstabl + sap-c", backend, side, MODE_ONE, op_krylov, &ka);
     sap_csr_destroy(A);
 }
 
@@ -843,12 +891,28 @@ static void sweeps_solver(void)
     sap_solver_options_init(&sa.opt);
     sa.opt.host_direct = 0;
     sweep_modes("sap_solver auto host_direct=0", SAP_BACKEND_CPU, SIDE_HOST, op_solver, &sa);
+    /* drop-off and the third stage with P = 3, float factors */
+    sa.opt.drop_delta = 0.95;
+    sa.opt.third_stage = 1;
+    sa.opt.partitions = 3;
+    sa.opt.factor_precision = SAP_FLOAT;
+    sweep_modes("sap_solver auto drop+third stage+float", SAP_BACKEND_CPU, SIDE_HOST, op_solver, &sa);
+    sap_solver_options_init(&sa.opt);
+    sa.opt.host_direct = 0;
     sa.what = 1;
     sweep_modes("sap_solver_solve_many auto (3 rhs)", SAP_BACKEND_CPU, SIDE_HOST, op_solver, &sa);
     sa.what = 2;
     sweep_modes("sap_solver_refactor auto host_direct=0", SAP_BACKEND_CPU, SIDE_HOST, op_solver, &sa);
     sap_solver_options_init(&sa.opt);
     sweep_modes("sap_solver_refactor auto", SAP_BACKEND_CPU, SIDE_HOST, op_solver, &sa);
+    sap_csr_destroy(A);
+    /* SPD: no DB, SaP-D with CG */
+    A = gen("gen:poisson2d:n=12");
+    if (!A) return;
+    solver_arg sp = {A, {0}, 0};
+    sap_solver_options_init(&sp.opt);
+    sp.opt.host_direct = 0;
+    sweep_modes("sap_solver auto SPD host_direct=0", SAP_BACKEND_CPU, SIDE_HOST, op_solver, &sp);
     sap_csr_destroy(A);
 }
 
