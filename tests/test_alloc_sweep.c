@@ -810,7 +810,8 @@ static void sweeps_band(sap_backend backend, int side, int both_modes)
         else sweep(name, backend, side, MODE_ONE, op_band, &ba);
         if (backend == SAP_BACKEND_CPU && methods[m] != SAP_BAND_SAPD) {
             snprintf(name, sizeof(name), "sap_band_solver_create_band %s", sap_band_method_name(methods[m]));
-            sweep_modes(name, backend, side, op_band_arrays, &ba);
+            if (both_modes) sweep_modes(name, backend, side, op_band_arrays, &ba);
+            else sweep(name, backend, side, MODE_ONE, op_band_arrays, &ba);
         }
     }
     sap_csr_destroy(A);
