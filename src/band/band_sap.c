@@ -41,7 +41,9 @@ static sap_status upload_conv(sap_band_fact *F, const double *src, int64_t n, vo
     SAP_TRY(F->ops->mem_alloc(ctx, (size_t)n * es, dst));
     if (F->prec == SAP_FLOAT) {
         tmp = sap__alloc(ctx, (size_t)n, sizeof(float), false, __FILE__, __LINE__);
-        if (!tmp) SAP_FAIL(ctx, sap__alloc_failure((size_t)n, sizeof(float)), "band: no memory for a conversion");
+        if (!tmp)
+            SAP_FAIL(ctx, sap__alloc_failure((size_t)n, sizeof(float)),
+                     "band: no memory for a conversion buffer of %lld bytes", (long long)n * (long long)sizeof(float));
         float *t = tmp;
         const int nt = sap__threads(ctx);
         SAP_OMP_FOR(nt)

@@ -375,7 +375,9 @@ static sap_status spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_form
         int64_t slots = 0;
         SAP_TRY(sap__band_dims(ctx, A, &m->kl, &m->ku, &slots));
         m->band_val = sap__alloc(ctx, (size_t)(slots > 0 ? slots : 1), ESIZE(prec), false, __FILE__, __LINE__);
-        if (!m->band_val) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the band (%lld slots)", (long long)slots);
+        if (!m->band_val)
+            SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the band (%lld slots, %lld bytes)", (long long)slots,
+                     (long long)slots * (long long)ESIZE(prec));
         sap__band_fill_values(ctx, A, m->kl, m->ku, prec, m->band_val);
         M->ell_width = m->kl + m->ku + 1;
         break;
@@ -391,7 +393,9 @@ static sap_status spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_form
             memcpy(m->col64, A->colind, sizeof(sap_int) * (size_t)nnz);
         }
         m->val = sap__alloc(ctx, (size_t)nnz, ESIZE(prec), false, __FILE__, __LINE__);
-        if (!m->val && nnz > 0) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the CSR values");
+        if (!m->val && nnz > 0)
+            SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the CSR values (%lld bytes)",
+                     (long long)nnz * (long long)ESIZE(prec));
         for (sap_int p = 0; p < nnz; p++) put_value(m->val, prec, p, A->val[p]);
         break;
     }

@@ -530,7 +530,9 @@ template <typename T> static sap_status build_band(sap_context *ctx, const sap_c
         m->v.device_bytes = total;
     }
     h = sap__alloc(ctx, (size_t)(slots > 0 ? slots : 1), sizeof(T), false, __FILE__, __LINE__);
-    if (!h) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of host memory for the band (%lld slots)", (long long)slots);
+    if (!h)
+        SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of host memory for the band (%lld slots, %lld bytes)", (long long)slots,
+                 (long long)slots * (long long)sizeof(T));
     sap__band_fill_values(ctx, A, kl, ku, sizeof(T) == sizeof(double) ? SAP_DOUBLE : SAP_FLOAT, h);
     SAP_TRY(sap__cuda_h2d(ctx, m->val, h, (size_t)slots * sizeof(T)));
 cleanup:
