@@ -163,12 +163,13 @@ static void check_solver(const char *sys, sap_csr *const A[NCTX])
     for (size_t m = 0; m < sizeof(methods) / sizeof(methods[0]); m++) {
         sap_status st[NCTX];
         sap_solver_stats ss[NCTX];
+        const double t0 = now();
         for (int c = 0; c < NCTX; c++) {
             sap_solver_options o;
             sap_solver_options_init(&o);
             o.method = methods[m];
             o.fallback = methods[m] == SAP_METHOD_AUTO; /* the method itself, not a fallback */
-            o.krylov.maxit = 300;
+            o.krylov.maxit = 50;
             memset(x[c], 0, sizeof(double) * (size_t)n);
             memset(&ss[c], 0, sizeof(ss[c]));
             sap_solver *S = NULL;
@@ -177,6 +178,8 @@ static void check_solver(const char *sys, sap_csr *const A[NCTX])
             if (S) sap_solver_get_stats(S, &ss[c]);
             sap_solver_destroy(S);
         }
+        printf("  %-10s %s, %g iterations, P = %lld (%.2f s)\n", sap_solver_method_name(methods[m]),
+               sap_status_name(st[0]), ss[0].iterations, (long long)ss[0].partitions, now() - t0);
         for (int c = 1; c < NCTX; c++) {
             ncases++;
             sap_int at;
