@@ -710,8 +710,9 @@ SAP_API sap_status sap_band_method_parse(const char *name, sap_band_method *meth
 typedef struct sap_band_options {
     sap_band_method method;  /* default SAP_BAND_AUTO: SaP-D when d >= 1 (d = min_i |a_ii| /
                                 sum_{j != i} |a_ij|) or P = 1, else SaP-C */
-    sap_int partitions;      /* P; 0 = automatic (default): cpu one per thread; cuda SaP-D 16
-                                per SM, SaP-C 2 per SM; then limited so that partitions keep
+    sap_int partitions;      /* P; 0 = automatic (default): cpu SaP-D 16, SaP-C 4 (never the
+                                thread count: results are the same bits for any number of
+                                threads); cuda SaP-D 16 per SM, SaP-C 2 per SM; then limited so that partitions keep
                                 >= max(2K, 64) rows (cuda SaP-D: >= max(K/2, 64)).  1 <= P <= N */
     sap_int half_bandwidth;  /* 0 (default): K of the matrix.  K > 0 (K < N): entries with
                                 |i - j| > K are dropped from the preconditioner and counted

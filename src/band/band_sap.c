@@ -13,6 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Automatic P on the cpu backend (sap__band_auto): fixed targets, whatever the threads. */
+#define SAP_CPU_PARTITIONS_SAPD 16
+#define SAP_CPU_PARTITIONS_SAPC 4
+
 static size_t prec_size(sap_precision p) { return p == SAP_FLOAT ? sizeof(float) : sizeof(double); }
 
 void sap__band_fact_destroy(sap_band_fact *F)
@@ -264,18 +268,27 @@ void sap__band_auto(const sap_context *ctx, sap_int n, sap_int K, double d, sap_
         else *method = d >= 1.0 ? SAP_BAND_SAPD : SAP_BAND_SAPC;
     }
     const int coupled = *method == SAP_BAND_SAPC;
-    /* P.  cpu: the kernels parallelise across partitions, one partition per thread.
+    /* P.  It depends on the matrix (n, K), the method and the backend kind only, never on
+     * the thread count: the partitions ARE the preconditioner, so a P that followed the
+     * threads would make the results depend on them (determinism, README).
+     * cpu: the band kernels run one partition per thread and the work of a partition (LU,
+     * sweeps) is sequential, so P bounds the threads the factorization can use.  SaP-D:
+     * P = 16 feeds up to 16 threads, and smaller blocks let the third stage shrink each
+     * K_i (gen:poisson3d:n=40, 2 threads: P = 2 15 s, 8 5.8 s, 16 3.3 s) for a small
+     * iteration cost (gen:banded:N=200000,K=50,d=1: P = 2..16 within 7%).  SaP-C: its
+     * spikes and reduced systems grow with P and it has no third stage: P = 4 (wang3,
+     * K = 674, 2 threads: P = 2 2.5 s, 4 3.6 s, 8 11.6 s).
      * cuda: a thread block per partition; the sequential chain of a partition (n_i steps
      * of LU and of each sweep) is what costs, so many short partitions win (bench psweep
      * on an H200, N = 200,000, K = 200, device part: P = 264 40 ms, 1000 15.4 ms, 2000
      * 10.7 ms): SaP-D up to 16 per SM with partitions >= max(K/2, 64) rows, SaP-C (whose
      * spikes and reduced systems grow with P) up to 2 per SM with partitions >=
-     * max(2K, 64) rows. */
-    const sap_int units = sap__ops(ctx)->units(ctx);
-    sap_int p = units;
-    const char *why_p = "one partition per host thread";
+     * max(2K, 64) rows (the SM count is fixed for a given GPU). */
+    sap_int p = coupled ? SAP_CPU_PARTITIONS_SAPC : SAP_CPU_PARTITIONS_SAPD;
+    const char *why_p = coupled ? "cpu SaP-C target, whatever the threads" : "cpu SaP-D target, whatever the threads";
     sap_int minrows = 2 * K > 64 ? 2 * K : 64;
     if (ctx->backend == SAP_BACKEND_CUDA) { /* units = SMs */
+        const sap_int units = sap__ops(ctx)->units(ctx);
         p = coupled ? 2 * units : 16 * units;
         why_p = coupled ? "two partitions per SM" : "16 partitions per SM";
         if (!coupled) minrows = K / 2 > 64 ? K / 2 : 64;

@@ -17,7 +17,7 @@
 static const sap_name_value auto_is_0[] = {{"auto", 0}, {NULL, 0}};
 static const sap_name_value auto_is_m1[] = {{"auto", -1}, {NULL, 0}};
 #define SAP_COMMON_OPTS                                                                                                \
-    {.name = "partitions", .alias = "P", .help = "partitions P (auto: one per thread / per SM share)", .def = "auto", \
+    {.name = "partitions", .alias = "P", .help = "partitions P (auto: cpu 16 for SaP-D, 4 for SaP-C; cuda per SM; never the thread count)", .def = "auto", \
      .kind = SAP_OPT_INT, BO(partitions), .lo = 0, .hi = 9.2e18, .choices = auto_is_0, .meta = "P"},                 \
         {.name = "half_bandwidth", .alias = "K", .help = "entries with |i - j| > K are dropped (auto: the matrix' K)", \
          .def = "auto", .kind = SAP_OPT_INT, BO(half_bandwidth), .lo = 0, .hi = 9.2e18, .choices = auto_is_0,        \

@@ -4,13 +4,17 @@
  * h[k] = sum of a_ij^2 over the entries with |i - j| = k is one pass over the entries;
  * the smallest K with h[0] + ... + h[K] >= delta * sum_k h[k] is one pass over h.  The
  * total is summed from h in the same order as the prefix, so delta = 1 reaches the
- * total exactly at the last non-zero distance.  Rows are split over threads, each with
- * its own histogram, merged in a fixed order (deterministic for a given thread count).
+ * total exactly at the last non-zero distance.  The rows are cut into a number of blocks
+ * that depends only on the matrix (never on the thread count), each block fills its own
+ * histogram sequentially (the threads take blocks) and the histograms are added in block
+ * order, so the result is bit-identical for any thread count.
  * The same histogram gives the fraction kept by a given K (sap__drop_kept_fraction). */
 #include "reorder/reorder_internal.h"
 
 #include <math.h>
 #include <string.h>
+
+#define DROP_BLOCKS 64
 
 /* h[k] (k < *hl) = sum of a_ij^2 over the entries with |i - j| = k, in a new array of the
  * context (the caller frees it). */
@@ -34,24 +38,32 @@ static sap_status distance_histogram(const sap_csr *A, double **hout, sap_int *h
         if (d > kmax) kmax = d;
     }
     const sap_int hl = kmax + 1;
-    SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nt);
-    SAP_OMP("omp parallel num_threads(nt)")
-    {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        double *ht = h + (size_t)t * (size_t)hl;
-        SAP_OMP("omp for schedule(static)")
-        for (sap_int i = 0; i < n; i++) {
+    /* blocks: one per SAP_REORDER_PAR_MIN entries, at most DROP_BLOCKS, and few enough
+     * that the histograms take at most about nnz doubles */
+    sap_int nb = A->nnz / SAP_REORDER_PAR_MIN;
+    if (nb > DROP_BLOCKS) nb = DROP_BLOCKS;
+    if (nb > A->nnz / hl) nb = A->nnz / hl;
+    if (nb > n) nb = n;
+    if (nb < 1) nb = 1;
+    if (nt > nb) nt = (int)nb;
+    (void)nt;
+    SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
+    const int64_t work = (int64_t)rp[n] + n;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+    for (sap_int b = 0; b < nb; b++) {
+        /* rows of about equal work (entries + rows): a function of the matrix and nb only */
+        const sap_int r0 = b == 0 ? 0 : sap__split_rows(rp, n, (sap_int)(work * b / nb));
+        const sap_int r1 = b == nb - 1 ? n : sap__split_rows(rp, n, (sap_int)(work * (b + 1) / nb));
+        double *hb = h + (size_t)b * (size_t)hl;
+        for (sap_int i = r0; i < r1; i++) {
             for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
                 sap_int d = ci[p] > i ? ci[p] - i : i - ci[p];
-                ht[d] += val[p] * val[p];
+                hb[d] += val[p] * val[p];
             }
         }
     }
-    for (int t = 1; t < nt; t++)
-        for (sap_int k = 0; k < hl; k++) h[k] += h[(size_t)t * (size_t)hl + k];
+    for (sap_int b = 1; b < nb; b++)
+        for (sap_int k = 0; k < hl; k++) h[k] += h[(size_t)b * (size_t)hl + k];
     *hout = h;
     *hlout = hl;
 cleanup:
