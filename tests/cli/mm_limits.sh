@@ -53,7 +53,10 @@ if bash -c '(ulimit -v 8000000 && exec "$0" version) >/dev/null 2>&1' "$SAP" 2>/
     timed 1 "${lim[@]}" "$SAP" solve "$W/a.mtx" --quiet
     contains "$W/err" "needs 34.4 GB"
 elif [ "$(awk '/MemTotal/ { print int($2 / 1048576) }' /proc/meminfo)" -lt 30 ]; then
-    for f in a b c; do
+    # (c) reads (a 3 x 3e9 matrix with one entry is small) and fails in the next step's
+    # column-sized arrays: under AddressSanitizer touching the smaller of them takes longer
+    # than the time limit, so only the reader's own estimates (a), (b) are checked here
+    for f in a b; do
         timed 1 "$SAP" info "$W/$f.mtx"
         contains "$W/err" "GB"
     done
