@@ -23,15 +23,7 @@ void sap_context_config_init(sap_context_config *cfg)
     cfg->print_level = SAP_PRINT_WARNINGS;
 }
 
-const char *sap_backend_name(sap_backend backend)
-{
-    switch (backend) {
-    case SAP_BACKEND_AUTO: return "auto";
-    case SAP_BACKEND_CPU: return "cpu";
-    case SAP_BACKEND_CUDA: return "cuda";
-    }
-    return "unknown";
-}
+const char *sap_backend_name(sap_backend backend) { return sap__name_of(sap__backend_words, (int)backend, "unknown"); }
 
 sap_status sap_backend_parse(const char *name, sap_backend *backend)
 {

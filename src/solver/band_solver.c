@@ -24,13 +24,7 @@ struct sap_band_solver {
 
 const char *sap_band_method_name(sap_band_method method)
 {
-    switch (method) {
-    case SAP_BAND_AUTO: return "auto";
-    case SAP_BAND_SAPD: return "sap-d";
-    case SAP_BAND_SAPC: return "sap-c";
-    case SAP_BAND_DIRECT: return "direct";
-    }
-    return "unknown";
+    return sap__name_of(sap__band_method_words, (int)method, "unknown");
 }
 
 sap_status sap_band_method_parse(const char *name, sap_band_method *method)
