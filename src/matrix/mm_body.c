@@ -125,6 +125,25 @@ static int index_error(mm_chunk *c, int64_t n, int64_t line, const char *tok, co
                        (unsigned long long)max);
 }
 
+
+/* Where the fast scanner stopped (a line that is not a plain entry): a blank or comment
+ * line is skipped (returns 1, p after it), else p is left at the line's first token. */
+static int skip_empty_line(const char **pp, const char *end)
+{
+    const char *p = *pp;
+    while (mm_isblank(*p)) p++;
+    if (*p == '\n') {
+        *pp = p + 1;
+        return 1;
+    }
+    if (*p == '%') {
+        *pp = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1;
+        return 1;
+    }
+    *pp = p;
+    return 0;
+}
+
 static int parse_coordinate(const mm_cfg *g, mm_chunk *c)
 {
     const char *p = c->begin, *end = c->end;
@@ -160,15 +179,7 @@ static int parse_coordinate(const mm_cfg *g, mm_chunk *c)
         n = fast.n;
         if (p == end) break;
         line++;
-        while (mm_isblank(*p)) p++;
-        if (*p == '\n') {
-            p++;
-            continue;
-        }
-        if (*p == '%') {
-            p = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1;
-            continue;
-        }
+        if (skip_empty_line(&p, end)) continue;
         const char *ti = p, *tj, *tv = NULL;
         uint64_t i, j;
         double v = 1.0;
@@ -256,15 +267,7 @@ static int parse_array(const mm_cfg *g, mm_chunk *c)
         n = fast.n;
         if (p == end) break;
         line++;
-        while (mm_isblank(*p)) p++;
-        if (*p == '\n') {
-            p++;
-            continue;
-        }
-        if (*p == '%') {
-            p = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1;
-            continue;
-        }
+        if (skip_empty_line(&p, end)) continue;
         const char *tv = p;
         double v;
         const char *q = parse_value(p, end, integer, &v);
