@@ -111,7 +111,10 @@ if has sanitize; then
   TOOLS=${SAP_SANITIZE_TOOLS:-memcheck}
   # the programs with a GPU part: written by tests/CMakeLists.txt, else the gpu-labelled tests NAME_gpu
   # SAP_SANITIZE_PROGRAMS: only these (names like test_band); SAP_TEST_SMOKE=1 in the
-  # environment gives the programs that honor it their smaller case set (the slow tools)
+  # environment gives the programs that honor it their smaller case set (the slow tools).
+  # Each program runs with SAP_TEST_SANITIZE=<tool>: under racecheck (which follows every
+  # shared-memory access) the GPU parts then run every CUDA kernel at tiny sizes only
+  # (sap_test_tiny, tests/testing.h), a few seconds per program instead of minutes.
   if [ -n "${SAP_SANITIZE_PROGRAMS:-}" ]; then
     GPU_PROGRAMS=$SAP_SANITIZE_PROGRAMS
   elif [ -s "$BUILD/tests/gpu_programs.txt" ]; then
@@ -128,13 +131,14 @@ if has sanitize; then
       echo "- date: $STAMP"
       echo "- GPU: $GPU"
       echo "- commit: $SAP_COMMIT"
-      echo "- command: \`cd build/tests && ${SAP_TEST_SMOKE:+SAP_TEST_SMOKE=1 }$SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
+      echo "- command: \`cd build/tests && ${SAP_TEST_SMOKE:+SAP_TEST_SMOKE=1 }SAP_TEST_SANITIZE=$tool $SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
       echo
       for name in $GPU_PROGRAMS; do
         [ -x "$BUILD/tests/$name" ] || continue
-        (cd "$BUILD/tests" && timeout ${SAP_SANITIZE_TIMEOUT_S:-300} $SAN "./$name" --backend cuda) > "$OUT/san.raw" 2>&1
+        ts=$(date +%s)
+        (cd "$BUILD/tests" && SAP_TEST_SANITIZE=$tool timeout ${SAP_SANITIZE_TIMEOUT_S:-300} $SAN "./$name" --backend cuda) > "$OUT/san.raw" 2>&1
         rc=$?
-        echo "## $name --backend cuda: exit code $rc"
+        echo "## $name --backend cuda: exit code $rc ($(( $(date +%s) - ts )) s)"
         echo
         echo '```'
         grep -E "^=========|passed|failed|FAIL" "$OUT/san.raw" | head -200

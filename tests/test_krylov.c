@@ -1041,11 +1041,13 @@ static int gpu_part(void)
 
     system_t systems[4];
     memset(systems, 0, sizeof(systems));
-    systems[0].name = "poisson2d 40x40";
+    /* racecheck (sap_test_tiny): the same kernels on smaller systems, fewer iterations */
+    const int tiny = sap_test_tiny();
+    systems[0].name = tiny ? "poisson2d 12x12" : "poisson2d 40x40";
     systems[0].spd = 1;
-    CHECK_OK(C, sap_gen_poisson2d(C, 40, 40, &systems[0].A));
-    systems[1].name = "banded nonsym n=3001 k=6";
-    CHECK_OK(C, sap_gen_banded(C, 3001, 6, 1.2, 0, 11, &systems[1].A));
+    CHECK_OK(C, sap_gen_poisson2d(C, tiny ? 12 : 40, tiny ? 12 : 40, &systems[0].A));
+    systems[1].name = tiny ? "banded nonsym n=300 k=6" : "banded nonsym n=3001 k=6";
+    CHECK_OK(C, sap_gen_banded(C, tiny ? 300 : 3001, 6, 1.2, 0, 11, &systems[1].A));
     systems[2].name = "banded spd n=31 k=3";
     systems[2].spd = 1;
     CHECK_OK(C, sap_gen_banded(C, 31, 3, 2.0, 1, 5, &systems[2].A));

@@ -729,7 +729,9 @@ static void gpu_test_forced(void)
 {
     printf("forced method and P\n");
     sap_csr *A = NULL;
-    CHECK_OK(C, sap_gen_synthetic(C, 60000, 40, 1.0, 0.3, 21, &A, NULL, NULL));
+    /* racecheck (sap_test_tiny): the same paths on a small system */
+    const int tiny = sap_test_tiny();
+    CHECK_OK(C, sap_gen_synthetic(C, tiny ? 2000 : 60000, tiny ? 20 : 40, 1.0, 0.3, 21, &A, NULL, NULL));
     const char *methods[] = {"sap-d", "sap-c", "band-lu", "jacobi"};
     for (int i = 0; i < 4; i++) {
         sap_solver_options o;
@@ -737,9 +739,9 @@ static void gpu_test_forced(void)
         sap_solver_options_set(&o, "method", methods[i]);
         sap_solver_options_set(&o, "fallback", "0");
         sap_solver_options_set(&o, "host_small", "0");
-        if (i < 2) sap_solver_options_set(&o, "partitions", "16");
+        if (i < 2) sap_solver_options_set(&o, "partitions", tiny ? "4" : "16");
         char label[64];
-        snprintf(label, sizeof(label), "synthetic 60k %s", methods[i]);
+        snprintf(label, sizeof(label), "synthetic %s %s", tiny ? "2k" : "60k", methods[i]);
         compare(label, A, &o, 1, 1e-7);
     }
     sap_csr_destroy(A);
@@ -752,10 +754,11 @@ static void gpu_test_auto(void)
     sap_solver_options_init(&o);
     o.host_small = 0;
     sap_csr *A = NULL;
-    CHECK_OK(C, sap_gen_synthetic(C, 100000, 60, 1.0, 0.2, 5, &A, NULL, NULL));
-    compare("synthetic 100k auto", A, &o, 0, 1e-7);
+    const int tiny = sap_test_tiny(); /* racecheck: a small system, no real matrices */
+    CHECK_OK(C, sap_gen_synthetic(C, tiny ? 3000 : 100000, tiny ? 20 : 60, 1.0, 0.2, 5, &A, NULL, NULL));
+    compare(tiny ? "synthetic 3k auto" : "synthetic 100k auto", A, &o, 0, 1e-7);
     sap_csr_destroy(A);
-    if (sap_test_have_matrices("real matrices on the gpu")) {
+    if (!tiny && sap_test_have_matrices("real matrices on the gpu")) {
         const char *names[] = {"bcsstk14", "west0479", "cage8", "lns_3937"};
         for (int i = 0; i < 4; i++) {
             char path[1024];
@@ -780,7 +783,8 @@ static void gpu_test_many_refactor(void)
 {
     printf("solve_many and refactor on the device\n");
     sap_csr *A = NULL;
-    CHECK_OK(C, sap_gen_synthetic(C, 50000, 30, 1.0, 0.3, 8, &A, NULL, NULL));
+    CHECK_OK(C, sap_gen_synthetic(C, sap_test_tiny() ? 2000 : 50000, sap_test_tiny() ? 10 : 30, 1.0, 0.3, 8, &A, NULL,
+                                  NULL));
     const sap_int n = A->nrows, k = 3;
     double *B = malloc(sizeof(double) * (size_t)(n * k)), *X = calloc((size_t)(n * k), sizeof(double));
     double *XS = malloc(sizeof(double) * (size_t)(n * k)), *v = malloc(sizeof(double) * (size_t)A->nnz);

@@ -202,8 +202,16 @@ int sap_test_main(int argc, char **argv, const char *name, int (*cpu_part)(void)
     return sap_test_finish(test_label);
 }
 
-int sap_test_smoke(void)
+static int env_on(const char *name)
 {
-    const char *v = getenv("SAP_TEST_SMOKE");
+    const char *v = getenv(name);
     return v && v[0] && strcmp(v, "0") != 0;
 }
+
+int sap_test_tiny(void)
+{
+    const char *t = getenv("SAP_TEST_SANITIZE");
+    return env_on("SAP_TEST_TINY") || (t && strcmp(t, "racecheck") == 0);
+}
+
+int sap_test_smoke(void) { return env_on("SAP_TEST_SMOKE") || sap_test_tiny(); }

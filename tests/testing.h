@@ -96,9 +96,15 @@ double sap_test_wtime(void);
 /* Directory for temporary files of this test (created). */
 const char *sap_test_tmpdir(void);
 
-/* 1 when SAP_TEST_SMOKE is set (non-empty, not "0"): programs run a smaller set of cases
- * (used under the slow compute-sanitizer tools). */
+/* 1 when SAP_TEST_SMOKE is set (non-empty, not "0"), or sap_test_tiny(): programs run a
+ * smaller set of cases (used under the slow compute-sanitizer tools). */
 int sap_test_smoke(void);
+
+/* 1 when SAP_TEST_SANITIZE=racecheck (bench/gpu_run.sh sets SAP_TEST_SANITIZE to the
+ * compute-sanitizer tool it runs) or SAP_TEST_TINY is set (non-empty, not "0"): the GPU
+ * parts run every CUDA kernel variant once more at tiny sizes only (n ~ 100-2000), so that
+ * racecheck, which follows every shared-memory access, finishes each program in seconds. */
+int sap_test_tiny(void);
 
 /* Prints the summary line and returns the exit code for main(). */
 int sap_test_finish(const char *name);
