@@ -177,10 +177,18 @@ typedef struct sap_context_stats {
     int64_t device_bytes_in_use, device_bytes_peak, device_allocs;
     int64_t failed_allocs;
     int64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
+    /* cuda: the device memory the live blocks take at their pool size class (what the
+     * device must hold at once: device_bytes_in_use rounded up per block) and its peak;
+     * freed blocks the pool caches are not counted (they are given back before an
+     * allocation fails).  0 on the cpu backend. */
+    int64_t device_block_bytes, device_block_bytes_peak;
 } sap_context_stats;
 
 SAP_API sap_status sap_context_get_stats(const sap_context *ctx, sap_context_stats *stats);
 SAP_API void sap_context_reset_transfer_stats(sap_context *ctx);
+/* Sets every peak (host_bytes_peak, device_bytes_peak, device_block_bytes_peak) to the
+ * current use, so that the next peak is that of the work that follows. */
+SAP_API void sap_context_reset_peak_stats(sap_context *ctx);
 
 /* Memory owned by the context's host allocator (use for arrays handed to sap objects). */
 SAP_API void *sap_malloc(sap_context *ctx, size_t bytes);

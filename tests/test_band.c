@@ -541,10 +541,69 @@ static void test_band_source(sap_context *ctx)
     }
 }
 
+/* sap__band_fact_bytes against what sap__band_fact_create takes: on the cpu its host peak
+ * (the backend arrays are host memory there) within dev + host; on cuda the device
+ * blocks' peak (device_block_bytes_peak: pool size classes) within dev and the host peak
+ * within host.  The bound also stays within twice the measure (an estimate that is far
+ * too large narrows K for nothing). */
+static void check_bytes_bound(sap_context *ctx, sap_int n, sap_int K, sap_int P, int coupled, sap_precision prec,
+                              int narrow)
+{
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 1.0, 0, (uint64_t)(7 + K), &A));
+    if (!A) return;
+    sap_band_factor_opts fo = {-1.0, 0.0, coupled};
+    sap_context_stats s0, s1;
+    sap_context_reset_peak_stats(ctx);
+    sap_context_get_stats(ctx, &s0);
+    sap_band_fact *F = NULL;
+    sap_int dropped = 0;
+    double tbc = 0;
+    /* narrow: the layout's band capped below the matrix' (a dropped band) */
+    sap_status st = sap__band_fact_create(ctx, A, P, narrow ? K / 2 : 0, prec, &fo, 0, &F, &dropped, &tbc);
+    CHECK_MSG(st >= 0, "band bytes N=%lld K=%lld P=%lld: %s (%s)", (long long)n, (long long)K, (long long)P,
+              sap_status_name(st), sap_context_last_error(ctx));
+    sap_context_get_stats(ctx, &s1);
+    double dev = 0, host = 0;
+    sap__band_fact_bytes(ctx, n, P, narrow ? K / 2 : K, prec, coupled, 0, &dev, &host);
+    const double hpeak = (double)(s1.host_bytes_peak - s0.host_bytes_in_use);
+    const double dpeak = (double)(s1.device_block_bytes_peak - s0.device_block_bytes);
+    const int cuda = sap_context_backend(ctx) == SAP_BACKEND_CUDA;
+    char label[96];
+    snprintf(label, sizeof(label), "N=%lld K=%lld%s P=%lld %s %s", (long long)n, (long long)K, narrow ? "/2" : "",
+             (long long)P, coupled ? "sap-c" : "sap-d", prec == SAP_FLOAT ? "float" : "double");
+    if (cuda) {
+        CHECK_MSG(dpeak <= dev, "%s: device peak %.0f > bound %.0f", label, dpeak, dev);
+        CHECK_MSG(hpeak <= host, "%s: host peak %.0f > bound %.0f", label, hpeak, host);
+        CHECK_MSG(dev <= 2.0 * dpeak + 65536.0, "%s: device bound %.0f, twice the peak %.0f", label, dev, dpeak);
+    } else {
+        CHECK_MSG(hpeak <= dev + host, "%s: host peak %.0f > bound %.0f + %.0f", label, hpeak, dev, host);
+        CHECK_MSG(dev + host <= 2.0 * hpeak + 65536.0, "%s: bound %.0f, twice the peak %.0f", label, dev + host,
+                  hpeak);
+    }
+    printf("band bytes %-36s bound dev %.0f host %.0f, peak %s %.0f host %.0f\n", label, dev, host,
+           cuda ? "device" : "-", dpeak, hpeak);
+    sap__band_fact_destroy(F);
+    sap_csr_destroy(A);
+}
+
+static void test_bytes_bound(sap_context *ctx)
+{
+    static const struct {
+        sap_int n, K, P;
+    } cases[] = {{1000, 3, 1}, {5000, 20, 7}, {20000, 60, 16}, {3001, 100, 3}, {200, 50, 4}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        for (int coupled = 0; coupled < 2; coupled++)
+            for (int p = 0; p < 2; p++)
+                check_bytes_bound(ctx, cases[c].n, cases[c].K, cases[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT,
+                                  c == 2 && coupled);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
     if (!ctx) return 1;
+    test_bytes_bound(ctx);
     test_bad_input(ctx);
     test_band_arrays(ctx);
     test_boosting(ctx);
@@ -762,7 +821,28 @@ static int gpu_part(void)
     } cases[] = {{2000, 1, 1.0, 7},   {3001, 5, 1.2, 50}, {5000, 31, 0.3, 7},   {6000, 32, 1.0, 2},
                  {8000, 63, 1.0, 50}, {8000, 64, 0.3, 7}, {8000, 65, 1.0, 2},   {20000, 200, 1.0, 50},
                  {40013, 200, 0.06, 50}};
+    test_bytes_bound(G); /* the estimate against the device blocks' peak */
     const int smoke = sap_test_smoke(); /* every kernel variant, the small sizes only */
+    if (sap_test_tiny()) {
+        /* racecheck: every band kernel (fill, factor, spikes, reduced factor and solve,
+         * purify, block solve in its warp (K <= 32) and block (K > 32) forms, partitions
+         * in shared memory and, N = 6400 double at P = 1, too tall for it) in float and
+         * double, SaP-D and SaP-C, at tiny sizes */
+        static const struct {
+            sap_int n, K;
+            double d;
+            sap_int P;
+        } tiny[] = {{200, 1, 1.0, 3}, {300, 5, 1.2, 4}, {400, 31, 0.3, 3}, {600, 33, 1.0, 2}, {800, 65, 1.0, 3}};
+        for (size_t c = 0; c < sizeof(tiny) / sizeof(tiny[0]); c++)
+            for (int coupled = 0; coupled < 2; coupled++)
+                for (int p = 0; p < 2; p++)
+                    compare_case(tiny[c].n, tiny[c].K, tiny[c].d, tiny[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT);
+        compare_case(6400, 1, 1.0, 1, 0, SAP_DOUBLE);
+        boosted_case();
+        sap_context_destroy(C);
+        sap_context_destroy(G);
+        return 0;
+    }
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
         for (int coupled = 0; coupled < 2; coupled++)
             for (int p = 0; p < 2; p++) {

@@ -38,6 +38,10 @@ static void solve_case(sap_context *ctx, const char *label, const sap_csr *A, co
     if (S) sap_solver_get_stats(S, st);
     printf("  %s: method %s, K %lld, estimate %.3g GB; %s\n", label, sap_solver_method_name(st->method),
            (long long)st->K_drop, (double)st->memory_estimate / 1e9, st->reason);
+    for (int i = 0; i < st->ntries && i < SAP_SOLVER_MAX_TRIES; i++)
+        printf("    tried %s P %lld K %lld: %s %s\n", sap_solver_method_name(st->tried[i].method),
+               (long long)st->tried[i].partitions, (long long)st->tried[i].half_bandwidth,
+               sap_status_name(st->tried[i].status), st->tried[i].note);
     sap_solver_destroy(S);
     free(xs);
     free(b);

@@ -76,6 +76,15 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
                                      sap_int K_cap, sap_precision prec, const sap_band_factor_opts *o, int host_only,
                                      sap_band_fact **F, sap_int *dropped, double *t_bc);
 void sap__band_fact_destroy(sap_band_fact *F);
+/* An upper bound of what sap__band_fact_create(_src) allocates for n rows, P partitions and
+ * half-bandwidth at most K in precision prec (coupled: SaP-C): *dev the arrays on ctx's
+ * backend, each at the size the backend's allocator takes for it (the cuda pool's size
+ * classes), all live at once after the factorization; *host the host arrays at their
+ * peak while the band is built (src: filled on the backend from a band source, no host
+ * band).  On the cpu backend both are host memory.  tests/test_band.c checks the bounds
+ * against measured peaks (cpu) and device_block_bytes_peak (cuda). */
+void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int K, sap_precision prec, int coupled,
+                          int src, double *dev, double *host);
 /* z = M^{-1} r on backend arrays of F's precision (SaP-D: block-diagonal solve; SaP-C:
  * block solve, reduced systems, purified right-hand sides, second block solve). */
 sap_status sap__band_fact_apply(sap_band_fact *F, const void *r, void *z);

@@ -33,6 +33,45 @@ void sap__band_fact_destroy(sap_band_fact *F)
     sap__free(ctx, F);
 }
 
+void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int K, sap_precision prec, int coupled,
+                          int src, double *dev, double *host)
+{
+    const double es = (double)prec_size(prec);
+    if (P < 1) P = 1;
+    if (n > 0 && P > n) P = (sap_int)n;
+    if (K < 0) K = 0;
+    const double nn = (double)n, W = 2.0 * (double)K + 1.0, nbmax = ceil(nn / (double)P);
+    const int cpl = coupled && P > 1;
+    /* interfaces (P - 1), coupling size m <= min(K, partition height), UL windows of
+     * w <= min(m + 3 max(K, 1), partition height) rows (sap__band_layout_create) */
+    const double ni = cpl ? (double)(P - 1) : 0.0;
+    const double m = fmin((double)K, nbmax), w = fmin(m + 3.0 * fmax((double)K, 1.0), nbmax);
+    const double ncpl = ni * m * m, band = nn * W;
+    /* the backend arrays: lu; ul, B, C, V, W, R, rpiv, xr, g; the kernels' parameter block
+     * (c_prepare: 11 arrays of P + 1 eight-byte words and a counter); the norms of a fill
+     * from a source */
+    double d = sap__device_alloc_size(ctx, band * es);
+    if (cpl) {
+        d += sap__device_alloc_size(ctx, ni * W * w * es);
+        d += 5.0 * sap__device_alloc_size(ctx, ncpl * es);
+        d += sap__device_alloc_size(ctx, ni * m * 4.0) + sap__device_alloc_size(ctx, 2.0 * ni * m * es);
+        d += sap__device_alloc_size(ctx, nn * es);
+    }
+    d += sap__device_alloc_size(ctx, (11.0 * ((double)P + 1.0) + 1.0) * 8.0);
+    if (src) d += sap__device_alloc_size(ctx, (double)P * 8.0);
+    /* the host: the layout (6 arrays of P + 1), thr, bst, norms, uoff, roff, xoff; without a
+     * source the double band, B, C and the UL windows, plus a float conversion buffer of the
+     * largest of them while it is uploaded */
+    double h = 12.0 * ((double)P + 1.0) * 8.0;
+    if (!src) {
+        h += band * 8.0;
+        if (cpl) h += 2.0 * ncpl * 8.0 + ni * W * w * 8.0;
+        if (prec == SAP_FLOAT) h += fmax(band, cpl ? fmax(ncpl, ni * W * w) : 0.0) * 4.0;
+    }
+    *dev = d;
+    *host = h;
+}
+
 /* Uploads n doubles converted to prec into the backend array dst (allocated here). */
 static sap_status upload_conv(sap_band_fact *F, const double *src, int64_t n, void **dst)
 {

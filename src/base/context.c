@@ -139,6 +139,14 @@ sap_status sap_context_get_stats(const sap_context *ctx, sap_context_stats *stat
     return SAP_OK;
 }
 
+void sap_context_reset_peak_stats(sap_context *ctx)
+{
+    if (!ctx) return;
+    ctx->stats.host_bytes_peak = ctx->stats.host_bytes_in_use;
+    ctx->stats.device_bytes_peak = ctx->stats.device_bytes_in_use;
+    ctx->stats.device_block_bytes_peak = ctx->stats.device_block_bytes;
+}
+
 void sap_context_reset_transfer_stats(sap_context *ctx)
 {
     if (!ctx) return;

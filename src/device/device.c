@@ -92,3 +92,14 @@ void sap__offload_set_min_nnz(sap_context *ctx, sap_offload_op op, sap_int min_n
 {
     if (ctx && op >= 0 && op < SAP_OFFLOAD_COUNT) ctx->offload_min_nnz[op] = min_nnz < 0 ? 0 : min_nnz;
 }
+
+double sap__device_alloc_size(const sap_context *ctx, double bytes)
+{
+    if (bytes <= 0) return 0;
+#ifdef SAP_HAVE_CUDA
+    if (ctx && ctx->backend == SAP_BACKEND_CUDA && bytes < 9.0e18) return (double)sap__cuda_alloc_size((size_t)bytes);
+#else
+    (void)ctx;
+#endif
+    return bytes;
+}

@@ -169,6 +169,10 @@ static inline const sap_backend_ops *sap__ops(const sap_context *ctx) { return c
  * matrix lives on the host (the PCIe transfers cost 2-30x the host's OpenMP loops), so
  * they are off by default and kept for device-resident use and the tests. */
 int sap__offload(const sap_context *ctx, sap_offload_op op, sap_int nnz);
+/* The bytes one mem_alloc / vec_create of 'bytes' takes from the backend's memory (cuda:
+ * the pool's size class, up to 25% more below 64 MB, 2 MB steps above; cpu: bytes), for
+ * memory estimates that must be upper bounds of what is allocated. */
+double sap__device_alloc_size(const sap_context *ctx, double bytes);
 void sap__offload_set_min_nnz(sap_context *ctx, sap_offload_op op, sap_int min_nnz);
 #define SAP_OFFLOAD_GRAPH_MIN_NNZ 500000
 #define SAP_OFFLOAD_DB_MIN_NNZ INT64_MAX

@@ -257,10 +257,9 @@ sap_status sap__solver_krylov_solve(sap_solver *S, sap__attempt *a, sap_int m, c
 /* "CG" or "BiCGStab(2)", after "float, " / "double, " when with_precision. */
 void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *buf, size_t size);
 void sap__solver_krylov_destroy(sap_solver *S, sap__attempt *a);
-/* Bytes of the Krylov matrix and vectors; bytes of the double band assembled on the host
- * before the conversion (0 on cuda). */
+/* Bytes of the Krylov matrix and vectors on the backend (each array at the backend's
+ * allocation size: an upper bound). */
 double sap__solver_krylov_bytes(const sap_solver *S);
-double sap__solver_host_band_bytes(const sap_solver *S, sap_int K);
 /* A byte figure as int64 (INT64_MAX beyond 9e18). */
 int64_t sap__solver_bytes(double b);
 

@@ -10,7 +10,7 @@ static void jacobi_estimate(const sap_solver *S, const sap__solver_method_type *
     (void)P;
     (void)K;
     (void)prec;
-    e->bytes = sap__solver_bytes((double)S->A->nrows * 8.0 + sap__solver_krylov_bytes(S));
+    e->bytes = sap__solver_bytes(sap__device_alloc_size(S->x, (double)S->A->nrows * 8.0) + sap__solver_krylov_bytes(S));
     e->flops = 0;
 }
 

@@ -4,6 +4,7 @@
  * for an attempt that has a fallback), the boosted-pivot rejection, the inner solve (one
  * Krylov solve per column in the attempt's order), the reason words and the byte figures
  * the estimates share. */
+#include "krylov/krylov_impl.h"
 #include "solver/solver_internal.h"
 
 #include <stdio.h>
@@ -14,16 +15,41 @@
 
 int64_t sap__solver_bytes(double b) { return b > 9.0e18 ? INT64_MAX : (int64_t)b; }
 
-double sap__solver_krylov_bytes(const sap_solver *S)
+/* Work vectors of the attempt's Krylov method (krylov_impl.h: nvec, IDR(s) its shadow
+ * space too); automatic: BiCGStab(2) or CG, the larger. */
+static double krylov_vectors(const sap_solver *S)
 {
-    const double n = (double)S->A->nrows, nnz = (double)S->A->nnz;
-    return nnz * 12.0 + n * 8.0 + 12.0 * n * 8.0;
+    const sap_krylov_options *ko = &S->opt.krylov;
+    int type = S->opt.krylov_auto ? SAP_KRYLOV_BICGSTABL : (int)ko->type;
+    const sap_krylov_method *m = sap__krylov_find_id(type);
+    int param = S->opt.krylov_auto ? 2 : ko->param;
+    if (!m) return 64.0;
+    if (param <= 0) param = m->default_param;
+    double v = (double)m->nvec(param);
+    if (type == SAP_KRYLOV_IDR) v += (double)param;
+    return v > 0 ? v : 64.0;
 }
 
-double sap__solver_host_band_bytes(const sap_solver *S, sap_int K)
+double sap__solver_krylov_bytes(const sap_solver *S)
 {
-    return sap__solver_on_cuda(S->x) ? 0.0 : (double)S->A->nrows * (2.0 * (double)K + 1.0) * 8.0;
+    const sap_context *x = S->x;
+    const double n = (double)S->A->nrows, nnz = (double)S->A->nnz;
+    /* the matrix on the backend, an upper bound of every automatic format
+     * (sap__spmv_auto_format): values and int32 column indices with at most 25% padding
+     * (SELL-P; CSR none; BAND, >= 70% full, needs less), row offsets and the row tables
+     * of the adaptive CSR kernel; on cuda the CSR upload is converted on the device, both
+     * there at once (cpu: the CSR) */
+    double mat = nnz * 12.0 + (n + 1.0) * 16.0; /* cpu: CSR */
+    if (sap__solver_on_cuda(x))
+        mat = sap__device_alloc_size(x, 1.25 * nnz * 8.0) + sap__device_alloc_size(x, 1.25 * nnz * 4.0) +
+              3.0 * sap__device_alloc_size(x, (n + 1.0) * 8.0) + sap__device_alloc_size(x, nnz * 8.0) +
+              sap__device_alloc_size(x, nnz * 4.0) + sap__device_alloc_size(x, (n + 1.0) * 8.0);
+    /* vectors in double: the method's work vectors, b, x and the best iterate
+     * (krylov.c), the preconditioner's two precision conversions (precond.c), two spare */
+    const double nv = krylov_vectors(S) + 3.0 + 2.0 + 2.0;
+    return mat + nv * sap__device_alloc_size(x, n * 8.0);
 }
+
 
 sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band)
 {

@@ -43,27 +43,26 @@ void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type
                               sap_precision prec, sap__sm_estimate *e)
 {
     (void)t;
-    const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
-    const double band = (double)S->A->nrows * (2.0 * (double)K + 1.0);
-    double b = band * es + sap__solver_krylov_bytes(S);
-    b += sap__solver_host_band_bytes(S, K);
+    double dev = 0, host = 0;
+    sap__band_fact_bytes(S->x, S->A->nrows, P, K, prec, 0, 0, &dev, &host);
+    double b = dev + sap__solver_krylov_bytes(S);
+    if (!sap__solver_on_cuda(S->x)) b += host; /* on cuda the limit is the device's */
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
     e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec);
 }
 
 /* SaP-C: the band, the coupling / spike / reduced blocks and UL windows of the P - 1
- * interfaces, a vector, the Krylov part and the host band. */
+ * interfaces, the interface vectors (sap__band_fact_bytes), the Krylov part and, on the
+ * host, the band assembled in double. */
 static void sapc_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
                           sap_precision prec, sap__sm_estimate *e)
 {
     (void)t;
-    const double n = (double)S->A->nrows, k = (double)K;
-    const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
-    const double band = n * (2.0 * k + 1.0);
-    double b = band * es + (double)(P > 1 ? P - 1 : 0) * (5.0 * k * k + (2.0 * k + 1.0) * 4.0 * k) * es + n * es +
-               sap__solver_krylov_bytes(S);
-    b += sap__solver_host_band_bytes(S, K);
+    double dev = 0, host = 0;
+    sap__band_fact_bytes(S->x, S->A->nrows, P, K, prec, 1, 0, &dev, &host);
+    double b = dev + sap__solver_krylov_bytes(S);
+    if (!sap__solver_on_cuda(S->x)) b += host;
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
     e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec);

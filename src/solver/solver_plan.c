@@ -24,12 +24,22 @@
 #define SV_WORK_CPU 2.0e11
 #define SV_WORK_GPU 5.0e12
 
+/* On cuda the estimate gets a margin for what the pool's size classes do not show: the
+ * fragmentation of the device memory (a free total that no one block can take) and the
+ * libraries' own allocations (cuSPARSE/cuBLAS work space, the CUB temporaries of a format
+ * conversion): 2% and 64 MiB.  The limit it is compared with is 90% of the free memory
+ * (sap__solver_set_memory_limit). */
+#define SV_DEVICE_MARGIN_FRACTION 0.02
+#define SV_DEVICE_MARGIN_BYTES (64.0 * 1024.0 * 1024.0)
+
 /* The method's estimate (bytes on its backend, flops of its factorization). */
 static sap__sm_estimate estimate(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec)
 {
     sap__sm_estimate e = {0, 0, 0};
     const sap__solver_method_type *t = sap__solver_method_get(m);
     if (t) t->estimate(S, t, P, K, prec, &e);
+    if (sap__solver_on_cuda(S->x) && e.bytes > 0 && e.bytes < INT64_MAX)
+        e.bytes = sap__solver_bytes((double)e.bytes * (1.0 + SV_DEVICE_MARGIN_FRACTION) + SV_DEVICE_MARGIN_BYTES);
     return e;
 }
 

@@ -72,6 +72,8 @@ static size_t class_size(size_t bytes)
     return s;
 }
 
+extern "C" size_t sap__cuda_alloc_size(size_t bytes) { return bytes ? class_size(bytes) : 0; }
+
 static bool grow(sap_context *ctx, sap_cuda_block **arr, size_t *cap, size_t need)
 {
     if (need <= *cap) return true;
@@ -177,6 +179,9 @@ extern "C" sap_status sap__cuda_malloc(sap_context *ctx, size_t bytes, void **pt
     ctx->stats.device_bytes_in_use += (int64_t)bytes;
     if (ctx->stats.device_bytes_in_use > ctx->stats.device_bytes_peak)
         ctx->stats.device_bytes_peak = ctx->stats.device_bytes_in_use;
+    ctx->stats.device_block_bytes += (int64_t)b.size;
+    if (ctx->stats.device_block_bytes > ctx->stats.device_block_bytes_peak)
+        ctx->stats.device_block_bytes_peak = ctx->stats.device_block_bytes;
     *ptr = b.ptr;
     return SAP_OK;
 }
@@ -190,6 +195,7 @@ extern "C" void sap__cuda_free(sap_context *ctx, void *ptr)
         sap_cuda_block b = cs->live[i];
         cs->live[i] = cs->live[--cs->nlive];
         ctx->stats.device_bytes_in_use -= (int64_t)b.bytes;
+        ctx->stats.device_block_bytes -= (int64_t)b.size;
         b.bytes = 0;
         /* Kernels still queued on the stream may use the block; a later user of the
          * same block is queued behind them on the same stream, so reuse is safe. */
@@ -298,6 +304,7 @@ extern "C" void sap__cuda_context_free(sap_context *ctx)
                  cs->nlive, cs->nlive == 1 ? "" : "s");
     for (size_t i = 0; i < cs->nlive; i++) {
         ctx->stats.device_bytes_in_use -= (int64_t)cs->live[i].bytes;
+        ctx->stats.device_block_bytes -= (int64_t)cs->live[i].size;
         raw_device_free(ctx, cs->live[i].raw);
     }
     cs->nlive = 0;
@@ -345,6 +352,8 @@ extern "C" sap_status sap__cuda_context_init(sap_context *ctx)
     /* the scratch is the context's own: keep it out of the user's statistics */
     ctx->stats.device_bytes_in_use = 0;
     ctx->stats.device_bytes_peak = 0;
+    ctx->stats.device_block_bytes = 0;
+    ctx->stats.device_block_bytes_peak = 0;
     ctx->stats.device_allocs = 0;
     return SAP_OK;
 cleanup:

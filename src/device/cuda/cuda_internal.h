@@ -41,6 +41,8 @@ void sap__cuda_free(sap_context *ctx, void *ptr);
 size_t sap__cuda_pool_trim(sap_context *ctx);
 /* Bytes held in the cache of free blocks. */
 size_t sap__cuda_pool_cached(const sap_context *ctx);
+/* The device bytes a sap__cuda_malloc of 'bytes' takes (its size class). */
+size_t sap__cuda_alloc_size(size_t bytes);
 
 /* Counted transfers: host <-> device copies on the context's stream, synchronous. */
 sap_status sap__cuda_h2d(sap_context *ctx, void *dst, const void *src, size_t bytes);
