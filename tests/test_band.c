@@ -595,7 +595,8 @@ static void test_bytes_bound(sap_context *ctx)
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
         for (int coupled = 0; coupled < 2; coupled++)
             for (int p = 0; p < 2; p++)
-                check_bytes_bound(ctx, cases[c].n, cases[c].K, cases[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT,
+                if (!sap_test_tiny() || cases[c].n * cases[c].K <= 10000) /* racecheck: the small ones */
+                    check_bytes_bound(ctx, cases[c].n, cases[c].K, cases[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT,
                                   c == 2 && coupled);
 }
 
@@ -832,7 +833,7 @@ static int gpu_part(void)
             sap_int n, K;
             double d;
             sap_int P;
-        } tiny[] = {{200, 1, 1.0, 3}, {300, 5, 1.2, 4}, {400, 31, 0.3, 3}, {600, 33, 1.0, 2}, {800, 65, 1.0, 3}};
+        } tiny[] = {{200, 1, 1.0, 3}, {300, 5, 1.2, 4}, {400, 31, 0.3, 3}, {600, 33, 1.0, 2}, {300, 65, 1.0, 2}};
         for (size_t c = 0; c < sizeof(tiny) / sizeof(tiny[0]); c++)
             for (int coupled = 0; coupled < 2; coupled++)
                 for (int p = 0; p < 2; p++)

@@ -18,6 +18,8 @@ typedef enum sap_offload_op { SAP_OFFLOAD_GRAPH = 0, SAP_OFFLOAD_DB = 1, SAP_OFF
 
 struct sap_context {
     sap_backend backend; /* resolved: cpu or cuda */
+    sap_backend backend_asked; /* as configured: auto, cpu or cuda (auto lets the sparse
+                                  solver move a system the device cannot hold to the host) */
     int device;
     int threads;
     int print_level;

@@ -86,6 +86,7 @@ sap_context *sap__context_new(const sap_context_config *cfg, sap_status *st)
     ctx->log = cfg->log;
     ctx->log_state = cfg->log_state;
     ctx->backend = SAP_BACKEND_CPU;
+    ctx->backend_asked = cfg->backend;
     sap__context_describe_cpu(ctx);
     *st = SAP_OK;
     return ctx;

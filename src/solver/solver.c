@@ -107,6 +107,25 @@ cleanup:
     return st;
 }
 
+/* S->x = a cpu context beside S->ctx (its threads, messages and allocator): the system is
+ * solved on the host. */
+static sap_status host_context(sap_solver *S, const char *what)
+{
+    sap_context *ctx = S->ctx;
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = SAP_BACKEND_CPU;
+    cfg.threads = ctx->threads;
+    cfg.print_level = ctx->print_level;
+    cfg.allocator = ctx->alloc;
+    cfg.log = ctx->log;
+    cfg.log_state = ctx->log_state;
+    sap_status cs = sap_context_create(&S->hctx, &cfg);
+    if (cs < 0) return SAP_ERROR(ctx, cs, "sap_solver: cannot create the host context for %s", what);
+    S->x = S->hctx;
+    return SAP_OK;
+}
+
 static void free_setup(sap_solver *S)
 {
     sap__solver_att_destroy(S, S->att);
@@ -192,21 +211,30 @@ sap_status sap_solver_setup(sap_solver *S)
 
     /* the backend: small systems on the host */
     if (sap__solver_on_cuda(ctx) && o->host_small && n < SV_HOST_SMALL_N &&
-        (double)n * (2.0 * (double)S->K_cm + 1.0) < SV_HOST_SMALL_BAND) {
-        sap_context_config cfg;
-        sap_context_config_init(&cfg);
-        cfg.backend = SAP_BACKEND_CPU;
-        cfg.threads = ctx->threads;
-        cfg.print_level = ctx->print_level;
-        cfg.allocator = ctx->alloc;
-        cfg.log = ctx->log;
-        cfg.log_state = ctx->log_state;
-        sap_status cs = sap_context_create(&S->hctx, &cfg);
-        if (cs < 0) SAP_FAIL(ctx, cs, "sap_solver: cannot create the host context for a small system");
-        S->x = S->hctx;
+        (double)n * (2.0 * (double)S->K_cm + 1.0) < SV_HOST_SMALL_BAND)
+        SAP_TRY(host_context(S, "a small system"));
+    sap__solver_set_memory_limit(S);
+    /* a device that cannot hold even the matrix and the Krylov vectors (jacobi's estimate,
+     * the least any method needs there): on a context whose backend was automatic the
+     * host takes the system, with a warning naming both figures; on one asked for cuda the
+     * chain reports the out-of-memory error */
+    if (sap__solver_on_cuda(S->x) && ctx->backend_asked == SAP_BACKEND_AUTO) {
+        const int64_t need = sap__solver_estimate(S, SAP_METHOD_JACOBI, 1, 0, SAP_DOUBLE);
+        if (need > S->mem_limit) {
+            const double lim = (double)S->mem_limit;
+            SAP_TRY(host_context(S, "the host fallback"));
+            sap__log(ctx, SAP_PRINT_WARNINGS,
+                     "sap_solver: the device cannot hold the system (at least %.3g GB needed, %.3g GB available: %s); "
+                     "solving on the host",
+                     (double)need / 1e9, lim / 1e9, S->mem_why);
+            sap__solver_set_memory_limit(S);
+            char host_why[sizeof(S->mem_why)];
+            snprintf(host_why, sizeof(host_why), "%s", S->mem_why);
+            snprintf(S->mem_why, sizeof(S->mem_why), "%.48s; on the host: device %.3g GB < %.3g GB needed", host_why,
+                     lim / 1e9, (double)need / 1e9);
+        }
     }
     s->on_host = !sap__solver_on_cuda(S->x);
-    sap__solver_set_memory_limit(S);
 
     SAP_TRY(sap__solver_plan_drop(S));
     sap__solver_plan_chain(S);

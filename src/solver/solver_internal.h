@@ -151,7 +151,7 @@ struct sap_solver {
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
     int64_t mem_limit;
-    char mem_why[48], drop_why[96], why_first[160];
+    char mem_why[112], drop_why[96], why_first[160];
     sap_solver_method chain[SV_MAX_CHAIN];
     int nchain, ichain;
     sap__attempt *att;
