@@ -18,6 +18,7 @@
 #ifndef SAP_H
 #define SAP_H
 
+#include <signal.h> /* sig_atomic_t */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -1151,6 +1152,12 @@ typedef struct sap_solver_options {
                                  is announced before it starts by a SAP_PRINT_WARNINGS
                                  message beginning "sap_solver: long step:" (also for an
                                  attempt that has a fallback); 0: never */
+    const volatile sig_atomic_t *interrupt; /* NULL (default); else a flag the caller may set
+                                 at any time (a SIGINT handler: async-signal-safe): non-zero
+                                 stops the setup inside the band factorization (cpu: between
+                                 partitions and every few pivot steps) and the solve at the
+                                 next Krylov step, as a monitor's stop does
+                                 (SAP_WARN_INTERRUPTED, the best x so far, no fallback) */
 } sap_solver_options;
 /* In the options: krylov.stagnation_window is honoured too ("stagnation" by name). */
 

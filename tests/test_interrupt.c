@@ -16,6 +16,8 @@
  *  - sap_band_estimate_seconds: 0 without a band, growing with K. */
 #include "testing.h"
 
+#include "band/band_impl.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,12 +308,112 @@ static void test_long_step(void)
     sap_context_destroy(ctx);
 }
 
+/* ---- the band factorization: a stop flag polled between partitions and pivot steps ---------- */
+
+static volatile sig_atomic_t stop_flag;
+
+/* raises the flag at the setup event and lets the setup start: the stop comes from inside
+ * the band factorization */
+static int raise_at_setup(void *state, const sap_solver_progress *p)
+{
+    int *setups = state;
+    if (p->setup) {
+        ++*setups;
+        stop_flag = 1;
+    }
+    return 0;
+}
+
+static void test_band_stop(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, 8000, 40, 1.0, 0, 3, &A));
+    if (!A) return;
+    const sap_int n = A->nrows;
+    /* the driver: SaP-D and SaP-C, P = 1 and 8, float and double; F NULL, nothing kept */
+    for (int c = 0; c < 4; c++) {
+        sap_band_factor_opts fo = {-1.0, 0.0, c & 1};
+        sap_context_stats s0, s1;
+        sap_context_get_stats(ctx, &s0);
+        stop_flag = 1;
+        ctx->stop_flag = &stop_flag;
+        sap_band_fact *F = NULL;
+        sap_int dropped = 0;
+        sap_status st = sap__band_fact_create(ctx, A, c < 2 ? 1 : 8, 0, (c & 2) ? SAP_DOUBLE : SAP_FLOAT, &fo, 0, &F,
+                                              &dropped, NULL);
+        ctx->stop_flag = NULL;
+        stop_flag = 0;
+        CHECK_STATUS(ctx, st, SAP_WARN_INTERRUPTED);
+        CHECK(F == NULL);
+        CHECK(strstr(sap_context_last_error(ctx), "stopped on request") != NULL);
+        sap__band_fact_destroy(F);
+        sap_context_get_stats(ctx, &s1);
+        CHECK_MSG(s1.host_bytes_in_use == s0.host_bytes_in_use, "case %d: %lld bytes kept", c,
+                  (long long)(s1.host_bytes_in_use - s0.host_bytes_in_use));
+        /* the flag down: the same factorization completes */
+        CHECK(sap__band_fact_create(ctx, A, c < 2 ? 1 : 8, 0, (c & 2) ? SAP_DOUBLE : SAP_FLOAT, &fo, 0, &F, &dropped,
+                                    NULL) >= 0);
+        sap__band_fact_destroy(F);
+    }
+    /* the solver: the flag raised at the setup event stops a forced SaP-D (P = 1, a long
+     * LU) inside its factorization; x is the initial guess, no fallback; the flag down, the
+     * next solve sets up and converges */
+    double *b = calloc((size_t)n, sizeof(double)), *x = calloc((size_t)n, sizeof(double));
+    for (sap_int i = 0; i < n; i++) b[i] = 1.0 + (double)(i % 3);
+    for (int coupled = 0; coupled < 2; coupled++) {
+        sap_solver_options o;
+        sap_solver_options_init(&o);
+        CHECK(sap_solver_options_set(&o, "method", coupled ? "sap-c" : "sap-d") == SAP_OK);
+        CHECK(sap_solver_options_set(&o, "partitions", coupled ? "4" : "1") == SAP_OK);
+        int setups = 0;
+        o.monitor = raise_at_setup;
+        o.monitor_state = &setups;
+        o.interrupt = &stop_flag;
+        stop_flag = 0;
+        for (sap_int i = 0; i < n; i++) x[i] = 0.25;
+        sap_solver *S = NULL;
+        sap_solver_stats st;
+        CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
+        CHECK_STATUS(ctx, sap_solver_solve(S, b, x), SAP_WARN_INTERRUPTED);
+        sap_solver_get_stats(S, &st);
+        int same = 1;
+        for (sap_int i = 0; i < n; i++) same &= x[i] == 0.25;
+        CHECK(same && setups == 1);
+        CHECK_MSG(st.ntries == 1 && st.tried[0].status == SAP_WARN_INTERRUPTED &&
+                      strstr(st.tried[0].note, "during") != NULL,
+                  "%d tries, %s: %s", st.ntries, sap_status_name(st.tried[0].status), st.tried[0].note);
+        CHECK(strstr(sap_context_last_error(ctx), "during the setup") != NULL);
+        printf("  band stop %s: %s; %s\n", coupled ? "sap-c" : "sap-d", st.tried[0].note, sap_context_last_error(ctx));
+        o.monitor = NULL;
+        sap_solver_destroy(S);
+        S = NULL;
+        /* the flag stays down: set up and converge */
+        stop_flag = 0;
+        o.monitor = NULL;
+        CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
+        CHECK_OK(ctx, sap_solver_solve(S, b, x));
+        CHECK(sap_test_rel_residual(A, x, b) <= 1.01e-10);
+        /* a refactor stopped inside its factorization; the next solve builds again */
+        stop_flag = 1;
+        CHECK_STATUS(ctx, sap_solver_refactor(S, A->val), SAP_WARN_INTERRUPTED);
+        stop_flag = 0;
+        memset(x, 0, sizeof(double) * (size_t)n);
+        CHECK_OK(ctx, sap_solver_solve(S, b, x));
+        CHECK(sap_test_rel_residual(A, x, b) <= 1.01e-10);
+        sap_solver_destroy(S);
+    }
+    free(b);
+    free(x);
+    sap_csr_destroy(A);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
     if (!ctx) return 1;
     test_krylov(ctx);
     test_solver_stop(ctx);
+    test_band_stop(ctx);
     sap_context_destroy(ctx);
     test_long_step();
     return 0;

@@ -101,6 +101,8 @@ void solve_fmt_seconds(double s, char *buf, size_t size);
 void solve_interrupt_install(void);
 void solve_interrupt_restore(void);
 int solve_interrupted(void);
+/* The SIGINT flag itself, for sap_solver_options.interrupt (the cpu band factorization polls it). */
+const volatile sig_atomic_t *solve_interrupt_flag(void);
 
 /* ---- the SaP pipeline (solve_sparse.c) --------------------------------------------------- */
 

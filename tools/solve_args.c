@@ -112,10 +112,11 @@ static void usage(FILE *f)
                "  --symmetric-upper=warn|reject|sum  entries above the diagonal of a symmetric file:\n"
                "                    warn (default: take them as given, fill only missing mirrors),\n"
                "                    reject, or sum (mirror all: doubles a stored pair)\n\n"
-               "A step predicted to take over 5 s (a band factorization: not interruptible) is announced\n"
+               "A step predicted to take over 5 s (a band factorization: on a GPU not interruptible) is announced\n"
                "on stderr before it starts, with the estimate; over an hour it is refused unless --force.\n"
                "On a terminal a progress line shows the Krylov iterations of every method tried.  SIGINT\n"
-               "(Ctrl-C) stops the solve at its next iteration with the best x so far: the summary gives\n"
+               "(Ctrl-C) stops the solve at its next iteration (on the cpu also inside a band factorization)\n"
+               "with the best x so far: the summary gives\n"
                "its true residual, -o writes it, no fallback is tried; a second SIGINT exits at once.\n\n"
                "Exit status: 0 converged, 1 error (or a step refused), 2 usage error, 3 not converged\n"
                "(iteration limit, stagnation or breakdown), 130 stopped by SIGINT.\n");

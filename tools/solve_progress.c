@@ -65,6 +65,8 @@ void solve_interrupt_restore(void)
 
 int solve_interrupted(void) { return got_sigint != 0; }
 
+const volatile sig_atomic_t *solve_interrupt_flag(void) { return &got_sigint; }
+
 /* ---- the progress line --------------------------------------------------------------------- */
 
 static void draw(solve_progress *p, const char *step, double iteration, double relres)

@@ -81,6 +81,7 @@ int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *
     sap_solver_options so = a->sopt;
     so.monitor = solve_progress_solver_monitor;
     so.monitor_state = &run->progress;
+    so.interrupt = solve_interrupt_flag(); /* SIGINT also inside a band factorization (cpu) */
     double t0 = solve_now();
     sap_status st = sap_solver_create(ctx, A, &so, &S);
     if (st >= 0) st = sap_solver_setup(S);

@@ -65,7 +65,9 @@ void sap__band_boost_params(sap_band_fact *F, const double *norms, const sap_ban
 /* Builds and factors (host_only: with the cpu kernels on host memory whatever the
  * backend): partitions A, copies the band and coupling blocks, factors
  * (LU, plus spikes and reduced systems when o->coupled).  Returns SAP_OK or
- * SAP_WARN_BOOSTED_PIVOTS (F->boosted > 0), or an error (F untouched then).
+ * SAP_WARN_BOOSTED_PIVOTS (F->boosted > 0), or an error (F untouched then), or
+ * SAP_WARN_INTERRUPTED when ctx's stop flag was raised during the factorization (the cpu
+ * kernels poll it between partitions and every 32 pivot steps; *F NULL, nothing kept).
  * *t_bc receives the seconds spent building the band and coupling blocks. */
 sap_status sap__band_fact_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_precision prec,
                                  const sap_band_factor_opts *o, int host_only, sap_band_fact **F, sap_int *dropped,

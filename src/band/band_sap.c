@@ -154,8 +154,12 @@ static sap_status factor_all(sap_band_fact *F)
 {
     sap_status st = SAP_OK;
     double t0 = sap__wtime();
-    SAP_TRY(F->kt->factor(F, &F->boosted));
+    st = F->kt->factor(F, &F->boosted);
+    if (st < 0 || st == SAP_WARN_INTERRUPTED) return st; /* a stop (cpu kernels): nothing kept */
+    st = SAP_OK;
     F->t_lu = sap__wtime() - t0;
+    if (F->coupled && sap__stop_requested(F->ctx))
+        return SAP_ERROR(F->ctx, SAP_WARN_INTERRUPTED, "band factorization: stopped on request before the spikes");
     if (F->coupled) {
         t0 = sap__wtime();
         SAP_TRY(F->kt->spikes(F));
@@ -270,7 +274,7 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     SAP_FREE(ctx, norms);
     if (t_bc) *t_bc = sap__wtime() - t0;
     st = factor_all(F);
-    if (st < 0) goto cleanup;
+    if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup; /* interrupted: F released, as on an error */
     *out = F;
     return st;
 cleanup:

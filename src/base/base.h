@@ -18,6 +18,9 @@ typedef enum sap_offload_op { SAP_OFFLOAD_GRAPH = 0, SAP_OFFLOAD_DB = 1, SAP_OFF
 
 struct sap_context {
     sap_backend backend; /* resolved: cpu or cuda */
+    /* a stop request the long loops poll (sap__stop_requested): installed by the layer
+     * that runs them (the sparse solver: sap_solver_options.interrupt), NULL otherwise */
+    const volatile sig_atomic_t *stop_flag;
     sap_backend backend_asked; /* as configured: auto, cpu or cuda (auto lets the sparse
                                   solver move a system the device cannot hold to the host) */
     int device;
@@ -185,6 +188,10 @@ uint64_t sap__rng_below(sap_rng *r, uint64_t n);
 void sap__rng_permutation(sap_rng *r, sap_int n, sap_int *p);
 
 /* Number of threads for an OpenMP region in this context. */
+/* Whether the caller asked the running work to stop (ctx->stop_flag set and non-zero): a
+ * plain read, safe from any thread; long loops poll it between independent pieces. */
+static inline int sap__stop_requested(const sap_context *ctx) { return ctx && ctx->stop_flag && *ctx->stop_flag; }
+
 static inline int sap__threads(const sap_context *ctx)
 {
     return ctx && ctx->threads > 0 ? ctx->threads : 1;

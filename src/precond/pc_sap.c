@@ -127,7 +127,7 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
     double t_bc = 0;
     st = sap__band_fact_create_src(ctx, A, d->src.val ? &d->src : NULL, np, opt->half_bandwidth, P->prec, &fo, 0,
                                    &d->F, &d->info.dropped, &t_bc);
-    if (st < 0) return st;
+    if (st < 0 || st == SAP_WARN_INTERRUPTED) return st; /* no factors */
     d->info.method = m;
     d->info.P = d->F->L.P;
     d->info.K = d->F->L.K;

@@ -209,7 +209,7 @@ sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A)
     P->state = SAP_PC_SYMBOLIC;
     if (P->type->setup_numeric) {
         sap_status s2 = P->type->setup_numeric(P, A);
-        if (s2 < 0) return s2;
+        if (s2 < 0 || s2 == SAP_WARN_INTERRUPTED) return s2; /* not set up (a stop request) */
         if (s2 > st) st = s2;
     }
     P->state = SAP_PC_NUMERIC;

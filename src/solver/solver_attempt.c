@@ -127,8 +127,9 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
 
     /* the method */
     sap_status sb = type->build(S, a, note, nl, reject);
-    if (sb < 0) {
+    if (sb < 0 || sb == SAP_WARN_INTERRUPTED) { /* an error, or a stop request during the setup */
         st = sb;
+        if (sb == SAP_WARN_INTERRUPTED) snprintf(note, nl, "interrupted during its setup");
         goto cleanup;
     }
     if (*reject) st = sb;
@@ -146,7 +147,17 @@ cleanup:
     return st;
 }
 
+static sap_status chain_build(sap_solver *S, int i);
+
 sap_status sap__solver_chain_build(sap_solver *S, int i)
+{
+    sap__solver_stop_flag(S, 1);
+    sap_status st = chain_build(S, i);
+    sap__solver_stop_flag(S, 0);
+    return st;
+}
+
+static sap_status chain_build(sap_solver *S, int i)
 {
     sap_status st = SAP_ERR_INVALID, last = SAP_ERR_INVALID;
     sap__solver_att_destroy(S, S->att);
@@ -169,8 +180,9 @@ sap_status sap__solver_chain_build(sap_solver *S, int i)
         if (st == SAP_WARN_INTERRUPTED) {
             /* the caller's decision: no other method is tried, nothing is kept */
             sap__solver_att_destroy(S, a);
-            return SAP_ERROR(S->ctx, SAP_WARN_INTERRUPTED,
-                             "sap_solver: interrupted by the monitor before the setup of %s",
+            S->interrupted = 1;
+            return SAP_ERROR(S->ctx, SAP_WARN_INTERRUPTED, "sap_solver: interrupted %s the setup of %s",
+                             strstr(note, "before") ? "by the monitor before" : "during",
                              sap_solver_method_name(S->chain[i]));
         }
         if (st >= 0 && !reject) {

@@ -288,6 +288,9 @@ double sap__solver_fill_seconds(const sap_context *ctx, double bytes);
 int sap__solver_krylov_monitor(void *state, double iteration, double relres);
 /* 1 when the Krylov solvers need sap__solver_krylov_monitor. */
 int sap__solver_has_monitor(const sap_solver *S);
+/* Installs (on = 1) or removes (0) the caller's interrupt flag (opt.interrupt) as the stop
+ * flag of the solver's contexts: the band factorization on the cpu polls it. */
+void sap__solver_stop_flag(sap_solver *S, int on);
 /* Before attempt a's build (K, P, prec set; index i of the chain): the long-step warning
  * when its predicted seconds exceed opt.long_step, then the setup event of the monitor.
  * Returns 1 (and sets S->interrupted) when the monitor asks to stop. */

@@ -56,7 +56,11 @@ sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band)
     sap_status st = SAP_OK;
     double t0;
     if (a->pc) {
-        SAP_TRY(sap_precond_setup_numeric(a->pc, sap__solver_att_pcm(S, a)));
+        sap_status sp = sap_precond_setup_numeric(a->pc, sap__solver_att_pcm(S, a));
+        if (sp < 0 || sp == SAP_WARN_INTERRUPTED) { /* a stop request: the attempt is not built */
+            st = sp;
+            goto cleanup;
+        }
         if (band) {
             sap_pc_sap_info info;
             SAP_TRY(sap__pc_sap_info(a->pc, &info));
@@ -89,7 +93,7 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
     SAP_TRY(sap_matrix_create(x, sap__solver_att_full(S, a), NULL, &a->M));
     const double tmat = sap__wtime() - t0;
     sap_status sn = sap__solver_att_numeric(S, a); /* its warnings are not the attempt's */
-    if (sn < 0) {
+    if (sn < 0 || sn == SAP_WARN_INTERRUPTED) {
         st = sn;
         goto cleanup;
     }

@@ -100,7 +100,11 @@ sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, ch
     bo.boost_value = S->opt.boost_value;
     SAP_TRY(sap_precond_set_band_options(a->pc, &bo));
     SAP_TRY(sap_precond_set_precision(a->pc, a->prec));
-    SAP_TRY(sap__solver_krylov_setup(S, a, !coupled));
+    sap_status sk = sap__solver_krylov_setup(S, a, !coupled);
+    if (sk < 0 || sk == SAP_WARN_INTERRUPTED) { /* a stop request inside the factorization */
+        st = sk;
+        goto cleanup;
+    }
     snprintf(note + strlen(note), nl - strlen(note), "%sK_max %lld, %s, %lld boosted", note[0] ? ", " : "",
              (long long)a->Kmax, a->prec == SAP_FLOAT ? "float" : "double", (long long)a->boosted);
     st = sap__solver_krylov_reject(S, a, note, nl, reject);

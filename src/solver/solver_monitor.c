@@ -19,12 +19,24 @@ void sap__solver_fmt_seconds(double s, char *buf, size_t size)
     else snprintf(buf, size, "%.1f h", s / 3600);
 }
 
-int sap__solver_has_monitor(const sap_solver *S) { return S->opt.monitor || S->opt.krylov.monitor; }
+int sap__solver_has_monitor(const sap_solver *S)
+{
+    return S->opt.monitor || S->opt.krylov.monitor || S->opt.interrupt;
+}
+
+static int flag_raised(const sap_solver *S) { return S->opt.interrupt && *S->opt.interrupt; }
+
+void sap__solver_stop_flag(sap_solver *S, int on)
+{
+    const volatile sig_atomic_t *f = on ? S->opt.interrupt : NULL;
+    S->ctx->stop_flag = f;
+    if (S->x) S->x->stop_flag = f;
+}
 
 int sap__solver_krylov_monitor(void *state, double iteration, double relres)
 {
     sap_solver *S = state;
-    int stop = 0;
+    int stop = flag_raised(S);
     if (S->opt.krylov.monitor) stop |= S->opt.krylov.monitor(S->opt.krylov.monitor_state, iteration, relres) != 0;
     if (S->opt.monitor) {
         const sap_solver_progress p = {S->att ? sap_solver_method_name(S->att->method) : "sap_solver", 0, 0.0,
@@ -64,11 +76,16 @@ int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const 
         snprintf(msg, sizeof(msg),
                  "sap_solver: long step: %s setup predicted to take ~%s (band factorization of N = %lld, K = %lld, "
                  "P = %lld, %s: %.2g flop, %.2g GB on %s); why: %s; band: %s; a factorization cannot be "
-                 "interrupted before it ends (a narrower band: drop_delta; another method: method)",
+                 "interrupted before it ends on a GPU (cpu: sap_solver_options.interrupt, SIGINT from the command "
+                 "line; a narrower band: drop_delta; another method: method)",
                  name, t, (long long)S->A->nrows, (long long)a->K, (long long)a->P,
                  a->prec == SAP_FLOAT ? "float" : "double", e.flops, (double)e.bytes / 1e9,
                  sap_context_device_name(S->x), why, band);
         warn_always(S, msg);
+    }
+    if (flag_raised(S)) {
+        S->interrupted = 1;
+        return 1;
     }
     if (!S->opt.monitor) return 0;
     const sap_solver_progress p = {name, 1, e.seconds, 0.0, NAN};

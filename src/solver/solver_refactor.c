@@ -63,10 +63,22 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
             for (sap_int p = 0; p < RA->nnz; p++)
                 if (a->map_pc[p] >= 0) a->A_pc->val[a->map_pc[p]] = RA->val[p];
         double tb = sap__wtime();
+        sap__solver_stop_flag(S, 1);
         st = sap__solver_att_numeric(S, a);
+        sap__solver_stop_flag(S, 0);
         a->itry = sap__solver_add_try(S, a->method, a->P, a->K);
         s->tried[a->itry].status = st;
         s->tried[a->itry].time = sap__wtime() - tb;
+        if (st == SAP_WARN_INTERRUPTED) { /* a stop request: the attempt has no factors */
+            sap__solver_try_note(S, a->itry, "refactor: interrupted");
+            sap__solver_att_destroy(S, S->att);
+            S->att = NULL;
+            S->ichain = 0;
+            S->interrupted = 1;
+            sap__solver_relay(S);
+            s->status = st;
+            return st;
+        }
         if (st >= 0 && a->boosted > SV_BOOST_FRACTION * (double)A->nrows && sap__solver_can_fall_back(S)) {
             sap__solver_try_note(S, a->itry, "refactor: %lld boosted pivots > 1%% of N", (long long)a->boosted);
             st = SAP_ERR_SINGULAR;

@@ -5,12 +5,15 @@
 
 /* LU without pivoting of an nb x nb band (half-bandwidth K, leading dimension nb) in
  * place; pivots with |p| < thr become copysign(boost, p) (+boost for 0).  l and u: K
- * elements of work.  Returns the boosted pivots. */
-static sap_int FN(band_lu)(REAL *a, sap_int nb, sap_int K, REAL thr, REAL boost, REAL *l, REAL *u)
+ * elements of work.  Returns the boosted pivots, or -1 when a stop was requested (stop:
+ * the context polled every 32 steps, NULL: never; the factors are then unfinished). */
+static sap_int FN(band_lu)(REAL *a, sap_int nb, sap_int K, REAL thr, REAL boost, REAL *l, REAL *u,
+                           const sap_context *stop)
 {
     sap_int nboost = 0;
     REAL *dg = a + K * nb;
     for (sap_int k = 0; k < nb; k++) {
+        if (stop && (k & 31) == 0 && sap__stop_requested(stop)) return -1;
         REAL piv = dg[k];
         if (!(piv >= thr || piv <= -thr)) {
             piv = piv < 0 ? -boost : boost;
@@ -98,30 +101,39 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
     sap_context *ctx = Fa->ctx;
     const sap_band_layout *L = &Fa->L;
     const int nt = L->n < 4096 ? 1 : sap__threads(ctx); /* no fork/join for tiny systems */
-    sap_int nboost = 0, nfail = 0;
+    sap_int nboost = 0, nfail = 0, nstop = 0;
     const sap_int nwin = Fa->coupled ? L->P : 0;
     /* tasks 0..P-1: LU of partition b; P..P+nwin-1: UL of the window of partition b */
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(+ : nboost, nfail)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(+ : nboost, nfail, nstop)
 #endif
     for (sap_int task = 0; task < L->P + nwin; task++) {
         const sap_int b = task < L->P ? task : task - L->P;
         if (task >= L->P && b == 0) continue;
+        if (sap__stop_requested(ctx)) { /* a stop: the remaining partitions are skipped */
+            nstop++;
+            continue;
+        }
         const sap_int K = L->Ki[b];
         REAL *work = malloc(sizeof(REAL) * (size_t)(2 * K + 2));
         if (!work) {
             nfail++;
             continue;
         }
-        if (task < L->P)
-            nboost += FN(band_lu)((REAL *)Fa->lu + L->boff[b], L->off[b + 1] - L->off[b], K, (REAL)Fa->thr[b], (REAL)Fa->bst[b], work,
-                            work + K + 1);
-        else
+        if (task < L->P) {
+            const sap_int nb = FN(band_lu)((REAL *)Fa->lu + L->boff[b], L->off[b + 1] - L->off[b], K, (REAL)Fa->thr[b],
+                                           (REAL)Fa->bst[b], work, work + K + 1, ctx);
+            if (nb < 0) nstop++;
+            else nboost += nb;
+        } else
             nboost += FN(band_ul)((REAL *)Fa->ul + Fa->uoff[b], L->w[b], K, (REAL)Fa->thr[b], (REAL)Fa->bst[b], work, work + K + 1);
         free(work);
     }
     (void)nt;
     if (nfail) return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "band LU: out of memory for work space");
+    if (nstop)
+        return SAP_ERROR(ctx, SAP_WARN_INTERRUPTED, "band factorization: stopped on request (%lld of %lld blocks left)",
+                         (long long)nstop, (long long)(L->P + (nwin > 0 ? nwin - 1 : 0)));
     *boosted += nboost;
     return SAP_OK;
 }
