@@ -118,6 +118,9 @@ void *sap__realloc(sap_context *ctx, void *ptr, size_t n, size_t size, const cha
  * limit less usage, RLIMIT_AS / RLIMIT_DATA less what is mapped), -1 when unknown;
  * *source (may be NULL) names the limit that decided (src/base/hostmem.c). */
 double sap__host_mem_available(const char **source);
+/* Bytes of address space the process may still map under RLIMIT_AS (its limit less
+ * VmSize); -1 when there is no such limit (or it cannot be read). */
+double sap__host_address_space_left(void);
 /* SAP_ERR_OUT_OF_MEMORY, naming the step, the bytes it needs and the bytes available, when
  * a step about to allocate 'bytes' (>= SAP_MEM_CHECK_MIN) in all cannot get them; SAP_OK
  * otherwise.  sap__alloc checks every block this large itself; a step that allocates

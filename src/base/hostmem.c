@@ -84,6 +84,15 @@ double sap__host_mem_available(const char **source)
     return best;
 }
 
+double sap__host_address_space_left(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return -1;
+    const double vm = proc_value("/proc/self/status", "VmSize"), cur = (double)r.rlim_cur;
+    if (vm < 0) return -1;
+    return cur > vm ? cur - vm : 0;
+}
+
 sap_status sap__mem_check(sap_context *ctx, const char *step, double bytes)
 {
     if (!(bytes >= SAP_MEM_CHECK_MIN)) return SAP_OK;

@@ -38,6 +38,27 @@ void sap__bp_destroy(sap__bp *F)
 }
 
 #ifdef SAP_HAVE_LAPACK
+/* OpenBLAS maps a work buffer (BUFFER_SIZE: up to 128 MB of address space on x86-64) for
+ * each of its threads at their first call and, when RLIMIT_AS refuses the mapping, retries
+ * it for ever (sap solve --method band-pivot under ulimit -v hung in dgbtrs -> dtbsv ->
+ * blas_memory_alloc: bench/results/alloc_sweep.md).  So LAPACK is called only with that
+ * much address space left under the limit per OpenBLAS thread; otherwise a clean error. */
+#define SV_BLAS_BUFFER (160.0 * 1024 * 1024)
+extern int openblas_get_num_threads(void) __attribute__((weak));
+
+static sap_status blas_headroom(sap_context *ctx, const char *call)
+{
+    const double left = sap__host_address_space_left();
+    if (left < 0) return SAP_OK; /* no RLIMIT_AS */
+    const int nt = openblas_get_num_threads ? openblas_get_num_threads() : 1;
+    const double need = SV_BLAS_BUFFER * (double)(nt > 0 ? nt : 1);
+    if (left >= need) return SAP_OK;
+    return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY,
+                     "band-pivot: %s needs about %.0f MB of address space for the BLAS work buffers (%d thread%s), "
+                     "%.0f MB left under RLIMIT_AS",
+                     call, need / 1048576.0, nt, nt == 1 ? "" : "s", left / 1048576.0);
+}
+
 /* ab(kl + ku + i - j, j) = a_ij (0-based rows of the LAPACK layout) */
 static sap_status fill_and_factor(sap__bp *F, const sap_csr *A)
 {
@@ -57,6 +78,8 @@ static sap_status fill_and_factor(sap__bp *F, const sap_csr *A)
     F->t_asmbl = sap__wtime() - t0;
     t0 = sap__wtime();
     int m = (int)n, nn = (int)n, ikl = (int)kl, iku = (int)ku, ildab = (int)ld, info = 0;
+    sap_status hs = blas_headroom(ctx, "dgbtrf");
+    if (hs < 0) return hs;
     dgbtrf_(&m, &nn, &ikl, &iku, F->ab, &ildab, F->ipiv, &info);
     F->t_lu = sap__wtime() - t0;
     if (info < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "band-pivot: dgbtrf argument %d is invalid", -info);
@@ -129,6 +152,8 @@ sap_status sap__bp_solve(sap__bp *F, sap_int nrhs, double *X, sap_int ldx)
         return SAP_ERROR(F->ctx, SAP_ERR_TOO_LARGE, "band-pivot: too many right-hand sides for LAPACK");
     int nn = (int)F->n, ikl = (int)F->kl, iku = (int)F->ku, ild = (int)F->ldab, inr = (int)nrhs, ildx = (int)ldx;
     int info = 0;
+    sap_status hs = blas_headroom(F->ctx, "dgbtrs");
+    if (hs < 0) return hs;
     dgbtrs_("N", &nn, &ikl, &iku, &inr, F->ab, &ild, F->ipiv, X, &ildx, &info, (size_t)1);
     if (info != 0) return SAP_ERROR(F->ctx, SAP_ERR_INVALID, "band-pivot: dgbtrs argument %d is invalid", -info);
     return SAP_OK;

@@ -5,8 +5,9 @@
 # the pipeline with its fallback chain -- exits 1 (or 0 when a fallback absorbed it) with
 # a message naming the bytes, never crashes (exit code < 128) and never hangs.
 # Skipped (77) where the binary cannot start under the limit (AddressSanitizer reserves
-# terabytes of address space).  Not exercised: --method band-pivot, whose dgbtrs may spin
-# forever inside OpenBLAS when its buffer allocation fails (bench/results/alloc_sweep.md).
+# terabytes of address space).  --method band-pivot: OpenBLAS retries its work buffer's
+# mmap for ever when RLIMIT_AS refuses it (a hang in dgbtrs -> dtbsv -> blas_memory_alloc),
+# so sap refuses the LAPACK call without that headroom (solver_band_pivot.c).
 # usage: oom.sh SAP_BINARY WORKDIR
 set -u
 SAP=$1
@@ -51,8 +52,12 @@ names_bytes
 # a preconditioner's band: SaP-D with one partition of half-bandwidth 300
 limited 1 "$SAP" solve gen:poisson2d:n=300 --precond sap-d --pc-opt partitions=1 --krylov cg --threads 1 --quiet
 names_bytes
-# the pipeline's setup without fallback (the band of 3D Poisson after CM)
-limited 1 "$SAP" solve gen:poisson3d:n=40 --method sap-d --opt fallback=0 --opt partitions=1 --threads 1 --quiet
+# the pipeline's setup without fallback (the band of 3D Poisson after CM): its estimate
+# counts every array (sap__band_fact_bytes), so the band is narrowed to fit the limit
+limited 0 "$SAP" solve gen:poisson3d:n=40 --method sap-d --opt fallback=0 --opt partitions=1 --threads 1
+if grep -q "narrowed" "$W/out"; then ok; else bad "sap-d under the limit: no narrowed band: $(grep -E 'reason' "$W/out")"; fi
+# band-pivot, whose band leaves no room for OpenBLAS's work buffers: a clean error, no hang
+limited 1 "$SAP" solve gen:poisson2d:n=200 --method band-pivot --opt fallback=0 --threads 1 --quiet
 names_bytes
 # the pipeline with its fallback chain: solved by a method that fits, or a clean error
 bash -c "ulimit -v $LIMIT && exec timeout 120 '$SAP' solve gen:poisson3d:n=40 --threads 1 --quiet" >"$W/out" 2>"$W/err"
