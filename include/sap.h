@@ -1107,8 +1107,9 @@ SAP_API sap_status sap_solver_method_parse(const char *name, sap_solver_method *
 /* Progress of sap_solver (sap_solver_options.monitor): one event at a time. */
 typedef struct sap_solver_progress {
     const char *step;         /* the method of the attempt running, e.g. "sap-c" */
-    int setup;                /* 1: the attempt's setup (band, factorization: not
-                                 interruptible) is about to start; 0: a Krylov step */
+    int setup;                /* 1: the attempt's setup (band, factorization: the monitor
+                                 is not called inside it; sap_solver_options.interrupt
+                                 stops it on the cpu) is about to start; 0: a Krylov step */
     double predicted_seconds; /* setup events: the setup's predicted time (0: negligible) */
     double iteration;         /* Krylov events: as sap_krylov_monitor (0 at a setup) */
     double relative_residual; /* Krylov events: as sap_krylov_monitor (NaN at a setup) */
