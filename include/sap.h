@@ -569,7 +569,10 @@ typedef struct sap_precond sap_precond;
 
 /* name: "none" (identity) or "jacobi" (scalar Jacobi; zero diagonal entries give
  * SAP_ERR_SINGULAR at numeric setup); the banded "sap-d", "sap-c" and "sap" are described
- * with the banded systems below. */
+ * with the banded systems below; the ILU family "ilu0", "iluk", "ilut", "ic0" (see the
+ * README).  "NAME:V1,V2,..." also sets options: the i-th value the type's i-th option (the
+ * order of its help), e.g. "iluk:2" (k = 2), "ilut:7,0.01" (p = 7, tau = 0.01); items
+ * "key=value" may be mixed in. */
 SAP_API sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **P);
 SAP_API void sap_precond_destroy(sap_precond *P);
 SAP_API const char *sap_precond_name(const sap_precond *P);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 extern const sap_precond_type sap__pc_none, sap__pc_jacobi, sap__pc_sapd, sap__pc_sapc, sap__pc_sap;
+extern const sap_precond_type sap__pc_ilu0, sap__pc_iluk, sap__pc_ilut, sap__pc_ic0;
 
 /* Every built-in preconditioner: one line here. */
 static const sap_precond_type *const builtin[] = {
@@ -21,6 +22,10 @@ static const sap_precond_type *const builtin[] = {
     &sap__pc_sapd,   /* pc_sap.c    */
     &sap__pc_sapc,   /* pc_sap.c    */
     &sap__pc_sap,    /* pc_sap.c    */
+    &sap__pc_ilu0,   /* pc_ilu0.c   */
+    &sap__pc_iluk,   /* pc_iluk.c   */
+    &sap__pc_ilut,   /* pc_ilut.c   */
+    &sap__pc_ic0,    /* pc_ic0.c    */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 
