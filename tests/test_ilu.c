@@ -385,10 +385,34 @@ static void test_ic0(sap_context *ctx)
     sap_csr_destroy(A);
 }
 
+/* ParILU through ctx's table: enough sweeps reproduce the host ILU(0) */
+static void test_parilu(sap_context *ctx)
+{
+    sap_csr *A = NULL, *S = NULL, *R = NULL;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 9, 8, &A));
+    CHECK_OK(ctx, sap__iluk_pattern(ctx, A, 0, &S));
+    CHECK_OK(ctx, sap_csr_copy(S, &R));
+    if (!A || !S || !R) return;
+    CHECK_OK(ctx, sap__ilu_numeric(ctx, R, 1e-8, NULL));
+    double *lu = malloc(sizeof(double) * (size_t)S->nnz);
+    for (int sweeps = 1; sweeps <= 60; sweeps += 59) {
+        memcpy(lu, S->val, sizeof(double) * (size_t)S->nnz); /* initial guess: A */
+        CHECK_OK(ctx, sap__ops(ctx)->trsv->parilu(ctx, S, sweeps, lu));
+        double e = 0.0;
+        for (sap_int p = 0; p < S->nnz; p++) e = fmax(e, fabs(lu[p] - R->val[p]));
+        if (sweeps == 1) CHECK_MSG(e > 1e-3, "one ParILU sweep is already ILU(0)?");
+        else CHECK_MSG(e < 1e-12, "ParILU after %d sweeps differs from ILU(0) by %g", sweeps, e);
+    }
+    free(lu);
+    sap_csr_destroy(A);
+    sap_csr_destroy(S);
+    sap_csr_destroy(R);
+}
+
 /* zero and tiny pivots: shifted, reported, no NaN */
 static void test_zero_pivots(sap_context *ctx)
 {
-    static const char *names[] = {"ilu0", "iluk", "ilut", "ic0"};
+    static const char *names[] = {"ilu0", "iluk", "ilut", "ic0", "parilu"};
     sap_csr *A = NULL;
     CHECK_OK(ctx, sap_gen_poisson2d(ctx, 6, 6, &A));
     if (!A) return;
@@ -398,7 +422,7 @@ static void test_zero_pivots(sap_context *ctx)
     const sap_int n = A->nrows;
     double *r = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
     for (sap_int i = 0; i < n; i++) r[i] = 1.0 + (double)i;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         sap_precond *P = NULL;
         CHECK_OK(ctx, sap_precond_create(ctx, names[k], &P));
         CHECK_STATUS(ctx, sap_precond_setup_numeric(P, A), SAP_WARN_BOOSTED_PIVOTS);
@@ -424,13 +448,47 @@ static void test_zero_pivots(sap_context *ctx)
     sap_csr_destroy(A);
 }
 
+/* "NAME:V1,V2": the type's options in table order */
+static void test_positional(sap_context *ctx)
+{
+    sap_precond *P = NULL;
+    char v[64];
+    CHECK_OK(ctx, sap_precond_create(ctx, "ilut:7,0.01", &P));
+    if (P) {
+        CHECK_OK(ctx, sap_precond_get_option(P, "p", v, sizeof(v)));
+        CHECK(strcmp(v, "7") == 0);
+        CHECK_OK(ctx, sap_precond_get_option(P, "tau", v, sizeof(v)));
+        CHECK(atof(v) == 0.01);
+        sap_precond_destroy(P);
+        P = NULL;
+    }
+    CHECK_OK(ctx, sap_precond_create(ctx, "iluk:3,pivot_tol=1e-6", &P));
+    if (P) {
+        CHECK_OK(ctx, sap_precond_get_option(P, "k", v, sizeof(v)));
+        CHECK(strcmp(v, "3") == 0);
+        sap_precond_destroy(P);
+        P = NULL;
+    }
+    CHECK_STATUS(ctx, sap_precond_create(ctx, "ilu0:1e-6,5", &P), SAP_ERR_INVALID); /* one option only */
+    CHECK(strstr(sap_context_last_error(ctx), "at most 1") != NULL);
+    CHECK(P == NULL);
+    CHECK_STATUS(ctx, sap_precond_create(ctx, "iluk:-1", &P), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, sap_precond_create(ctx, "nosuch:1", &P), SAP_ERR_INVALID);
+    CHECK_OK(ctx, sap_precond_create(ctx, "jacobi", &P));
+    sap_precond_destroy(P);
+}
+
 /* ---- GMRES(20) with every preconditioner ----------------------------------------------------- */
 
 typedef struct pc_case {
     const char *name, *opts;
     int spd_only;
 } pc_case;
-static const pc_case pcs[] = {{"ilu0", NULL, 0}, {"iluk", "k=2", 0}, {"ilut", "p=10,tau=1e-3", 0}, {"ic0", NULL, 1}};
+static const pc_case pcs[] = {{"ilu0", NULL, 0},
+                              {"iluk", "k=2", 0},
+                              {"ilut", "p=10,tau=1e-3", 0},
+                              {"ic0", NULL, 1},
+                              {"parilu", "sweeps=3", 0}};
 #define NPCS ((int)(sizeof(pcs) / sizeof(pcs[0])))
 
 static sap_status gmres_solve(sap_context *ctx, const sap_csr *A, const pc_case *pc, sap_precision prec,
@@ -511,7 +569,9 @@ static int cpu_part(void)
     test_ilu0_iluk(ctx);
     test_ilut(ctx);
     test_ic0(ctx);
+    test_parilu(ctx);
     test_zero_pivots(ctx);
+    test_positional(ctx);
     test_gmres(ctx);
     sap_context_destroy(ctx);
     return 0;
@@ -569,6 +629,7 @@ static int gpu_part(void)
     sap_context *C = sap_test_context(SAP_BACKEND_CPU);
     trsv_cases(G, C);
     trsv_errors(G);
+    test_parilu(G);
     pc_compare(G, C);
     sap_context_destroy(C);
     sap_context_destroy(G);

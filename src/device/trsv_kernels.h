@@ -81,6 +81,16 @@ typedef struct sap_trsv_kernels {
      * leading dimension n), b and x in backend memory in S->prec; x != b */
     sap_status (*solve)(sap_trsv *S, sap_int nrhs, const void *b, void *x);
     void (*destroy)(sap_trsv *S);
+    /* ParILU (Chow and Patel, "Fine-grained parallel incomplete LU factorization"):
+     * 'sweeps' fixed-point sweeps for the ILU(0) factors on the pattern of S (square host
+     * CSR, rows sorted, every diagonal present; S->val = A's values on it).  Jacobi style:
+     * each sweep computes every entry from the previous sweep's values (deterministic),
+     * with F the combined factor (strictly lower part L, unit diagonal implied; the rest U):
+     *     i > j:   F_ij = (a_ij - sum_{k<j} F_ik F_kj) / F_jj   (F_jj = 0: entry kept)
+     *     i <= j:  F_ij =  a_ij - sum_{k<i} F_ik F_kj
+     * lu (host, S->nnz) holds the initial guess on entry and the result on return; the
+     * sweeps run on the backend (cuda: upload, a thread per entry, download). */
+    sap_status (*parilu)(sap_context *ctx, const sap_csr *S, int sweeps, double *lu);
 } sap_trsv_kernels;
 
 #endif /* SAP_DEVICE_TRSV_KERNELS_H */

@@ -497,6 +497,25 @@ cleanup:
     return st;
 }
 
+sap_status sap__ilu_fix_pivots(sap_context *ctx, sap_csr *LU, const sap_csr *A, double pivot_tol, sap_int *shifted)
+{
+    sap_int cnt = 0;
+    for (sap_int i = 0; i < LU->nrows; i++) {
+        double rn = 0.0, aii = 0.0;
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            rn = fmax(rn, fabs(A->val[p]));
+            if (A->colind[p] == i) aii = A->val[p];
+        }
+        for (sap_int p = LU->rowptr[i]; p < LU->rowptr[i + 1]; p++) {
+            if (!isfinite(LU->val[p]))
+                return SAP_ERROR(ctx, SAP_ERR_SINGULAR, "ilu: the factor is not finite in row %lld", (long long)i);
+            if (LU->colind[p] == i) LU->val[p] = fix_pivot(LU->val[p], aii, rn, pivot_tol, &cnt);
+        }
+    }
+    if (shifted) *shifted = cnt;
+    return SAP_OK;
+}
+
 /* ---- split ------------------------------------------------------------------------------------ */
 
 sap_status sap__lu_split(sap_context *ctx, const sap_csr *LU, sap_csr **L, sap_csr **U)

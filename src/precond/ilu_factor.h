@@ -32,6 +32,9 @@ sap_status sap__ilut(sap_context *ctx, const sap_csr *A, sap_int p, double tau, 
 /* IC(0) of a symmetric A (its lower triangle is read): L with L L^T ~ A on the lower
  * pattern of A, diagonal included.  Level-parallel like sap__ilu_numeric. */
 sap_status sap__ic0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_csr **L, sap_int *shifted);
+/* The pivot rule on a combined LU computed elsewhere (ParILU): diagonal entries of LU
+ * checked against the rows of A (same size); non-finite entries are SAP_ERR_SINGULAR. */
+sap_status sap__ilu_fix_pivots(sap_context *ctx, sap_csr *LU, const sap_csr *A, double pivot_tol, sap_int *shifted);
 /* Splits a combined LU into L (strictly lower) and U (upper, diagonal included). */
 sap_status sap__lu_split(sap_context *ctx, const sap_csr *LU, sap_csr **L, sap_csr **U);
 

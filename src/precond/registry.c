@@ -13,7 +13,7 @@
 #include <string.h>
 
 extern const sap_precond_type sap__pc_none, sap__pc_jacobi, sap__pc_sapd, sap__pc_sapc, sap__pc_sap;
-extern const sap_precond_type sap__pc_ilu0, sap__pc_iluk, sap__pc_ilut, sap__pc_ic0;
+extern const sap_precond_type sap__pc_ilu0, sap__pc_iluk, sap__pc_ilut, sap__pc_ic0, sap__pc_parilu;
 
 /* Every built-in preconditioner: one line here. */
 static const sap_precond_type *const builtin[] = {
@@ -26,6 +26,7 @@ static const sap_precond_type *const builtin[] = {
     &sap__pc_iluk,   /* pc_iluk.c   */
     &sap__pc_ilut,   /* pc_ilut.c   */
     &sap__pc_ic0,    /* pc_ic0.c    */
+    &sap__pc_parilu, /* pc_parilu.c */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 
