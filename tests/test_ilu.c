@@ -412,7 +412,7 @@ static void test_parilu(sap_context *ctx)
 /* zero and tiny pivots: shifted, reported, no NaN */
 static void test_zero_pivots(sap_context *ctx)
 {
-    static const char *names[] = {"ilu0", "iluk", "ilut", "ic0", "parilu"};
+    static const char *names[] = {"ilu0", "iluk", "ilut", "ic0", "parilu", "bilu", "bilut", "ras"};
     sap_csr *A = NULL;
     CHECK_OK(ctx, sap_gen_poisson2d(ctx, 6, 6, &A));
     if (!A) return;
@@ -422,7 +422,7 @@ static void test_zero_pivots(sap_context *ctx)
     const sap_int n = A->nrows;
     double *r = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
     for (sap_int i = 0; i < n; i++) r[i] = 1.0 + (double)i;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 8; k++) {
         sap_precond *P = NULL;
         CHECK_OK(ctx, sap_precond_create(ctx, names[k], &P));
         CHECK_STATUS(ctx, sap_precond_setup_numeric(P, A), SAP_WARN_BOOSTED_PIVOTS);
@@ -478,6 +478,72 @@ static void test_positional(sap_context *ctx)
     sap_precond_destroy(P);
 }
 
+/* z = M^{-1} r of a preconditioner spec on A */
+static void pc_apply(sap_context *ctx, const char *spec, const sap_csr *A, const double *r, double *z)
+{
+    sap_precond *P = NULL;
+    CHECK_OK(ctx, sap_precond_create(ctx, spec, &P));
+    if (!P) return;
+    CHECK_OK(ctx, sap_precond_setup_numeric(P, A));
+    CHECK_OK(ctx, sap_precond_apply(P, r, z));
+    sap_precond_destroy(P);
+}
+
+/* the domain decomposition: partitions, block ILU and RAS against each other */
+static void test_dd(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 30, 20, &A));
+    if (!A) return;
+    const sap_int n = A->nrows;
+    sap_int *part = malloc(sizeof(sap_int) * (size_t)n), cnt[7] = {0};
+    const char *how = NULL;
+    CHECK_OK(ctx, sap__dd_partition(ctx, A, 7, part, &how));
+    int ok = 1;
+    for (sap_int i = 0; i < n; i++) {
+        ok &= part[i] >= 0 && part[i] < 7;
+        if (part[i] >= 0 && part[i] < 7) cnt[part[i]]++;
+    }
+    for (int b = 0; b < 7; b++) ok &= cnt[b] > n / 14; /* balanced */
+    CHECK_MSG(ok, "partition into 7 parts (%s)", how ? how : "?");
+    /* RAS with overlap 0 is block ILU; block ILU with one block is ILU(0) */
+    double *r = malloc(sizeof(double) * (size_t)n), *z1 = malloc(sizeof(double) * (size_t)n),
+           *z2 = malloc(sizeof(double) * (size_t)n);
+    for (sap_int i = 0; i < n; i++) r[i] = sin(0.3 * (double)i) + 0.1;
+    pc_apply(ctx, "ras:7,0", A, r, z1);
+    pc_apply(ctx, "bilu:7", A, r, z2);
+    CHECK_MSG(max_rel_err(z1, z2, n) < 1e-14, "ras:7,0 differs from bilu:7 by %g", max_rel_err(z1, z2, n));
+    pc_apply(ctx, "bilu:1", A, r, z1);
+    pc_apply(ctx, "ilu0", A, r, z2);
+    CHECK_MSG(max_rel_err(z1, z2, n) < 1e-14, "bilu:1 differs from ilu0 by %g", max_rel_err(z1, z2, n));
+    pc_apply(ctx, "bilut:1,1000,0", A, r, z1); /* exact LU: A z = r */
+    double e = 0.0;
+    for (sap_int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) s += A->val[p] * z1[A->colind[p]];
+        e = fmax(e, fabs(s - r[i]));
+    }
+    CHECK_MSG(e < 1e-10, "bilut:1,1000,0 is not an exact solve: %g", e);
+    /* the extended system of RAS: every row of A in its own part, R and Pown consistent */
+    sap_dd_ras D;
+    CHECK_OK(ctx, sap__dd_ras_build(ctx, A, part, 7, 2, &D));
+    if (D.Ab) {
+        CHECK(D.next > n && D.R->nrows == D.next && D.Pown->nrows == n);
+        int own_ok = 1;
+        for (sap_int i = 0; i < n; i++) own_ok &= D.R->colind[D.Pown->colind[i]] == i;
+        CHECK(own_ok);
+        sap__dd_ras_free(&D);
+    }
+    CHECK_STATUS(ctx, sap__dd_ras_build(ctx, A, part, 7, -1, &D), SAP_ERR_INVALID);
+    sap_precond *P = NULL;
+    CHECK_STATUS(ctx, sap_precond_create(ctx, "bilu:0", &P), SAP_ERR_INVALID);
+    free(part);
+    free(r);
+    free(z1);
+    free(z2);
+    sap_csr_destroy(A);
+}
+
 /* ---- GMRES(20) with every preconditioner ----------------------------------------------------- */
 
 typedef struct pc_case {
@@ -488,7 +554,10 @@ static const pc_case pcs[] = {{"ilu0", NULL, 0},
                               {"iluk", "k=2", 0},
                               {"ilut", "p=10,tau=1e-3", 0},
                               {"ic0", NULL, 1},
-                              {"parilu", "sweeps=3", 0}};
+                              {"parilu", "sweeps=3", 0},
+                              {"bilu", "blocks=8", 0},
+                              {"bilut", "blocks=8,p=10,tau=1e-3", 0},
+                              {"ras", "blocks=8,overlap=1", 0}};
 #define NPCS ((int)(sizeof(pcs) / sizeof(pcs[0])))
 
 static sap_status gmres_solve(sap_context *ctx, const sap_csr *A, const pc_case *pc, sap_precision prec,
@@ -572,6 +641,7 @@ static int cpu_part(void)
     test_parilu(ctx);
     test_zero_pivots(ctx);
     test_positional(ctx);
+    test_dd(ctx);
     test_gmres(ctx);
     sap_context_destroy(ctx);
     return 0;

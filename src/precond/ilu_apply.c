@@ -65,10 +65,38 @@ cleanup:
     return st;
 }
 
+static void free_ras(sap_context *ctx, sap_ilu_pc *d)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (d->R) ops->spmat_destroy(ctx, d->R);
+    if (d->Pown) ops->spmat_destroy(ctx, d->Pown);
+    if (d->r2.data) ops->vec_destroy(ctx, &d->r2);
+    if (d->z2.data) ops->vec_destroy(ctx, &d->z2);
+    d->R = d->Pown = NULL;
+    d->r2.data = d->z2.data = NULL;
+}
+
+sap_status sap__ilu_pc_set_ras(sap_precond *P, const sap_dd_ras *D)
+{
+    sap_context *ctx = P->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_ilu_pc *d = P->data;
+    sap_status st = SAP_OK;
+    free_ras(ctx, d);
+    SAP_TRY(ops->spmat_create(ctx, D->R, SAP_FORMAT_CSR, P->prec, &d->R));
+    SAP_TRY(ops->spmat_create(ctx, D->Pown, SAP_FORMAT_CSR, P->prec, &d->Pown));
+    SAP_TRY(ops->vec_create(ctx, D->next, P->prec, &d->r2));
+    SAP_TRY(ops->vec_create(ctx, D->next, P->prec, &d->z2));
+cleanup:
+    if (st < 0) free_ras(ctx, d);
+    return st;
+}
+
 void sap__ilu_pc_destroy(sap_precond *P)
 {
     sap_ilu_pc *d = P->data;
     if (!d) return;
+    free_ras(P->ctx, d);
     sap__ilu_pair_free(P->ctx, &d->F);
     sap__free(P->ctx, d);
     P->data = NULL;
@@ -77,7 +105,14 @@ void sap__ilu_pc_destroy(sap_precond *P)
 sap_status sap__ilu_pc_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
 {
     sap_ilu_pc *d = P->data;
-    return sap__ilu_pair_apply(P->ctx, &d->F, r, z);
+    if (!d->R) return sap__ilu_pair_apply(P->ctx, &d->F, r, z);
+    sap_status st = SAP_OK;
+    const sap_backend_ops *ops = sap__ops(P->ctx);
+    SAP_TRY(ops->spmv(P->ctx, d->R, 1.0, r, 0.0, &d->r2));
+    SAP_TRY(sap__ilu_pair_apply(P->ctx, &d->F, &d->r2, &d->z2));
+    SAP_TRY(ops->spmv(P->ctx, d->Pown, 1.0, &d->z2, 0.0, z));
+cleanup:
+    return st;
 }
 
 void sap__ilu_pc_report(const sap_precond *P, char *buf, size_t size)

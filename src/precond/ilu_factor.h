@@ -54,6 +54,26 @@ int sap__ilu_pair_report(const sap_ilu_pair *F, char *buf, size_t size);
 
 #endif /* SAP_PRECOND_ILU_FACTOR_H */
 
+/* ---- domain decomposition (ilu_dd.c) ----------------------------------------------------- */
+/* part[i] in 0..nblocks-1 for every row (nblocks clamped to n): METIS k-way on the graph
+ * of A + A^T when built with METIS (seeded: deterministic), else contiguous pieces of a
+ * breadth-first order; *how names which (static text). */
+sap_status sap__dd_partition(sap_context *ctx, const sap_csr *A, sap_int nblocks, sap_int *part, const char **how);
+/* A without the entries coupling different parts (its block-diagonal part, A's order):
+ * an ILU of it is the ILU of every block at once, and one triangular solve covers all. */
+sap_status sap__dd_block_diag(sap_context *ctx, const sap_csr *A, const sap_int *part, sap_csr **B);
+/* RAS: each part extended by 'overlap' levels of the graph of A + A^T; the subdomains'
+ * matrices concatenated into one block-diagonal system Ab (next rows), R (next x n) the
+ * gather of the subdomains' rows, Pown (n x next) the restricted prolongation (row i
+ * takes the value of its copy in its own part).  M^{-1} = Pown Ab~^{-1} R. */
+typedef struct sap_dd_ras {
+    sap_int n, next;
+    sap_csr *Ab, *R, *Pown;
+} sap_dd_ras;
+sap_status sap__dd_ras_build(sap_context *ctx, const sap_csr *A, const sap_int *part, sap_int nblocks,
+                             sap_int overlap, sap_dd_ras *D);
+void sap__dd_ras_free(sap_dd_ras *D);
+
 /* ---- the common part of the ILU-family preconditioner types (ilu_apply.c) ---------------- */
 typedef struct sap_ilu_pc {
     sap_ilu_pair F;
@@ -61,6 +81,9 @@ typedef struct sap_ilu_pc {
     double t_factor;       /* seconds of the last host factorization */
     sap_int nnz_a;         /* entries of the matrix factored */
     char extra[160];       /* type-specific report text (e.g. "fill levels k = 2") */
+    /* RAS: the factors are of the extended system; z = Pown (LU)^{-1} R r */
+    sap_spmat *R, *Pown;
+    sap_vec r2, z2;
 } sap_ilu_pc;
 sap_status sap__ilu_pc_create(sap_precond *P);
 void sap__ilu_pc_destroy(sap_precond *P);
@@ -70,7 +93,12 @@ void sap__ilu_pc_report(const sap_precond *P, char *buf, size_t size);
  * profile; returns SAP_WARN_BOOSTED_PIVOTS (with a message) when pivots were shifted. */
 sap_status sap__ilu_pc_finish(sap_precond *P, const sap_csr *A, const sap_csr *L, int unit_l, const sap_csr *U,
                               sap_int shifted, double t_factor);
+/* RAS: R and Pown of D on the backend (with the work vectors) for the apply. */
+sap_status sap__ilu_pc_set_ras(sap_precond *P, const sap_dd_ras *D);
 /* The option every ILU-family type has (a field 'double pivot_tol' of its option struct). */
 #define SAP_ILU_PIVOT_OPT(type)                                                                                       \
     {.name = "pivot_tol", .help = "pivots below pivot_tol * ||row||_inf are shifted to that size (and counted)",      \
      .def = "1e-8", .kind = SAP_OPT_REAL, SAP_OPT_AT(type, pivot_tol), .lo = 0, .hi = 1, .meta = "T"}
+#define SAP_ILU_BLOCKS_OPT(type, def_)                                                                                \
+    {.name = "blocks", .alias = "subdomains", .help = "number of blocks (METIS partitions)", .def = def_,            \
+     .kind = SAP_OPT_INT, SAP_OPT_AT(type, blocks), .lo = 1, .hi = 1e12, .meta = "B"}
