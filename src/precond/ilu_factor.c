@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* rows needing this many entries of work or more in a level run in parallel */
-#define ILU_PAR_ROWS 256
+/* levels of at least this many rows are factored in parallel (a fork/join costs more than
+ * a few thousand short rows) */
+#define ILU_PAR_ROWS 4096
 
 static sap_status check_square(sap_context *ctx, const sap_csr *A, const char *what)
 {

@@ -1,5 +1,5 @@
 /* trsv_cpu.c -- the cpu triangular solves (trsv_kernels.h): level scheduling, an OpenMP
- * loop over the rows of each level (levels narrower than SAP_TRSV_CPU_PAR_ROWS run on one
+ * loop over the rows of each level (levels narrower than SAP_TRSV_CPU_PAR_ROWS rows run on one
  * thread: the fork/join would cost more than the rows).  Every row is summed sequentially
  * in the stored order, so the result never depends on the thread count.  Both methods run
  * this loop (the synchronization-free method is a GPU method).  The reference of the cuda
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#define SAP_TRSV_CPU_PAR_ROWS 2048
+#define SAP_TRSV_CPU_PAR_ROWS 8192
 
 typedef struct trsv_cpu {
     sap_trsv_host H;
