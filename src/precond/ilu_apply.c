@@ -142,3 +142,15 @@ sap_status sap__ilu_pc_finish(sap_precond *P, const sap_csr *A, const sap_csr *L
                          (long long)shifted);
     return st;
 }
+
+sap_status sap__ilu_pc_finish_lu(sap_precond *P, const sap_csr *A, const sap_csr *LU, sap_int shifted, double t0)
+{
+    sap_status st = SAP_OK;
+    sap_csr *L = NULL, *U = NULL;
+    SAP_TRY(sap__lu_split(P->ctx, LU, &L, &U));
+    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+cleanup:
+    sap_csr_destroy(L);
+    sap_csr_destroy(U);
+    return st;
+}

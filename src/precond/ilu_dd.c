@@ -67,6 +67,9 @@ sap_status sap__dd_partition(sap_context *ctx, const sap_csr *A, sap_int nblocks
 {
     sap_status st = SAP_OK;
     sap_int *xadj = NULL, *adj = NULL, *order = NULL;
+#ifdef SAP_HAVE_METIS
+    idx_t *mx = NULL, *ma = NULL, *mp = NULL;
+#endif
     const sap_int n = A->nrows;
     if (nblocks < 1) return SAP_ERROR(ctx, SAP_ERR_INVALID, "partition: %lld blocks", (long long)nblocks);
     if (nblocks > n) nblocks = n > 0 ? n : 1;
@@ -78,7 +81,6 @@ sap_status sap__dd_partition(sap_context *ctx, const sap_csr *A, sap_int nblocks
     SAP_TRY(sym_graph(ctx, A, &xadj, &adj));
 #ifdef SAP_HAVE_METIS
     if (n < (sap_int)1 << 30 && xadj[n] < (sap_int)1 << 30) {
-        idx_t *mx = NULL, *ma = NULL, *mp = NULL;
         idx_t nv = (idx_t)n, ncon = 1, np = (idx_t)nblocks, obj = 0, opts[METIS_NOPTIONS];
         SAP_ALLOC(ctx, mx, n + 1);
         SAP_ALLOC(ctx, ma, xadj[n] > 0 ? xadj[n] : 1);
@@ -90,9 +92,6 @@ sap_status sap__dd_partition(sap_context *ctx, const sap_csr *A, sap_int nblocks
         int rc = METIS_PartGraphKway(&nv, &ncon, mx, ma, NULL, NULL, NULL, &np, NULL, NULL, opts, &obj, mp);
         if (rc == METIS_OK)
             for (sap_int i = 0; i < n; i++) part[i] = (sap_int)mp[i];
-        sap__free(ctx, mx);
-        sap__free(ctx, ma);
-        sap__free(ctx, mp);
         if (rc == METIS_OK) {
             *how = "METIS k-way";
             goto cleanup;
@@ -105,6 +104,11 @@ sap_status sap__dd_partition(sap_context *ctx, const sap_csr *A, sap_int nblocks
     for (sap_int k = 0; k < n; k++) part[order[k]] = k * nblocks / n;
     *how = "breadth-first pieces (built without METIS)";
 cleanup:
+#ifdef SAP_HAVE_METIS
+    sap__free(ctx, mx);
+    sap__free(ctx, ma);
+    sap__free(ctx, mp);
+#endif
     sap__free(ctx, xadj);
     sap__free(ctx, adj);
     sap__free(ctx, order);

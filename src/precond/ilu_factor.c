@@ -64,6 +64,26 @@ cleanup:
     return st;
 }
 
+/* Runs row(M, dp, i, tol, &count) for every row, level after level, the rows of a wide
+ * level in parallel; returns the summed count (shifted pivots). */
+typedef void (*row_fn)(sap_csr *M, const sap_int *dp, sap_int i, double tol, sap_int *cnt);
+static sap_int by_levels(sap_context *ctx, const sap_int *order, const sap_int *lptr, sap_int nl, row_fn row,
+                         sap_csr *M, const sap_int *dp, double tol)
+{
+    const int nt = sap__threads(ctx);
+    sap_int total = 0;
+    for (sap_int l = 0; l < nl; l++) {
+        const sap_int k0 = lptr[l], k1 = lptr[l + 1];
+        sap_int cnt = 0;
+        const int t = k1 - k0 >= ILU_PAR_ROWS ? nt : 1;
+        (void)t;
+        SAP_OMP("omp parallel for schedule(dynamic, 64) num_threads(t) reduction(+ : cnt)")
+        for (sap_int k = k0; k < k1; k++) row(M, dp, order[k], tol, &cnt);
+        total += cnt;
+    }
+    return total;
+}
+
 /* Position of the diagonal of every row (rows sorted, diagonal present). */
 static sap_status diag_positions(sap_context *ctx, const sap_csr *A, sap_int **dp)
 {
@@ -225,16 +245,7 @@ sap_status sap__ilu_numeric(sap_context *ctx, sap_csr *LU, double pivot_tol, sap
     SAP_TRY(check_square(ctx, LU, "ilu"));
     SAP_TRY(diag_positions(ctx, LU, &dp));
     SAP_TRY(lower_levels(ctx, LU, &order, &lptr, &nl));
-    const int nt = sap__threads(ctx);
-    for (sap_int l = 0; l < nl; l++) {
-        const sap_int k0 = lptr[l], k1 = lptr[l + 1];
-        sap_int cnt = 0;
-        const int t = k1 - k0 >= ILU_PAR_ROWS ? nt : 1;
-        (void)t;
-        SAP_OMP("omp parallel for schedule(dynamic, 64) num_threads(t) reduction(+ : cnt)")
-        for (sap_int k = k0; k < k1; k++) ilu_row(LU, dp, order[k], pivot_tol, &cnt);
-        total += cnt;
-    }
+    total = by_levels(ctx, order, lptr, nl, ilu_row, LU, dp, pivot_tol);
     for (sap_int p = 0; p < LU->nnz; p++)
         if (!isfinite(LU->val[p])) {
             sap_int i = 0;
@@ -428,8 +439,9 @@ cleanup:
 
 /* ---- IC(0) ------------------------------------------------------------------------------------ */
 
-static void ic_row(sap_csr *L, sap_int i, double tol, sap_int *cnt)
+static void ic_row(sap_csr *L, const sap_int *unused, sap_int i, double tol, sap_int *cnt)
 {
+    (void)unused;
     const sap_int *rp = L->rowptr, *ci = L->colind;
     double *v = L->val;
     const sap_int d = rp[i + 1] - 1; /* the diagonal is the last entry of a lower row */
@@ -475,16 +487,7 @@ sap_status sap__ic0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_cs
         L->rowptr[i + 1] = nz;
     }
     SAP_TRY(lower_levels(ctx, L, &order, &lptr, &nl));
-    const int nt = sap__threads(ctx);
-    for (sap_int l = 0; l < nl; l++) {
-        const sap_int k0 = lptr[l], k1 = lptr[l + 1];
-        sap_int cnt = 0;
-        const int t = k1 - k0 >= ILU_PAR_ROWS ? nt : 1;
-        (void)t;
-        SAP_OMP("omp parallel for schedule(dynamic, 64) num_threads(t) reduction(+ : cnt)")
-        for (sap_int k = k0; k < k1; k++) ic_row(L, order[k], pivot_tol, &cnt);
-        total += cnt;
-    }
+    total = by_levels(ctx, order, lptr, nl, ic_row, L, NULL, pivot_tol);
     for (sap_int p = 0; p < L->nnz; p++)
         if (!isfinite(L->val[p])) SAP_FAIL(ctx, SAP_ERR_SINGULAR, "ic0: the factor overflows (entry %lld)", (long long)p);
     if (shifted) *shifted = total;

@@ -93,6 +93,22 @@ void sap__ilu_pc_report(const sap_precond *P, char *buf, size_t size);
  * profile; returns SAP_WARN_BOOSTED_PIVOTS (with a message) when pivots were shifted. */
 sap_status sap__ilu_pc_finish(sap_precond *P, const sap_csr *A, const sap_csr *L, int unit_l, const sap_csr *U,
                               sap_int shifted, double t_factor);
+/* sap__ilu_pc_finish for a combined LU (split into unit L and U here); t0: the setup's
+ * start (sap__wtime). */
+sap_status sap__ilu_pc_finish_lu(sap_precond *P, const sap_csr *A, const sap_csr *LU, sap_int shifted, double t0);
+/* The sap_precond_type of an ILU-family type: its option table and numeric setup, the
+ * rest common. */
+#define SAP_ILU_TYPE(var, name_, help_, defs, optstruct, numeric)                                                   \
+    const sap_precond_type var = {.name = name_,                                                                     \
+                                  .help = help_,                                                                     \
+                                  .opts = defs,                                                                      \
+                                  .nopts = (int)(sizeof(defs) / sizeof(defs[0])),                                    \
+                                  .opts_size = sizeof(optstruct),                                                    \
+                                  .create = sap__ilu_pc_create,                                                      \
+                                  .setup_numeric = numeric,                                                          \
+                                  .apply = sap__ilu_pc_apply,                                                        \
+                                  .report = sap__ilu_pc_report,                                                      \
+                                  .destroy = sap__ilu_pc_destroy}
 /* RAS: R and Pown of D on the backend (with the work vectors) for the apply. */
 sap_status sap__ilu_pc_set_ras(sap_precond *P, const sap_dd_ras *D);
 /* The option every ILU-family type has (a field 'double pivot_tol' of its option struct). */

@@ -18,7 +18,7 @@ static sap_status bilu_numeric(sap_precond *P, const sap_csr *A)
     const bilu_opts *o = P->opts;
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
-    sap_csr *B = NULL, *LU = NULL, *L = NULL, *U = NULL;
+    sap_csr *B = NULL, *LU = NULL;
     sap_int *part = NULL, shifted = 0;
     const char *how = "";
     const double t0 = sap__wtime();
@@ -28,28 +28,16 @@ static sap_status bilu_numeric(sap_precond *P, const sap_csr *A)
     SAP_TRY(sap__dd_block_diag(ctx, A, part, &B));
     SAP_TRY(sap__iluk_pattern(ctx, B, 0, &LU));
     SAP_TRY(sap__ilu_numeric(ctx, LU, o->pivot_tol, &shifted));
-    SAP_TRY(sap__lu_split(ctx, LU, &L, &U));
     snprintf(d->extra, sizeof(d->extra), "%lld blocks (%s, %.3g s), %lld coupling entries dropped", (long long)o->blocks,
              how, t1 - t0, (long long)(A->nnz - B->nnz));
-    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+    SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
     sap__free(ctx, part);
     sap_csr_destroy(B);
     sap_csr_destroy(LU);
-    sap_csr_destroy(L);
-    sap_csr_destroy(U);
     return st;
 }
 
-const sap_precond_type sap__pc_bilu = {
-    .name = "bilu",
-    .help = "block ILU(0): ILU(0) of B diagonal blocks (METIS partitions), one triangular solve for all",
-    .opts = bilu_defs,
-    .nopts = 2,
-    .opts_size = sizeof(bilu_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = bilu_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_bilu, "bilu",
+             "block ILU(0): ILU(0) of B diagonal blocks (METIS partitions), one triangular solve for all",
+             bilu_defs, bilu_opts, bilu_numeric);

@@ -24,7 +24,7 @@ static sap_status bilut_numeric(sap_precond *P, const sap_csr *A)
     const bilut_opts *o = P->opts;
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
-    sap_csr *B = NULL, *LU = NULL, *L = NULL, *U = NULL;
+    sap_csr *B = NULL, *LU = NULL;
     sap_int *part = NULL, shifted = 0;
     const char *how = "";
     const double t0 = sap__wtime();
@@ -32,28 +32,16 @@ static sap_status bilut_numeric(sap_precond *P, const sap_csr *A)
     SAP_TRY(sap__dd_partition(ctx, A, o->blocks, part, &how));
     SAP_TRY(sap__dd_block_diag(ctx, A, part, &B));
     SAP_TRY(sap__ilut(ctx, B, o->p, o->tau, o->pivot_tol, &LU, &shifted));
-    SAP_TRY(sap__lu_split(ctx, LU, &L, &U));
     snprintf(d->extra, sizeof(d->extra), "%lld blocks (%s), ILUT(%lld, %g)", (long long)o->blocks, how, (long long)o->p,
              o->tau);
-    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+    SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
     sap__free(ctx, part);
     sap_csr_destroy(B);
     sap_csr_destroy(LU);
-    sap_csr_destroy(L);
-    sap_csr_destroy(U);
     return st;
 }
 
-const sap_precond_type sap__pc_bilut = {
-    .name = "bilut",
-    .help = "block ILUT(p, tau) of B diagonal blocks (METIS partitions), one triangular solve for all",
-    .opts = bilut_defs,
-    .nopts = 4,
-    .opts_size = sizeof(bilut_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = bilut_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_bilut, "bilut",
+             "block ILUT(p, tau) of B diagonal blocks (METIS partitions), one triangular solve for all",
+             bilut_defs, bilut_opts, bilut_numeric);

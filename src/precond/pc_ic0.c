@@ -27,15 +27,6 @@ cleanup:
     return st;
 }
 
-const sap_precond_type sap__pc_ic0 = {
-    .name = "ic0",
-    .help = "IC(0): incomplete Cholesky on the lower pattern of a symmetric positive definite A",
-    .opts = ic0_defs,
-    .nopts = 1,
-    .opts_size = sizeof(ic0_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = ic0_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_ic0, "ic0",
+             "IC(0): incomplete Cholesky on the lower pattern of a symmetric positive definite A",
+             ic0_defs, ic0_opts, ic0_numeric);

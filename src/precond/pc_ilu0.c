@@ -14,29 +14,17 @@ static sap_status ilu0_numeric(sap_precond *P, const sap_csr *A)
     sap_context *ctx = P->ctx;
     const ilu0_opts *o = P->opts;
     sap_status st = SAP_OK;
-    sap_csr *LU = NULL, *L = NULL, *U = NULL;
+    sap_csr *LU = NULL;
     sap_int shifted = 0;
     const double t0 = sap__wtime();
     SAP_TRY(sap__iluk_pattern(ctx, A, 0, &LU));
     SAP_TRY(sap__ilu_numeric(ctx, LU, o->pivot_tol, &shifted));
-    SAP_TRY(sap__lu_split(ctx, LU, &L, &U));
-    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+    SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
     sap_csr_destroy(LU);
-    sap_csr_destroy(L);
-    sap_csr_destroy(U);
     return st;
 }
 
-const sap_precond_type sap__pc_ilu0 = {
-    .name = "ilu0",
-    .help = "ILU(0): incomplete LU on A's pattern, level-scheduled triangular solves",
-    .opts = ilu0_defs,
-    .nopts = 1,
-    .opts_size = sizeof(ilu0_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = ilu0_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_ilu0, "ilu0",
+             "ILU(0): incomplete LU on A's pattern, level-scheduled triangular solves",
+             ilu0_defs, ilu0_opts, ilu0_numeric);

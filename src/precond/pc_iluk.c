@@ -21,31 +21,19 @@ static sap_status iluk_numeric(sap_precond *P, const sap_csr *A)
     const iluk_opts *o = P->opts;
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
-    sap_csr *LU = NULL, *L = NULL, *U = NULL;
+    sap_csr *LU = NULL;
     sap_int shifted = 0;
     const double t0 = sap__wtime();
     SAP_TRY(sap__iluk_pattern(ctx, A, o->k, &LU));
     const double t1 = sap__wtime();
     SAP_TRY(sap__ilu_numeric(ctx, LU, o->pivot_tol, &shifted));
-    SAP_TRY(sap__lu_split(ctx, LU, &L, &U));
     snprintf(d->extra, sizeof(d->extra), "fill levels k = %lld, symbolic %.3g s", (long long)o->k, t1 - t0);
-    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+    SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
     sap_csr_destroy(LU);
-    sap_csr_destroy(L);
-    sap_csr_destroy(U);
     return st;
 }
 
-const sap_precond_type sap__pc_iluk = {
-    .name = "iluk",
-    .help = "ILU(k): incomplete LU with symbolic fill levels <= k, level-scheduled triangular solves",
-    .opts = iluk_defs,
-    .nopts = 2,
-    .opts_size = sizeof(iluk_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = iluk_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_iluk, "iluk",
+             "ILU(k): incomplete LU with symbolic fill levels <= k, level-scheduled triangular solves",
+             iluk_defs, iluk_opts, iluk_numeric);

@@ -26,29 +26,17 @@ static sap_status ilut_numeric(sap_precond *P, const sap_csr *A)
     const ilut_opts *o = P->opts;
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
-    sap_csr *LU = NULL, *L = NULL, *U = NULL;
+    sap_csr *LU = NULL;
     sap_int shifted = 0;
     const double t0 = sap__wtime();
     SAP_TRY(sap__ilut(ctx, A, o->p, o->tau, o->pivot_tol, &LU, &shifted));
-    SAP_TRY(sap__lu_split(ctx, LU, &L, &U));
     snprintf(d->extra, sizeof(d->extra), "p = %lld, tau = %g", (long long)o->p, o->tau);
-    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+    SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
     sap_csr_destroy(LU);
-    sap_csr_destroy(L);
-    sap_csr_destroy(U);
     return st;
 }
 
-const sap_precond_type sap__pc_ilut = {
-    .name = "ilut",
-    .help = "ILUT(p, tau): threshold incomplete LU (p entries per row in L and U, drop below tau * mean |a_ij| of the row)",
-    .opts = ilut_defs,
-    .nopts = 3,
-    .opts_size = sizeof(ilut_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = ilut_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_ilut, "ilut",
+             "ILUT(p, tau): threshold incomplete LU (p entries per row in L and U, drop below tau * mean |a_ij| of the row)",
+             ilut_defs, ilut_opts, ilut_numeric);

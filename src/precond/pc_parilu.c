@@ -25,7 +25,7 @@ static sap_status parilu_numeric(sap_precond *P, const sap_csr *A)
     const parilu_opts *o = P->opts;
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
-    sap_csr *LU = NULL, *S = NULL, *L = NULL, *U = NULL;
+    sap_csr *LU = NULL, *S = NULL;
     sap_int shifted = 0;
     const double t0 = sap__wtime();
     SAP_TRY(sap__iluk_pattern(ctx, A, 0, &S)); /* A's values on its pattern + the diagonal */
@@ -41,27 +41,15 @@ static sap_status parilu_numeric(sap_precond *P, const sap_csr *A)
         }
     SAP_TRY(sap__ops(ctx)->trsv->parilu(ctx, S, (int)o->sweeps, LU->val));
     SAP_TRY(sap__ilu_fix_pivots(ctx, LU, A, o->pivot_tol, &shifted));
-    SAP_TRY(sap__lu_split(ctx, LU, &L, &U));
     snprintf(d->extra, sizeof(d->extra), "%lld sweeps on the %s backend", (long long)o->sweeps,
              sap__ops(ctx)->trsv->name);
-    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+    SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
     sap_csr_destroy(S);
     sap_csr_destroy(LU);
-    sap_csr_destroy(L);
-    sap_csr_destroy(U);
     return st;
 }
 
-const sap_precond_type sap__pc_parilu = {
-    .name = "parilu",
-    .help = "ParILU: ILU(0) by fixed-point sweeps on the backend (Chow-Patel), level-scheduled triangular solves",
-    .opts = parilu_defs,
-    .nopts = 2,
-    .opts_size = sizeof(parilu_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = parilu_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_parilu, "parilu",
+             "ParILU: ILU(0) by fixed-point sweeps on the backend (Chow-Patel), level-scheduled triangular solves",
+             parilu_defs, parilu_opts, parilu_numeric);

@@ -27,7 +27,7 @@ static sap_status ras_numeric(sap_precond *P, const sap_csr *A)
     const ras_opts *o = P->opts;
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
-    sap_csr *LU = NULL, *L = NULL, *U = NULL;
+    sap_csr *LU = NULL;
     sap_int *part = NULL, shifted = 0;
     sap_dd_ras D = {0};
     const char *how = "";
@@ -38,30 +38,18 @@ static sap_status ras_numeric(sap_precond *P, const sap_csr *A)
     SAP_TRY(sap__dd_ras_build(ctx, A, part, nb, o->overlap, &D));
     SAP_TRY(sap__iluk_pattern(ctx, D.Ab, o->k, &LU));
     SAP_TRY(sap__ilu_numeric(ctx, LU, o->pivot_tol, &shifted));
-    SAP_TRY(sap__lu_split(ctx, LU, &L, &U));
     snprintf(d->extra, sizeof(d->extra), "%lld subdomains (%s), overlap %lld: %lld rows in all (%.2fx), ILU(%lld)",
              (long long)nb, how, (long long)o->overlap, (long long)D.next,
              A->nrows > 0 ? (double)D.next / (double)A->nrows : 0.0, (long long)o->k);
     SAP_TRY(sap__ilu_pc_set_ras(P, &D));
-    SAP_TRY(sap__ilu_pc_finish(P, A, L, 1, U, shifted, sap__wtime() - t0));
+    SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
     sap__free(ctx, part);
     sap__dd_ras_free(&D);
     sap_csr_destroy(LU);
-    sap_csr_destroy(L);
-    sap_csr_destroy(U);
     return st;
 }
 
-const sap_precond_type sap__pc_ras = {
-    .name = "ras",
-    .help = "restricted additive Schwarz: B METIS subdomains with overlap, ILU(k) of all at once",
-    .opts = ras_defs,
-    .nopts = 4,
-    .opts_size = sizeof(ras_opts),
-    .create = sap__ilu_pc_create,
-    .setup_numeric = ras_numeric,
-    .apply = sap__ilu_pc_apply,
-    .report = sap__ilu_pc_report,
-    .destroy = sap__ilu_pc_destroy,
-};
+SAP_ILU_TYPE(sap__pc_ras, "ras",
+             "restricted additive Schwarz: B METIS subdomains with overlap, ILU(k) of all at once",
+             ras_defs, ras_opts, ras_numeric);
