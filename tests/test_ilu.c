@@ -409,10 +409,39 @@ static void test_parilu(sap_context *ctx)
     sap_csr_destroy(R);
 }
 
+/* ISAI: (M T)_ij = delta_ij on M's pattern, for random triangular T */
+static void test_isai(sap_context *ctx)
+{
+    for (int upper = 0; upper < 2; upper++)
+        for (int unit = 0; unit < 2; unit++) {
+            sap_csr *T = rand_tri(ctx, 80, upper, 0, 0.08), *M = NULL;
+            if (!T) continue;
+            CHECK_OK(ctx, sap__isai(ctx, T, upper, unit, &M));
+            if (M) {
+                double *Td = to_dense(T), e = 0.0;
+                const sap_int n = T->nrows;
+                if (unit)
+                    for (sap_int i = 0; i < n; i++) Td[i * n + i] = 1.0;
+                for (sap_int i = 0; i < n; i++)
+                    for (sap_int p = M->rowptr[i]; p < M->rowptr[i + 1]; p++) {
+                        const sap_int j = M->colind[p];
+                        double s = 0.0;
+                        for (sap_int q = M->rowptr[i]; q < M->rowptr[i + 1]; q++) s += M->val[q] * Td[M->colind[q] * n + j];
+                        e = fmax(e, fabs(s - (i == j ? 1.0 : 0.0)));
+                    }
+                CHECK_MSG(e < 1e-12, "ISAI %s unit %d: (M T)_ij - delta_ij = %g on the pattern", upper ? "upper" : "lower",
+                          unit, e);
+                free(Td);
+            }
+            sap_csr_destroy(M);
+            sap_csr_destroy(T);
+        }
+}
+
 /* zero and tiny pivots: shifted, reported, no NaN */
 static void test_zero_pivots(sap_context *ctx)
 {
-    static const char *names[] = {"ilu0", "iluk", "ilut", "ic0", "parilu", "bilu", "bilut", "ras"};
+    static const char *names[] = {"ilu0", "iluk", "ilut", "ic0", "parilu", "bilu", "bilut", "ras", "isai"};
     sap_csr *A = NULL;
     CHECK_OK(ctx, sap_gen_poisson2d(ctx, 6, 6, &A));
     if (!A) return;
@@ -422,7 +451,7 @@ static void test_zero_pivots(sap_context *ctx)
     const sap_int n = A->nrows;
     double *r = malloc(sizeof(double) * (size_t)n), *z = malloc(sizeof(double) * (size_t)n);
     for (sap_int i = 0; i < n; i++) r[i] = 1.0 + (double)i;
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < 9; k++) {
         sap_precond *P = NULL;
         CHECK_OK(ctx, sap_precond_create(ctx, names[k], &P));
         CHECK_STATUS(ctx, sap_precond_setup_numeric(P, A), SAP_WARN_BOOSTED_PIVOTS);
@@ -557,7 +586,8 @@ static const pc_case pcs[] = {{"ilu0", NULL, 0},
                               {"parilu", "sweeps=3", 0},
                               {"bilu", "blocks=8", 0},
                               {"bilut", "blocks=8,p=10,tau=1e-3", 0},
-                              {"ras", "blocks=8,overlap=1", 0}};
+                              {"ras", "blocks=8,overlap=1", 0},
+                              {"isai", NULL, 0}};
 #define NPCS ((int)(sizeof(pcs) / sizeof(pcs[0])))
 
 static sap_status gmres_solve(sap_context *ctx, const sap_csr *A, const pc_case *pc, sap_precision prec,
@@ -639,6 +669,7 @@ static int cpu_part(void)
     test_ilut(ctx);
     test_ic0(ctx);
     test_parilu(ctx);
+    test_isai(ctx);
     test_zero_pivots(ctx);
     test_positional(ctx);
     test_dd(ctx);

@@ -520,6 +520,97 @@ sap_status sap__ilu_fix_pivots(sap_context *ctx, sap_csr *LU, const sap_csr *A, 
     return SAP_OK;
 }
 
+/* ---- ISAI ------------------------------------------------------------------------------------ */
+
+/* Row i of M: J = the columns of T's row i with the diagonal (sorted), D = T(J, J) dense
+ * (m x m, row-major), then D^T m = e_i by substitution.  Returns 0, or the failing status. */
+static sap_status isai_row(const sap_csr *T, int upper, int unit, sap_int i, sap_int *J, sap_int *pos, double *D,
+                           double *x, sap_csr *M)
+{
+    const sap_int r0 = M->rowptr[i], m = M->rowptr[i + 1] - r0;
+    for (sap_int a = 0; a < m; a++) {
+        J[a] = M->colind[r0 + a];
+        pos[J[a]] = a;
+    }
+    for (sap_int a = 0; a < m * m; a++) D[a] = 0.0;
+    for (sap_int a = 0; a < m; a++) {
+        const sap_int r = J[a];
+        for (sap_int p = T->rowptr[r]; p < T->rowptr[r + 1]; p++) {
+            const sap_int b = pos[T->colind[p]];
+            if (b >= 0 && T->colind[p] != r) D[a * m + b] = T->val[p];
+            if (T->colind[p] == r && !unit) D[a * m + a] = T->val[p];
+        }
+        if (unit) D[a * m + a] = 1.0;
+    }
+    for (sap_int a = 0; a < m; a++) pos[J[a]] = -1;
+    /* D^T x = e_i; lower T: D^T is upper, i is J[m-1]: back substitution; upper T: D^T is
+     * lower, i is J[0]: forward substitution.  (D^T)_ab = D[b * m + a]. */
+    sap_status st = SAP_OK;
+    for (sap_int s = 0; s < m; s++) {
+        const sap_int a = upper ? s : m - 1 - s;
+        double v = J[a] == i ? 1.0 : 0.0;
+        if (upper)
+            for (sap_int b = 0; b < a; b++) v -= D[b * m + a] * x[b];
+        else
+            for (sap_int b = a + 1; b < m; b++) v -= D[b * m + a] * x[b];
+        const double d = D[a * m + a];
+        if (d == 0.0) st = SAP_ERR_SINGULAR;
+        x[a] = d != 0.0 ? v / d : 0.0;
+    }
+    for (sap_int a = 0; a < m; a++) M->val[r0 + a] = x[a];
+    return st;
+}
+
+sap_status sap__isai(sap_context *ctx, const sap_csr *T, int upper, int unit, sap_csr **Mout)
+{
+    sap_status st = SAP_OK;
+    sap_csr *M = NULL;
+    sap_int *J = NULL, *pos = NULL;
+    double *D = NULL, *x = NULL;
+    *Mout = NULL;
+    SAP_TRY(check_square(ctx, T, "isai"));
+    const sap_int n = T->nrows;
+    /* pattern: T's row (the right triangle only) with the diagonal */
+    sap_int nz = 0, maxrow = 0;
+    for (sap_int i = 0; i < n; i++) {
+        sap_int len = 1;
+        for (sap_int p = T->rowptr[i]; p < T->rowptr[i + 1]; p++)
+            len += upper ? T->colind[p] > i : T->colind[p] < i;
+        nz += len;
+        if (len > maxrow) maxrow = len;
+    }
+    if (maxrow > SAP_ISAI_MAX_ROW)
+        SAP_FAIL(ctx, SAP_ERR_TOO_LARGE, "isai: a factor row of %lld entries (at most %d)", (long long)maxrow,
+                 SAP_ISAI_MAX_ROW);
+    SAP_TRY(sap_csr_create(ctx, n, n, nz, &M));
+    nz = 0;
+    M->rowptr[0] = 0;
+    for (sap_int i = 0; i < n; i++) {
+        if (upper) M->colind[nz++] = i;
+        for (sap_int p = T->rowptr[i]; p < T->rowptr[i + 1]; p++)
+            if (upper ? T->colind[p] > i : T->colind[p] < i) M->colind[nz++] = T->colind[p];
+        if (!upper) M->colind[nz++] = i;
+        M->rowptr[i + 1] = nz;
+    }
+    SAP_ALLOC(ctx, J, maxrow);
+    SAP_ALLOC(ctx, pos, n > 0 ? n : 1);
+    SAP_ALLOC(ctx, D, maxrow * maxrow);
+    SAP_ALLOC(ctx, x, maxrow);
+    for (sap_int i = 0; i < n; i++) pos[i] = -1;
+    for (sap_int i = 0; i < n; i++)
+        if (isai_row(T, upper, unit, i, J, pos, D, x, M) < 0)
+            SAP_FAIL(ctx, SAP_ERR_SINGULAR, "isai: a zero diagonal entry in the rows of row %lld", (long long)i);
+    *Mout = M;
+    M = NULL;
+cleanup:
+    sap_csr_destroy(M);
+    sap__free(ctx, J);
+    sap__free(ctx, pos);
+    sap__free(ctx, D);
+    sap__free(ctx, x);
+    return st;
+}
+
 /* ---- split ------------------------------------------------------------------------------------ */
 
 sap_status sap__lu_split(sap_context *ctx, const sap_csr *LU, sap_csr **L, sap_csr **U)

@@ -32,6 +32,13 @@ sap_status sap__ilut(sap_context *ctx, const sap_csr *A, sap_int p, double tau, 
 /* IC(0) of a symmetric A (its lower triangle is read): L with L L^T ~ A on the lower
  * pattern of A, diagonal included.  Level-parallel like sap__ilu_numeric. */
 sap_status sap__ic0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_csr **L, sap_int *shifted);
+/* ISAI (Anzt, Huckle, Braeckle, Dongarra): M ~ T^{-1} for a triangular T (lower: upper =
+ * 0; unit: the diagonal is 1, stored or not) with M's pattern that of T plus the diagonal,
+ * defined by (M T)_ij = delta_ij on that pattern: each row of M solves the small
+ * triangular system T(J, J)^T m = e_i, J the row's columns.  Host, sequential.  A
+ * row longer than SAP_ISAI_MAX_ROW is SAP_ERR_TOO_LARGE; a zero diagonal SAP_ERR_SINGULAR. */
+#define SAP_ISAI_MAX_ROW 512
+sap_status sap__isai(sap_context *ctx, const sap_csr *T, int upper, int unit, sap_csr **M);
 /* The pivot rule on a combined LU computed elsewhere (ParILU): diagonal entries of LU
  * checked against the rows of A (same size); non-finite entries are SAP_ERR_SINGULAR. */
 sap_status sap__ilu_fix_pivots(sap_context *ctx, sap_csr *LU, const sap_csr *A, double pivot_tol, sap_int *shifted);

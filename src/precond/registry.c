@@ -14,7 +14,7 @@
 
 extern const sap_precond_type sap__pc_none, sap__pc_jacobi, sap__pc_sapd, sap__pc_sapc, sap__pc_sap;
 extern const sap_precond_type sap__pc_ilu0, sap__pc_iluk, sap__pc_ilut, sap__pc_ic0, sap__pc_parilu;
-extern const sap_precond_type sap__pc_bilu, sap__pc_bilut, sap__pc_ras;
+extern const sap_precond_type sap__pc_bilu, sap__pc_bilut, sap__pc_ras, sap__pc_isai;
 
 /* Every built-in preconditioner: one line here. */
 static const sap_precond_type *const builtin[] = {
@@ -31,6 +31,7 @@ static const sap_precond_type *const builtin[] = {
     &sap__pc_bilu,   /* pc_bilu.c   */
     &sap__pc_bilut,  /* pc_bilut.c  */
     &sap__pc_ras,    /* pc_ras.c    */
+    &sap__pc_isai,   /* pc_isai.c   */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

@@ -11,11 +11,13 @@ source "$(dirname "$0")/lib.bash"
 P3=gen:poisson3d:n=16
 
 # every type converges with GMRES(20) and prints its profile
-for pc in ilu0 iluk:2 ilut:7,0.01 ic0 parilu:5 bilu:16 bilut:16,7,0.01 ras:64,1; do
+for pc in ilu0 iluk:2 ilut:7,0.01 ic0 parilu:5 bilu:16 bilut:16,7,0.01 ras:64,1; do  # isai: below
     expect 0 "$SAP" solve --krylov gmres:20 --precond $pc --tol 1e-8 $P3
     contains "$W/out" "status        SAP_OK"
     contains "$W/out" "^pc            .*factorization .* s (.* nnz, 0 pivots shifted); L: .* levels"
 done
+expect 0 "$SAP" solve --krylov gmres:20 --precond isai --tol 1e-8 $P3
+contains "$W/out" "^pc            factorization .* ISAI .* M_L .* nnz"
 # positional values land in the type's options, in order
 expect 0 "$SAP" solve --krylov gmres:20 --precond ilut:7,0.01 $P3
 contains "$W/out" "^pc            p=7"
