@@ -465,6 +465,11 @@ SAP_API sap_status sap_gen_synthetic(sap_context *ctx, sap_int n, sap_int k, dou
  * 7n - 2(nx ny + ny nz + nx nz) in 3D. */
 SAP_API sap_status sap_gen_poisson2d(sap_context *ctx, sap_int nx, sap_int ny, sap_csr **A);
 SAP_API sap_status sap_gen_poisson3d(sap_context *ctx, sap_int nx, sap_int ny, sap_int nz, sap_csr **A);
+/* 3D convection-diffusion -lap u + beta (1,1,1) . grad u on an n^3 grid, 7-point central
+ * differences scaled by h^2 (h = 1/(n+1)): 6 on the diagonal, -1 - beta h/2 for the
+ * lower neighbours, -1 + beta h/2 for the upper ones (nonsymmetric; comparable to the
+ * atmosmodd matrices for n ~ 108). */
+SAP_API sap_status sap_gen_convdiff3d(sap_context *ctx, sap_int n, double beta, sap_csr **A);
 
 /* Radiative transfer in stellar atmospheres: Galerkin matrix of
  * (T phi)(t) = albedo/2 * int_0^tau E1(|t - s|) phi(s) ds with n piecewise-constant
@@ -502,7 +507,7 @@ SAP_API sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, ui
 
 /* Builds a matrix from a spec string "gen:NAME:key=value,..." (see sap_gen_spec_help
  * for the keys and their defaults) with NAME one of banded, synthetic, poisson2d,
- * poisson3d, radiative, blocktridiag.  Names and keys are case-insensitive; integers
+ * poisson3d, radiative, blocktridiag, convdiff3d.  Names and keys are case-insensitive; integers
  * accept 200000, 2e5, 200k, 0.2M.  An unknown generator or key, a missing required key,
  * a key given twice or a bad value gives SAP_ERR_INVALID with a message naming the key
  * and listing the valid ones. */
@@ -578,7 +583,10 @@ typedef struct sap_precond sap_precond;
 
 /* name: "none" (identity) or "jacobi" (scalar Jacobi; zero diagonal entries give
  * SAP_ERR_SINGULAR at numeric setup); the banded "sap-d", "sap-c" and "sap" are described
- * with the banded systems below. */
+ * with the banded systems below; the ILU family "ilu0", "iluk", "ilut", "ic0" (see the
+ * README).  "NAME:V1,V2,..." also sets options: the i-th value the type's i-th option (the
+ * order of its help), e.g. "iluk:2" (k = 2), "ilut:7,0.01" (p = 7, tau = 0.01); items
+ * "key=value" may be mixed in. */
 SAP_API sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **P);
 SAP_API void sap_precond_destroy(sap_precond *P);
 SAP_API const char *sap_precond_name(const sap_precond *P);

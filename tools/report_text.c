@@ -4,7 +4,9 @@
  * residuals, time per phase, transfers). */
 #include "solve.h"
 
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *rhs_text(const solve_args *a)
 {
@@ -79,6 +81,16 @@ void solve_report_text_krylov(const solve_args *a, const solve_problem *p, const
     printf("method        %s, tol %.3g, maxit %lld\n", r->method, a->kopt.tol, (long long)a->kopt.maxit);
     printf("precond       %s (%s, side %s)\n", sap_precond_name(r->P), a->pprec == SAP_FLOAT ? "float" : "double",
            r->side);
+    /* the preconditioner's options and what its setup chose (profile), one line each */
+    char prep[4096];
+    if (sap_precond_report(r->P, 0, prep, sizeof(prep)) == SAP_OK) {
+        const char *line = strchr(prep, '\n');
+        while (line && line[1]) {
+            const char *end = strchr(line + 1, '\n');
+            printf("pc            %.*s\n", (int)(end ? end - line - 1 : (ptrdiff_t)strlen(line + 1)), line + 1);
+            line = end;
+        }
+    }
     printf("spmv format   %s (%s)\n", sap_spmv_format_name(sap_matrix_format(r->M)), sap_matrix_format_reason(r->M));
     printf("status        %s: %s\n", sap_status_name(o->status), sap_status_string(o->status));
     if (o->message[0]) printf("message       %s\n", o->message);

@@ -49,7 +49,8 @@ static const char *method_list(const char *sep)
 /* --precond help: every preconditioner type with its options. */
 static void precond_help(FILE *f)
 {
-    fprintf(f, "preconditioners (--precond NAME, options by --pc-opt NAME=VALUE):\n");
+    fprintf(f, "preconditioners (--precond NAME or NAME:V1,V2,.. giving the options below in order,\n"
+               "e.g. iluk:2, ilut:7,0.01; or options by --pc-opt NAME=VALUE):\n");
     for (int i = 0; i < sap_precond_type_count(); i++) fputs(sap_precond_type_help(i), f);
     fprintf(f, "auto: sap (the banded SaP preconditioner, SaP-D or SaP-C chosen from the matrix)\n");
 }
@@ -209,8 +210,11 @@ static int take(void *state, int val, const char *arg)
         }
         r->explicit_path = 1;
         a->precond = !strcmp(arg, "auto") ? "sap" : arg;
+        /* NAME or NAME:V1,V2,.. (the type's options in order; sap_precond_create parses them) */
+        const size_t nlen = strcspn(a->precond, ":");
         for (int i = 0; i < sap_precond_type_count(); i++)
-            if (!strcasecmp(a->precond, sap_precond_type_name(i))) return 0;
+            if (strlen(sap_precond_type_name(i)) == nlen && !strncasecmp(a->precond, sap_precond_type_name(i), nlen))
+                return 0;
         fprintf(stderr, "sap solve: unknown preconditioner '%s' (%s, auto; --precond help)\n", arg,
                 precond_list(", "));
         return 2;

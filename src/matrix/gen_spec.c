@@ -18,12 +18,21 @@
 /* The values of every generator's keys (each generator uses some of them). */
 typedef struct gen_args {
     int64_t n, k, nx, ny, nz, nb, bw;
-    double d, fill, albedo, tau, shift;
+    double d, fill, albedo, tau, shift, beta;
     int sym;
     uint64_t seed;
 } gen_args;
 
-enum { GEN_BANDED, GEN_SYNTHETIC, GEN_POISSON2D, GEN_POISSON3D, GEN_RADIATIVE, GEN_BLOCKTRIDIAG, GEN_COUNT };
+enum {
+    GEN_BANDED,
+    GEN_SYNTHETIC,
+    GEN_POISSON2D,
+    GEN_POISSON3D,
+    GEN_RADIATIVE,
+    GEN_BLOCKTRIDIAG,
+    GEN_CONVDIFF3D,
+    GEN_COUNT
+};
 
 #define GEN_MAX_KEYS 6
 #define GA(member) SAP_OPT_AT(gen_args, member)
@@ -92,6 +101,12 @@ static const gen_def gen_defs[GEN_COUNT] = {
                           4,
                           {{.name = "nb", .help = "block rows", .kind = SAP_OPT_INT, GA(nb)},
                            KEY_K("block size"), KEY_D, KEY_SEED}},
+    [GEN_CONVDIFF3D] = {"convdiff3d", NULL,
+                        "3D convection-diffusion -lap u + beta (1,1,1).grad u, 7-point central\n"
+                        "differences on an n x n x n grid (nonsymmetric; n=108 is the size of atmosmodd)",
+                        2,
+                        {KEY_N("grid size in every dimension"),
+                         {.name = "beta", .help = "convection speed", .def = "50", .kind = SAP_OPT_REAL, GA(beta)}}},
 };
 #undef GA
 
@@ -253,6 +268,7 @@ sap_status sap_gen_spec(sap_context *ctx, const char *spec, sap_csr **A)
     }
     case GEN_RADIATIVE: return sap_gen_radiative(ctx, (sap_int)a.n, a.albedo, a.tau, (sap_int)a.bw, a.shift, A);
     case GEN_BLOCKTRIDIAG: return sap_gen_blocktridiag(ctx, (sap_int)a.nb, (sap_int)a.k, a.d, a.seed, A);
+    case GEN_CONVDIFF3D: return sap_gen_convdiff3d(ctx, (sap_int)a.n, a.beta, A);
     default: break;
     }
     return SAP_ERROR(ctx, SAP_ERR_INVALID, "gen:%s: generator not dispatched", g->name);

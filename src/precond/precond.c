@@ -6,13 +6,58 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The "V1,V2,.." of "NAME:V1,V2,..": the i-th plain value sets the i-th option of the
+ * type's table; "key=value" items are passed as they are. */
+static sap_status set_positional(sap_precond *P, const char *args)
+{
+    sap_status st = SAP_OK;
+    const size_t len = strlen(args);
+    char *list = NULL;
+    size_t cap = len + 1, w = 0;
+    for (int i = 0; i < P->type->nopts; i++) cap += strlen(P->type->opts[i].name) + 1;
+    SAP_ALLOC(P->ctx, list, cap);
+    int k = 0;
+    for (const char *s = args; *s;) {
+        const char *e = strchr(s, ',');
+        const size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (w) list[w++] = ',';
+        if (!memchr(s, '=', n)) {
+            if (k >= P->type->nopts)
+                SAP_FAIL(P->ctx, SAP_ERR_INVALID, "preconditioner '%s' takes at most %d values ('%s' given)",
+                         P->type->name, P->type->nopts, args);
+            const size_t m = strlen(P->type->opts[k].name);
+            memcpy(list + w, P->type->opts[k].name, m);
+            w += m;
+            list[w++] = '=';
+        }
+        k++;
+        memcpy(list + w, s, n);
+        w += n;
+        s = e ? e + 1 : s + n;
+    }
+    list[w] = '\0';
+    st = sap_precond_set_options(P, list);
+cleanup:
+    sap__free(P->ctx, list);
+    return st;
+}
+
 sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **out)
 {
     SAP_CHECK_CTX(ctx);
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_precond_create: output pointer is NULL");
     *out = NULL;
     if (!name) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_precond_create: name is NULL");
-    const sap_precond_type *type = sap__precond_find(name);
+    /* "NAME:V1,V2,..": the type's options in table order (or key=value items) */
+    const char *colon = strchr(name, ':');
+    char tname[64];
+    if (colon) {
+        if ((size_t)(colon - name) >= sizeof(tname))
+            return SAP_ERROR(ctx, SAP_ERR_INVALID, "unknown preconditioner '%.80s'", name);
+        memcpy(tname, name, (size_t)(colon - name));
+        tname[colon - name] = '\0';
+    }
+    const sap_precond_type *type = sap__precond_find(colon ? tname : name);
     if (!type) {
         char known[512] = "";
         for (int i = 0; i < sap_precond_type_count(); i++) {
@@ -36,6 +81,7 @@ sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **
             SAP_FAIL(ctx, SAP_ERR_INVALID, "preconditioner '%s': a default option value does not parse", type->name);
     }
     if (type->create) SAP_TRY(type->create(P));
+    if (colon) SAP_TRY(set_positional(P, colon + 1));
     *out = P;
     return SAP_OK;
 cleanup:

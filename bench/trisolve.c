@@ -1,0 +1,683 @@
+/* trisolve.c -- GPU sparse triangular solves and ILU(0)-GMRES(20) against cuSPARSE.
+ *
+ * Part 1: the ILU(0) factors L (unit lower) and U of each matrix (host ILU(0), the same
+ * factors for everyone) solved as L y = b, U x = y by the device table's triangular solves
+ * (methods auto, level, syncfree) and by cusparseSpSV (CSR, 32-bit indices) in the same
+ * run, in double and float: analysis time (ours: host levels + HEC build + upload, which is
+ * the PARTIAL part: the level analysis runs on the host; cuSPARSE: bufferSize + analysis)
+ * and the solve time (median of batches of back-to-back L + U solves, CUDA events), the
+ * speedup, and the largest difference between the two solutions.
+ * Part 2: GMRES(20) to 1e-8 with our ilu0 preconditioner against the same Krylov loop
+ * (sap_krylov_solve) with a preconditioner built here on cusparseDcsrilu02 + SpSV,
+ * registered at run time: setup, solve and iterations.
+ *
+ * Matrices: gen:poisson3d:n=P (default 100), gen:convdiff3d:n=C (default 108), a random
+ * many-level matrix (--random N, default 200000), and G3_circuit, cage11, Andrews from the
+ * matrix directory when present.
+ *
+ * Usage: trisolve [--out DIR] [--matrix-dir DIR] [--poisson N] [--convdiff N] [--random N]
+ *                 [--no-matrices] [--no-gmres] [--batches N]
+ * Writes DIR/trisolve.csv and DIR/trisolve.md (default DIR: bench/results of the source tree). */
+#define _POSIX_C_SOURCE 200809L
+#include "sap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SAP_HAVE_CUDA
+int main(void)
+{
+    printf("bench/trisolve needs the CUDA backend; this build has none.\n");
+    return 0;
+}
+#else
+
+#include "device/cuda/cuda_internal.h"
+#include "precond/ilu_factor.h"
+
+#include <cuda_runtime_api.h>
+/* csrilu02 is deprecated in CUDA 12/13 but still cuSPARSE's ILU(0) (the anchor) */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include <cusparse.h>
+#include <math.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static char *outbuf = NULL;
+static size_t outlen = 0, outcap = 0;
+static void say(const char *fmt, ...)
+{
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fputs(line, stdout);
+    fflush(stdout);
+    size_t l = strlen(line);
+    if (outlen + l + 1 > outcap) {
+        size_t nc = outcap ? outcap * 2 : 65536;
+        while (nc < outlen + l + 1) nc *= 2;
+        char *p = realloc(outbuf, nc);
+        if (!p) return;
+        outbuf = p;
+        outcap = nc;
+    }
+    memcpy(outbuf + outlen, line, l + 1);
+    outlen += l;
+}
+
+#define CU(call)                                                                                     \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) {                                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+#define CUSP(call)                                                                                   \
+    do {                                                                                             \
+        cusparseStatus_t s_ = (call);                                                                \
+        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                         \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cusparseGetErrorString(s_)); \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+#define OK(call)                                                                                     \
+    do {                                                                                             \
+        sap_status s_ = (call);                                                                      \
+        if (s_ < 0) {                                                                                \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, sap_status_name(s_));      \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double wtime(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef void (*run_fn)(void *arg);
+static int g_batches = 11;
+
+/* Median seconds per call of fn over batches of back-to-back calls (>= 2 ms a batch). */
+static double time_calls(cudaStream_t stream, run_fn fn, void *arg)
+{
+    cudaEvent_t e0, e1;
+    CU(cudaEventCreate(&e0));
+    CU(cudaEventCreate(&e1));
+    for (int i = 0; i < 2; i++) fn(arg);
+    CU(cudaStreamSynchronize(stream));
+    int reps = 1;
+    float ms = 0;
+    for (;;) {
+        CU(cudaEventRecord(e0, stream));
+        for (int i = 0; i < reps; i++) fn(arg);
+        CU(cudaEventRecord(e1, stream));
+        CU(cudaEventSynchronize(e1));
+        CU(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms >= 2.0f || reps >= 4096) break;
+        reps *= 2;
+    }
+    double t[64];
+    const int nb = g_batches < 64 ? g_batches : 64;
+    for (int b = 0; b < nb; b++) {
+        CU(cudaEventRecord(e0, stream));
+        for (int i = 0; i < reps; i++) fn(arg);
+        CU(cudaEventRecord(e1, stream));
+        CU(cudaEventSynchronize(e1));
+        CU(cudaEventElapsedTime(&ms, e0, e1));
+        t[b] = (double)ms * 1e-3 / reps;
+    }
+    qsort(t, (size_t)nb, sizeof(double), cmp_double);
+    CU(cudaEventDestroy(e0));
+    CU(cudaEventDestroy(e1));
+    return t[nb / 2];
+}
+
+/* ---- ours ------------------------------------------------------------------------------ */
+
+typedef struct ours_run {
+    const sap_backend_ops *ops;
+    sap_trsv *L, *U;
+    void *b, *y, *x;
+} ours_run;
+
+static void run_ours(void *arg)
+{
+    ours_run *o = arg;
+    if (o->ops->trsv->solve(o->L, 1, o->b, o->y) < 0 || o->ops->trsv->solve(o->U, 1, o->y, o->x) < 0) {
+        fprintf(stderr, "trsv solve failed\n");
+        exit(1);
+    }
+}
+
+/* ---- cuSPARSE SpSV ------------------------------------------------------------------------- */
+
+typedef struct cusp_tri {
+    int32_t *rp, *ci;
+    void *val;
+    cusparseSpMatDescr_t A;
+    cusparseSpSVDescr_t d;
+    void *buf;
+} cusp_tri;
+
+typedef struct cusp_run {
+    cusparseHandle_t h;
+    cudaDataType dt;
+    cusp_tri L, U;
+    cusparseDnVecDescr_t vb, vy, vx;
+} cusp_run;
+
+static void cusp_upload(cusp_tri *T, const sap_csr *M, cudaDataType dt, int lower)
+{
+    const sap_int n = M->nrows, nnz = M->nnz;
+    int32_t *rp = malloc(sizeof(int32_t) * (size_t)(n + 1)), *ci = malloc(sizeof(int32_t) * (size_t)(nnz + 1));
+    const size_t es = dt == CUDA_R_64F ? 8 : 4;
+    void *v = malloc(es * (size_t)(nnz + 1));
+    for (sap_int i = 0; i <= n; i++) rp[i] = (int32_t)M->rowptr[i];
+    for (sap_int p = 0; p < nnz; p++) {
+        ci[p] = (int32_t)M->colind[p];
+        if (dt == CUDA_R_64F) ((double *)v)[p] = M->val[p];
+        else ((float *)v)[p] = (float)M->val[p];
+    }
+    CU(cudaMalloc((void **)&T->rp, sizeof(int32_t) * (size_t)(n + 1)));
+    CU(cudaMalloc((void **)&T->ci, sizeof(int32_t) * (size_t)(nnz + 1)));
+    CU(cudaMalloc(&T->val, es * (size_t)(nnz + 1)));
+    CU(cudaMemcpy(T->rp, rp, sizeof(int32_t) * (size_t)(n + 1), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(T->ci, ci, sizeof(int32_t) * (size_t)(nnz + 1), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(T->val, v, es * (size_t)(nnz + 1), cudaMemcpyHostToDevice));
+    free(rp);
+    free(ci);
+    free(v);
+    CUSP(cusparseCreateCsr(&T->A, n, n, nnz, T->rp, T->ci, T->val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                           CUSPARSE_INDEX_BASE_ZERO, dt));
+    cusparseFillMode_t fm = lower ? CUSPARSE_FILL_MODE_LOWER : CUSPARSE_FILL_MODE_UPPER;
+    cusparseDiagType_t dg = lower ? CUSPARSE_DIAG_TYPE_UNIT : CUSPARSE_DIAG_TYPE_NON_UNIT;
+    CUSP(cusparseSpMatSetAttribute(T->A, CUSPARSE_SPMAT_FILL_MODE, &fm, sizeof(fm)));
+    CUSP(cusparseSpMatSetAttribute(T->A, CUSPARSE_SPMAT_DIAG_TYPE, &dg, sizeof(dg)));
+}
+
+/* bufferSize + analysis of one factor (returns seconds, synchronised) */
+static double cusp_analyse(cusp_run *c, cusp_tri *T, cusparseDnVecDescr_t in, cusparseDnVecDescr_t out,
+                           cudaStream_t s)
+{
+    const double one = 1.0;
+    const float onef = 1.0f;
+    const void *alpha = c->dt == CUDA_R_64F ? (const void *)&one : (const void *)&onef;
+    CU(cudaStreamSynchronize(s));
+    const double t0 = wtime();
+    size_t bytes = 0;
+    CUSP(cusparseSpSV_createDescr(&T->d));
+    CUSP(cusparseSpSV_bufferSize(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, alpha, T->A, in, out, c->dt,
+                                 CUSPARSE_SPSV_ALG_DEFAULT, T->d, &bytes));
+    CU(cudaMalloc(&T->buf, bytes ? bytes : 1));
+    CUSP(cusparseSpSV_analysis(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, alpha, T->A, in, out, c->dt,
+                               CUSPARSE_SPSV_ALG_DEFAULT, T->d, T->buf));
+    CU(cudaStreamSynchronize(s));
+    return wtime() - t0;
+}
+
+static void run_cusp(void *arg)
+{
+    cusp_run *c = arg;
+    const double one = 1.0;
+    const float onef = 1.0f;
+    const void *alpha = c->dt == CUDA_R_64F ? (const void *)&one : (const void *)&onef;
+    CUSP(cusparseSpSV_solve(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, alpha, c->L.A, c->vb, c->vy, c->dt,
+                            CUSPARSE_SPSV_ALG_DEFAULT, c->L.d));
+    CUSP(cusparseSpSV_solve(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, alpha, c->U.A, c->vy, c->vx, c->dt,
+                            CUSPARSE_SPSV_ALG_DEFAULT, c->U.d));
+}
+
+static void cusp_free(cusp_tri *T)
+{
+    cusparseSpSV_destroyDescr(T->d);
+    cusparseDestroySpMat(T->A);
+    cudaFree(T->rp);
+    cudaFree(T->ci);
+    cudaFree(T->val);
+    cudaFree(T->buf);
+}
+
+/* ---- part 1 ------------------------------------------------------------------------------ */
+
+static FILE *csv;
+typedef struct summary {
+    char name[64];
+    double speed_d, an_ratio_d;
+} summary;
+static summary sums[64];
+static int nsums;
+
+static void bench_matrix(sap_context *ctx, const char *name, const sap_csr *A)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    cudaStream_t s = (cudaStream_t)sap__cuda_stream(ctx);
+    sap_csr *LU = NULL, *L = NULL, *U = NULL;
+    const double tf0 = wtime();
+    OK(sap__iluk_pattern(ctx, A, 0, &LU));
+    OK(sap__ilu_numeric(ctx, LU, 1e-8, NULL));
+    OK(sap__lu_split(ctx, LU, &L, &U));
+    const double tfac = wtime() - tf0;
+    const sap_int n = A->nrows;
+    double *hb = malloc(sizeof(double) * (size_t)n), *h1 = malloc(sizeof(double) * (size_t)n),
+           *h2 = malloc(sizeof(double) * (size_t)n);
+    for (sap_int i = 0; i < n; i++) hb[i] = 1.0 + 0.5 * sin((double)i);
+    say("\n%s: n = %lld, nnz(A) = %lld, nnz(L) = %lld, nnz(U) = %lld (host ILU(0) %.3f s)\n", name, (long long)n,
+        (long long)A->nnz, (long long)L->nnz, (long long)U->nnz, tfac);
+    say("  %-6s %-9s %7s %7s %12s %10s %12s %10s %8s %8s %9s\n", "prec", "method", "lev L", "lev U", "analysis ms",
+        "solve us", "cuSP an. ms", "cuSP us", "speedup", "an.ratio", "max diff");
+    summary *sm = nsums < 64 ? &sums[nsums++] : &sums[63];
+    snprintf(sm->name, sizeof(sm->name), "%s", name);
+    sm->speed_d = sm->an_ratio_d = 0;
+    for (int pi = 0; pi < 2; pi++) {
+        const sap_precision prec = pi ? SAP_FLOAT : SAP_DOUBLE;
+        const cudaDataType dt = pi ? CUDA_R_32F : CUDA_R_64F;
+        sap_vec vb, vy, vx;
+        OK(ops->vec_create(ctx, n, prec, &vb));
+        OK(ops->vec_create(ctx, n, prec, &vy));
+        OK(ops->vec_create(ctx, n, prec, &vx));
+        OK(ops->vec_upload(ctx, &vb, hb));
+        /* cuSPARSE */
+        cusp_run c;
+        memset(&c, 0, sizeof(c));
+        OK(sap__cuda_cusparse(ctx, (void **)&c.h));
+        c.dt = dt;
+        cusp_upload(&c.L, L, dt, 1);
+        cusp_upload(&c.U, U, dt, 0);
+        CUSP(cusparseCreateDnVec(&c.vb, n, vb.data, dt));
+        CUSP(cusparseCreateDnVec(&c.vy, n, vy.data, dt));
+        CUSP(cusparseCreateDnVec(&c.vx, n, vx.data, dt));
+        const double tca = cusp_analyse(&c, &c.L, c.vb, c.vy, s) + cusp_analyse(&c, &c.U, c.vy, c.vx, s);
+        const double tcs = time_calls(s, run_cusp, &c);
+        OK(ops->vec_download(ctx, &vx, h1));
+        for (int m = 0; m < 3; m++) {
+            const sap_trsv_method meth = m == 0 ? SAP_TRSV_AUTO : m == 1 ? SAP_TRSV_LEVEL : SAP_TRSV_SYNCFREE;
+            ours_run o = {ops, NULL, NULL, vb.data, vy.data, vx.data};
+            OK(ops->synchronize(ctx));
+            const double t0 = wtime();
+            OK(ops->trsv->analyze(ctx, L, 0, 1, prec, meth, &o.L));
+            OK(ops->trsv->analyze(ctx, U, 1, 0, prec, meth, &o.U));
+            OK(ops->synchronize(ctx));
+            const double toa = wtime() - t0;
+            OK(ops->set(ctx, &vx, 0.0));
+            const double tos = time_calls(s, run_ours, &o);
+            OK(ops->vec_download(ctx, &vx, h2));
+            double e = 0.0, sc = 0.0;
+            for (sap_int i = 0; i < n; i++) {
+                e = fmax(e, fabs(h1[i] - h2[i]));
+                sc = fmax(sc, fabs(h1[i]));
+            }
+            e /= sc > 0 ? sc : 1.0;
+            const char *mn = m == 0 ? (o.L->method == SAP_TRSV_LEVEL ? "auto:lev" : "auto:sf") : m == 1 ? "level" : "syncfree";
+            say("  %-6s %-9s %7lld %7lld %12.3f %10.1f %12.3f %10.1f %7.2fx %7.2fx %9.1e\n", pi ? "float" : "double", mn,
+                (long long)o.L->nlevels, (long long)o.U->nlevels, toa * 1e3, tos * 1e6, tca * 1e3, tcs * 1e6, tcs / tos,
+                tca / toa, e);
+            fprintf(csv, "%s,%lld,%lld,%s,%s,%lld,%lld,%.6e,%.6e,%.6e,%.6e,%.3e\n", name, (long long)n,
+                    (long long)(L->nnz + U->nnz), pi ? "float" : "double", mn, (long long)o.L->nlevels,
+                    (long long)o.U->nlevels, toa, tos, tca, tcs, e);
+            if (m == 0 && pi == 0) {
+                sm->speed_d = tcs / tos;
+                sm->an_ratio_d = tca / toa;
+            }
+            ops->trsv->destroy(o.L);
+            ops->trsv->destroy(o.U);
+        }
+        cusparseDestroyDnVec(c.vb);
+        cusparseDestroyDnVec(c.vy);
+        cusparseDestroyDnVec(c.vx);
+        cusp_free(&c.L);
+        cusp_free(&c.U);
+        ops->vec_destroy(ctx, &vb);
+        ops->vec_destroy(ctx, &vy);
+        ops->vec_destroy(ctx, &vx);
+    }
+    free(hb);
+    free(h1);
+    free(h2);
+    sap_csr_destroy(LU);
+    sap_csr_destroy(L);
+    sap_csr_destroy(U);
+}
+
+/* ---- part 2: a preconditioner on cuSPARSE's csrilu02 + SpSV --------------------------------- */
+
+typedef struct csp_pc {
+    cusparseHandle_t h;
+    int32_t n, nnz;
+    int32_t *rp, *ci;
+    double *val, *tmp;
+    cusparseSpMatDescr_t L, U;
+    cusparseSpSVDescr_t dl, du;
+    void *bl, *bu;
+    cusparseDnVecDescr_t vr, vt, vz;
+} csp_pc;
+
+static sap_status csp_create(sap_precond *P)
+{
+    P->data = calloc(1, sizeof(csp_pc));
+    return P->data ? SAP_OK : SAP_ERR_OUT_OF_MEMORY;
+}
+
+static void csp_destroy(sap_precond *P)
+{
+    csp_pc *c = P->data;
+    if (!c) return;
+    if (c->dl) cusparseSpSV_destroyDescr(c->dl);
+    if (c->du) cusparseSpSV_destroyDescr(c->du);
+    if (c->L) cusparseDestroySpMat(c->L);
+    if (c->U) cusparseDestroySpMat(c->U);
+    if (c->vr) cusparseDestroyDnVec(c->vr);
+    if (c->vt) cusparseDestroyDnVec(c->vt);
+    if (c->vz) cusparseDestroyDnVec(c->vz);
+    cudaFree(c->rp);
+    cudaFree(c->ci);
+    cudaFree(c->val);
+    cudaFree(c->tmp);
+    cudaFree(c->bl);
+    cudaFree(c->bu);
+    free(c);
+    P->data = NULL;
+}
+
+static sap_status csp_numeric(sap_precond *P, const sap_csr *A)
+{
+    csp_pc *c = P->data;
+    sap_context *ctx = P->ctx;
+    cudaStream_t s = (cudaStream_t)sap__cuda_stream(ctx);
+    OK(sap__cuda_cusparse(ctx, (void **)&c->h));
+    const sap_int n = A->nrows, nnz = A->nnz;
+    c->n = (int32_t)n;
+    c->nnz = (int32_t)nnz;
+    int32_t *rp = malloc(sizeof(int32_t) * (size_t)(n + 1)), *ci = malloc(sizeof(int32_t) * (size_t)nnz);
+    for (sap_int i = 0; i <= n; i++) rp[i] = (int32_t)A->rowptr[i];
+    for (sap_int p = 0; p < nnz; p++) ci[p] = (int32_t)A->colind[p];
+    CU(cudaMalloc((void **)&c->rp, sizeof(int32_t) * (size_t)(n + 1)));
+    CU(cudaMalloc((void **)&c->ci, sizeof(int32_t) * (size_t)nnz));
+    CU(cudaMalloc((void **)&c->val, sizeof(double) * (size_t)nnz));
+    CU(cudaMalloc((void **)&c->tmp, sizeof(double) * (size_t)n));
+    CU(cudaMemcpy(c->rp, rp, sizeof(int32_t) * (size_t)(n + 1), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(c->ci, ci, sizeof(int32_t) * (size_t)nnz, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(c->val, A->val, sizeof(double) * (size_t)nnz, cudaMemcpyHostToDevice));
+    free(rp);
+    free(ci);
+    /* csrilu02 in place */
+    cusparseMatDescr_t md;
+    csrilu02Info_t info;
+    int bs = 0;
+    void *buf = NULL;
+    CUSP(cusparseCreateMatDescr(&md));
+    CUSP(cusparseCreateCsrilu02Info(&info));
+    CUSP(cusparseDcsrilu02_bufferSize(c->h, c->n, c->nnz, md, c->val, c->rp, c->ci, info, &bs));
+    CU(cudaMalloc(&buf, bs > 0 ? (size_t)bs : 1));
+    CUSP(cusparseDcsrilu02_analysis(c->h, c->n, c->nnz, md, c->val, c->rp, c->ci, info,
+                                    CUSPARSE_SOLVE_POLICY_USE_LEVEL, buf));
+    CUSP(cusparseDcsrilu02(c->h, c->n, c->nnz, md, c->val, c->rp, c->ci, info, CUSPARSE_SOLVE_POLICY_USE_LEVEL, buf));
+    CU(cudaStreamSynchronize(s));
+    cudaFree(buf);
+    cusparseDestroyCsrilu02Info(info);
+    cusparseDestroyMatDescr(md);
+    /* SpSV of L (unit lower) and U on the combined factor */
+    cusparseFillMode_t lo = CUSPARSE_FILL_MODE_LOWER, up = CUSPARSE_FILL_MODE_UPPER;
+    cusparseDiagType_t un = CUSPARSE_DIAG_TYPE_UNIT, nu = CUSPARSE_DIAG_TYPE_NON_UNIT;
+    CUSP(cusparseCreateCsr(&c->L, n, n, nnz, c->rp, c->ci, c->val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                           CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+    CUSP(cusparseCreateCsr(&c->U, n, n, nnz, c->rp, c->ci, c->val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                           CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+    CUSP(cusparseSpMatSetAttribute(c->L, CUSPARSE_SPMAT_FILL_MODE, &lo, sizeof(lo)));
+    CUSP(cusparseSpMatSetAttribute(c->L, CUSPARSE_SPMAT_DIAG_TYPE, &un, sizeof(un)));
+    CUSP(cusparseSpMatSetAttribute(c->U, CUSPARSE_SPMAT_FILL_MODE, &up, sizeof(up)));
+    CUSP(cusparseSpMatSetAttribute(c->U, CUSPARSE_SPMAT_DIAG_TYPE, &nu, sizeof(nu)));
+    CUSP(cusparseCreateDnVec(&c->vr, n, c->tmp, CUDA_R_64F)); /* re-pointed at apply */
+    CUSP(cusparseCreateDnVec(&c->vt, n, c->tmp, CUDA_R_64F));
+    CUSP(cusparseCreateDnVec(&c->vz, n, c->tmp, CUDA_R_64F));
+    const double one = 1.0;
+    size_t b1 = 0, b2 = 0;
+    CUSP(cusparseSpSV_createDescr(&c->dl));
+    CUSP(cusparseSpSV_createDescr(&c->du));
+    CUSP(cusparseSpSV_bufferSize(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c->L, c->vr, c->vt, CUDA_R_64F,
+                                 CUSPARSE_SPSV_ALG_DEFAULT, c->dl, &b1));
+    CUSP(cusparseSpSV_bufferSize(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c->U, c->vt, c->vz, CUDA_R_64F,
+                                 CUSPARSE_SPSV_ALG_DEFAULT, c->du, &b2));
+    CU(cudaMalloc(&c->bl, b1 ? b1 : 1));
+    CU(cudaMalloc(&c->bu, b2 ? b2 : 1));
+    CUSP(cusparseSpSV_analysis(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c->L, c->vr, c->vt, CUDA_R_64F,
+                               CUSPARSE_SPSV_ALG_DEFAULT, c->dl, c->bl));
+    CUSP(cusparseSpSV_analysis(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c->U, c->vt, c->vz, CUDA_R_64F,
+                               CUSPARSE_SPSV_ALG_DEFAULT, c->du, c->bu));
+    CU(cudaStreamSynchronize(s));
+    return SAP_OK;
+}
+
+static sap_status csp_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
+{
+    csp_pc *c = P->data;
+    const double one = 1.0;
+    CUSP(cusparseDnVecSetValues(c->vr, r->data));
+    CUSP(cusparseDnVecSetValues(c->vz, z->data));
+    CUSP(cusparseSpSV_solve(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c->L, c->vr, c->vt, CUDA_R_64F,
+                            CUSPARSE_SPSV_ALG_DEFAULT, c->dl));
+    CUSP(cusparseSpSV_solve(c->h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, c->U, c->vt, c->vz, CUDA_R_64F,
+                            CUSPARSE_SPSV_ALG_DEFAULT, c->du));
+    return SAP_OK;
+}
+
+static const sap_precond_type csp_type = {
+    .name = "cusparse-ilu0",
+    .help = "bench only: cusparseDcsrilu02 + SpSV",
+    .create = csp_create,
+    .setup_numeric = csp_numeric,
+    .apply = csp_apply,
+    .destroy = csp_destroy,
+};
+
+static void bench_gmres(sap_context *ctx, const char *name, const sap_csr *A, FILE *gcsv)
+{
+    const sap_int n = A->nrows;
+    double *b = malloc(sizeof(double) * (size_t)n), *x = malloc(sizeof(double) * (size_t)n);
+    for (sap_int i = 0; i < n; i++) b[i] = 1.0;
+    sap_matrix *M = NULL;
+    OK(sap_matrix_create(ctx, A, NULL, &M));
+    const char *pcs[2] = {"ilu0", "cusparse-ilu0"};
+    double tt[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        sap_precond *P = NULL;
+        sap_krylov *K = NULL;
+        sap_krylov_options opt;
+        sap_krylov_options_init(&opt);
+        opt.type = SAP_KRYLOV_GMRES;
+        opt.param = 20;
+        opt.tol = 1e-8;
+        opt.maxit = 5000;
+        opt.sync_timing = 0;
+        memset(x, 0, sizeof(double) * (size_t)n);
+        OK(sap_krylov_create(ctx, &opt, &K));
+        OK(sap_precond_create(ctx, pcs[k], &P));
+        OK(sap__ops(ctx)->synchronize(ctx));
+        const double t0 = wtime();
+        OK(sap_precond_setup_numeric(P, A));
+        OK(sap__ops(ctx)->synchronize(ctx));
+        const double t1 = wtime();
+        sap_krylov_stats ks;
+        sap_status st = sap_krylov_solve(K, M, P, b, x, &ks);
+        const double t2 = wtime();
+        tt[k] = t2 - t0;
+        say("  %-14s setup %8.3f s  solve %8.3f s  total %8.3f s  %6.0f iterations  residual %.2e  %s\n", pcs[k], t1 - t0,
+            t2 - t1, t2 - t0, ks.iterations, ks.true_residual, sap_status_name(st));
+        fprintf(gcsv, "%s,%lld,%s,%.6e,%.6e,%.0f,%.3e,%s\n", name, (long long)n, pcs[k], t1 - t0, t2 - t1, ks.iterations,
+                ks.true_residual, sap_status_name(st));
+        sap_precond_destroy(P);
+        sap_krylov_destroy(K);
+    }
+    say("  ours / cuSPARSE time to solution: %.2f (target <= 0.5)\n", tt[0] / tt[1]);
+    sap_matrix_destroy(M);
+    free(b);
+    free(x);
+}
+
+/* a random lower-heavy sparse matrix with many thin levels: row i couples to a few random
+ * earlier rows within a window (and a few later ones), diagonally dominant */
+static sap_csr *random_many_levels(sap_context *ctx, sap_int n)
+{
+    sap_csr *A = NULL;
+    const int per = 4;
+    OK(sap_csr_create(ctx, n, n, n * (2 * per + 1), &A));
+    uint64_t st = 88172645463325252ULL;
+    sap_int nz = 0;
+    A->rowptr[0] = 0;
+    for (sap_int i = 0; i < n; i++) {
+        sap_int cols[16];
+        int m = 0;
+        for (int k = 0; k < 2 * per; k++) {
+            st ^= st << 13;
+            st ^= st >> 7;
+            st ^= st << 17;
+            const sap_int w = 1 + (sap_int)(st % 64);
+            const sap_int j = k < per ? i - w : i + w;
+            if (j >= 0 && j < n) cols[m++] = j;
+        }
+        cols[m++] = i;
+        for (int a = 1; a < m; a++) /* sort, drop duplicates */
+            for (int c = a; c > 0 && cols[c - 1] > cols[c]; c--) {
+                const sap_int t = cols[c];
+                cols[c] = cols[c - 1];
+                cols[c - 1] = t;
+            }
+        for (int a = 0; a < m; a++) {
+            if (a && cols[a] == cols[a - 1]) continue;
+            A->colind[nz] = cols[a];
+            A->val[nz++] = cols[a] == i ? 2.0 * per + 1.0 : -1.0;
+        }
+        A->rowptr[i + 1] = nz;
+    }
+    A->nnz = nz;
+    return A;
+}
+
+int main(int argc, char **argv)
+{
+    const char *outdir = SAP_SOURCE_DIR "/bench/results";
+    const char *matdir = getenv("SAP_MATRIX_DIR");
+    if (!matdir || !*matdir) matdir = SAP_MATRIX_DIR_DEFAULT;
+    int poisson = 100, convdiff = 108, no_matrices = 0, no_gmres = 0;
+    sap_int nrand = 200000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) outdir = argv[++i];
+        else if (!strcmp(argv[i], "--matrix-dir") && i + 1 < argc) matdir = argv[++i];
+        else if (!strcmp(argv[i], "--poisson") && i + 1 < argc) poisson = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--convdiff") && i + 1 < argc) convdiff = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrand = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--no-matrices")) no_matrices = 1;
+        else if (!strcmp(argv[i], "--no-gmres")) no_gmres = 1;
+        else if (!strcmp(argv[i], "--batches") && i + 1 < argc) g_batches = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--out DIR] [--matrix-dir DIR] [--poisson N] [--convdiff N] [--random N] "
+                            "[--no-matrices] [--no-gmres] [--batches N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (g_batches < 1) g_batches = 1;
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = SAP_BACKEND_CUDA;
+    cfg.print_level = SAP_PRINT_SILENT;
+    sap_context *ctx = NULL;
+    if (sap_context_create(&ctx, &cfg) != SAP_OK) {
+        printf("bench/trisolve: no CUDA device; nothing to measure.\n");
+        return 0;
+    }
+    OK(sap__precond_register(&csp_type));
+    mkdir(outdir, 0755);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/trisolve.csv", outdir);
+    csv = fopen(path, "w");
+    snprintf(path, sizeof(path), "%s/trisolve_gmres.csv", outdir);
+    FILE *gcsv = fopen(path, "w");
+    if (!csv || !gcsv) {
+        fprintf(stderr, "cannot write under %s\n", outdir);
+        return 1;
+    }
+    fprintf(csv, "matrix,n,nnz_lu,precision,method,levels_l,levels_u,ours_analysis_s,ours_solve_s,cusparse_analysis_s,"
+                 "cusparse_solve_s,max_rel_diff\n");
+    fprintf(gcsv, "matrix,n,precond,setup_s,solve_s,iterations,true_residual,status\n");
+    char cmd[1024] = "";
+    for (int i = 0; i < argc; i++) {
+        strncat(cmd, argv[i], sizeof(cmd) - strlen(cmd) - 2);
+        strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
+    }
+    time_t now = time(NULL);
+    char date[64];
+    strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
+    const char *commit = getenv("SAP_COMMIT");
+    say("sap bench/trisolve  %s\ndevice: %s\ncommit: %s\ncommand: %s\n", date, sap_context_device_name(ctx),
+        commit ? commit : "unknown", cmd);
+    say("solve = L y = b then U x = y (ILU(0) factors); speedup = cuSPARSE SpSV time / ours; an.ratio = cuSPARSE "
+        "analysis / ours\n");
+
+    char spec[128];
+    const char *names[8];
+    sap_csr *mats[8];
+    int nm = 0;
+    snprintf(spec, sizeof(spec), "gen:poisson3d:n=%d", poisson);
+    OK(sap_matrix_load(ctx, spec, NULL, &mats[nm]));
+    names[nm++] = "poisson3d";
+    snprintf(spec, sizeof(spec), "gen:convdiff3d:n=%d", convdiff);
+    OK(sap_matrix_load(ctx, spec, NULL, &mats[nm]));
+    names[nm++] = "convdiff3d";
+    mats[nm] = random_many_levels(ctx, nrand);
+    names[nm++] = "random-levels";
+    static const char *coll[] = {"G3_circuit", "cage11", "Andrews"};
+    for (int k = 0; k < 3 && !no_matrices; k++) {
+        char p[1024];
+        snprintf(p, sizeof(p), "%s/%s.mtx.gz", matdir, coll[k]);
+        if (sap_matrix_load(ctx, p, NULL, &mats[nm]) == SAP_OK) names[nm++] = coll[k];
+        else say("(%s not readable: skipped)\n", p);
+    }
+    for (int k = 0; k < nm; k++) bench_matrix(ctx, names[k], mats[k]);
+    if (!no_gmres) {
+        say("\nILU(0)-GMRES(20) to 1e-8 (b = 1, x0 = 0), the same sap_krylov_solve loop, double:\n");
+        for (int k = 0; k < 2; k++) {
+            say("%s:\n", names[k]);
+            bench_gmres(ctx, names[k], mats[k], gcsv);
+        }
+    }
+    double lg = 0.0, med[64];
+    for (int k = 0; k < nsums; k++) {
+        med[k] = sums[k].speed_d;
+        lg += log(sums[k].speed_d > 0 ? sums[k].speed_d : 1e-9);
+    }
+    qsort(med, (size_t)nsums, sizeof(double), cmp_double);
+    say("\ndouble, auto method: median speedup over cusparseSpSV %.2fx (target >= 3), geometric mean %.2fx\n",
+        nsums ? med[nsums / 2] : 0.0, nsums ? exp(lg / nsums) : 0.0);
+    for (int k = 0; k < nsums; k++)
+        say("  %-14s solve speedup %.2fx, analysis ratio (cuSPARSE / ours) %.2fx\n", sums[k].name, sums[k].speed_d,
+            sums[k].an_ratio_d);
+    snprintf(path, sizeof(path), "%s/trisolve.md", outdir);
+    FILE *md = fopen(path, "w");
+    if (md) {
+        fprintf(md, "# GPU triangular solves and ILU(0)-GMRES(20) vs cuSPARSE (bench/trisolve)\n\n");
+        fprintf(md, "- date: %s\n- device: %s\n- commit: %s\n- command: `%s`\n\n", date, sap_context_device_name(ctx),
+                commit ? commit : "unknown", cmd);
+        fprintf(md, "Tables: trisolve.csv (every method and precision), trisolve_gmres.csv.\n\n```\n%s```\n",
+                outbuf ? outbuf : "");
+        fclose(md);
+    }
+    fclose(csv);
+    fclose(gcsv);
+    for (int k = 0; k < nm; k++) sap_csr_destroy(mats[k]);
+    free(outbuf);
+    sap_context_destroy(ctx);
+    return 0;
+}
+#endif

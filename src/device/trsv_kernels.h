@@ -1,0 +1,96 @@
+/* trsv_kernels.h -- sparse triangular solves T x = b (T lower or upper, unit diagonal or
+ * not, float or double, one or many right-hand sides) as a sub-table of the device table
+ * (sap__ops(ctx)->trsv), after the level-scheduling method of the seed (Li and Saad,
+ * "GPU-accelerated preconditioned iterative linear solvers", 001_40d1a2c24465d634):
+ *
+ *   analysis   level(i) = 1 + max { level(j) : t_ij != 0, j before i }   (equation 2)
+ *              rows reordered level by level (equation 3); an upper factor is handled
+ *              as the lower one of the reversal map i -> n - 1 - i (its levels are
+ *              computed from the last row up), so one code path serves both;
+ *   storage    the reordered off-diagonal part (columns in the original numbering, so x
+ *              and b keep the original order) plus the inverse diagonal in processing
+ *              order; the cuda backend keeps it in HEC (ELL column-major + CSR remainder);
+ *   solve      one parallel step per level (cpu: an OpenMP loop per level; cuda: one kernel
+ *              per level), or on cuda the synchronization-free method for many thin levels:
+ *              a warp per row in processing order waiting on per-row ready flags.
+ *
+ * The method choice (sap__trsv_pick) uses the level profile only; see there.  The cpu
+ * implementation (cpu/trsv_cpu.c) is the reference the cuda one (cuda/trsv_cuda.cu) is
+ * tested against; every row is summed sequentially in the stored order, so results are
+ * identical for every thread count.  Internal. */
+#ifndef SAP_DEVICE_TRSV_KERNELS_H
+#define SAP_DEVICE_TRSV_KERNELS_H
+
+#include "base/base.h"
+
+typedef enum sap_trsv_method {
+    SAP_TRSV_AUTO = 0,     /* sap__trsv_pick */
+    SAP_TRSV_LEVEL = 1,    /* level scheduling: a parallel step per level */
+    SAP_TRSV_SYNCFREE = 2  /* cuda: warp per row with ready flags (cpu: runs LEVEL) */
+} sap_trsv_method;
+
+/* Host form of an analysed triangular factor (device/trsv.c), shared by the backends. */
+typedef struct sap_trsv_host {
+    sap_int n, nlevels, max_level_rows;
+    sap_int *level_ptr; /* nlevels + 1: level l is positions level_ptr[l] .. level_ptr[l+1] */
+    sap_int *order;     /* n: the row solved at position k (level order, rows ascending in a level) */
+    sap_int *rowptr;    /* n + 1: off-diagonal entries of row order[k], columns in the original numbering */
+    sap_int *colind;
+    double *val;
+    double *dinv;       /* n: 1 / t_ii of row order[k] (1 for a unit diagonal) */
+} sap_trsv_host;
+
+/* Analyses T (square host CSR, rows sorted; only the lower (upper = 0) or upper triangle may
+ * hold entries).  unit = 1: diagonal entries are ignored and taken as 1; unit = 0: every
+ * row needs a nonzero finite diagonal entry.  SAP_ERR_INVALID names an entry outside the
+ * triangle; SAP_ERR_SINGULAR names a row with a zero or missing diagonal; SAP_ERR_NONFINITE
+ * a NaN/Inf value. */
+sap_status sap__trsv_host_build(sap_context *ctx, const sap_csr *T, int upper, int unit, sap_trsv_host *H);
+void sap__trsv_host_free(sap_context *ctx, sap_trsv_host *H);
+
+/* The method for a level profile (n rows in nlevels levels), with the reason (static
+ * text).  LEVEL when the levels are few and wide: n / nlevels >= SAP_TRSV_WIDE_LEVEL rows
+ * per level on average (each kernel launch, ~3-5 us, then has thousands of rows to spread
+ * over the SMs), or nlevels <= SAP_TRSV_FEW_LEVELS; SYNCFREE otherwise (many thin levels,
+ * where one launch per level costs more than the arithmetic: a random or circuit matrix).
+ * On cpu the level method is always used (the method is recorded but the loop is the same). */
+#define SAP_TRSV_WIDE_LEVEL 2048
+#define SAP_TRSV_FEW_LEVELS 16
+sap_trsv_method sap__trsv_pick(sap_int n, sap_int nlevels, const char **reason);
+const char *sap__trsv_method_name(sap_trsv_method m);
+
+/* An analysed factor in backend memory. */
+typedef struct sap_trsv {
+    sap_context *ctx;
+    const struct sap_trsv_kernels *kt;
+    sap_int n, nnz_offdiag, nlevels, max_level_rows;
+    int upper, unit;
+    sap_precision prec;
+    sap_trsv_method method; /* never AUTO */
+    const char *reason;
+    double t_analysis; /* seconds of the analysis (host levels + backend set-up) */
+    void *impl;        /* backend private */
+} sap_trsv;
+
+typedef struct sap_trsv_kernels {
+    const char *name;
+    /* analysis of T (see sap__trsv_host_build) into *S in backend memory, precision prec */
+    sap_status (*analyze)(sap_context *ctx, const sap_csr *T, int upper, int unit, sap_precision prec,
+                          sap_trsv_method method, sap_trsv **S);
+    /* x = T^{-1} b for nrhs right-hand sides stored one after the other (column-major,
+     * leading dimension n), b and x in backend memory in S->prec; x != b */
+    sap_status (*solve)(sap_trsv *S, sap_int nrhs, const void *b, void *x);
+    void (*destroy)(sap_trsv *S);
+    /* ParILU (Chow and Patel, "Fine-grained parallel incomplete LU factorization"):
+     * 'sweeps' fixed-point sweeps for the ILU(0) factors on the pattern of S (square host
+     * CSR, rows sorted, every diagonal present; S->val = A's values on it).  Jacobi style:
+     * each sweep computes every entry from the previous sweep's values (deterministic),
+     * with F the combined factor (strictly lower part L, unit diagonal implied; the rest U):
+     *     i > j:   F_ij = (a_ij - sum_{k<j} F_ik F_kj) / F_jj   (F_jj = 0: entry kept)
+     *     i <= j:  F_ij =  a_ij - sum_{k<i} F_ik F_kj
+     * lu (host, S->nnz) holds the initial guess on entry and the result on return; the
+     * sweeps run on the backend (cuda: upload, a thread per entry, download). */
+    sap_status (*parilu)(sap_context *ctx, const sap_csr *S, int sweeps, double *lu);
+} sap_trsv_kernels;
+
+#endif /* SAP_DEVICE_TRSV_KERNELS_H */
