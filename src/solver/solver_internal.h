@@ -134,6 +134,10 @@ typedef struct sap__attempt {
     sap_int boosted, dropped;
     int64_t mem;
     int itry;      /* its entry in stats.tried */
+    /* time box (solver_monitor.c): when it started (its build), what its setup was
+     * predicted to take, the seconds it may take (0: none) and whether that was decided */
+    double t_start, predicted, budget;
+    int budget_set;
     char note[96]; /* what its setup did */
     double t_drop, t_third, t_asmbl, t_transfer, t_lu, t_spk, t_lurdcd;
 } sap__attempt;
@@ -158,6 +162,19 @@ struct sap_solver {
     double *w; /* 6 n work */
     sap_solver_stats stats;
     int interrupted; /* a monitor asked to stop during this call (setup, solve, refactor) */
+    /* the time box of the current attempt (solver_monitor.c): 1 it ran out of time, 2 its
+     * residual slope predicted it would; what it said; the residual history of the
+     * running Krylov solve (log10 relres and time, a ring of SV_SLOPE_WINDOW) */
+    int budget_stop;
+    char budget_note[64];
+    double slope_t[32], slope_r[32], slope_last_it;
+    int slope_n;
+    /* the direct methods' prediction from a host symbolic analysis (solver_method_direct.c;
+     * computed at most once per setup, when a budget needs it or direct-host builds) */
+    int dpred_done, dpred_ok;
+    double dpred_flops, dpred_lu_nnz, dpred_t_analyse;
+    char dpred_solver[48];
+    struct sap_direct *dpre; /* that analysis, kept for direct-host's build */
 };
 
 static inline int sap__solver_on_cuda(const sap_context *c) { return c->backend == SAP_BACKEND_CUDA; }
@@ -295,6 +312,23 @@ int sap__solver_has_monitor(const sap_solver *S);
 int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const char *note);
 /* "0.4 s", "12 s", "4.2 min", "3.1 h" */
 void sap__solver_fmt_seconds(double s, char *buf, size_t size);
+
+/* solver_method_direct.c: the direct methods' predictions */
+/* Seconds the direct method m (direct-host, direct-cudss) is predicted to take for the
+ * whole solve (analysis + factorization + solve) from a host symbolic analysis of A
+ * (done once, kept in S->dpre for direct-host); < 0 when it cannot be predicted (no
+ * SuiteSparse, the analysis failed, m not a direct method). */
+double sap__solver_direct_predict(sap_solver *S, sap_solver_method m);
+/* Frees the kept analysis (setup, destroy). */
+void sap__solver_direct_forget(sap_solver *S);
+
+/* solver_monitor.c: the time box */
+#define SV_BUDGET_FACTOR 2.0 /* automatic budget: this times the next direct method's prediction */
+#define SV_BUDGET_MIN 0.25   /* ... and at least this many seconds; an attempt is not checked
+                                before it has run this long (the prediction costs an analysis) */
+/* The budget of attempt a (chain index i; decided once: a->budget, a->budget_set): the
+ * time_budget given, or the automatic one (why receives its words); 0 when none. */
+double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size_t wl);
 
 /* solver_plan.c */
 /* The method's estimate (bytes, flops, predicted seconds: filled when the method leaves 0). */
