@@ -217,7 +217,8 @@ static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direc
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "sap direct-cudss: N = %lld, nnz = %lld exceed 32-bit indices",
                          (long long)A->nrows, (long long)A->nnz);
     SAP_TRY(sap__cuda_enter(ctx));
-    SAP_CALLOC(ctx, D, 1);
+    SAP_CUDA_HOST_ALLOC(ctx, D, 1);
+    memset(D, 0, sizeof(*D));
     D->ctx = ctx;
     D->f = api();
     D->n = A->nrows;
