@@ -38,8 +38,9 @@ double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size
     a->budget_set = 1;
     a->budget = 0;
     const double tb = S->opt.time_budget;
-    /* only an iterative attempt that has a fallback */
-    if (a->final || a->type->direct || tb < 0 || !S->opt.fallback) return 0;
+    /* an attempt that has a fallback, not a sparse direct one (band-pivot's setup is
+     * compared with it; the iterative ones are also stopped by it) */
+    if (a->final || (a->type->direct && a->type->band == SAP__SM_BAND_NONE) || tb < 0 || !S->opt.fallback) return 0;
     if (tb > 0) {
         a->budget = tb;
         if (why && wl) snprintf(why, wl, "time_budget %.3g s given", tb);

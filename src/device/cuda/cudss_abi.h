@@ -1,9 +1,9 @@
-/* cudss_abi.h -- the few NVIDIA cuDSS declarations the direct-cudss method calls through
- * dlopen/dlsym (src/device/cuda/direct_cuda.cu), written here instead of including
- * cudss.h so that no build needs cuDSS.  The values are those of cuDSS 1.x (cudss.h and
- * cudss_data_types.h of nvidia-cudss-cu13 1.0.0.35, CUDSS_VERSION 10000; the same as
- * bench/anchors/suite_cudss.h); the loader refuses another major version
- * (cudssGetProperty).  Internal. */
+/* cudss_abi.h -- the few NVIDIA cuDSS declarations the direct-cudss method
+ * (src/device/cuda/direct_cuda.cu) and bench/suite's cudss anchor call through
+ * dlopen/dlsym, written here instead of including cudss.h so that no build needs cuDSS.
+ * The values are those of cuDSS 1.x (cudss.h and cudss_data_types.h of nvidia-cudss-cu13
+ * 1.0.0.35, CUDSS_VERSION 10000); the loaders refuse another major version
+ * (cudssGetProperty).  Plain C (no CUDA code).  Internal. */
 #ifndef SAP_CUDSS_ABI_H
 #define SAP_CUDSS_ABI_H
 
