@@ -167,7 +167,6 @@ static sap_status direct_build(sap_solver *S, sap__attempt *a, char *note, size_
     snprintf(note + strlen(note), nl - strlen(note), "%s%s nnz(LU) %.3g, %.2g flop, analyse %.2gs factor %.2gs",
              note[0] ? ", " : "", d->info.solver, d->info.lu_nnz, d->info.flops, ta, d->info.t_factor);
 cleanup:
-    if (st < 0 && S->hctx && c == S->x) sap__solver_relay(S);
     return st;
 }
 

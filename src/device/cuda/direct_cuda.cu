@@ -120,6 +120,10 @@ struct sap_direct {
     double *d_val;
     double *d_b, *d_x;
     sap_int cap; /* columns d_b / d_x hold */
+    /* one column each, for the analysis and factorization phases (which take the
+     * solution and right-hand side matrices too) */
+    double *d_b1, *d_x1;
+    sap_cudssMatrix_t b1, x1;
 };
 
 static const char *status_name(int s)
@@ -166,6 +170,8 @@ static void destroy(sap_direct *D)
     const cudss_api *f = D->f;
     sap__cuda_enter(ctx);
     if (D->A) f->MatrixDestroy(D->A);
+    if (D->b1) f->MatrixDestroy(D->b1);
+    if (D->x1) f->MatrixDestroy(D->x1);
     if (D->data) f->DataDestroy(D->h, D->data);
     if (D->cfg) f->ConfigDestroy(D->cfg);
     if (D->h) f->Destroy(D->h);
@@ -174,6 +180,8 @@ static void destroy(sap_direct *D)
     sap__cuda_free(ctx, D->d_val);
     sap__cuda_free(ctx, D->d_b);
     sap__cuda_free(ctx, D->d_x);
+    sap__cuda_free(ctx, D->d_b1);
+    sap__cuda_free(ctx, D->d_x1);
     sap__free(ctx, D);
 }
 
@@ -194,7 +202,7 @@ static sap_status analysis(sap_direct *D, int mtype, sap_direct_info *info)
     DSS_TRY("cudssMatrixCreateCsr", f->MatrixCreateCsr(&D->A, D->n, D->n, D->nnz, D->d_rp, NULL, D->d_ci, D->d_val,
                                                        CUDA_R_32I, CUDA_R_32I, CUDA_R_64F, mtype,
                                                        SAP_CUDSS_MVIEW_FULL, SAP_CUDSS_BASE_ZERO));
-    DSS_TRY("ANALYSIS", f->Execute(D->h, SAP_CUDSS_PHASE_ANALYSIS, D->cfg, D->data, D->A, NULL, NULL));
+    DSS_TRY("ANALYSIS", f->Execute(D->h, SAP_CUDSS_PHASE_ANALYSIS, D->cfg, D->data, D->A, D->x1, D->b1));
     if (f->DataGet(D->h, D->data, SAP_CUDSS_DATA_LU_NNZ, &lunnz, sizeof(lunnz), &written) == 0)
         info->lu_nnz = (double)lunnz;
     snprintf(info->solver, sizeof(info->solver), "cuDSS %d.%d.%d", f->major, f->minor, f->patch);
@@ -236,6 +244,12 @@ static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direc
     DSS_TRY("cudssCreate", D->f->Create(&D->h));
     DSS_TRY("cudssSetStream", D->f->SetStream(D->h, sap__cuda_stream(ctx)));
     DSS_TRY("cudssConfigCreate", D->f->ConfigCreate(&D->cfg));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(A->nrows > 0 ? A->nrows : 1), (void **)&D->d_b1));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(A->nrows > 0 ? A->nrows : 1), (void **)&D->d_x1));
+    DSS_TRY("cudssMatrixCreateDn(b)",
+            D->f->MatrixCreateDn(&D->b1, D->n, 1, D->n, D->d_b1, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
+    DSS_TRY("cudssMatrixCreateDn(x)",
+            D->f->MatrixCreateDn(&D->x1, D->n, 1, D->n, D->d_x1, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
     SAP_TRY(analysis(D, spd ? SAP_CUDSS_MTYPE_SPD : SAP_CUDSS_MTYPE_GENERAL, info));
     SAP_CUDA_TRY(ctx, cudaStreamSynchronize((cudaStream_t)sap__cuda_stream(ctx)));
     info->t_analyse = sap__wtime() - t0;
@@ -256,7 +270,7 @@ static sap_status factorize(sap_direct *D, int *dinfo)
     sap_status st = SAP_OK;
     size_t written = 0;
     *dinfo = 0;
-    DSS_TRY("FACTORIZATION", f->Execute(D->h, SAP_CUDSS_PHASE_FACTORIZATION, D->cfg, D->data, D->A, NULL, NULL));
+    DSS_TRY("FACTORIZATION", f->Execute(D->h, SAP_CUDSS_PHASE_FACTORIZATION, D->cfg, D->data, D->A, D->x1, D->b1));
     SAP_CUDA_TRY(ctx, cudaStreamSynchronize((cudaStream_t)sap__cuda_stream(ctx)));
     DSS_TRY("cudssDataGet(INFO)", f->DataGet(D->h, D->data, SAP_CUDSS_DATA_INFO, dinfo, sizeof(*dinfo), &written));
 cleanup:
