@@ -17,10 +17,11 @@
 
 /* A circuit-like matrix: an nx x nx grid (5-point, a nonsymmetric convection term when
  * nonsym), nd "supply nets" each coupled to every stride-th unknown in both directions,
- * weakly diagonally dominant rows (diagonal = 1.05 x the off-diagonal row sum).  CM on
+ * the diagonal dom x the off-diagonal row sum (1.05: weakly dominant; below 1 Jacobi
+ * iterations fail).  CM on
  * A + A^T leaves a band of about N / 2 (the nets touch everything); a minimum-degree
  * ordering puts the nets last and the factors stay sparse. */
-static sap_csr *circuit(sap_context *ctx, sap_int nx, int nd, sap_int stride, int nonsym)
+static sap_csr *circuit(sap_context *ctx, sap_int nx, int nd, sap_int stride, int nonsym, double dom)
 {
     const sap_int n = nx * nx + nd;
     sap_coo *C = NULL;
@@ -48,7 +49,7 @@ static sap_csr *circuit(sap_context *ctx, sap_int nx, int nd, sap_int stride, in
             PUT(net, i, nonsym ? -0.3 : -0.5);
         }
     }
-    for (sap_int i = 0; i < n; i++) PUT(i, i, 1.05 * rowsum[i] + 1e-3);
+    for (sap_int i = 0; i < n; i++) PUT(i, i, dom * rowsum[i] + 1e-3);
 #undef PUT
     sap_csr_from_coo(C, &A);
     sap_coo_destroy(C);
@@ -135,7 +136,7 @@ static void test_direct_host(sap_context *ctx)
     printf("direct-host forced\n");
     sap_solver_options o;
     opts(&o, "direct-host", "0");
-    sap_csr *A = circuit(ctx, 30, 3, 7, 1), *P = NULL;
+    sap_csr *A = circuit(ctx, 30, 3, 7, 1, 1.05), *P = NULL;
     CHECK(A != NULL);
     CHECK_OK(ctx, sap_gen_poisson2d(ctx, 40, 40, &P));
     run r = solve(ctx, A, &o, 1);
@@ -197,7 +198,7 @@ static void test_direct_host(sap_context *ctx)
 static void test_no_cudss(sap_context *ctx)
 {
     printf("direct-cudss on a cpu context\n");
-    sap_csr *A = circuit(ctx, 20, 2, 5, 1);
+    sap_csr *A = circuit(ctx, 20, 2, 5, 1, 1.05);
     sap_solver_options o;
     opts(&o, "direct-cudss", "0");
     run r = solve(ctx, A, &o, 1);
@@ -222,8 +223,8 @@ static void test_no_cudss(sap_context *ctx)
 
 static void test_wide_band_fallback(sap_context *ctx)
 {
-    printf("AUTO on a circuit-like matrix (wide band after CM)\n");
-    sap_csr *A = circuit(ctx, 70, 3, 3, 1);
+    printf("AUTO on a circuit-like matrix (wide band after CM, not diagonally dominant)\n");
+    sap_csr *A = circuit(ctx, 70, 3, 3, 1, 0.3);
     sap_solver_options o;
     opts(&o, NULL, NULL);
     CHECK_OK(ctx, sap_solver_options_set(&o, "host_direct", "0"));
@@ -235,16 +236,16 @@ static void test_wide_band_fallback(sap_context *ctx)
     if (have_host) {
         CHECK(r.ss.method == SAP_METHOD_DIRECT_HOST);
         /* the SaP attempts before it were skipped on their predicted setup (the budget from
-         * the direct method's prediction) or stopped by it; none ran its full course */
+         * the direct method's prediction); Jacobi failed; none of them ran for long */
         const int i = tried_index(&r, SAP_METHOD_DIRECT_HOST);
         CHECK(i >= 1 && r.ss.tried[i].predicted > 0);
-        for (int j = 0; j < i; j++) {
+        for (int j = 0; j < i; j++)
             CHECK_MSG(r.ss.tried[j].status < 0 || r.ss.tried[j].status == SAP_WARN_NOT_CONVERGED ||
                           r.ss.tried[j].status == SAP_WARN_STAGNATED,
                       "try %d: %s", j, sap_status_name(r.ss.tried[j].status));
-            CHECK(r.ss.tried[j].method != SAP_METHOD_JACOBI);
-        }
-        CHECK(r.ss.tried[0].budget > 0 && strstr(r.ss.tried[0].note, "budget") != NULL);
+        CHECK(r.ss.tried[0].method == SAP_METHOD_SAPD && r.ss.tried[0].status == SAP_ERR_TOO_LARGE);
+        CHECK(r.ss.tried[0].budget > 0 && r.ss.tried[0].predicted > r.ss.tried[0].budget);
+        CHECK(strstr(r.ss.tried[0].note, "budget") != NULL);
     }
     /* without a budget the old behaviour: SaP-D or SaP-C on the (narrowed) band */
     sap_csr_destroy(A);
@@ -273,8 +274,9 @@ static void test_budget_cutoff(sap_context *ctx)
               sap_status_name(r.ss.tried[0].status));
     CHECK(r.ss.tried[0].budget == 0.002);
     CHECK(strstr(r.ss.tried[0].note, "budget") != NULL);
-    /* stopped near its budget: well before the hundreds of iterations it needed */
-    CHECK_MSG(r.ss.tried[0].time < 0.002 + 1.0, "took %.3f s", r.ss.tried[0].time);
+    /* stopped at its first steps after the budget ran out (its setup cannot be
+     * interrupted): far from the hundreds of iterations it needs */
+    CHECK_MSG(r.ss.tried[0].iterations < 100, "%.4g iterations", r.ss.tried[0].iterations);
     CHECK(r.ss.method != SAP_METHOD_SAPD);
     /* time_budget=off: a smaller system converges in the attempt (no budget, no cut) */
     CHECK_OK(ctx, sap_solver_options_set(&o, "time_budget", "off"));
@@ -315,9 +317,9 @@ static void test_singular(sap_context *ctx)
     if (have_host) {
         CHECK_MSG(r.st == SAP_ERR_SINGULAR && strstr(r.msg, "singular") != NULL, "%s: %s", sap_status_name(r.st),
                   r.msg);
-        /* the chain stopped at the direct method: Jacobi was not tried */
-        CHECK(tried_index(&r, SAP_METHOD_DIRECT_HOST) == r.ss.ntries - 1);
-        CHECK(tried_index(&r, SAP_METHOD_JACOBI) < 0);
+        /* the direct method said so, with the solver's message */
+        const int i = tried_index(&r, SAP_METHOD_DIRECT_HOST);
+        CHECK(i == r.ss.ntries - 1 && r.ss.tried[i].status == SAP_ERR_SINGULAR);
         /* forced, without a fallback */
         opts(&o, "direct-host", "0");
         r = solve_b(ctx, A, &o, 1, 1);
@@ -351,7 +353,7 @@ static int gpu_part(void)
     if (rc) return rc;
     sap_context *H = sap_test_context(SAP_BACKEND_CPU);
     if (!H) return 1;
-    sap_csr *A = circuit(H, 120, 3, 3, 1), *P = NULL;
+    sap_csr *A = circuit(H, 120, 3, 3, 1, 1.05), *P = NULL;
     CHECK_OK(H, sap_gen_poisson2d(H, 150, 150, &P));
     const sap_csr *mats[2] = {A, P};
     const char *names[2] = {"circuit nonsym 120^2+3", "poisson2d 150 (SPD)"};

@@ -46,6 +46,8 @@ double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size
         if (why && wl) snprintf(why, wl, "time_budget %.3g s given", tb);
         return a->budget;
     }
+    /* a method the caller asked for is not cut by an automatic budget (only a given one) */
+    if (i == 0 && S->opt.method != SAP_METHOD_AUTO) return 0;
     const sap_solver_method m = next_direct(S, i);
     if (m == SAP_METHOD_AUTO) return 0;
     const double t0 = sap__wtime();

@@ -218,9 +218,9 @@ static const sap_solver_method fallback_order[] = {
     SAP_METHOD_SAPC,       /* coupled: where the partitions' couplings matter */
     SAP_METHOD_BAND_LU,    /* one LU of the whole CM band */
     SAP_METHOD_BAND_PIVOT, /* a direct solve with pivoting */
+    SAP_METHOD_JACOBI,     /* the cheapest iteration (time-boxed when a direct method follows) */
     SAP_METHOD_DIRECT_CUDSS, /* a sparse direct solve on the GPU (a cuda context, cuDSS loadable) */
-    SAP_METHOD_DIRECT_HOST,  /* a sparse direct solve on the host (SuiteSparse) */
-    SAP_METHOD_JACOBI,     /* the last resort */
+    SAP_METHOD_DIRECT_HOST,  /* a sparse direct solve on the host (SuiteSparse): the last resort */
 };
 #define NORDER ((int)(sizeof(fallback_order) / sizeof(fallback_order[0])))
 

@@ -5,9 +5,12 @@
  * (SAP_HAVE_SUITESPARSE; scripts/deps.sh installs libsuitesparse-dev); otherwise every
  * operation reports SAP_ERR_NOT_COMPILED ("not built with SuiteSparse").
  *
- * Threads: both spend their time in BLAS (dense frontal matrices / supernodes); with
- * OpenBLAS the BLAS threads are set to the context's threads for the call and restored
- * after (openblas_set_num_threads, looked up weakly: another BLAS keeps its own setting).
+ * Threads: both spend their time in BLAS (dense frontal matrices / supernodes), which
+ * runs on the BLAS library's own threads (OpenBLAS: OPENBLAS_NUM_THREADS, all cores by
+ * default), NOT the context's: the bits of a result must not change with the context's
+ * thread count (README, Determinism), and BLAS results do with its threads (with the
+ * BLAS threads following the context's, tests/test_determinism.c saw AUTO's x on
+ * cryg10000, started from a failed UMFPACK solve, differ by 2e-8 between 1 and 2).
  *
  * The CSR of A is the CSC of A^T: UMFPACK factors A^T and solves with UMFPACK_Aat
  * (A x = b); CHOLMOD reads the CSC's upper triangle (stype = 1), which is A's lower one,
@@ -21,23 +24,6 @@
 #ifdef SAP_HAVE_SUITESPARSE
 #include <cholmod.h>
 #include <umfpack.h>
-
-/* OpenBLAS' thread control, when the BLAS is OpenBLAS */
-extern void openblas_set_num_threads(int n) __attribute__((weak));
-extern int openblas_get_num_threads(void) __attribute__((weak));
-
-static int blas_threads_begin(sap_context *ctx)
-{
-    if (!openblas_set_num_threads || !openblas_get_num_threads) return 0;
-    const int old = openblas_get_num_threads();
-    openblas_set_num_threads(sap__threads(ctx));
-    return old;
-}
-
-static void blas_threads_end(int old)
-{
-    if (old > 0 && openblas_set_num_threads) openblas_set_num_threads(old);
-}
 
 struct sap_direct {
     sap_context *ctx;
@@ -97,11 +83,9 @@ static sap_status umf_symbolic(sap_direct *D, const sap_csr *A, sap_direct_info 
 {
     double Info[UMFPACK_INFO];
     const double t0 = sap__wtime();
-    const int old = blas_threads_begin(D->ctx);
     const int s = (int)umfpack_dl_symbolic((SuiteSparse_long)A->nrows, (SuiteSparse_long)A->ncols,
                                            (const SuiteSparse_long *)A->rowptr, (const SuiteSparse_long *)A->colind,
                                            A->val, &D->sym, D->control, Info);
-    blas_threads_end(old);
     if (s != UMFPACK_OK)
         return SAP_ERROR(D->ctx, s == UMFPACK_ERROR_out_of_memory ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_INVALID,
                          "UMFPACK symbolic analysis: %s (status %d)", umf_status(s), s);
@@ -140,9 +124,7 @@ static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direc
         D->cc.print = 0;
         D->cc.error_handler = NULL;
         cholmod_sparse s = chol_view(A);
-        const int old = blas_threads_begin(ctx);
         D->L = cholmod_l_analyze(&s, &D->cc);
-        blas_threads_end(old);
         if (!D->L) {
             if (D->cc.status == CHOLMOD_OUT_OF_MEMORY)
                 SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "CHOLMOD analysis: out of memory");
@@ -168,7 +150,6 @@ static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
     sap_context *ctx = D->ctx;
     const double t0 = sap__wtime();
     sap_status st = SAP_OK;
-    const int old = blas_threads_begin(ctx);
     D->A = A;
     if (D->chol) {
         cholmod_sparse s = chol_view(A);
@@ -205,7 +186,6 @@ static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
         info->lu_nnz = Info[UMFPACK_LNZ] + Info[UMFPACK_UNZ];
     }
 done:
-    blas_threads_end(old);
     set_name(info, D->chol);
     info->t_factor = sap__wtime() - t0;
     return st;
@@ -228,9 +208,7 @@ static sap_status solve(sap_direct *D, sap_int nrhs, const double *B, sap_int ld
         b.x = (void *)B;
         b.xtype = CHOLMOD_REAL;
         b.dtype = CHOLMOD_DOUBLE;
-        const int old = blas_threads_begin(ctx);
         cholmod_dense *x = cholmod_l_solve(CHOLMOD_A, D->L, &b, &D->cc);
-        blas_threads_end(old);
         if (!x) return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "CHOLMOD solve failed (status %d)", D->cc.status);
         for (sap_int j = 0; j < nrhs; j++)
             memcpy(X + j * ldx, (double *)x->x + j * (sap_int)x->d, sizeof(double) * (size_t)n);
