@@ -13,14 +13,16 @@
  *   solver_refine.c   the iterative refinement on the true residual
  *   solver_refactor.c new values for the same pattern; the entry position maps
  *   solver_report.c   stats.tried[] entries, reason strings, relaying messages
- *   solver_monitor.c  the progress monitor (setup events, Krylov steps, interruption) and
- *                     the long-step warning
+ *   solver_monitor.c  the progress monitor (setup events, Krylov steps, interruption), the
+ *                     long-step warning and the time box of the attempts (time_budget)
  *   methods.c         the strategy-method registry: the built-ins (one line each), run-time
  *                     registration, the public enumeration, names and parsing
  *   solver_method_sap.c        sap-d and sap-c (two entries; band-lu builds on them)
  *   solver_method_band_lu.c    band-lu
  *   solver_method_band_pivot.c band-pivot (on solver_band_pivot.c: LAPACK dgbtrf / dgbtrs)
  *   solver_method_jacobi.c     jacobi
+ *   solver_method_direct.c     direct-host and direct-cudss (the device table's direct
+ *                              kernels: SuiteSparse, cuDSS) and their predictions
  *   solver_method_krylov.c     what the Krylov methods (all but band-pivot) share
  * Only the method files (and the chain ORDER policy of solver_plan.c) know a method; the
  * generic code calls through sap__solver_method_type.
