@@ -1152,12 +1152,14 @@ typedef struct sap_solver_options {
                                  is announced before it starts by a SAP_PRINT_WARNINGS
                                  message beginning "sap_solver: long step:" (also for an
                                  attempt that has a fallback); 0: never */
-    double time_budget;       /* seconds an iterative attempt that has a fallback may take
-                                 (setup + solve) before the chain moves on; 0 (default):
-                                 automatic, SV_BUDGET_FACTOR x the predicted time of the
-                                 direct method after it in the chain (from a symbolic
-                                 analysis), no budget when none is predicted; < 0: none.
-                                 A budget makes the method chosen depend on timing. */
+    double time_budget;       /* seconds an attempt that has a fallback may take (setup +
+                                 solve; a setup predicted longer is skipped) before the
+                                 chain moves on; 0 (default): automatic, 2x the predicted
+                                 time of the sparse direct method after it in the chain
+                                 (from a symbolic analysis), at least 2 s, none when
+                                 nothing is predicted and for a forced first method; < 0:
+                                 none.  A budget makes the method chosen depend on timing
+                                 (docs/solver-policy.md). */
 } sap_solver_options;
 /* In the options: krylov.stagnation_window is honoured too ("stagnation" by name). */
 
