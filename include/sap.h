@@ -1076,7 +1076,7 @@ typedef enum sap_solver_method {
                                    or UMFPACK, refined in double; SAP_ERR_NOT_COMPILED when the
                                    library was built without SuiteSparse */
     SAP_METHOD_DIRECT_CUDSS = 7 /* sparse direct on the GPU: NVIDIA cuDSS loaded at run time
-                                   ($SAP_CUDSS_LIB, else libcudss.so.0 / .so.1), refined in
+                                   ($SAP_CUDSS_LIB, else libcudss.so.1 / .so.0), refined in
                                    double; needs a cuda context (SAP_ERR_UNSUPPORTED otherwise
                                    or when cuDSS is not loadable, with the reason) */
 } sap_solver_method;

@@ -28,7 +28,7 @@ typedef struct sap_direct sap_direct; /* backend private */
 typedef struct sap_direct_kernels {
     const char *name; /* "suitesparse", "cudss" */
     /* 1 when usable on ctx (library built in or loadable, a device there); else 0 and the
-     * reason in why (e.g. "cuDSS not loadable (libcudss.so.0): ...") */
+     * reason in why (e.g. "cuDSS not loadable (libcudss.so.1): ...") */
     int (*available)(sap_context *ctx, char *why, size_t wl);
     /* symbolic analysis of A's pattern (fill-reducing ordering, predicted fill and work);
      * spd: the matrix looks SPD (a Cholesky factorization is tried first).  info gets the

@@ -1,9 +1,9 @@
 /* direct_cuda.cu -- the cuda backend's sparse direct solver (device/direct_kernels.h):
  * NVIDIA cuDSS, loaded at run time with dlopen (never linked, never required).
  *
- * Where it is found: the file named by $SAP_CUDSS_LIB (e.g. the libcudss.so.0 of PyPI's
- * nvidia-cudss-cu13: .../site-packages/nvidia/cu13/lib/libcudss.so.0, as bench/suite),
- * else "libcudss.so.0" then "libcudss.so.1" on the loader's path.  Only cuDSS 1.x is used
+ * Where it is found: the file named by $SAP_CUDSS_LIB (e.g. the library of PyPI's
+ * nvidia-cudss-cu13 under .../site-packages/nvidia/cu13/lib/, as bench/suite), else
+ * "libcudss.so.1" then "libcudss.so.0" on the loader's path.  Only cuDSS 1.x is used
  * (the declarations of cudss_abi.h); another version is reported as not loadable.  The
  * library is loaded once per process (thread-safe) and never unloaded.
  *
@@ -40,27 +40,15 @@ typedef struct cudss_api {
     sap_cudssExecute_fn Execute;
 } cudss_api;
 
-static cudss_api load(void)
+/* The api of one library file (a.ok = 0 and a.why when it cannot be used). */
+static cudss_api load_one(const char *name)
 {
     cudss_api a;
     memset(&a, 0, sizeof(a));
-    const char *env = getenv("SAP_CUDSS_LIB");
-    const char *names[3] = {NULL, NULL, NULL};
-    int nn = 0;
-    if (env && env[0]) names[nn++] = env;
-    else {
-        names[nn++] = "libcudss.so.0";
-        names[nn++] = "libcudss.so.1";
-    }
-    void *lib = NULL;
-    const char *err = NULL;
-    for (int i = 0; i < nn && !lib; i++) {
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!lib) err = dlerror();
-    }
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(a.why, sizeof(a.why), "cuDSS not loadable (%s%s): %.120s; set SAP_CUDSS_LIB to libcudss.so",
-                 env && env[0] ? "SAP_CUDSS_LIB=" : "", env && env[0] ? env : "libcudss.so.0 / .so.1",
+        const char *err = dlerror();
+        snprintf(a.why, sizeof(a.why), "cuDSS not loadable (%s): %.120s; set SAP_CUDSS_LIB to libcudss.so", name,
                  err ? err : "?");
         return a;
     }
@@ -83,7 +71,7 @@ static cudss_api load(void)
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
         *syms[i].fn = dlsym(lib, syms[i].name);
         if (!*syms[i].fn) {
-            snprintf(a.why, sizeof(a.why), "the cuDSS library lacks %s", syms[i].name);
+            snprintf(a.why, sizeof(a.why), "the cuDSS library %s lacks %s", name, syms[i].name);
             return a;
         }
     }
@@ -92,11 +80,24 @@ static cudss_api load(void)
     a.GetProperty(MINOR_VERSION, &a.minor);
     a.GetProperty(PATCH_LEVEL, &a.patch);
     if (a.major != 1) {
-        snprintf(a.why, sizeof(a.why), "cuDSS %d.%d.%d found; sap uses the cuDSS 1.x interface", a.major, a.minor,
-                 a.patch);
+        snprintf(a.why, sizeof(a.why), "cuDSS %d.%d.%d found (%s); sap uses the cuDSS 1.x interface", a.major,
+                 a.minor, a.patch, name);
         return a;
     }
     a.ok = 1;
+    return a;
+}
+
+/* $SAP_CUDSS_LIB, else the sonames of cuDSS 1.x and 0.x: the first usable one. */
+static cudss_api load(void)
+{
+    const char *env = getenv("SAP_CUDSS_LIB");
+    if (env && env[0]) return load_one(env);
+    cudss_api a = load_one("libcudss.so.1");
+    if (!a.ok) {
+        cudss_api b = load_one("libcudss.so.0");
+        if (b.ok || strstr(a.why, "not loadable")) a = b;
+    }
     return a;
 }
 
