@@ -26,8 +26,8 @@ static const sap__solver_method_type *const builtin[] = {
     &sap__sm_band_lu,    /* solver_method_band_lu.c    */
     &sap__sm_band_pivot, /* solver_method_band_pivot.c */
     &sap__sm_jacobi,     /* solver_method_jacobi.c     */
-    &sap__sm_direct_host,  /* solver_method_direct.c   */
-    &sap__sm_direct_cudss, /* solver_method_direct.c   */
+    &sap__sm_direct_host,  /* solver_method_direct_host.c  */
+    &sap__sm_direct_cudss, /* solver_method_direct_cudss.c */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

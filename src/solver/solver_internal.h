@@ -21,8 +21,10 @@
  *   solver_method_band_lu.c    band-lu
  *   solver_method_band_pivot.c band-pivot (on solver_band_pivot.c: LAPACK dgbtrf / dgbtrs)
  *   solver_method_jacobi.c     jacobi
- *   solver_method_direct.c     direct-host and direct-cudss (the device table's direct
- *                              kernels: SuiteSparse, cuDSS) and their predictions
+ *   solver_method_direct_host.c  direct-host (SuiteSparse)
+ *   solver_method_direct_cudss.c direct-cudss (cuDSS)
+ *   solver_method_direct.c     what the direct methods share (the device table's direct
+ *                              kernels) and their predictions
  *   solver_method_krylov.c     what the Krylov methods (all but band-pivot) share
  * Only the method files (and the chain ORDER policy of solver_plan.c) know a method; the
  * generic code calls through sap__solver_method_type.
@@ -315,7 +317,25 @@ int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const 
 /* "0.4 s", "12 s", "4.2 min", "3.1 h" */
 void sap__solver_fmt_seconds(double s, char *buf, size_t size);
 
-/* solver_method_direct.c: the direct methods' predictions */
+/* solver_method_direct.c: what the sparse direct methods (direct-host, direct-cudss) share */
+#define SV_REFINE_DIRECT 5 /* refinement passes of a direct method: each one solve with the factors */
+struct sap_direct_kernels;
+/* Analysis (or the prediction's, kept in S->dpre, for the host kernels) and factorization
+ * of the original matrix with kernels k on context c; a->impl holds them.  unavailable: the
+ * status when k is not usable here (its reason in note and the message). */
+sap_status sap__solver_direct_build(sap_solver *S, sap__attempt *a, const struct sap_direct_kernels *k,
+                                   sap_context *c, sap_status unavailable, char *note, size_t nl);
+/* The predicted bytes, flops and seconds (when a prediction was made; else the matrix). */
+void sap__solver_direct_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+                                 sap_precision prec, sap__sm_estimate *e);
+sap_status sap__solver_direct_numeric(sap_solver *S, sap__attempt *a);
+/* One solve of the original system for the m columns (one iteration a call). */
+sap_status sap__solver_direct_solve(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
+                                    const double *X0, sap_int ldx0, double *X, sap_int ldx, double *iters,
+                                    double *tkry);
+/* "UMFPACK 5.7.9", "CHOLMOD 3.0.14 (Cholesky)", "cuDSS 1.0.0" */
+void sap__solver_direct_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size);
+void sap__solver_direct_destroy(sap_solver *S, sap__attempt *a);
 /* Seconds the direct method m (direct-host, direct-cudss) is predicted to take for the
  * whole solve (analysis + factorization + solve) from a host symbolic analysis of A
  * (done once, kept in S->dpre for direct-host); < 0 when it cannot be predicted (no

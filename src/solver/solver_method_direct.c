@@ -1,26 +1,18 @@
-/* solver_method_direct.c -- the strategy methods "direct-host" and "direct-cudss": a
- * sparse direct factorization of the ORIGINAL matrix (the solvers order and pivot for
- * themselves: no DB, CM or band), applied as a direct solve inside the shared refinement
- * loop in double (solver_refine.c; several right-hand sides go through one solve).
- *
- *   direct-host   the cpu backend's direct kernels (device/direct_kernels.h): SuiteSparse
- *                 CHOLMOD for an SPD-looking matrix (UMFPACK when it is not positive
- *                 definite), UMFPACK otherwise; on the host whatever the context's backend.
- *   direct-cudss  the cuda backend's: NVIDIA cuDSS loaded at run time, on the context's
- *                 device; a cpu context or no loadable cuDSS is reported (with the reason).
- *
- * They are the fallback when the band after CM is too wide for SaP or the Krylov attempts
- * fail (the chain ORDER policy of solver_plan.c), and their predicted time (a host symbolic
- * analysis: fill and flops) is the budget the iterative attempts before them get
- * (solver_monitor.c).  A singular matrix found by the factorization ends the chain
- * (solver_attempt.c): no other method can solve it. */
+/* solver_method_direct.c -- what the sparse direct strategy methods share (not a method
+ * itself; the methods are solver_method_direct_host.c and solver_method_direct_cudss.c): a
+ * sparse direct factorization of the ORIGINAL matrix through a direct-kernel table
+ * (device/direct_kernels.h; the solvers order and pivot for themselves: no DB, CM or
+ * band), applied as a direct solve inside the shared refinement loop in double
+ * (solver_refine.c; several right-hand sides go through one solve), and the prediction of
+ * their time from a host symbolic analysis (fill and flops), which is the budget the
+ * attempts before them get (solver_monitor.c).  A singular matrix found by the
+ * factorization ends the chain (solver_attempt.c): no other method can solve it. */
 #include "device/device.h"
 #include "solver/solver_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define SV_REFINE_DIRECT 5 /* refinement passes: each one solve with the factors */
 /* The prediction (flops and fill from the host symbolic analysis): */
 #define SV_DIRECT_HOST_RATE 2.0e9   /* flop/s per host thread of the multifrontal / supernodal
                                        factorization (BLAS-3 on fronts; small fronts are slower):
@@ -38,20 +30,6 @@ typedef struct direct_state {
     sap_direct *D;
     sap_direct_info info;
 } direct_state;
-
-static int is_cudss(const sap__solver_method_type *t) { return t->method == SAP_METHOD_DIRECT_CUDSS; }
-
-/* The kernels and context of method t on solver S (cudss: the user's cuda context's
- * table; NULL on a cpu context). */
-static const sap_direct_kernels *kernels(const sap_solver *S, const sap__solver_method_type *t, sap_context **c)
-{
-    if (is_cudss(t)) {
-        *c = S->ctx;
-        return sap__solver_on_cuda(S->ctx) ? sap__ops(S->ctx)->direct : NULL;
-    }
-    *c = S->x;
-    return sap__direct_host_kernels();
-}
 
 void sap__solver_direct_forget(sap_solver *S)
 {
@@ -99,9 +77,7 @@ double sap__solver_direct_predict(sap_solver *S, sap_solver_method m)
     return predicted_seconds(S, m == SAP_METHOD_DIRECT_CUDSS);
 }
 
-static int host_available(void) { return sap__direct_host_kernels()->available(NULL, NULL, 0); }
-
-static void direct_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+void sap__solver_direct_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
                             sap_precision prec, sap__sm_estimate *e)
 {
     (void)P;
@@ -113,7 +89,7 @@ static void direct_estimate(const sap_solver *S, const sap__solver_method_type *
     if (S->dpred_ok) {
         e->bytes = sap__solver_bytes(12.0 * (S->dpred_lu_nnz + (double)S->A->nnz) + 4 * n * 8);
         e->flops = S->dpred_flops;
-        e->seconds = predicted_seconds(S, is_cudss(t));
+        e->seconds = predicted_seconds(S, t->method == SAP_METHOD_DIRECT_CUDSS);
     } else {
         e->bytes = sap__solver_bytes(12.0 * (double)S->A->nnz + 4 * n * 8);
         e->flops = 0;
@@ -121,28 +97,21 @@ static void direct_estimate(const sap_solver *S, const sap__solver_method_type *
     }
 }
 
-static sap_status direct_build(sap_solver *S, sap__attempt *a, char *note, size_t nl, int *reject)
+sap_status sap__solver_direct_build(sap_solver *S, sap__attempt *a, const sap_direct_kernels *k, sap_context *c,
+                                   sap_status unavailable, char *note, size_t nl)
 {
-    (void)reject;
     sap_status st = SAP_OK;
-    sap_context *c = NULL;
-    const sap_direct_kernels *k = kernels(S, a->type, &c);
     direct_state *d = NULL;
     char why[200];
-    if (!k) {
-        snprintf(note, nl, "cuDSS needs a cuda context (this one is %s)", sap__ops(S->ctx)->name);
-        SAP_FAIL(S->ctx, SAP_ERR_UNSUPPORTED, "sap_solver %s: %s", a->type->name, note);
-    }
     if (!k->available(c, why, sizeof(why))) {
         snprintf(note, nl, "%.90s", why);
-        SAP_FAIL(S->ctx, is_cudss(a->type) ? SAP_ERR_UNSUPPORTED : SAP_ERR_NOT_COMPILED, "sap_solver %s: %s",
-                 a->type->name, why);
+        SAP_FAIL(S->ctx, unavailable, "sap_solver %s: %s", a->type->name, why);
     }
     SAP_CALLOC(S->ctx, d, 1);
     d->k = k;
     d->c = c;
     a->impl = d;
-    if (!is_cudss(a->type) && S->dpre && S->x == c) {
+    if (k == sap__direct_host_kernels() && S->dpre && S->x == c) {
         /* the analysis of the prediction */
         d->D = S->dpre;
         S->dpre = NULL;
@@ -170,7 +139,7 @@ cleanup:
     return st;
 }
 
-static sap_status direct_numeric(sap_solver *S, sap__attempt *a)
+sap_status sap__solver_direct_numeric(sap_solver *S, sap__attempt *a)
 {
     direct_state *d = a->impl;
     sap_status st = d->k->factor(d->D, S->A, &d->info);
@@ -179,7 +148,7 @@ static sap_status direct_numeric(sap_solver *S, sap__attempt *a)
 }
 
 /* The m columns of R in one solve of the original system; one iteration a call. */
-static sap_status direct_solve(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
+sap_status sap__solver_direct_solve(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
                                const double *X0, sap_int ldx0, double *X, sap_int ldx, double *iters, double *tkry)
 {
     (void)S;
@@ -193,14 +162,14 @@ static sap_status direct_solve(sap_solver *S, sap__attempt *a, sap_int m, const 
     return st;
 }
 
-static void direct_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size)
+void sap__solver_direct_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size)
 {
     (void)S;
     const direct_state *d = a->impl;
     snprintf(buf, size, "%s%s", d ? d->info.solver : "direct", d && d->info.cholesky ? " (Cholesky)" : "");
 }
 
-static void direct_destroy(sap_solver *S, sap__attempt *a)
+void sap__solver_direct_destroy(sap_solver *S, sap__attempt *a)
 {
     direct_state *d = a->impl;
     if (!d) return;
@@ -208,40 +177,3 @@ static void direct_destroy(sap_solver *S, sap__attempt *a)
     sap__free(S->ctx, d);
     a->impl = NULL;
 }
-
-const sap__solver_method_type sap__sm_direct_host = {
-    .name = "direct-host",
-    .alias = "directhost",
-    .help = "sparse direct on the host (SuiteSparse CHOLMOD / UMFPACK), refined in double",
-    .method = SAP_METHOD_DIRECT_HOST,
-    .band = SAP__SM_BAND_NONE,
-    .refine_passes = SV_REFINE_DIRECT,
-    .refine_slow = SAP__REFINE_SLOW_STOPS_COLUMN,
-    .direct = 1,
-    .batch = "one direct solve per step",
-    .available = host_available,
-    .estimate = direct_estimate,
-    .build = direct_build,
-    .numeric = direct_numeric,
-    .solve = direct_solve,
-    .report = direct_report,
-    .destroy = direct_destroy,
-};
-
-const sap__solver_method_type sap__sm_direct_cudss = {
-    .name = "direct-cudss",
-    .alias = "cudss",
-    .help = "sparse direct on the GPU (NVIDIA cuDSS loaded at run time: $SAP_CUDSS_LIB), refined in double",
-    .method = SAP_METHOD_DIRECT_CUDSS,
-    .band = SAP__SM_BAND_NONE,
-    .refine_passes = SV_REFINE_DIRECT,
-    .refine_slow = SAP__REFINE_SLOW_STOPS_COLUMN,
-    .direct = 1,
-    .batch = "one direct solve per step",
-    .estimate = direct_estimate,
-    .build = direct_build,
-    .numeric = direct_numeric,
-    .solve = direct_solve,
-    .report = direct_report,
-    .destroy = direct_destroy,
-};
