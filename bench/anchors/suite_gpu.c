@@ -1,6 +1,7 @@
 /* suite_gpu.c -- the GPU anchors of bench/suite:
  *   cudss          NVIDIA cuDSS (direct: analysis + factorization + solve), loaded at run
- *                  time with dlopen from $SAP_CUDSS_LIB, else libcudss.so.1; matrix type
+ *                  time by sap's loader (src/device/cuda/direct_cuda.cu: dlopen of $SAP_CUDSS_LIB, else
+ *                  libcudss.so.1 / .so.0); matrix type
  *                  SPD when the matrix looks SPD (symmetric, positive diagonal; if that
  *                  factorization fails, the general type is tried, both timed), else general
  *   cusolver_qr    cusolverSpDcsrlsvqr, the sparse QR the paper compared with (section
@@ -18,7 +19,6 @@
 #define _GNU_SOURCE
 #include "suite_anchor.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -463,22 +463,7 @@ done:
     return rc;
 }
 
-/* ---- cuDSS through dlopen ----------------------------------------------------------- */
-
-typedef struct cudss_api {
-    sap_cudssCreate_fn Create;
-    sap_cudssDestroy_fn Destroy;
-    sap_cudssGetProperty_fn GetProperty;
-    sap_cudssConfigCreate_fn ConfigCreate;
-    sap_cudssConfigDestroy_fn ConfigDestroy;
-    sap_cudssDataCreate_fn DataCreate;
-    sap_cudssDataDestroy_fn DataDestroy;
-    sap_cudssDataGet_fn DataGet;
-    sap_cudssMatrixCreateCsr_fn MatrixCreateCsr;
-    sap_cudssMatrixCreateDn_fn MatrixCreateDn;
-    sap_cudssMatrixDestroy_fn MatrixDestroy;
-    sap_cudssExecute_fn Execute;
-} cudss_api;
+/* ---- cuDSS through sap's loader (dlopen) ---------------------------------------------- */
 
 static const char *cudss_status_name(int s)
 {
@@ -499,7 +484,7 @@ static const char *cudss_status_name(int s)
 
 /* One analysis + factorization with matrix type mtype.  *info receives CUDSS_DATA_INFO
  * (0: success; otherwise e.g. a zero pivot or, for SPD, a non-positive pivot). */
-static int cudss_factor(const cudss_api *api, sap_cudssHandle_t h, sap_cudssConfig_t cfg, const suite_problem *p,
+static int cudss_factor(const sap_cudss_api *api, sap_cudssHandle_t h, sap_cudssConfig_t cfg, const suite_problem *p,
                         const dev_sys *d, int mtype, sap_cudssData_t *data, sap_cudssMatrix_t *A,
                         sap_cudssMatrix_t B, sap_cudssMatrix_t X, int *info, suite_run *r)
 {
@@ -526,45 +511,11 @@ int suite_run_cudss(const suite_problem *p, double *x, suite_run *r)
         return SUITE_RUN_NA;
     }
     double t0 = suite_now();
-    const char *path = getenv("SAP_CUDSS_LIB");
-    if (!path || !*path) path = "libcudss.so.1";
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
-        suite_note(r, "cuDSS not loadable (%s): %.200s", path, e ? e : "?");
-        return SUITE_RUN_NA;
-    }
-    cudss_api api;
-    memset(&api, 0, sizeof api);
-    struct {
-        void **fn;
-        const char *name;
-    } syms[] = {{(void **)&api.Create, "cudssCreate"},
-                {(void **)&api.Destroy, "cudssDestroy"},
-                {(void **)&api.GetProperty, "cudssGetProperty"},
-                {(void **)&api.ConfigCreate, "cudssConfigCreate"},
-                {(void **)&api.ConfigDestroy, "cudssConfigDestroy"},
-                {(void **)&api.DataCreate, "cudssDataCreate"},
-                {(void **)&api.DataDestroy, "cudssDataDestroy"},
-                {(void **)&api.DataGet, "cudssDataGet"},
-                {(void **)&api.MatrixCreateCsr, "cudssMatrixCreateCsr"},
-                {(void **)&api.MatrixCreateDn, "cudssMatrixCreateDn"},
-                {(void **)&api.MatrixDestroy, "cudssMatrixDestroy"},
-                {(void **)&api.Execute, "cudssExecute"}};
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].fn = dlsym(lib, syms[i].name);
-        if (!*syms[i].fn) {
-            suite_note(r, "cuDSS library lacks %s", syms[i].name);
-            return SUITE_RUN_NA;
-        }
-    }
-    int major = -1, minor = -1, patch = -1;
-    api.GetProperty(MAJOR_VERSION, &major);
-    api.GetProperty(MINOR_VERSION, &minor);
-    api.GetProperty(PATCH_LEVEL, &patch);
-    suite_note(r, "cuDSS %d.%d.%d", major, minor, patch);
-    if (major != 1) {
-        suite_note(r, "declarations in src/device/cuda/cudss_abi.h are for cuDSS 1.x");
+    /* sap's loader ($SAP_CUDSS_LIB, else libcudss.so.1 / .so.0; cuDSS 1.x only) */
+    const sap_cudss_api *api = sap__cudss_api();
+    if (api->major >= 0) suite_note(r, "cuDSS %d.%d.%d", api->major, api->minor, api->patch);
+    if (!api->ok) {
+        suite_note(r, "%.300s", api->why);
         return SUITE_RUN_NA;
     }
     rc = gpu_init(r);
@@ -575,28 +526,28 @@ int suite_run_cudss(const suite_problem *p, double *x, suite_run *r)
     sap_cudssMatrix_t A = NULL, B = NULL, X = NULL;
     dev_sys d;
     memset(&d, 0, sizeof d);
-    CK_DSS("cudssCreate", api.Create(&h));
+    CK_DSS("cudssCreate", api->Create(&h));
     r->init_s = suite_now() - t0;
 
     t0 = suite_now();
     rc = dev_upload(p, &d, r);
     if (rc != SUITE_RUN_DONE) goto done;
-    CK_DSS("cudssConfigCreate", api.ConfigCreate(&cfg));
+    CK_DSS("cudssConfigCreate", api->ConfigCreate(&cfg));
     CK_DSS("cudssMatrixCreateDn(b)",
-           api.MatrixCreateDn(&B, p->n, 1, p->n, d.b, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
+           api->MatrixCreateDn(&B, p->n, 1, p->n, d.b, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
     CK_DSS("cudssMatrixCreateDn(x)",
-           api.MatrixCreateDn(&X, p->n, 1, p->n, d.x, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
+           api->MatrixCreateDn(&X, p->n, 1, p->n, d.x, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
     const char *use_spd = getenv("SAP_SUITE_CUDSS_SPD");
     int mtype = (p->spd && !(use_spd && use_spd[0] == '0')) ? SAP_CUDSS_MTYPE_SPD : SAP_CUDSS_MTYPE_GENERAL;
     int info = 0;
-    rc = cudss_factor(&api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
+    rc = cudss_factor(api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
     if (mtype == SAP_CUDSS_MTYPE_SPD && (rc == SUITE_RUN_FAILED || info != 0)) {
         suite_note(r, "SPD factorization failed (info=%d), retried as general", info);
-        if (A) api.MatrixDestroy(A);
-        if (data) api.DataDestroy(h, data);
+        if (A) api->MatrixDestroy(A);
+        if (data) api->DataDestroy(h, data);
         A = NULL, data = NULL;
         mtype = SAP_CUDSS_MTYPE_GENERAL;
-        rc = cudss_factor(&api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
+        rc = cudss_factor(api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
     }
     if (rc != SUITE_RUN_DONE) goto done;
     if (info != 0) {
@@ -604,25 +555,25 @@ int suite_run_cudss(const suite_problem *p, double *x, suite_run *r)
         rc = SUITE_RUN_FAILED;
         goto done;
     }
-    CK_DSS("cudssExecute(SOLVE)", api.Execute(h, SAP_CUDSS_PHASE_SOLVE, cfg, data, A, X, B));
+    CK_DSS("cudssExecute(SOLVE)", api->Execute(h, SAP_CUDSS_PHASE_SOLVE, cfg, data, A, X, B));
     rc = dev_download(p, &d, x, r);
     r->time_s = suite_now() - t0;
     if (rc == SUITE_RUN_DONE) {
         int64_t lunnz = 0;
         size_t written = 0;
-        if (api.DataGet(h, data, SAP_CUDSS_DATA_LU_NNZ, &lunnz, sizeof lunnz, &written) == 0)
+        if (api->DataGet(h, data, SAP_CUDSS_DATA_LU_NNZ, &lunnz, sizeof lunnz, &written) == 0)
             suite_note(r, "mtype=%s nnz(LU)=%lld", mtype == SAP_CUDSS_MTYPE_SPD ? "spd" : "general",
                        (long long)lunnz);
     }
 done:
     if (rc != SUITE_RUN_DONE && r->time_s == 0) r->time_s = suite_now() - t0;
-    if (A) api.MatrixDestroy(A);
-    if (B) api.MatrixDestroy(B);
-    if (X) api.MatrixDestroy(X);
-    if (data) api.DataDestroy(h, data);
-    if (cfg) api.ConfigDestroy(cfg);
+    if (A) api->MatrixDestroy(A);
+    if (B) api->MatrixDestroy(B);
+    if (X) api->MatrixDestroy(X);
+    if (data) api->DataDestroy(h, data);
+    if (cfg) api->ConfigDestroy(cfg);
     dev_free(&d);
-    if (h) api.Destroy(h);
+    if (h) api->Destroy(h);
     /* no dlclose: the child exits right after */
     return rc;
 }

@@ -57,4 +57,35 @@ typedef sap_cudssStatus_t (*sap_cudssExecute_fn)(sap_cudssHandle_t handle, int p
                                                  sap_cudssData_t data, const sap_cudssMatrix_t inputMatrix,
                                                  sap_cudssMatrix_t solution, const sap_cudssMatrix_t rhs);
 
+/* The functions of one loaded cuDSS library. */
+typedef struct sap_cudss_api {
+    int ok;        /* usable; else why says why not */
+    char why[200];
+    int major, minor, patch;
+    sap_cudssCreate_fn Create;
+    sap_cudssDestroy_fn Destroy;
+    sap_cudssSetStream_fn SetStream;
+    sap_cudssGetProperty_fn GetProperty;
+    sap_cudssConfigCreate_fn ConfigCreate;
+    sap_cudssConfigDestroy_fn ConfigDestroy;
+    sap_cudssDataCreate_fn DataCreate;
+    sap_cudssDataDestroy_fn DataDestroy;
+    sap_cudssDataGet_fn DataGet;
+    sap_cudssMatrixCreateCsr_fn MatrixCreateCsr;
+    sap_cudssMatrixCreateDn_fn MatrixCreateDn;
+    sap_cudssMatrixDestroy_fn MatrixDestroy;
+    sap_cudssExecute_fn Execute;
+} sap_cudss_api;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The process' cuDSS (direct_cuda.cu): loaded with dlopen at the first call (thread-safe)
+ * from $SAP_CUDSS_LIB, else libcudss.so.1 then libcudss.so.0, and never unloaded; the
+ * cuDSS 1.x interface only. */
+const sap_cudss_api *sap__cudss_api(void);
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* SAP_CUDSS_ABI_H */

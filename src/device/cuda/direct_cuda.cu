@@ -21,30 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct cudss_api {
-    int ok;
-    char why[200];
-    int major, minor, patch;
-    sap_cudssCreate_fn Create;
-    sap_cudssDestroy_fn Destroy;
-    sap_cudssSetStream_fn SetStream;
-    sap_cudssGetProperty_fn GetProperty;
-    sap_cudssConfigCreate_fn ConfigCreate;
-    sap_cudssConfigDestroy_fn ConfigDestroy;
-    sap_cudssDataCreate_fn DataCreate;
-    sap_cudssDataDestroy_fn DataDestroy;
-    sap_cudssDataGet_fn DataGet;
-    sap_cudssMatrixCreateCsr_fn MatrixCreateCsr;
-    sap_cudssMatrixCreateDn_fn MatrixCreateDn;
-    sap_cudssMatrixDestroy_fn MatrixDestroy;
-    sap_cudssExecute_fn Execute;
-} cudss_api;
 
 /* The api of one library file (a.ok = 0 and a.why when it cannot be used). */
-static cudss_api load_one(const char *name)
+static sap_cudss_api load_one(const char *name)
 {
-    cudss_api a;
+    sap_cudss_api a;
     memset(&a, 0, sizeof(a));
+    a.major = a.minor = a.patch = -1;
     void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         const char *err = dlerror();
@@ -75,7 +58,6 @@ static cudss_api load_one(const char *name)
             return a;
         }
     }
-    a.major = a.minor = a.patch = -1;
     a.GetProperty(MAJOR_VERSION, &a.major);
     a.GetProperty(MINOR_VERSION, &a.minor);
     a.GetProperty(PATCH_LEVEL, &a.patch);
@@ -89,28 +71,28 @@ static cudss_api load_one(const char *name)
 }
 
 /* $SAP_CUDSS_LIB, else the sonames of cuDSS 1.x and 0.x: the first usable one. */
-static cudss_api load(void)
+static sap_cudss_api load(void)
 {
     const char *env = getenv("SAP_CUDSS_LIB");
     if (env && env[0]) return load_one(env);
-    cudss_api a = load_one("libcudss.so.1");
+    sap_cudss_api a = load_one("libcudss.so.1");
     if (!a.ok) {
-        cudss_api b = load_one("libcudss.so.0");
+        sap_cudss_api b = load_one("libcudss.so.0");
         if (b.ok || strstr(a.why, "not loadable")) a = b;
     }
     return a;
 }
 
-/* The process' cuDSS (loaded at the first use; C++ initialises the static once). */
-static const cudss_api *api(void)
+/* loaded at the first use; C++ initialises the static once */
+extern "C" const sap_cudss_api *sap__cudss_api(void)
 {
-    static const cudss_api a = load();
+    static const sap_cudss_api a = load();
     return &a;
 }
 
 struct sap_direct {
     sap_context *ctx;
-    const cudss_api *f;
+    const sap_cudss_api *f;
     sap_int n, nnz;
     int mtype;
     sap_cudssHandle_t h;
@@ -151,7 +133,7 @@ static sap_status dss_error(sap_context *ctx, const char *what, int s)
 
 static int available(sap_context *ctx, char *why, size_t wl)
 {
-    const cudss_api *f = api();
+    const sap_cudss_api *f = sap__cudss_api();
     if (why && wl) why[0] = 0;
     if (!f->ok) {
         if (why && wl) snprintf(why, wl, "%s", f->why);
@@ -168,7 +150,7 @@ static void destroy(sap_direct *D)
 {
     if (!D) return;
     sap_context *ctx = D->ctx;
-    const cudss_api *f = D->f;
+    const sap_cudss_api *f = D->f;
     sap__cuda_enter(ctx);
     if (D->A) f->MatrixDestroy(D->A);
     if (D->b1) f->MatrixDestroy(D->b1);
@@ -190,7 +172,7 @@ static void destroy(sap_direct *D)
 static sap_status analysis(sap_direct *D, int mtype, sap_direct_info *info)
 {
     sap_context *ctx = D->ctx;
-    const cudss_api *f = D->f;
+    const sap_cudss_api *f = D->f;
     sap_status st = SAP_OK;
     size_t written = 0;
     int64_t lunnz = 0;
@@ -229,7 +211,7 @@ static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direc
     SAP_CUDA_HOST_ALLOC(ctx, D, 1);
     memset(D, 0, sizeof(*D));
     D->ctx = ctx;
-    D->f = api();
+    D->f = sap__cudss_api();
     D->n = A->nrows;
     D->nnz = A->nnz;
     SAP_CUDA_HOST_ALLOC(ctx, rp, A->nrows + 1);
@@ -267,7 +249,7 @@ cleanup:
 static sap_status factorize(sap_direct *D, int *dinfo)
 {
     sap_context *ctx = D->ctx;
-    const cudss_api *f = D->f;
+    const sap_cudss_api *f = D->f;
     sap_status st = SAP_OK;
     size_t written = 0;
     *dinfo = 0;
@@ -314,7 +296,7 @@ static sap_status solve(sap_direct *D, sap_int nrhs, const double *B, sap_int ld
                         sap_direct_info *info)
 {
     sap_context *ctx = D->ctx;
-    const cudss_api *f = D->f;
+    const sap_cudss_api *f = D->f;
     sap_status st = SAP_OK;
     const double t0 = sap__wtime();
     const sap_int n = D->n;
