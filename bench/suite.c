@@ -10,8 +10,10 @@
  * Systems: every matrix of a folder (its MANIFEST.tsv, else *.mtx / *.mtx.gz) and a
  * generated set (sap_gen_spec strings; see gen_set below).
  * Solvers (bench/anchors/): sap (sap_solver_*, defaults), superlu, umfpack, mumps, pardiso
- * (MKL, dlopen), cudss (dlopen), cusolver_qr, cusparse_ilu0.  A solver that is not
- * built in or cannot be loaded is reported as n/a.
+ * (MKL, dlopen), cudss (dlopen), cusolver_qr, cusparse_ilu0; and sap's direct methods
+ * forced, beside the strategy's choice: sap_direct_host (SuiteSparse), sap_direct_cudss
+ * (cuDSS through sap, on a cuda context).  A solver that is not built in or cannot be
+ * loaded is reported as n/a.
  *
  * Robustness: the parent never initialises CUDA (nor OpenMP).  For each system a child
  * loads or generates the matrix and writes it to a binary file in a temporary folder;
@@ -55,7 +57,8 @@
 
 static const suite_solver_fn solver_fns[SUITE_NSOLVERS] = {
     suite_run_sap,     suite_run_superlu, suite_run_umfpack,     suite_run_mumps,
-    suite_run_pardiso, suite_run_cudss,   suite_run_cusolver_qr, suite_run_cusparse_ilu0};
+    suite_run_pardiso, suite_run_cudss,   suite_run_cusolver_qr, suite_run_cusparse_ilu0,
+    suite_run_sap_direct_host, suite_run_sap_direct_cudss};
 
 /* The generated set: name, spec, N (for --max-n before generating). */
 typedef struct gen_item {
@@ -590,7 +593,7 @@ static void usage(void)
            "             [--add NAME=SPEC] [--list]\n"
            "             [--no-warmup] [--repeat R] [--repeat-below S]\n"
            "       suite --report-only A.csv[,B.csv..] [--out DIR] [--plot]\n"
-           "solvers: sap,superlu,umfpack,mumps,pardiso,cudss,cusolver_qr,cusparse_ilu0 (default: all)\n"
+           "solvers: sap,superlu,umfpack,mumps,pardiso,cudss,cusolver_qr,cusparse_ilu0,sap_direct_host,sap_direct_cudss (default: all)\n"
            "dir default: $SAP_MATRIX_DIR, else %s; out default: bench/results\n",
            SAP_MATRIX_DIR_DEFAULT);
 }

@@ -1088,7 +1088,14 @@ typedef enum sap_solver_method {
     SAP_METHOD_BAND_PIVOT = 4, /* banded LU with partial pivoting (LAPACK dgbtrf on the
                                   host) of the reordered band with iterative refinement: the
                                   most robust fallback, for bands that fit the memory */
-    SAP_METHOD_JACOBI = 5  /* the Krylov method with a Jacobi preconditioner (last resort) */
+    SAP_METHOD_JACOBI = 5, /* the Krylov method with a Jacobi preconditioner (last resort) */
+    SAP_METHOD_DIRECT_HOST = 6, /* sparse direct on the host: SuiteSparse CHOLMOD (SPD-looking)
+                                   or UMFPACK, refined in double; SAP_ERR_NOT_COMPILED when the
+                                   library was built without SuiteSparse */
+    SAP_METHOD_DIRECT_CUDSS = 7 /* sparse direct on the GPU: NVIDIA cuDSS loaded at run time
+                                   ($SAP_CUDSS_LIB, else libcudss.so.1 / .so.0), refined in
+                                   double; needs a cuda context (SAP_ERR_UNSUPPORTED otherwise
+                                   or when cuDSS is not loadable, with the reason) */
 } sap_solver_method;
 
 /* ---- strategy methods: the registry ---- */
@@ -1096,19 +1103,21 @@ typedef enum sap_solver_method {
  * (src/solver/methods.c, one file per method); more can be registered at run time through
  * the internal sap__solver_method_register (src/solver/solver_internal.h).  Index i of
  * the enumeration IS the sap_solver_method value: 0 is "auto" (not a method: the plan
- * picks the first one and the fallback chain), 1..5 the built-ins in enum order, then the
- * registered methods (values 6, 7, ... in registration order).  Indices are stable
+ * picks the first one and the fallback chain), 1..7 the built-ins in enum order, then the
+ * registered methods (values 8, 9, ... in registration order).  Indices are stable
  * (methods are never unregistered). */
 
 /* Number of entries: "auto", the built-in methods, then any registered ones. */
 SAP_API int sap_solver_method_count(void);
 /* Name of method i, as sap_solver_method_parse accepts it: "auto", "sap-d", "sap-c",
- * "band-lu", "band-pivot", "jacobi", then registered names; "unknown" out of range.  The
+ * "band-lu", "band-pivot", "jacobi", "direct-host", "direct-cudss", then registered names;
+ * "unknown" out of range.  The
  * index is the enum value, so this one function serves both. */
 SAP_API const char *sap_solver_method_name(sap_solver_method method);
 /* "name: description\n" (static text; NULL when i is out of range). */
 SAP_API const char *sap_solver_method_help(int i);
-/* Name (or alias: "sapd", "sapc", "bandlu", "bandpivot"), case-insensitive, to its value;
+/* Name (or alias: "sapd", "sapc", "bandlu", "bandpivot", "directhost", "cudss"),
+ * case-insensitive, to its value;
  * SAP_ERR_INVALID for an unknown name or a NULL argument. */
 SAP_API sap_status sap_solver_method_parse(const char *name, sap_solver_method *method);
 
@@ -1167,6 +1176,14 @@ typedef struct sap_solver_options {
                                  partitions and every few pivot steps) and the solve at the
                                  next Krylov step, as a monitor's stop does
                                  (SAP_WARN_INTERRUPTED, the best x so far, no fallback) */
+    double time_budget;       /* seconds an attempt that has a fallback may take (setup +
+                                 solve; a setup predicted longer is skipped) before the
+                                 chain moves on; 0 (default): automatic, 2x the predicted
+                                 time of the sparse direct method after it in the chain
+                                 (from a symbolic analysis), at least 2 s, none when
+                                 nothing is predicted and for a forced first method; < 0:
+                                 none.  A budget makes the method chosen depend on timing
+                                 (docs/solver-policy.md). */
 } sap_solver_options;
 /* In the options: krylov.stagnation_window is honoured too ("stagnation" by name). */
 
@@ -1175,7 +1192,7 @@ SAP_API void sap_solver_options_init(sap_solver_options *opt);
  * "scale", "cm", "drop" / "drop_delta", "partitions", "third_stage", "precision"
  * (float|double|auto), "boost_threshold", "boost_value", "krylov" (as sap_krylov_parse,
  * or auto), "tol", "maxit", "memory_limit" (bytes, suffixes k/M/G), "host_small",
- * "host_direct", "long_step" (seconds).
+ * "host_direct", "long_step" (seconds), "time_budget" (seconds, auto, off).
  * Unknown name or bad value: SAP_ERR_INVALID (opt unchanged). */
 SAP_API sap_status sap_solver_options_set(sap_solver_options *opt, const char *name, const char *value);
 /* The same, writing why a name or value was refused into msg (the option, the value and
@@ -1194,6 +1211,9 @@ typedef struct sap_solver_try {
     sap_status status;        /* of that attempt */
     double iterations;
     double time;              /* seconds */
+    double predicted;         /* seconds predicted before it started: its setup (direct
+                                 methods: analysis + factorization + one solve); 0: none */
+    double budget;            /* seconds it was given (time_budget); 0: none */
     char note[96];            /* e.g. "not converged in 1000 iterations", "band 3.2 GB > limit" */
 } sap_solver_try;
 

@@ -5,11 +5,15 @@ set -euo pipefail
 # libfast-float-dev: number parsing of the Matrix Market reader
 # libmetis-dev: the partitions of the block ILU / RAS preconditioners (optional at build:
 # without it a breadth-first partitioner is used)
-pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 libspng-dev libcjson-dev libmetis-dev"
 # Optional (SAP_DEPS_BENCH=1): the CPU anchors of bench/suite (SuperLU, UMFPACK, MUMPS).
+# libsuitesparse-dev: CHOLMOD / UMFPACK of the direct-host method (the library builds without
+# it; the method then reports "not built with SuiteSparse")
+pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 libspng-dev libcjson-dev libmetis-dev libsuitesparse-dev"
+# Optional (SAP_DEPS_BENCH=1): the CPU anchors of bench/suite (SuperLU, MUMPS; UMFPACK
+# comes with libsuitesparse-dev above).
 # The library and the tests never need them; bench/suite reports them as n/a without.
 if [ "${SAP_DEPS_BENCH:-0}" = "1" ]; then
-    pkgs="$pkgs libsuperlu-dev libsuitesparse-dev libmumps-seq-dev"
+    pkgs="$pkgs libsuperlu-dev libmumps-seq-dev"
 fi
 # Optional (SAP_DEPS_FUZZ=1): clang and its libFuzzer/sanitizer runtimes for fuzz/run.sh
 # (the CI's fuzzing step asks for them).

@@ -13,8 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const builtin_names[] = {"auto", "sap-d", "sap-c", "band-lu", "band-pivot", "jacobi"};
-#define NBUILTIN 6
+static const char *const builtin_names[] = {"auto",   "sap-d",       "sap-c",       "band-lu",
+                                            "band-pivot", "jacobi", "direct-host", "direct-cudss"};
+#define NBUILTIN 8
 
 /* Solves A x = A x* with opt; returns the status, the stats in *st, the residual. */
 static sap_status solve(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver_stats *st,
@@ -73,7 +74,8 @@ static void test_enumeration(void)
     }
     /* the enum values are the indices */
     CHECK(SAP_METHOD_AUTO == 0 && SAP_METHOD_SAPD == 1 && SAP_METHOD_SAPC == 2 && SAP_METHOD_BAND_LU == 3 &&
-          SAP_METHOD_BAND_PIVOT == 4 && SAP_METHOD_JACOBI == 5);
+          SAP_METHOD_BAND_PIVOT == 4 && SAP_METHOD_JACOBI == 5 && SAP_METHOD_DIRECT_HOST == 6 &&
+          SAP_METHOD_DIRECT_CUDSS == 7);
     /* aliases, mixed case */
     sap_solver_method m;
     CHECK(sap_solver_method_parse("SapD", &m) == SAP_OK && m == SAP_METHOD_SAPD);

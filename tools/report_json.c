@@ -67,6 +67,8 @@ int solve_report_json_sparse(const solve_args *a, const solve_problem *p, const 
         cJSON_AddNumberToObject(t, "half_bandwidth", (double)ss->tried[i].half_bandwidth);
         cJSON_AddNumberToObject(t, "iterations", ss->tried[i].iterations);
         cJSON_AddNumberToObject(t, "time", ss->tried[i].time);
+        cJSON_AddNumberToObject(t, "predicted_time", ss->tried[i].predicted);
+        cJSON_AddNumberToObject(t, "time_budget", ss->tried[i].budget);
         cJSON_AddStringToObject(t, "note", ss->tried[i].note);
         cJSON_AddItemToArray(tried, t);
     }

@@ -37,10 +37,17 @@ void solve_report_text_sparse(const solve_args *a, const solve_problem *p, const
         printf("method        %s (%s)\n", sap_solver_method_name(ss->method),
                sopt->method == SAP_METHOD_AUTO ? "auto" : "given");
     printf("reason        %s\n", ss->reason);
-    for (int i = 0; i < ss->ntries; i++)
-        printf("%s %d. %-10s %-24s %.3fs  %s\n", i == 0 ? "tried        " : "             ", i + 1,
+    for (int i = 0; i < ss->ntries; i++) {
+        /* the prediction and the time box, where there were any */
+        char pb[64] = "";
+        if (ss->tried[i].budget > 0)
+            snprintf(pb, sizeof(pb), " (predicted %.3gs, budget %.3gs)", ss->tried[i].predicted, ss->tried[i].budget);
+        else if (ss->tried[i].predicted > 0)
+            snprintf(pb, sizeof(pb), " (predicted %.3gs)", ss->tried[i].predicted);
+        printf("%s %d. %-10s %-24s %.3fs%s  %s\n", i == 0 ? "tried        " : "             ", i + 1,
                sap_solver_method_name(ss->tried[i].method), sap_status_name(ss->tried[i].status), ss->tried[i].time,
-               ss->tried[i].note);
+               pb, ss->tried[i].note);
+    }
     printf("bandwidth     K_original %lld, K_cm %lld, K_drop %lld, K_max %lld (drop-off kept %.8g of ||A||_F^2)\n",
            (long long)ss->K_original, (long long)ss->K_cm, (long long)ss->K_drop, (long long)ss->K_max,
            ss->kept_fraction);

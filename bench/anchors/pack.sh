@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # pack.sh -- gathers the CPU anchors of bench/suite (SuperLU, UMFPACK, MUMPS sequential,
-# from Debian's libsuperlu-dev, libsuitesparse-dev, libmumps-seq-dev) into the git-ignored
+# from Debian's libsuperlu-dev, libsuitesparse-dev, libmumps-seq-dev; CHOLMOD and UMFPACK
+# also serve the library's direct-host method, which the top-level CMake finds there too
+# with -DSAP_SUITE_ANCHOR_PREFIX) into the git-ignored
 # folder .anchors/ of the repository, so that a machine without those packages (the GPU
 # machine: no package registry) can build and run them:
 #     cmake -DSAP_SUITE_ANCHOR_PREFIX=$PWD/.anchors ...      (bench/run_suite.sh does it)
@@ -46,7 +48,7 @@ grep -qx '/.anchors/' "$ROOT/.git/info/exclude" 2>/dev/null || echo '/.anchors/'
 
 # ---- headers: exactly what the suite's includes pull in -------------------------------
 tmpc=$(mktemp --suffix=.c)
-printf '#include <slu_ddefs.h>\n#include <umfpack.h>\n#include <dmumps_c.h>\n' > "$tmpc"
+printf '#include <slu_ddefs.h>\n#include <umfpack.h>\n#include <cholmod.h>\n#include <dmumps_c.h>\n' > "$tmpc"
 deps=$(gcc -M -I/usr/include/superlu -I/usr/include/suitesparse "$tmpc" | tr ' \\' '\n\n' | grep -E '^/usr/include/(superlu|suitesparse)/|^/usr/include/[a-z_]*mumps[a-z_]*\.h$|^/usr/include/mumps_' || true)
 rm -f "$tmpc"
 for h in $deps; do

@@ -1,6 +1,7 @@
 /* suite_gpu.c -- the GPU anchors of bench/suite:
  *   cudss          NVIDIA cuDSS (direct: analysis + factorization + solve), loaded at run
- *                  time with dlopen from $SAP_CUDSS_LIB, else libcudss.so.1; matrix type
+ *                  time by sap's loader (src/device/cuda/direct_cuda.cu: dlopen of $SAP_CUDSS_LIB, else
+ *                  libcudss.so.1 / .so.0); matrix type
  *                  SPD when the matrix looks SPD (symmetric, positive diagonal; if that
  *                  factorization fails, the general type is tried, both timed), else general
  *   cusolver_qr    cusolverSpDcsrlsvqr, the sparse QR the paper compared with (section
@@ -18,7 +19,6 @@
 #define _GNU_SOURCE
 #include "suite_anchor.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +52,7 @@ int suite_run_cusparse_ilu0(const suite_problem *p, double *x, suite_run *r)
 #include <cusolverSp.h>
 #include <cusparse.h>
 
-#include "suite_cudss.h"
+#include "device/cuda/cudss_abi.h" /* the cuDSS 1.x declarations sap itself uses */
 
 /* csrilu02 and cusolverSp are deprecated in CUDA 12/13 but still the standard calls */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -463,22 +463,7 @@ done:
     return rc;
 }
 
-/* ---- cuDSS through dlopen ----------------------------------------------------------- */
-
-typedef struct cudss_api {
-    suite_cudssCreate_fn Create;
-    suite_cudssDestroy_fn Destroy;
-    suite_cudssGetProperty_fn GetProperty;
-    suite_cudssConfigCreate_fn ConfigCreate;
-    suite_cudssConfigDestroy_fn ConfigDestroy;
-    suite_cudssDataCreate_fn DataCreate;
-    suite_cudssDataDestroy_fn DataDestroy;
-    suite_cudssDataGet_fn DataGet;
-    suite_cudssMatrixCreateCsr_fn MatrixCreateCsr;
-    suite_cudssMatrixCreateDn_fn MatrixCreateDn;
-    suite_cudssMatrixDestroy_fn MatrixDestroy;
-    suite_cudssExecute_fn Execute;
-} cudss_api;
+/* ---- cuDSS through sap's loader (dlopen) ---------------------------------------------- */
 
 static const char *cudss_status_name(int s)
 {
@@ -490,18 +475,18 @@ static const char *cudss_status_name(int s)
 #define CK_DSS(what, call)                                                                                        \
     do {                                                                                                          \
         int e_ = (call);                                                                                          \
-        if (e_ != SUITE_CUDSS_STATUS_SUCCESS) {                                                                   \
+        if (e_ != SAP_CUDSS_STATUS_SUCCESS) {                                                                   \
             suite_note(r, "%s: %s", what, cudss_status_name(e_));                                                 \
-            rc = e_ == SUITE_CUDSS_STATUS_ALLOC_FAILED ? SUITE_RUN_OOM : SUITE_RUN_FAILED;                        \
+            rc = e_ == SAP_CUDSS_STATUS_ALLOC_FAILED ? SUITE_RUN_OOM : SUITE_RUN_FAILED;                        \
             goto done;                                                                                            \
         }                                                                                                         \
     } while (0)
 
 /* One analysis + factorization with matrix type mtype.  *info receives CUDSS_DATA_INFO
  * (0: success; otherwise e.g. a zero pivot or, for SPD, a non-positive pivot). */
-static int cudss_factor(const cudss_api *api, suite_cudssHandle_t h, suite_cudssConfig_t cfg, const suite_problem *p,
-                        const dev_sys *d, int mtype, suite_cudssData_t *data, suite_cudssMatrix_t *A,
-                        suite_cudssMatrix_t B, suite_cudssMatrix_t X, int *info, suite_run *r)
+static int cudss_factor(const sap_cudss_api *api, sap_cudssHandle_t h, sap_cudssConfig_t cfg, const suite_problem *p,
+                        const dev_sys *d, int mtype, sap_cudssData_t *data, sap_cudssMatrix_t *A,
+                        sap_cudssMatrix_t B, sap_cudssMatrix_t X, int *info, suite_run *r)
 {
     int rc = SUITE_RUN_DONE;
     size_t written = 0;
@@ -509,11 +494,11 @@ static int cudss_factor(const cudss_api *api, suite_cudssHandle_t h, suite_cudss
     CK_DSS("cudssDataCreate", api->DataCreate(h, data));
     CK_DSS("cudssMatrixCreateCsr",
            api->MatrixCreateCsr(A, p->n, p->n, p->nnz, d->rp, NULL, d->ci, d->val, CUDA_R_32I, CUDA_R_32I, CUDA_R_64F,
-                                mtype, SUITE_CUDSS_MVIEW_FULL, SUITE_CUDSS_BASE_ZERO));
-    CK_DSS("cudssExecute(ANALYSIS)", api->Execute(h, SUITE_CUDSS_PHASE_ANALYSIS, cfg, *data, *A, X, B));
-    CK_DSS("cudssExecute(FACTORIZATION)", api->Execute(h, SUITE_CUDSS_PHASE_FACTORIZATION, cfg, *data, *A, X, B));
+                                mtype, SAP_CUDSS_MVIEW_FULL, SAP_CUDSS_BASE_ZERO));
+    CK_DSS("cudssExecute(ANALYSIS)", api->Execute(h, SAP_CUDSS_PHASE_ANALYSIS, cfg, *data, *A, X, B));
+    CK_DSS("cudssExecute(FACTORIZATION)", api->Execute(h, SAP_CUDSS_PHASE_FACTORIZATION, cfg, *data, *A, X, B));
     CK_CUDA("synchronize after factorization", cudaDeviceSynchronize());
-    CK_DSS("cudssDataGet(INFO)", api->DataGet(h, *data, SUITE_CUDSS_DATA_INFO, info, sizeof *info, &written));
+    CK_DSS("cudssDataGet(INFO)", api->DataGet(h, *data, SAP_CUDSS_DATA_INFO, info, sizeof *info, &written));
 done:
     return rc;
 }
@@ -526,77 +511,43 @@ int suite_run_cudss(const suite_problem *p, double *x, suite_run *r)
         return SUITE_RUN_NA;
     }
     double t0 = suite_now();
-    const char *path = getenv("SAP_CUDSS_LIB");
-    if (!path || !*path) path = "libcudss.so.1";
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
-        suite_note(r, "cuDSS not loadable (%s): %.200s", path, e ? e : "?");
-        return SUITE_RUN_NA;
-    }
-    cudss_api api;
-    memset(&api, 0, sizeof api);
-    struct {
-        void **fn;
-        const char *name;
-    } syms[] = {{(void **)&api.Create, "cudssCreate"},
-                {(void **)&api.Destroy, "cudssDestroy"},
-                {(void **)&api.GetProperty, "cudssGetProperty"},
-                {(void **)&api.ConfigCreate, "cudssConfigCreate"},
-                {(void **)&api.ConfigDestroy, "cudssConfigDestroy"},
-                {(void **)&api.DataCreate, "cudssDataCreate"},
-                {(void **)&api.DataDestroy, "cudssDataDestroy"},
-                {(void **)&api.DataGet, "cudssDataGet"},
-                {(void **)&api.MatrixCreateCsr, "cudssMatrixCreateCsr"},
-                {(void **)&api.MatrixCreateDn, "cudssMatrixCreateDn"},
-                {(void **)&api.MatrixDestroy, "cudssMatrixDestroy"},
-                {(void **)&api.Execute, "cudssExecute"}};
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].fn = dlsym(lib, syms[i].name);
-        if (!*syms[i].fn) {
-            suite_note(r, "cuDSS library lacks %s", syms[i].name);
-            return SUITE_RUN_NA;
-        }
-    }
-    int major = -1, minor = -1, patch = -1;
-    api.GetProperty(MAJOR_VERSION, &major);
-    api.GetProperty(MINOR_VERSION, &minor);
-    api.GetProperty(PATCH_LEVEL, &patch);
-    suite_note(r, "cuDSS %d.%d.%d", major, minor, patch);
-    if (major != 1) {
-        suite_note(r, "declarations in bench/anchors/suite_cudss.h are for cuDSS 1.x");
+    /* sap's loader ($SAP_CUDSS_LIB, else libcudss.so.1 / .so.0; cuDSS 1.x only) */
+    const sap_cudss_api *api = sap__cudss_api();
+    if (api->major >= 0) suite_note(r, "cuDSS %d.%d.%d", api->major, api->minor, api->patch);
+    if (!api->ok) {
+        suite_note(r, "%.300s", api->why);
         return SUITE_RUN_NA;
     }
     rc = gpu_init(r);
     if (rc != SUITE_RUN_DONE) return rc;
-    suite_cudssHandle_t h = NULL;
-    suite_cudssConfig_t cfg = NULL;
-    suite_cudssData_t data = NULL;
-    suite_cudssMatrix_t A = NULL, B = NULL, X = NULL;
+    sap_cudssHandle_t h = NULL;
+    sap_cudssConfig_t cfg = NULL;
+    sap_cudssData_t data = NULL;
+    sap_cudssMatrix_t A = NULL, B = NULL, X = NULL;
     dev_sys d;
     memset(&d, 0, sizeof d);
-    CK_DSS("cudssCreate", api.Create(&h));
+    CK_DSS("cudssCreate", api->Create(&h));
     r->init_s = suite_now() - t0;
 
     t0 = suite_now();
     rc = dev_upload(p, &d, r);
     if (rc != SUITE_RUN_DONE) goto done;
-    CK_DSS("cudssConfigCreate", api.ConfigCreate(&cfg));
+    CK_DSS("cudssConfigCreate", api->ConfigCreate(&cfg));
     CK_DSS("cudssMatrixCreateDn(b)",
-           api.MatrixCreateDn(&B, p->n, 1, p->n, d.b, CUDA_R_64F, SUITE_CUDSS_LAYOUT_COL_MAJOR));
+           api->MatrixCreateDn(&B, p->n, 1, p->n, d.b, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
     CK_DSS("cudssMatrixCreateDn(x)",
-           api.MatrixCreateDn(&X, p->n, 1, p->n, d.x, CUDA_R_64F, SUITE_CUDSS_LAYOUT_COL_MAJOR));
+           api->MatrixCreateDn(&X, p->n, 1, p->n, d.x, CUDA_R_64F, SAP_CUDSS_LAYOUT_COL_MAJOR));
     const char *use_spd = getenv("SAP_SUITE_CUDSS_SPD");
-    int mtype = (p->spd && !(use_spd && use_spd[0] == '0')) ? SUITE_CUDSS_MTYPE_SPD : SUITE_CUDSS_MTYPE_GENERAL;
+    int mtype = (p->spd && !(use_spd && use_spd[0] == '0')) ? SAP_CUDSS_MTYPE_SPD : SAP_CUDSS_MTYPE_GENERAL;
     int info = 0;
-    rc = cudss_factor(&api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
-    if (mtype == SUITE_CUDSS_MTYPE_SPD && (rc == SUITE_RUN_FAILED || info != 0)) {
+    rc = cudss_factor(api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
+    if (mtype == SAP_CUDSS_MTYPE_SPD && (rc == SUITE_RUN_FAILED || info != 0)) {
         suite_note(r, "SPD factorization failed (info=%d), retried as general", info);
-        if (A) api.MatrixDestroy(A);
-        if (data) api.DataDestroy(h, data);
+        if (A) api->MatrixDestroy(A);
+        if (data) api->DataDestroy(h, data);
         A = NULL, data = NULL;
-        mtype = SUITE_CUDSS_MTYPE_GENERAL;
-        rc = cudss_factor(&api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
+        mtype = SAP_CUDSS_MTYPE_GENERAL;
+        rc = cudss_factor(api, h, cfg, p, &d, mtype, &data, &A, B, X, &info, r);
     }
     if (rc != SUITE_RUN_DONE) goto done;
     if (info != 0) {
@@ -604,25 +555,25 @@ int suite_run_cudss(const suite_problem *p, double *x, suite_run *r)
         rc = SUITE_RUN_FAILED;
         goto done;
     }
-    CK_DSS("cudssExecute(SOLVE)", api.Execute(h, SUITE_CUDSS_PHASE_SOLVE, cfg, data, A, X, B));
+    CK_DSS("cudssExecute(SOLVE)", api->Execute(h, SAP_CUDSS_PHASE_SOLVE, cfg, data, A, X, B));
     rc = dev_download(p, &d, x, r);
     r->time_s = suite_now() - t0;
     if (rc == SUITE_RUN_DONE) {
         int64_t lunnz = 0;
         size_t written = 0;
-        if (api.DataGet(h, data, SUITE_CUDSS_DATA_LU_NNZ, &lunnz, sizeof lunnz, &written) == 0)
-            suite_note(r, "mtype=%s nnz(LU)=%lld", mtype == SUITE_CUDSS_MTYPE_SPD ? "spd" : "general",
+        if (api->DataGet(h, data, SAP_CUDSS_DATA_LU_NNZ, &lunnz, sizeof lunnz, &written) == 0)
+            suite_note(r, "mtype=%s nnz(LU)=%lld", mtype == SAP_CUDSS_MTYPE_SPD ? "spd" : "general",
                        (long long)lunnz);
     }
 done:
     if (rc != SUITE_RUN_DONE && r->time_s == 0) r->time_s = suite_now() - t0;
-    if (A) api.MatrixDestroy(A);
-    if (B) api.MatrixDestroy(B);
-    if (X) api.MatrixDestroy(X);
-    if (data) api.DataDestroy(h, data);
-    if (cfg) api.ConfigDestroy(cfg);
+    if (A) api->MatrixDestroy(A);
+    if (B) api->MatrixDestroy(B);
+    if (X) api->MatrixDestroy(X);
+    if (data) api->DataDestroy(h, data);
+    if (cfg) api->ConfigDestroy(cfg);
     dev_free(&d);
-    if (h) api.Destroy(h);
+    if (h) api->Destroy(h);
     /* no dlclose: the child exits right after */
     return rc;
 }

@@ -15,8 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-const char *const suite_solver_names[SUITE_NSOLVERS] = {"sap",  "superlu", "umfpack",     "mumps",
-                                                        "pardiso", "cudss", "cusolver_qr", "cusparse_ilu0"};
+/* sap_direct_host / sap_direct_cudss: sap_solver with that direct method forced (sap's own
+ * toolbox beside the strategy's choice, not anchors: left out of the speedup table) */
+const char *const suite_solver_names[SUITE_NSOLVERS] = {"sap",         "superlu",       "umfpack",        "mumps",
+                                                        "pardiso",     "cudss",         "cusolver_qr",    "cusparse_ilu0",
+                                                        "sap_direct_host", "sap_direct_cudss"};
 
 static void csv_field(FILE *f, const char *s)
 {
@@ -338,7 +341,7 @@ int suite_write_markdown(const suite_rows *rows, const char *path, const char *c
     double *sv = malloc(sizeof(double) * (size_t)(nm > 0 ? nm : 1));
     int cudss_both = 0, cudss_faster = 0;
     for (int a = 1; a < SUITE_NSOLVERS && sv; a++) {
-        if (!present[a]) continue;
+        if (!present[a] || !strncmp(suite_solver_names[a], "sap_", 4)) continue;
         int k = 0, faster = 0;
         for (int j = 0; j < nm; j++) {
             const suite_row *rs = m[j].by_solver[0], *ra = m[j].by_solver[a];

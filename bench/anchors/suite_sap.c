@@ -12,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int suite_run_sap(const suite_problem *p, double *x, suite_run *r)
+/* method NULL: every choice automatic; else that method forced without fallback */
+static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *method)
 {
 #ifndef SAP_SUITE_HAVE_SAP_SOLVER
     (void)p;
     (void)x;
+    (void)method;
     suite_note(r, "sap_solver_* not built (src/solver missing at configure time)");
     return SUITE_RUN_NA;
 #else
@@ -50,7 +52,13 @@ int suite_run_sap(const suite_problem *p, double *x, suite_run *r)
 
     sap_solver *S = NULL;
     double t1 = suite_now();
-    s = sap_solver_create(ctx, A, NULL, &S);
+    sap_solver_options so;
+    sap_solver_options_init(&so);
+    if (method) {
+        sap_solver_options_set(&so, "method", method);
+        sap_solver_options_set(&so, "fallback", "0");
+    }
+    s = sap_solver_create(ctx, A, &so, &S);
     if (s == SAP_OK) {
         sap_status s2 = sap_solver_setup(S);
         if (s2 >= 0) s2 = sap_solver_solve(S, p->b, x);
@@ -72,13 +80,19 @@ int suite_run_sap(const suite_problem *p, double *x, suite_run *r)
         if (sap_solver_get_stats(S, &st) == SAP_OK) {
             suite_note(r, "method=%s P=%lld K=%lld it=%.4g host=%d", sap_solver_method_name(st.method),
                        (long long)st.partitions, (long long)st.K_max, st.iterations, st.on_host);
-            char tries[200];
+            char tries[400];
             size_t len = 0;
             tries[0] = '\0';
-            for (int i = 0; i < st.ntries && i < SAP_SOLVER_MAX_TRIES && len + 40 < sizeof tries; i++) {
-                int w = snprintf(tries + len, sizeof tries - len, "%s%s:%s", i ? ">" : "",
-                                 sap_solver_method_name(st.tried[i].method), sap_status_name(st.tried[i].status));
+            for (int i = 0; i < st.ntries && i < SAP_SOLVER_MAX_TRIES && len + 80 < sizeof tries; i++) {
+                const sap_solver_try *t = &st.tried[i];
+                /* method:status(time, predicted setup (direct: whole solve), budget) */
+                char box[48] = "";
+                if (t->budget > 0) snprintf(box, sizeof box, ",pred %.2g,budget %.2g", t->predicted, t->budget);
+                else if (t->predicted > 0) snprintf(box, sizeof box, ",pred %.2g", t->predicted);
+                int w = snprintf(tries + len, sizeof tries - len, "%s%s:%s(%.3gs%s)", i ? ">" : "",
+                                 sap_solver_method_name(t->method), sap_status_name(t->status), t->time, box);
                 if (w > 0) len += (size_t)w;
+                if (len >= sizeof tries) len = sizeof tries - 1;
             }
             suite_note(r, "tries=%s", tries);
             suite_note(r, "reason=%.120s", st.reason);
@@ -89,4 +103,14 @@ int suite_run_sap(const suite_problem *p, double *x, suite_run *r)
     sap_context_destroy(ctx);
     return rc;
 #endif
+}
+
+int suite_run_sap(const suite_problem *p, double *x, suite_run *r) { return run_sap(p, x, r, NULL); }
+int suite_run_sap_direct_host(const suite_problem *p, double *x, suite_run *r)
+{
+    return run_sap(p, x, r, "direct-host");
+}
+int suite_run_sap_direct_cudss(const suite_problem *p, double *x, suite_run *r)
+{
+    return run_sap(p, x, r, "direct-cudss");
 }

@@ -16,7 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const sap__solver_method_type sap__sm_sapd, sap__sm_sapc, sap__sm_band_lu, sap__sm_band_pivot, sap__sm_jacobi;
+extern const sap__solver_method_type sap__sm_sapd, sap__sm_sapc, sap__sm_band_lu, sap__sm_band_pivot, sap__sm_jacobi,
+    sap__sm_direct_host, sap__sm_direct_cudss;
 
 /* Every built-in strategy method: one line here (in sap_solver_method order). */
 static const sap__solver_method_type *const builtin[] = {
@@ -25,6 +26,8 @@ static const sap__solver_method_type *const builtin[] = {
     &sap__sm_band_lu,    /* solver_method_band_lu.c    */
     &sap__sm_band_pivot, /* solver_method_band_pivot.c */
     &sap__sm_jacobi,     /* solver_method_jacobi.c     */
+    &sap__sm_direct_host,  /* solver_method_direct_host.c  */
+    &sap__sm_direct_cudss, /* solver_method_direct_cudss.c */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

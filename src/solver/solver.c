@@ -63,6 +63,8 @@ static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_op
     if (!(o->long_step >= 0))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: long_step = %g (need seconds >= 0, 0: never)",
                          o->long_step);
+    if (isnan(o->time_budget))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: time_budget is NaN (need seconds, 0: auto, < 0: none)");
     return SAP_OK;
 }
 
@@ -130,6 +132,7 @@ static void free_setup(sap_solver *S)
 {
     sap__solver_att_destroy(S, S->att);
     S->att = NULL;
+    sap__solver_direct_forget(S);
     sap_reorder_result_destroy(S->R);
     S->R = NULL;
     SAP_FREE(S->ctx, S->map0);

@@ -85,7 +85,7 @@ cleanup:
  * method's build.  *reject = 1 when it was built but must not be used (e.g. too many
  * boosted pivots while a fallback remains).  note receives a short description. */
 static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final, sap__attempt **out, int *reject,
-                            char *note, size_t nl)
+                            char *note, size_t nl, double *pred, double *budget)
 {
     sap_context *ctx = S->ctx;
     sap_status st = SAP_OK;
@@ -96,6 +96,7 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
     note[0] = 0;
     if (!type) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: unknown method %d", (int)m);
     SAP_CALLOC(ctx, a, 1);
+    a->t_start = sap__wtime();
     a->method = m;
     a->type = type;
     a->final = final;
@@ -112,6 +113,24 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
     a->prec = prec;
     a->kept = kept;
     a->mem = sap__solver_estimate(S, m, P, K, prec);
+
+    /* the time box: the predicted setup against the attempt's budget (decided here when
+     * the setup alone may exceed the shortest budget; else by the monitor once it runs) */
+    if (type->direct && type->band == SAP__SM_BAND_NONE) {
+        const double p = m == SAP_METHOD_DIRECT_HOST || S->dpred_done ? sap__solver_direct_predict(S, m) : -1;
+        a->predicted = p > 0 ? p : 0;
+    } else {
+        a->predicted = sap__solver_estimate_all(S, m, P, K, prec).seconds;
+        if ((a->predicted > SV_BUDGET_MIN || S->opt.time_budget > 0) && !final) {
+            char why[96];
+            const double b = sap__solver_budget(S, a, i, why, sizeof(why));
+            if (b > 0 && a->predicted > b) {
+                snprintf(note, nl, "setup predicted %.2g s > budget %.2g s (%.30s): skip", a->predicted, b, why);
+                st = SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "sap_solver %s: %s", sap_solver_method_name(m), note);
+                goto cleanup;
+            }
+        }
+    }
 
     /* a long step is announced; the monitor may stop here, before the work */
     if (sap__solver_before_build(S, a, i, note)) {
@@ -138,10 +157,16 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
         SAP_ALLOC(ctx, a->map_pc, RA->nnz);
         sap__solver_map_entries(RA, NULL, NULL, a->A_pc, a->map_pc, sap__threads(ctx));
     }
+    *pred = a->predicted;
+    *budget = a->budget;
     *out = a;
     a = NULL;
 cleanup:
     if (st < 0 && !note[0]) snprintf(note, nl, "%s", sap_status_string(st));
+    if (a) {
+        *pred = a->predicted;
+        *budget = a->budget;
+    }
     sap__solver_att_destroy(S, a);
     if (st < 0 && S->hctx) sap__solver_relay(S);
     return st;
@@ -170,11 +195,14 @@ static sap_status chain_build(sap_solver *S, int i)
         double t0 = sap__wtime();
         const int expected = !final && S->opt.fallback;
         sap__solver_try_begin(S, expected);
-        st = att_build(S, i, S->chain[i], final, &a, &reject, note, sizeof(note));
+        double pred = 0, budget = 0;
+        st = att_build(S, i, S->chain[i], final, &a, &reject, note, sizeof(note), &pred, &budget);
         sap__solver_try_end(S, expected);
         int k = sap__solver_add_try(S, S->chain[i], a ? a->P : 0, a ? a->K : 0);
         S->stats.tried[k].status = st;
         S->stats.tried[k].time = sap__wtime() - t0;
+        S->stats.tried[k].predicted = pred;
+        S->stats.tried[k].budget = budget;
         sap__solver_try_note(S, k, "setup: %s", note);
         S->ichain = i;
         if (st == SAP_WARN_INTERRUPTED) {
@@ -201,8 +229,12 @@ static sap_status chain_build(sap_solver *S, int i)
          * recorded in tried[], not raised as an error */
         if (st > 0) st = SAP_ERR_SINGULAR;
         if (!S->opt.fallback) break;
-        /* errors that no other method can avoid */
+        /* errors that no other method can avoid; a singular matrix found by a sparse
+         * direct factorization (with pivoting, of the whole matrix) is reported, not
+         * looped on */
         if (st == SAP_ERR_INVALID || st == SAP_ERR_NONFINITE) break;
+        const sap__solver_method_type *ty = sap__solver_method_get(S->chain[i]);
+        if (st == SAP_ERR_SINGULAR && ty && ty->direct && ty->band == SAP__SM_BAND_NONE) break;
     }
     S->ichain = S->nchain; /* nothing usable */
     return st < 0 ? st : last;

@@ -13,14 +13,18 @@
  *   solver_refine.c   the iterative refinement on the true residual
  *   solver_refactor.c new values for the same pattern; the entry position maps
  *   solver_report.c   stats.tried[] entries, reason strings, relaying messages
- *   solver_monitor.c  the progress monitor (setup events, Krylov steps, interruption) and
- *                     the long-step warning
+ *   solver_monitor.c  the progress monitor (setup events, Krylov steps, interruption), the
+ *                     long-step warning and the time box of the attempts (time_budget)
  *   methods.c         the strategy-method registry: the built-ins (one line each), run-time
  *                     registration, the public enumeration, names and parsing
  *   solver_method_sap.c        sap-d and sap-c (two entries; band-lu builds on them)
  *   solver_method_band_lu.c    band-lu
  *   solver_method_band_pivot.c band-pivot (on solver_band_pivot.c: LAPACK dgbtrf / dgbtrs)
  *   solver_method_jacobi.c     jacobi
+ *   solver_method_direct_host.c  direct-host (SuiteSparse)
+ *   solver_method_direct_cudss.c direct-cudss (cuDSS)
+ *   solver_method_direct.c     what the direct methods share (the device table's direct
+ *                              kernels) and their predictions
  *   solver_method_krylov.c     what the Krylov methods (all but band-pivot) share
  * Only the method files (and the chain ORDER policy of solver_plan.c) know a method; the
  * generic code calls through sap__solver_method_type.
@@ -134,6 +138,10 @@ typedef struct sap__attempt {
     sap_int boosted, dropped;
     int64_t mem;
     int itry;      /* its entry in stats.tried */
+    /* time box (solver_monitor.c): when it started (its build), what its setup was
+     * predicted to take, the seconds it may take (0: none) and whether that was decided */
+    double t_start, predicted, budget;
+    int budget_set;
     char note[96]; /* what its setup did */
     double t_drop, t_third, t_asmbl, t_transfer, t_lu, t_spk, t_lurdcd;
 } sap__attempt;
@@ -158,6 +166,19 @@ struct sap_solver {
     double *w; /* 6 n work */
     sap_solver_stats stats;
     int interrupted; /* a monitor asked to stop during this call (setup, solve, refactor) */
+    /* the time box of the current attempt (solver_monitor.c): 1 it ran out of time, 2 its
+     * residual slope predicted it would; what it said; the residual history of the
+     * running Krylov solve (log10 relres and time, a ring of SV_SLOPE_WINDOW) */
+    int budget_stop;
+    char budget_note[64];
+    double slope_t[32], slope_r[32], slope_last_it;
+    int slope_n;
+    /* the direct methods' prediction from a host symbolic analysis (solver_method_direct.c;
+     * computed at most once per setup, when a budget needs it or direct-host builds) */
+    int dpred_done, dpred_ok;
+    double dpred_flops, dpred_lu_nnz, dpred_t_analyse;
+    char dpred_solver[48];
+    struct sap_direct *dpre; /* that analysis, kept for direct-host's build */
 };
 
 static inline int sap__solver_on_cuda(const sap_context *c) { return c->backend == SAP_BACKEND_CUDA; }
@@ -297,6 +318,43 @@ void sap__solver_stop_flag(sap_solver *S, int on);
 int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const char *note);
 /* "0.4 s", "12 s", "4.2 min", "3.1 h" */
 void sap__solver_fmt_seconds(double s, char *buf, size_t size);
+
+/* solver_method_direct.c: what the sparse direct methods (direct-host, direct-cudss) share */
+#define SV_REFINE_DIRECT 5 /* refinement passes of a direct method: each one solve with the factors */
+struct sap_direct_kernels;
+/* Analysis (or the prediction's, kept in S->dpre, for the host kernels) and factorization
+ * of the original matrix with kernels k on context c; a->impl holds them.  unavailable: the
+ * status when k is not usable here (its reason in note and the message). */
+sap_status sap__solver_direct_build(sap_solver *S, sap__attempt *a, const struct sap_direct_kernels *k,
+                                   sap_context *c, sap_status unavailable, char *note, size_t nl);
+/* The predicted bytes, flops and seconds (when a prediction was made; else the matrix). */
+void sap__solver_direct_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+                                 sap_precision prec, sap__sm_estimate *e);
+sap_status sap__solver_direct_numeric(sap_solver *S, sap__attempt *a);
+/* One solve of the original system for the m columns (one iteration a call). */
+sap_status sap__solver_direct_solve(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
+                                    const double *X0, sap_int ldx0, double *X, sap_int ldx, double *iters,
+                                    double *tkry);
+/* "UMFPACK 5.7.9", "CHOLMOD 3.0.14 (Cholesky)", "cuDSS 1.0.0" */
+void sap__solver_direct_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size);
+void sap__solver_direct_destroy(sap_solver *S, sap__attempt *a);
+/* Seconds the direct method m (direct-host, direct-cudss) is predicted to take for the
+ * whole solve (analysis + factorization + solve) from a host symbolic analysis of A
+ * (done once, kept in S->dpre for direct-host); < 0 when it cannot be predicted (no
+ * SuiteSparse, the analysis failed, m not a direct method). */
+double sap__solver_direct_predict(sap_solver *S, sap_solver_method m);
+/* Frees the kept analysis (setup, destroy). */
+void sap__solver_direct_forget(sap_solver *S);
+
+/* solver_monitor.c: the time box */
+#define SV_BUDGET_FACTOR 2.0 /* automatic budget: this times the next direct method's prediction */
+#define SV_BUDGET_MIN 2.0    /* ... and at least this many seconds; an attempt is not checked
+                                before it has run this long (the prediction costs an analysis;
+                                a loaded host or a sanitizer slows small setups to tenths of a
+                                second, which must not change the method chosen) */
+/* The budget of attempt a (chain index i; decided once: a->budget, a->budget_set): the
+ * time_budget given, or the automatic one (why receives its words); 0 when none. */
+double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size_t wl);
 
 /* solver_plan.c */
 /* The method's estimate (bytes, flops, predicted seconds: filled when the method leaves 0). */

@@ -19,9 +19,105 @@ void sap__solver_fmt_seconds(double s, char *buf, size_t size)
     else snprintf(buf, size, "%.1f h", s / 3600);
 }
 
+/* ---- the time box --------------------------------------------------------------------- */
+
+/* The first direct method after chain index i, or AUTO (none). */
+static sap_solver_method next_direct(const sap_solver *S, int i)
+{
+    for (int j = i + 1; j < S->nchain; j++) {
+        const sap__solver_method_type *t = sap__solver_method_get(S->chain[j]);
+        if (t && t->direct && t->band == SAP__SM_BAND_NONE) return S->chain[j];
+    }
+    return SAP_METHOD_AUTO;
+}
+
+double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size_t wl)
+{
+    if (why && wl) why[0] = 0;
+    if (a->budget_set) return a->budget;
+    a->budget_set = 1;
+    a->budget = 0;
+    const double tb = S->opt.time_budget;
+    /* an attempt that has a fallback, not a sparse direct one (band-pivot's setup is
+     * compared with it; the iterative ones are also stopped by it) */
+    if (a->final || (a->type->direct && a->type->band == SAP__SM_BAND_NONE) || tb < 0 || !S->opt.fallback) return 0;
+    if (tb > 0) {
+        a->budget = tb;
+        if (why && wl) snprintf(why, wl, "time_budget %.3g s given", tb);
+        return a->budget;
+    }
+    /* a method the caller asked for is not cut by an automatic budget (only a given one) */
+    if (i == 0 && S->opt.method != SAP_METHOD_AUTO) return 0;
+    const sap_solver_method m = next_direct(S, i);
+    if (m == SAP_METHOD_AUTO) return 0;
+    const double t0 = sap__wtime();
+    const double p = sap__solver_direct_predict(S, m);
+    /* the analysis is the direct method's work, not this attempt's */
+    a->t_start += sap__wtime() - t0;
+    if (p < 0) return 0;
+    a->budget = SV_BUDGET_FACTOR * p;
+    if (a->budget < SV_BUDGET_MIN) a->budget = SV_BUDGET_MIN;
+    if (why && wl) snprintf(why, wl, "%.2gx %s %.2g s", SV_BUDGET_FACTOR, sap_solver_method_name(m), p);
+    return a->budget;
+}
+
+/* The attempt's budget in stats.tried. */
+static void note_budget(sap_solver *S, const sap__attempt *a)
+{
+    if (a->itry >= 0 && a->itry < S->stats.ntries) S->stats.tried[a->itry].budget = a->budget;
+}
+
+/* 1 when the current attempt must stop: out of time, or its residual slope over the last
+ * SV_SLOPE_WINDOW steps predicts it would be (S->budget_stop, S->budget_note). */
+#define SV_SLOPE_WINDOW 32
+static int over_budget(sap_solver *S, double iteration, double relres)
+{
+    sap__attempt *a = S->att;
+    if (!a || a->final || (a->budget_set && a->budget <= 0)) return 0;
+    const double now = sap__wtime();
+    /* the residual history of this Krylov solve (a new solve restarts the count) */
+    if (iteration < S->slope_last_it) S->slope_n = 0;
+    S->slope_last_it = iteration;
+    const double lr = relres > 0 ? log10(relres) : -300;
+    S->slope_t[S->slope_n % SV_SLOPE_WINDOW] = now;
+    S->slope_r[S->slope_n % SV_SLOPE_WINDOW] = lr;
+    S->slope_n++;
+    if (!a->budget_set) {
+        /* an automatic budget costs an analysis: not for an attempt that ends soon */
+        if (now - a->t_start < SV_BUDGET_MIN) return 0;
+        sap__solver_budget(S, a, S->ichain, NULL, 0);
+        note_budget(S, a);
+        if (a->budget <= 0) return 0;
+    }
+    const double el = now - a->t_start;
+    if (el > a->budget) {
+        S->budget_stop = 1;
+        snprintf(S->budget_note, sizeof(S->budget_note), "out of time: %.2g s > budget %.2g s", el, a->budget);
+        return 1;
+    }
+    if (S->slope_n >= SV_SLOPE_WINDOW && el > 0.25 * a->budget) {
+        const int newest = (S->slope_n - 1) % SV_SLOPE_WINDOW, oldest = S->slope_n % SV_SLOPE_WINDOW;
+        const double dt = S->slope_t[newest] - S->slope_t[oldest];
+        const double rate = dt > 0 ? (S->slope_r[newest] - S->slope_r[oldest]) / dt : 0; /* decades per second */
+        const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-300;
+        const double need = log10(tol) - S->slope_r[newest]; /* < 0 */
+        if (need < 0 && (rate >= 0 || el + need / rate > a->budget)) {
+            S->budget_stop = 2;
+            if (rate >= 0)
+                snprintf(S->budget_note, sizeof(S->budget_note), "stagnating at %.2g s (budget %.2g s)", el,
+                         a->budget);
+            else
+                snprintf(S->budget_note, sizeof(S->budget_note), "slow: needs ~%.2g s more, budget %.2g s",
+                         need / rate, a->budget);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int sap__solver_has_monitor(const sap_solver *S)
 {
-    return S->opt.monitor || S->opt.krylov.monitor || S->opt.interrupt;
+    return S->opt.monitor || S->opt.krylov.monitor || S->opt.interrupt || (S->opt.time_budget >= 0 && S->opt.fallback);
 }
 
 static int flag_raised(const sap_solver *S) { return S->opt.interrupt && *S->opt.interrupt; }
@@ -37,6 +133,7 @@ int sap__solver_krylov_monitor(void *state, double iteration, double relres)
 {
     sap_solver *S = state;
     int stop = flag_raised(S);
+    if (!stop && over_budget(S, iteration, relres)) return 1;
     if (S->opt.krylov.monitor) stop |= S->opt.krylov.monitor(S->opt.krylov.monitor_state, iteration, relres) != 0;
     if (S->opt.monitor) {
         const sap_solver_progress p = {S->att ? sap_solver_method_name(S->att->method) : "sap_solver", 0, 0.0,

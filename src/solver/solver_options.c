@@ -25,6 +25,7 @@ static const sap_name_value precision_words[] = {
 static const sap_name_value auto_m1[] = {{"auto", -1}, {"-1", -1}, {NULL, 0}};
 static const sap_name_value auto_is_m1[] = {{"auto", -1}, {NULL, 0}};
 static const sap_name_value auto_is_0[] = {{"auto", 0}, {NULL, 0}};
+static const sap_name_value budget_words[] = {{"auto", 0}, {"off", -1}, {"none", -1}, {NULL, 0}};
 static const sap_name_value drop_words[] = {{"auto", -1}, {"none", 1}, {"off", 1}, {NULL, 0}};
 
 /* krylov=auto | a sap_krylov_parse spec (which clears krylov_auto) */
@@ -89,6 +90,10 @@ static const sap_opt_def solver_opts[] = {
      .def = "1", .kind = SAP_OPT_BOOL, SO(host_direct)},
     {.name = "long_step", .help = "announce an attempt's setup predicted above S seconds (0: never)", .def = "5",
      .kind = SAP_OPT_REAL, SO(long_step), .lo = 0, .hi = INFINITY, .meta = "S"},
+    {.name = "time_budget", .help = "seconds an iterative attempt with a fallback may take (auto: 2x the predicted "
+                                    "direct solve; off: none)",
+     .def = "auto", .kind = SAP_OPT_REAL, SO(time_budget), .lo = -1, .hi = INFINITY, .choices = budget_words,
+     .meta = "S"},
 };
 #undef SO
 #define NOPTS ((int)(sizeof(solver_opts) / sizeof(solver_opts[0])))

@@ -4,6 +4,7 @@
  * fits), the automatic drop-off of setup and the method chain: the ORDER policy (which
  * method first and why, from the matrix statistics; which fallbacks after it) is the one
  * place outside the method files that names methods. */
+#include "device/device.h"
 #include "reorder/reorder_internal.h"
 #include "solver/solver_internal.h"
 
@@ -227,7 +228,9 @@ static const sap_solver_method fallback_order[] = {
     SAP_METHOD_SAPC,       /* coupled: where the partitions' couplings matter */
     SAP_METHOD_BAND_LU,    /* one LU of the whole CM band */
     SAP_METHOD_BAND_PIVOT, /* a direct solve with pivoting */
-    SAP_METHOD_JACOBI,     /* the last resort */
+    SAP_METHOD_JACOBI,     /* the cheapest iteration (time-boxed when a direct method follows) */
+    SAP_METHOD_DIRECT_CUDSS, /* a sparse direct solve on the GPU (a cuda context, cuDSS loadable) */
+    SAP_METHOD_DIRECT_HOST,  /* a sparse direct solve on the host (SuiteSparse): the last resort */
 };
 #define NORDER ((int)(sizeof(fallback_order) / sizeof(fallback_order[0])))
 
@@ -264,11 +267,26 @@ static sap_solver_method auto_first(sap_solver *S, char *why, size_t wl)
     return bm == SAP_BAND_SAPC ? SAP_METHOD_SAPC : SAP_METHOD_SAPD;
 }
 
+/* 1 when direct-cudss can run: a cuda context and cuDSS loadable. */
+static int cudss_usable(sap_solver *S)
+{
+    const sap_direct_kernels *k = sap__ops(S->ctx)->direct;
+    return sap__solver_on_cuda(S->ctx) && k && k->available(S->ctx, NULL, 0);
+}
+
 /* 1 when fallback m follows first in the chain: SaP-C after an automatic SaP-D only where
- * there is more than one partition to couple. */
+ * there is more than one partition to couple; direct-cudss only where it can run;
+ * band-pivot not when its whole CM band exceeds the work limit while a sparse direct
+ * method can follow (the narrowed band would be a weak preconditioner refined ten times). */
 static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_method m)
 {
     const sap_solver_options *o = &S->opt;
+    if (m == SAP_METHOD_DIRECT_CUDSS) return cudss_usable(S);
+    if (m == SAP_METHOD_DIRECT_HOST) return method_available(m);
+    if (m == SAP_METHOD_BAND_PIVOT && o->drop_delta < 0 &&
+        band_work(S, m, S->K_cm) > (sap__solver_on_cuda(S->x) ? SV_WORK_GPU : SV_WORK_CPU) &&
+        (cudss_usable(S) || method_available(SAP_METHOD_DIRECT_HOST)))
+        return 0;
     if (m == SAP_METHOD_SAPC && o->method == SAP_METHOD_AUTO && first == SAP_METHOD_SAPD) {
         sap_band_method bm = SAP_BAND_SAPC;
         sap_int P = o->partitions;

@@ -71,16 +71,33 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
         sap__attempt *a = S->att;
         double it = 0, t0 = sap__wtime();
         const int expected = sap__solver_can_fall_back(S);
+        S->budget_stop = 0;
+        S->slope_n = 0;
+        S->slope_last_it = 0;
         sap__solver_try_begin(S, expected);
         sap_status st = solve_col(S, b, x, &it, res, tkry);
+        if (st == SAP_WARN_INTERRUPTED && S->budget_stop && !S->interrupted) {
+            /* the time box stopped it: a failure of this method, the chain goes on */
+            st = SAP_ERROR(S->ctx, S->budget_stop == 1 ? SAP_WARN_NOT_CONVERGED : SAP_WARN_STAGNATED,
+                           "sap_solver %s: %s", sap_solver_method_name(a->method), S->budget_note);
+        }
         sap__solver_try_end(S, expected);
+        if (st == SAP_OK) {
+            /* a method that solved is the solver's: later solves are not time-boxed */
+            a->budget_set = 1;
+            a->budget = 0;
+        }
         if (a->itry >= 0 && a->itry < S->stats.ntries) {
             sap_solver_try *t = &S->stats.tried[a->itry];
             t->status = st;
             t->iterations += it;
             t->time += sap__wtime() - t0;
             const char *sep = a->note[0] ? "; " : "";
-            if (st == SAP_OK)
+            if (a->budget > 0) t->budget = a->budget;
+            if (S->budget_stop)
+                sap__solver_try_note(S, a->itry, "%s after %.4g it (res %.1e): %s", sap_status_name(st), it, *res,
+                                     S->budget_note);
+            else if (st == SAP_OK)
                 sap__solver_try_note(S, a->itry, "converged, %.4g it, res %.1e%s%s", t->iterations, *res, sep, a->note);
             else
                 sap__solver_try_note(S, a->itry, "%s after %.4g it (res %.1e)%s%s", sap_status_name(st), it, *res, sep,

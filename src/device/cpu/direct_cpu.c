@@ -1,0 +1,294 @@
+/* direct_cpu.c -- the cpu backend's sparse direct solver (device/direct_kernels.h):
+ * SuiteSparse, CHOLMOD (supernodal Cholesky) for an SPD-looking matrix and UMFPACK
+ * (unsymmetric-pattern multifrontal LU with partial pivoting) otherwise or when CHOLMOD
+ * finds the matrix not positive definite.  Built when CMake found SuiteSparse
+ * (SAP_HAVE_SUITESPARSE; scripts/deps.sh installs libsuitesparse-dev); otherwise every
+ * operation reports SAP_ERR_NOT_COMPILED ("not built with SuiteSparse").
+ *
+ * Threads: both spend their time in BLAS (dense frontal matrices / supernodes), which
+ * runs on the BLAS library's own threads (OpenBLAS: OPENBLAS_NUM_THREADS, all cores by
+ * default), NOT the context's: the bits of a result must not change with the context's
+ * thread count (README, Determinism), and BLAS results do with its threads (with the
+ * BLAS threads following the context's, tests/test_determinism.c saw AUTO's x on
+ * cryg10000, started from a failed UMFPACK solve, differ by 2e-8 between 1 and 2).
+ *
+ * The CSR of A is the CSC of A^T: UMFPACK factors A^T and solves with UMFPACK_Aat
+ * (A x = b); CHOLMOD reads the CSC's upper triangle (stype = 1), which is A's lower one,
+ * the same matrix when A is symmetric. */
+#include "device/cpu/cpu_internal.h"
+#include "device/direct_kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifdef SAP_HAVE_SUITESPARSE
+#include <cholmod.h>
+#include <umfpack.h>
+
+struct sap_direct {
+    sap_context *ctx;
+    sap_int n;
+    int chol;          /* CHOLMOD in use (else UMFPACK) */
+    cholmod_common cc; /* started when chol was tried */
+    int cc_started;
+    cholmod_factor *L;
+    void *sym, *num; /* UMFPACK */
+    double control[UMFPACK_CONTROL];
+    const sap_csr *A; /* the matrix of the latest factor (UMFPACK's solve refines with it) */
+};
+
+/* A's CSR as CHOLMOD's CSC of A^T (no copy), upper triangle. */
+static cholmod_sparse chol_view(const sap_csr *A)
+{
+    cholmod_sparse s;
+    memset(&s, 0, sizeof(s));
+    s.nrow = (size_t)A->nrows;
+    s.ncol = (size_t)A->ncols;
+    s.nzmax = (size_t)(A->nnz > 0 ? A->nnz : 1);
+    s.p = (void *)A->rowptr;
+    s.i = (void *)A->colind;
+    s.x = (void *)A->val;
+    s.stype = 1;
+    s.itype = CHOLMOD_LONG;
+    s.xtype = CHOLMOD_REAL;
+    s.dtype = CHOLMOD_DOUBLE;
+    s.sorted = 1;
+    s.packed = 1;
+    return s;
+}
+
+static void set_name(sap_direct_info *info, int chol)
+{
+    if (chol)
+        snprintf(info->solver, sizeof(info->solver), "CHOLMOD %d.%d.%d", CHOLMOD_MAIN_VERSION, CHOLMOD_SUB_VERSION,
+                 CHOLMOD_SUBSUB_VERSION);
+    else
+        snprintf(info->solver, sizeof(info->solver), "UMFPACK %d.%d.%d", UMFPACK_MAIN_VERSION, UMFPACK_SUB_VERSION,
+                 UMFPACK_SUBSUB_VERSION);
+    info->cholesky = chol;
+}
+
+static const char *umf_status(int s)
+{
+    switch (s) {
+    case UMFPACK_WARNING_singular_matrix: return "singular matrix";
+    case UMFPACK_ERROR_out_of_memory: return "out of memory";
+    case UMFPACK_ERROR_invalid_matrix: return "invalid matrix";
+    case UMFPACK_ERROR_different_pattern: return "different pattern";
+    default: return "error";
+    }
+}
+
+static sap_status umf_symbolic(sap_direct *D, const sap_csr *A, sap_direct_info *info)
+{
+    double Info[UMFPACK_INFO];
+    const double t0 = sap__wtime();
+    const int s = (int)umfpack_dl_symbolic((SuiteSparse_long)A->nrows, (SuiteSparse_long)A->ncols,
+                                           (const SuiteSparse_long *)A->rowptr, (const SuiteSparse_long *)A->colind,
+                                           A->val, &D->sym, D->control, Info);
+    if (s != UMFPACK_OK)
+        return SAP_ERROR(D->ctx, s == UMFPACK_ERROR_out_of_memory ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_INVALID,
+                         "UMFPACK symbolic analysis: %s (status %d)", umf_status(s), s);
+    D->chol = 0;
+    set_name(info, 0);
+    info->flops = Info[UMFPACK_FLOPS_ESTIMATE];
+    info->lu_nnz = Info[UMFPACK_LNZ_ESTIMATE] + Info[UMFPACK_UNZ_ESTIMATE];
+    info->t_analyse += sap__wtime() - t0;
+    return SAP_OK;
+}
+
+static void destroy(sap_direct *D)
+{
+    if (!D) return;
+    if (D->L) cholmod_l_free_factor(&D->L, &D->cc);
+    if (D->cc_started) cholmod_l_finish(&D->cc);
+    if (D->num) umfpack_dl_free_numeric(&D->num);
+    if (D->sym) umfpack_dl_free_symbolic(&D->sym);
+    sap__free(D->ctx, D);
+}
+
+static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direct **out, sap_direct_info *info)
+{
+    sap_status st = SAP_OK;
+    sap_direct *D = NULL;
+    *out = NULL;
+    memset(info, 0, sizeof(*info));
+    SAP_CALLOC(ctx, D, 1);
+    D->ctx = ctx;
+    D->n = A->nrows;
+    umfpack_dl_defaults(D->control);
+    if (spd) {
+        const double t0 = sap__wtime();
+        cholmod_l_start(&D->cc);
+        D->cc_started = 1;
+        D->cc.print = 0;
+        D->cc.error_handler = NULL;
+        cholmod_sparse s = chol_view(A);
+        D->L = cholmod_l_analyze(&s, &D->cc);
+        if (!D->L) {
+            if (D->cc.status == CHOLMOD_OUT_OF_MEMORY)
+                SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "CHOLMOD analysis: out of memory");
+            SAP_FAIL(ctx, SAP_ERR_INVALID, "CHOLMOD analysis failed (status %d)", D->cc.status);
+        }
+        D->chol = 1;
+        set_name(info, 1);
+        info->flops = D->cc.fl;
+        info->lu_nnz = D->cc.lnz;
+        info->t_analyse = sap__wtime() - t0;
+    } else {
+        SAP_TRY(umf_symbolic(D, A, info));
+    }
+    *out = D;
+    D = NULL;
+cleanup:
+    destroy(D);
+    return st;
+}
+
+static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
+{
+    sap_context *ctx = D->ctx;
+    const double t0 = sap__wtime();
+    sap_status st = SAP_OK;
+    D->A = A;
+    if (D->chol) {
+        cholmod_sparse s = chol_view(A);
+        const int ok = cholmod_l_factorize(&s, D->L, &D->cc);
+        if (ok && D->cc.status == CHOLMOD_OK) {
+            info->lu_nnz = D->cc.lnz;
+            goto done;
+        }
+        if (D->cc.status == CHOLMOD_OUT_OF_MEMORY) {
+            st = SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "CHOLMOD factorization: out of memory");
+            goto done;
+        }
+        /* not positive definite (or a zero pivot): LU with pivoting instead */
+        sap__log(ctx, SAP_PRINT_INFO, "sap direct: CHOLMOD: not positive definite (column %lld), UMFPACK instead",
+                 (long long)D->L->minor);
+        cholmod_l_free_factor(&D->L, &D->cc);
+        D->chol = 0;
+        st = umf_symbolic(D, A, info);
+        if (st < 0) goto done;
+    }
+    if (D->num) umfpack_dl_free_numeric(&D->num);
+    double Info[UMFPACK_INFO];
+    const int s = (int)umfpack_dl_numeric((const SuiteSparse_long *)A->rowptr, (const SuiteSparse_long *)A->colind,
+                                          A->val, D->sym, &D->num, D->control, Info);
+    if (s == UMFPACK_WARNING_singular_matrix) {
+        st = SAP_ERROR(ctx, SAP_ERR_SINGULAR,
+                       "sap direct: UMFPACK: the matrix is singular (a zero pivot with partial pivoting; "
+                       "estimated reciprocal condition %.2g)",
+                       Info[UMFPACK_RCOND]);
+    } else if (s != UMFPACK_OK) {
+        st = SAP_ERROR(ctx, s == UMFPACK_ERROR_out_of_memory ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_INVALID,
+                       "UMFPACK factorization: %s (status %d)", umf_status(s), s);
+    } else {
+        info->lu_nnz = Info[UMFPACK_LNZ] + Info[UMFPACK_UNZ];
+    }
+done:
+    set_name(info, D->chol);
+    info->t_factor = sap__wtime() - t0;
+    return st;
+}
+
+static sap_status solve(sap_direct *D, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx,
+                        sap_direct_info *info)
+{
+    sap_context *ctx = D->ctx;
+    const double t0 = sap__wtime();
+    sap_status st = SAP_OK;
+    const sap_int n = D->n;
+    if (D->chol) {
+        cholmod_dense b;
+        memset(&b, 0, sizeof(b));
+        b.nrow = (size_t)n;
+        b.ncol = (size_t)nrhs;
+        b.nzmax = (size_t)(n * nrhs);
+        b.d = (size_t)ldb;
+        b.x = (void *)B;
+        b.xtype = CHOLMOD_REAL;
+        b.dtype = CHOLMOD_DOUBLE;
+        cholmod_dense *x = cholmod_l_solve(CHOLMOD_A, D->L, &b, &D->cc);
+        if (!x) return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "CHOLMOD solve failed (status %d)", D->cc.status);
+        for (sap_int j = 0; j < nrhs; j++)
+            memcpy(X + j * ldx, (double *)x->x + j * (sap_int)x->d, sizeof(double) * (size_t)n);
+        cholmod_l_free_dense(&x, &D->cc);
+    } else {
+        if (!D->num) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap direct: solve before factor");
+        double Info[UMFPACK_INFO];
+        const sap_csr *A = D->A;
+        for (sap_int j = 0; j < nrhs; j++) {
+            const int s = (int)umfpack_dl_solve(UMFPACK_Aat, (const SuiteSparse_long *)A->rowptr,
+                                                (const SuiteSparse_long *)A->colind, A->val, X + j * ldx, B + j * ldb,
+                                                D->num, D->control, Info);
+            if (s < 0) {
+                st = SAP_ERROR(ctx, s == UMFPACK_ERROR_out_of_memory ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_INVALID,
+                               "UMFPACK solve: %s (status %d)", umf_status(s), s);
+                break;
+            }
+        }
+    }
+    info->t_solve = sap__wtime() - t0;
+    return st;
+}
+
+static int available(sap_context *ctx, char *why, size_t wl)
+{
+    (void)ctx;
+    if (why && wl) why[0] = 0;
+    return 1;
+}
+
+#else /* !SAP_HAVE_SUITESPARSE */
+
+struct sap_direct {
+    int unused;
+};
+
+#define NOT_BUILT "sap direct-host: not built with SuiteSparse (install libsuitesparse-dev: scripts/deps.sh; reconfigure)"
+
+static int available(sap_context *ctx, char *why, size_t wl)
+{
+    (void)ctx;
+    if (why && wl) snprintf(why, wl, "%s", NOT_BUILT);
+    return 0;
+}
+
+static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direct **out, sap_direct_info *info)
+{
+    (void)A;
+    (void)spd;
+    (void)info;
+    *out = NULL;
+    return SAP_ERROR(ctx, SAP_ERR_NOT_COMPILED, "%s", NOT_BUILT);
+}
+
+static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
+{
+    (void)D;
+    (void)A;
+    (void)info;
+    return SAP_ERR_NOT_COMPILED;
+}
+
+static sap_status solve(sap_direct *D, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx,
+                        sap_direct_info *info)
+{
+    (void)D, (void)nrhs, (void)B, (void)ldb, (void)X, (void)ldx, (void)info;
+    return SAP_ERR_NOT_COMPILED;
+}
+
+static void destroy(sap_direct *D) { (void)D; }
+
+#endif
+
+const sap_direct_kernels sap__cpu_direct_kernels = {
+    .name = "suitesparse",
+    .available = available,
+    .analyse = analyse,
+    .factor = factor,
+    .solve = solve,
+    .destroy = destroy,
+};
+
+const sap_direct_kernels *sap__direct_host_kernels(void) { return &sap__cpu_direct_kernels; }

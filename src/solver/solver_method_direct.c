@@ -1,0 +1,179 @@
+/* solver_method_direct.c -- what the sparse direct strategy methods share (not a method
+ * itself; the methods are solver_method_direct_host.c and solver_method_direct_cudss.c): a
+ * sparse direct factorization of the ORIGINAL matrix through a direct-kernel table
+ * (device/direct_kernels.h; the solvers order and pivot for themselves: no DB, CM or
+ * band), applied as a direct solve inside the shared refinement loop in double
+ * (solver_refine.c; several right-hand sides go through one solve), and the prediction of
+ * their time from a host symbolic analysis (fill and flops), which is the budget the
+ * attempts before them get (solver_monitor.c).  A singular matrix found by the
+ * factorization ends the chain (solver_attempt.c): no other method can solve it. */
+#include "device/device.h"
+#include "solver/solver_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The prediction (flops and fill from the host symbolic analysis): */
+#define SV_DIRECT_HOST_RATE 2.0e9   /* flop/s per host thread of the multifrontal / supernodal
+                                       factorization (BLAS-3 on fronts; small fronts are slower):
+                                       CHOLMOD's exact count on a loaded 2-core host */
+#define SV_UMF_FLOPS_DISCOUNT 0.1   /* UMFPACK's flop estimate is an upper bound (its symbolic
+                                       analysis knows no pivots): about 10x the work measured on
+                                       the circuit-like test matrices */
+#define SV_DIRECT_GPU_RATE 1.0e11   /* flop/s of cuDSS on a GPU */
+#define SV_DIRECT_GPU_FIXED 0.01    /* seconds of cuDSS's fixed cost (handle, analysis launch) */
+#define SV_DIRECT_BYTE_TIME 2.0e-9  /* seconds per byte of factors written and read (solve) */
+
+typedef struct direct_state {
+    const sap_direct_kernels *k;
+    sap_context *c; /* where it runs */
+    sap_direct *D;
+    sap_direct_info info;
+} direct_state;
+
+void sap__solver_direct_forget(sap_solver *S)
+{
+    if (S->dpre) sap__direct_host_kernels()->destroy(S->dpre);
+    S->dpre = NULL;
+    S->dpred_done = S->dpred_ok = 0;
+}
+
+/* The host symbolic analysis, once. */
+static void predict_once(sap_solver *S)
+{
+    if (S->dpred_done) return;
+    S->dpred_done = 1;
+    const sap_direct_kernels *k = sap__direct_host_kernels();
+    if (!k->available(S->x, NULL, 0)) return;
+    sap_direct_info info;
+    sap__try_begin(S->x);
+    sap_status st = k->analyse(S->x, S->A, S->stats.spd, &S->dpre, &info);
+    sap__try_end(S->x);
+    if (st < 0) {
+        sap_context_clear_error(S->x);
+        return;
+    }
+    S->dpred_ok = 1;
+    S->dpred_flops = info.cholesky ? info.flops : SV_UMF_FLOPS_DISCOUNT * info.flops;
+    S->dpred_lu_nnz = info.lu_nnz;
+    S->dpred_t_analyse = info.t_analyse;
+    snprintf(S->dpred_solver, sizeof(S->dpred_solver), "%s", info.solver);
+}
+
+/* Seconds of the factorization and one solve with the predicted flops and fill. */
+static double predicted_seconds(const sap_solver *S, int gpu)
+{
+    const double bytes = 12.0 * (S->dpred_lu_nnz + (double)S->A->nnz);
+    if (gpu) return SV_DIRECT_GPU_FIXED + S->dpred_t_analyse + S->dpred_flops / SV_DIRECT_GPU_RATE + bytes * 1e-10;
+    return S->dpred_t_analyse + S->dpred_flops / (SV_DIRECT_HOST_RATE * (double)sap__threads(S->x)) +
+           bytes * SV_DIRECT_BYTE_TIME;
+}
+
+double sap__solver_direct_predict(sap_solver *S, sap_solver_method m)
+{
+    if (m != SAP_METHOD_DIRECT_HOST && m != SAP_METHOD_DIRECT_CUDSS) return -1;
+    predict_once(S);
+    if (!S->dpred_ok) return -1;
+    return predicted_seconds(S, m == SAP_METHOD_DIRECT_CUDSS);
+}
+
+void sap__solver_direct_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
+                            sap_precision prec, sap__sm_estimate *e)
+{
+    (void)P;
+    (void)K;
+    (void)prec;
+    /* the prediction when a budget or a build asked for it; else the matrix and vectors
+     * (nothing is known of the fill before an analysis) */
+    const double n = (double)S->A->nrows;
+    if (S->dpred_ok) {
+        e->bytes = sap__solver_bytes(12.0 * (S->dpred_lu_nnz + (double)S->A->nnz) + 4 * n * 8);
+        e->flops = S->dpred_flops;
+        e->seconds = predicted_seconds(S, t->method == SAP_METHOD_DIRECT_CUDSS);
+    } else {
+        e->bytes = sap__solver_bytes(12.0 * (double)S->A->nnz + 4 * n * 8);
+        e->flops = 0;
+        e->seconds = 1e-9; /* unknown: not the band rate of sap__solver_estimate_all */
+    }
+}
+
+sap_status sap__solver_direct_build(sap_solver *S, sap__attempt *a, const sap_direct_kernels *k, sap_context *c,
+                                   sap_status unavailable, char *note, size_t nl)
+{
+    sap_status st = SAP_OK;
+    direct_state *d = NULL;
+    char why[200];
+    if (!k->available(c, why, sizeof(why))) {
+        snprintf(note, nl, "%.90s", why);
+        SAP_FAIL(S->ctx, unavailable, "sap_solver %s: %s", a->type->name, why);
+    }
+    SAP_CALLOC(S->ctx, d, 1);
+    d->k = k;
+    d->c = c;
+    a->impl = d;
+    if (k == sap__direct_host_kernels() && S->dpre && S->x == c) {
+        /* the analysis of the prediction */
+        d->D = S->dpre;
+        S->dpre = NULL;
+        snprintf(d->info.solver, sizeof(d->info.solver), "%s", S->dpred_solver);
+        d->info.t_analyse = S->dpred_t_analyse;
+        d->info.flops = S->dpred_flops;
+        d->info.lu_nnz = S->dpred_lu_nnz;
+    } else {
+        SAP_TRY(k->analyse(c, S->A, S->stats.spd, &d->D, &d->info));
+    }
+    const double ta = d->info.t_analyse;
+    /* the factors against the memory limit (when the analysis predicted them) */
+    const double bytes = 12.0 * (d->info.lu_nnz + (double)S->A->nnz) + 4.0 * (double)S->A->nrows * 8.0;
+    a->mem = sap__solver_bytes(bytes);
+    if (bytes > (double)S->mem_limit) {
+        snprintf(note, nl, "factors %.3g GB > limit %.3g GB", bytes / 1e9, (double)S->mem_limit / 1e9);
+        SAP_FAIL(S->ctx, SAP_ERR_OUT_OF_MEMORY, "sap_solver %s: %s (%s)", a->type->name, note, d->info.solver);
+    }
+    SAP_TRY(k->factor(d->D, S->A, &d->info));
+    a->t_lu = d->info.t_factor;
+    a->t_asmbl = ta;
+    snprintf(note + strlen(note), nl - strlen(note), "%s%s nnz(LU) %.3g, %.2g flop, analyse %.2gs factor %.2gs",
+             note[0] ? ", " : "", d->info.solver, d->info.lu_nnz, d->info.flops, ta, d->info.t_factor);
+cleanup:
+    return st;
+}
+
+sap_status sap__solver_direct_numeric(sap_solver *S, sap__attempt *a)
+{
+    direct_state *d = a->impl;
+    sap_status st = d->k->factor(d->D, S->A, &d->info);
+    a->t_lu = d->info.t_factor;
+    return st;
+}
+
+/* The m columns of R in one solve of the original system; one iteration a call. */
+sap_status sap__solver_direct_solve(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
+                               const double *X0, sap_int ldx0, double *X, sap_int ldx, double *iters, double *tkry)
+{
+    (void)S;
+    (void)X0;
+    (void)ldx0;
+    direct_state *d = a->impl;
+    const double t0 = sap__wtime();
+    sap_status st = d->k->solve(d->D, m, R, ldr, X, ldx, &d->info);
+    if (tkry) *tkry += sap__wtime() - t0;
+    if (iters) *iters += 1;
+    return st;
+}
+
+void sap__solver_direct_report(const sap_solver *S, const sap__attempt *a, char *buf, size_t size)
+{
+    (void)S;
+    const direct_state *d = a->impl;
+    snprintf(buf, size, "%s%s", d ? d->info.solver : "direct", d && d->info.cholesky ? " (Cholesky)" : "");
+}
+
+void sap__solver_direct_destroy(sap_solver *S, sap__attempt *a)
+{
+    direct_state *d = a->impl;
+    if (!d) return;
+    if (d->D) d->k->destroy(d->D);
+    sap__free(S->ctx, d);
+    a->impl = NULL;
+}
