@@ -208,8 +208,11 @@ static int take(void *state, int val, const char *arg)
         }
         r->explicit_path = 1;
         a->precond = !strcmp(arg, "auto") ? "sap" : arg;
-        for (int i = 0; i < sap_precond_type_count(); i++)
-            if (!strcasecmp(a->precond, sap_precond_type_name(i))) return 0;
+        for (int i = 0; i < sap_precond_type_count(); i++) { /* NAME or NAME:VALUE (its first option) */
+            const char *nm = sap_precond_type_name(i);
+            const size_t len = strlen(nm);
+            if (!strncasecmp(a->precond, nm, len) && (a->precond[len] == '\0' || a->precond[len] == ':')) return 0;
+        }
         fprintf(stderr, "sap solve: unknown preconditioner '%s' (%s, auto; --precond help)\n", arg,
                 precond_list(", "));
         return 2;

@@ -13,6 +13,19 @@ sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **
     *out = NULL;
     if (!name) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_precond_create: name is NULL");
     const sap_precond_type *type = sap__precond_find(name);
+    /* "NAME:VALUE": the type NAME with its first option set to VALUE (e.g. bjacobi:16) */
+    const char *colon = type ? NULL : strchr(name, ':');
+    if (colon) {
+        char base[128];
+        const size_t len = (size_t)(colon - name);
+        if (len < sizeof(base)) {
+            memcpy(base, name, len);
+            base[len] = '\0';
+            type = sap__precond_find(base);
+        }
+        if (type && type->nopts == 0)
+            return SAP_ERROR(ctx, SAP_ERR_INVALID, "preconditioner '%s' has no option for ':%s'", type->name, colon + 1);
+    }
     if (!type) {
         char known[512] = "";
         for (int i = 0; i < sap_precond_type_count(); i++) {
@@ -36,6 +49,7 @@ sap_status sap_precond_create(sap_context *ctx, const char *name, sap_precond **
             SAP_FAIL(ctx, SAP_ERR_INVALID, "preconditioner '%s': a default option value does not parse", type->name);
     }
     if (type->create) SAP_TRY(type->create(P));
+    if (colon) SAP_TRY(sap_precond_set_option(P, type->opts[0].name, colon + 1));
     *out = P;
     return SAP_OK;
 cleanup:

@@ -13,6 +13,7 @@
 #include <string.h>
 
 extern const sap_precond_type sap__pc_none, sap__pc_jacobi, sap__pc_sapd, sap__pc_sapc, sap__pc_sap;
+extern const sap_precond_type sap__pc_bjacobi, sap__pc_bjacobi_adaptive;
 
 /* Every built-in preconditioner: one line here. */
 static const sap_precond_type *const builtin[] = {
@@ -21,6 +22,7 @@ static const sap_precond_type *const builtin[] = {
     &sap__pc_sapd,   /* pc_sap.c    */
     &sap__pc_sapc,   /* pc_sap.c    */
     &sap__pc_sap,    /* pc_sap.c    */
+    &sap__pc_bjacobi, &sap__pc_bjacobi_adaptive, /* pc_bjacobi.c */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

@@ -14,6 +14,8 @@
 
 /* The band kernels of the cpu table (band_cpu.c). */
 extern const sap_band_kernels sap__cpu_band_kernels;
+/* The block-Jacobi kernels of the cpu table (bjacobi_cpu.c). */
+extern const sap_bjacobi_kernels sap__cpu_bjacobi_kernels;
 
 /* Deterministic reductions: a vector of length n is cut into chunks whose size depends
  * only on n (never on the thread count); each chunk is summed sequentially into its own

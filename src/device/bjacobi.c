@@ -1,0 +1,52 @@
+/* bjacobi.c -- backend-independent helpers of the batched block-Jacobi kernels
+ * (device/bjacobi_kernels.h): the software binary16 conversion of the cpu reference and
+ * the bytes floor of an apply. */
+#include "device/bjacobi_kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+uint16_t sap__half_from_double(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof(u));
+    const uint16_t sign = (uint16_t)((u >> 48) & 0x8000u);
+    const uint64_t a = u & 0x7fffffffffffffffull;
+    if (a >= 0x7ff0000000000000ull) return sign | (a > 0x7ff0000000000000ull ? 0x7e00u : 0x7c00u);
+    const int e = (int)(a >> 52) - 1023;
+    if (e < -25) return sign; /* below half the smallest subnormal: 0 */
+    if (e > 15) return sign | 0x7c00u;
+    /* the significand with its implicit bit (a subnormal double is far below e = -25) */
+    const uint64_t m = (a & 0x000fffffffffffffull) | 0x0010000000000000ull;
+    /* normal half: 11 significant bits kept (shift 42); subnormal: units of 2^-24 */
+    const int shift = e >= -14 ? 42 : 28 - e;
+    uint64_t q = m >> shift;
+    const uint64_t rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    /* normal: exponent field + (q - implicit bit); a carry into the exponent is right,
+     * up to 0x7c00 (Inf).  subnormal: q itself (0x400 after rounding up is the smallest
+     * normal) */
+    const uint32_t bits = e >= -14 ? ((uint32_t)(e + 15) << 10) + (uint32_t)(q - 0x400) : (uint32_t)q;
+    return (uint16_t)(sign | (bits >= 0x7c00u ? 0x7c00u : bits));
+}
+
+double sap__half_to_double(uint16_t h)
+{
+    const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v;
+    if (e == 0) v = ldexp((double)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexp((double)(m | 0x400), e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+double sap__bj_apply_bytes(const sap_bj_fact *F, size_t elem)
+{
+    double bytes = 2.0 * (double)F->n * (double)elem;
+    for (sap_int b = 0; b < F->nb; b++) {
+        const double s = (double)(F->off[b + 1] - F->off[b]);
+        const double eb = F->bprec[b] == SAP_BJ_FP16 ? 2 : F->bprec[b] == SAP_BJ_FP32 ? 4 : 8;
+        bytes += s * s * eb;
+    }
+    return bytes;
+}
