@@ -23,6 +23,8 @@ sap_status sap__cuda_mem_info(sap_context *ctx, size_t *free_bytes, size_t *tota
 int sap__cuda_sm_count(const sap_context *ctx);
 /* The band kernels (band_cuda.cu) and the reordering stages (reorder_cuda.cu) of the table. */
 const sap_band_kernels *sap__band_kernels_cuda(void);
+/* The block-Jacobi kernels (bjacobi_cuda.cu). */
+const sap_bjacobi_kernels *sap__bjacobi_kernels_cuda(void);
 sap_status sap__cuda_db_weights(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);
 sap_status sap__cuda_scale_rows_cols(sap_context *ctx, sap_csr *M, const double *rs, const double *cs);
 sap_status sap__cuda_sym_graph(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
