@@ -42,6 +42,8 @@ typedef struct sap_bj_fact {
     double *scale;        /* nb: a power of two; fp16/fp32 blocks store the inverse (GJ) or U
                            * (LU) divided by it, so the values sit in the middle of the
                            * format's range (exact; the precision rule is unchanged) */
+    int no_results;       /* 1: factor leaves bprec, info, cond and scale in the backend's
+                           * memory only (benchmarks timing the batched kernels alone) */
     void *dev;            /* backend private */
 } sap_bj_fact;
 

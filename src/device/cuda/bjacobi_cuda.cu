@@ -428,6 +428,7 @@ static sap_status c_factor(sap_bj_fact *F)
     SAP_TRY(launch_factor<8>(F, pv, 1));
     SAP_TRY(launch_factor<16>(F, pv, 2));
     SAP_TRY(launch_factor<32>(F, pv, 3));
+    if (F->no_results) goto cleanup;
     SAP_TRY(sap__cuda_d2h(ctx, F->bprec, pv->d.bprec, (size_t)F->nb));
     SAP_TRY(sap__cuda_d2h(ctx, F->info, pv->d.info, (size_t)F->nb));
     SAP_TRY(sap__cuda_d2h(ctx, F->cond, pv->d.cond, sizeof(double) * (size_t)F->nb));
