@@ -106,48 +106,24 @@ static sap_status bj_build(sap_context *ctx, const sap_csr *A, sap_int nb, const
 {
     memset(f, 0, sizeof(*f));
     f->ctx = ctx;
-    sap_bj_fact *F = &f->F;
-    F->ctx = ctx;
-    F->n = A->nrows;
-    F->nb = nb;
     f->rows = malloc(sizeof(sap_int) * (size_t)A->nrows);
     f->off = malloc(sizeof(sap_int) * (size_t)(nb + 1));
-    F->soff = malloc(sizeof(int64_t) * (size_t)(nb + 1));
-    F->bprec = calloc((size_t)nb, 1);
-    F->info = calloc((size_t)nb, 1);
-    F->cond = calloc((size_t)nb, sizeof(double));
-    F->scale = calloc((size_t)nb, sizeof(double));
-    if (!f->rows || !f->off || !F->soff || !F->bprec || !F->info || !F->cond || !F->scale) return SAP_ERR_OUT_OF_MEMORY;
+    if (!f->rows || !f->off) return SAP_ERR_OUT_OF_MEMORY;
     for (sap_int i = 0; i < A->nrows; i++) f->rows[i] = i;
     f->off[0] = 0;
-    F->soff[0] = 0;
-    for (sap_int b = 0; b < nb; b++) {
-        f->off[b + 1] = f->off[b] + sz[b];
-        F->soff[b + 1] = F->soff[b] + 8 * (int64_t)sz[b] * sz[b];
-        if (sz[b] > F->maxb) F->maxb = sz[b];
-    }
-    F->rows = f->rows;
-    F->off = f->off;
-    F->variant = variant;
-    F->cond_fp16 = 1e2;
-    F->cond_fp32 = 1e6;
-    const sap_bjacobi_kernels *kt = sap__ops(ctx)->bjacobi;
-    sap_status st = kt->prepare(F, A);
-    if (st < 0) return st;
-    F->kt = kt;
-    return kt->load(F, A);
+    for (sap_int b = 0; b < nb; b++) f->off[b + 1] = f->off[b] + sz[b];
+    f->F.variant = variant;
+    f->F.cond_fp16 = 1e2;
+    f->F.cond_fp32 = 1e6;
+    sap_status st = sap__bj_init(ctx, &f->F, A, nb, f->rows, f->off);
+    return st < 0 ? st : f->F.kt->load(&f->F, A);
 }
 
 static void bj_free(bjfact *f)
 {
-    if (f->F.kt) f->F.kt->release(&f->F);
+    sap__bj_fini(&f->F);
     free(f->rows);
     free(f->off);
-    free(f->F.soff);
-    free(f->F.bprec);
-    free(f->F.info);
-    free(f->F.cond);
-    free(f->F.scale);
 }
 
 #define CU(call)                                                                                     \

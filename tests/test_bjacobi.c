@@ -103,43 +103,19 @@ static sap_status fact_build(sap_context *ctx, const sap_csr *A, int maxb, int u
     sap_status st = sap__csr_blocks(ctx, A, maxb, uniform, 1, &f->B);
     if (st < 0) return st;
     sap_bj_fact *F = &f->F;
-    F->ctx = ctx;
-    F->n = f->B.n;
-    F->nb = f->B.nb;
-    F->maxb = f->B.maxb;
-    F->rows = f->B.rows;
-    F->off = f->B.off;
     F->variant = variant;
     F->adaptive = adaptive;
     F->cond_fp16 = 1e2;
     F->cond_fp32 = 1e6;
-    F->soff = malloc(sizeof(int64_t) * (size_t)(F->nb + 1));
-    F->bprec = calloc((size_t)F->nb + 1, 1);
-    F->info = calloc((size_t)F->nb + 1, 1);
-    F->cond = calloc((size_t)F->nb + 1, sizeof(double));
-    F->scale = calloc((size_t)F->nb + 1, sizeof(double));
-    F->soff[0] = 0;
-    for (sap_int b = 0; b < F->nb; b++) {
-        int64_t s = F->off[b + 1] - F->off[b];
-        F->soff[b + 1] = F->soff[b] + s * s * 8;
-    }
-    const sap_bjacobi_kernels *kt = sap__ops(ctx)->bjacobi;
-    st = kt->prepare(F, A);
-    if (st < 0) return st;
-    F->kt = kt;
-    st = kt->load(F, A);
-    if (st >= 0) st = kt->factor(F);
+    st = sap__bj_init(ctx, F, A, f->B.nb, f->B.rows, f->B.off);
+    if (st >= 0) st = F->kt->load(F, A);
+    if (st >= 0) st = F->kt->factor(F);
     return st;
 }
 
 static void fact_free(fact *f)
 {
-    if (f->F.kt) f->F.kt->release(&f->F);
-    free(f->F.soff);
-    free(f->F.bprec);
-    free(f->F.info);
-    free(f->F.cond);
-    free(f->F.scale);
+    sap__bj_fini(&f->F);
     sap__csr_blocks_free(f->ctx, &f->B);
 }
 

@@ -1,7 +1,7 @@
 /* bjacobi.c -- backend-independent helpers of the batched block-Jacobi kernels
  * (device/bjacobi_kernels.h): the software binary16 conversion of the cpu reference and
  * the bytes floor of an apply. */
-#include "device/bjacobi_kernels.h"
+#include "device/device.h"
 
 #include <math.h>
 #include <string.h>
@@ -49,4 +49,52 @@ double sap__bj_apply_bytes(const sap_bj_fact *F, size_t elem)
         bytes += s * s * eb;
     }
     return bytes;
+}
+
+sap_status sap__bj_init(sap_context *ctx, sap_bj_fact *F, const sap_csr *A, sap_int nb, const sap_int *rows,
+                        const sap_int *off)
+{
+    sap_status st = SAP_OK;
+    const sap_bjacobi_kernels *kt = sap__ops(ctx)->bjacobi;
+    if (!kt)
+        return SAP_ERROR(ctx, SAP_ERR_NOT_COMPILED, "block-Jacobi: the %s backend has no block-Jacobi kernels",
+                         sap__ops(ctx)->name);
+    F->ctx = ctx;
+    F->kt = NULL;
+    F->n = A->nrows;
+    F->nb = nb;
+    F->rows = rows;
+    F->off = off;
+    F->maxb = 0;
+    SAP_ALLOC(ctx, F->soff, nb + 1);
+    SAP_CALLOC(ctx, F->bprec, nb > 0 ? nb : 1);
+    SAP_CALLOC(ctx, F->info, nb > 0 ? nb : 1);
+    SAP_CALLOC(ctx, F->cond, nb > 0 ? nb : 1);
+    SAP_CALLOC(ctx, F->scale, nb > 0 ? nb : 1);
+    F->soff[0] = 0;
+    for (sap_int b = 0; b < nb; b++) {
+        const int64_t s = off[b + 1] - off[b];
+        F->soff[b + 1] = F->soff[b] + s * s * 8;
+        if (s > F->maxb) F->maxb = (int)s;
+    }
+    SAP_TRY(kt->prepare(F, A));
+    F->kt = kt;
+cleanup:
+    if (st < 0) sap__bj_fini(F);
+    return st;
+}
+
+void sap__bj_fini(sap_bj_fact *F)
+{
+    if (!F->ctx) return;
+    if (F->kt) F->kt->release(F);
+    F->kt = NULL;
+    sap__free(F->ctx, F->soff);
+    sap__free(F->ctx, F->bprec);
+    sap__free(F->ctx, F->info);
+    sap__free(F->ctx, F->cond);
+    sap__free(F->ctx, F->scale);
+    F->soff = NULL;
+    F->bprec = F->info = NULL;
+    F->cond = F->scale = NULL;
 }

@@ -62,6 +62,14 @@ typedef struct sap_bjacobi_kernels {
     sap_status (*apply)(sap_bj_fact *F, const void *r, void *z, sap_precision prec);
 } sap_bjacobi_kernels;
 
+/* Sets F's layout to the nb blocks rows[off[b] .. off[b+1]) of an n-row matrix (the arrays
+ * stay the caller's), allocates the host arrays (soff, bprec, info, cond, scale), computes
+ * soff and runs the backend's prepare for the pattern of A; F's options (variant,
+ * adaptive, thresholds) are kept.  sap__bj_fini releases everything it set up. */
+sap_status sap__bj_init(sap_context *ctx, sap_bj_fact *F, const sap_csr *A, sap_int nb, const sap_int *rows,
+                        const sap_int *off);
+void sap__bj_fini(sap_bj_fact *F);
+
 /* Bytes one apply reads and writes at least: every block's storage in its precision, r
  * read once, z written once (vectors of elem bytes). */
 double sap__bj_apply_bytes(const sap_bj_fact *F, size_t elem);

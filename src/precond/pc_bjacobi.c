@@ -66,15 +66,9 @@ typedef struct bj_data {
 static void free_fact(sap_precond *P)
 {
     bj_data *d = P->data;
-    sap_context *ctx = P->ctx;
-    if (d->F.kt) d->F.kt->release(&d->F);
-    sap__free(ctx, d->F.soff);
-    sap__free(ctx, d->F.bprec);
-    sap__free(ctx, d->F.info);
-    sap__free(ctx, d->F.cond);
-    sap__free(ctx, d->F.scale);
+    sap__bj_fini(&d->F);
     memset(&d->F, 0, sizeof(d->F));
-    sap__csr_blocks_free(ctx, &d->B);
+    sap__csr_blocks_free(P->ctx, &d->B);
 }
 
 static sap_status bj_create_common(sap_precond *P, int adaptive)
@@ -105,36 +99,16 @@ static sap_status bj_symbolic(sap_precond *P, const sap_csr *A)
     const bj_opts *o = P->opts;
     sap_status st = SAP_OK;
     free_fact(P);
-    const sap_bjacobi_kernels *kt = sap__ops(ctx)->bjacobi;
-    if (!kt) return SAP_ERROR(ctx, SAP_ERR_NOT_COMPILED, "block-Jacobi: the %s backend has no block-Jacobi kernels",
-                              sap__ops(ctx)->name);
     if (d->adaptive && !(o->cond_fp16 <= o->cond_fp32))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: cond_fp16 = %g must not exceed cond_fp32 = %g", P->type->name,
                          o->cond_fp16, o->cond_fp32);
     SAP_TRY(sap__csr_blocks(ctx, A, (int)o->maxblock, o->uniform, o->agglomerate, &d->B));
     sap_bj_fact *F = &d->F;
-    F->ctx = ctx;
-    F->n = d->B.n;
-    F->nb = d->B.nb;
-    F->maxb = d->B.maxb;
-    F->rows = d->B.rows;
-    F->off = d->B.off;
     F->variant = o->variant;
     F->adaptive = d->adaptive;
     F->cond_fp16 = d->adaptive ? o->cond_fp16 : 0;
     F->cond_fp32 = d->adaptive ? o->cond_fp32 : 0;
-    SAP_ALLOC(ctx, F->soff, F->nb + 1);
-    SAP_CALLOC(ctx, F->bprec, F->nb > 0 ? F->nb : 1);
-    SAP_CALLOC(ctx, F->info, F->nb > 0 ? F->nb : 1);
-    SAP_CALLOC(ctx, F->cond, F->nb > 0 ? F->nb : 1);
-    SAP_CALLOC(ctx, F->scale, F->nb > 0 ? F->nb : 1);
-    F->soff[0] = 0;
-    for (sap_int b = 0; b < F->nb; b++) {
-        const int64_t s = F->off[b + 1] - F->off[b];
-        F->soff[b + 1] = F->soff[b] + s * s * 8;
-    }
-    SAP_TRY(kt->prepare(F, A));
-    F->kt = kt;
+    SAP_TRY(sap__bj_init(ctx, F, A, d->B.nb, d->B.rows, d->B.off));
     d->used = *o;
     d->nnz = A->nnz;
 cleanup:

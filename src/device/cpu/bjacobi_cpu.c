@@ -76,20 +76,29 @@ static double norm1(int s, const double *a) /* a row-major s x s (ld MB) */
     return m;
 }
 
+/* implicit pivoting: the row not pivoted yet (bit clear in *done) with the largest
+ * |a(i, k)|, the first on ties; marked done.  -1 when that pivot is not above tiny. */
+static int pick_pivot(int s, const double *a, int k, unsigned *done, double tiny)
+{
+    int p = -1;
+    double best = -1;
+    for (int i = 0; i < s; i++)
+        if (!(*done >> i & 1u) && fabs(a[i * MB + k]) > best) best = fabs(a[i * MB + k]), p = i;
+    if (!(fabs(a[p * MB + k]) > tiny)) return -1;
+    *done |= 1u << p;
+    return p;
+}
+
 /* implicit-pivoting Gauss-Jordan inversion in place; perm[k] = pivot row of step k.
  * Returns the first failing step + 1, or 0. */
 static int gj_invert(int s, double *a, int *perm, double tiny)
 {
     unsigned done = 0;
     for (int k = 0; k < s; k++) {
-        int p = -1;
-        double best = -1;
-        for (int i = 0; i < s; i++)
-            if (!(done >> i & 1u) && fabs(a[i * MB + k]) > best) best = fabs(a[i * MB + k]), p = i;
-        const double pv = a[p * MB + k];
-        if (!(fabs(pv) > tiny)) return k + 1;
+        const int p = pick_pivot(s, a, k, &done, tiny);
+        if (p < 0) return k + 1;
         perm[k] = p;
-        done |= 1u << p;
+        const double pv = a[p * MB + k];
         const double d = 1.0 / pv;
         double t[MB];
         for (int j = 0; j < s; j++) t[j] = a[p * MB + j] * d;
@@ -108,14 +117,10 @@ static int lu_factor(int s, double *a, int *perm, double tiny)
 {
     unsigned done = 0;
     for (int k = 0; k < s; k++) {
-        int p = -1;
-        double best = -1;
-        for (int i = 0; i < s; i++)
-            if (!(done >> i & 1u) && fabs(a[i * MB + k]) > best) best = fabs(a[i * MB + k]), p = i;
-        const double pv = a[p * MB + k];
-        if (!(fabs(pv) > tiny)) return k + 1;
+        const int p = pick_pivot(s, a, k, &done, tiny);
+        if (p < 0) return k + 1;
         perm[k] = p;
-        done |= 1u << p;
+        const double pv = a[p * MB + k];
         for (int i = 0; i < s; i++) {
             if (done >> i & 1u) continue;
             const double l = a[i * MB + k] / pv;
