@@ -299,7 +299,7 @@ static void part_factor(sap_context *ctx, int quick)
             if (quick && ci == 1) continue;
             sap_int nb = counts[ci];
             const int s0 = sizes[si];
-            const double avg2 = s0 ? (double)s0 * s0 : 11.0 * 33.0 / 6.0 * 2.0 - 16.5; /* E[s^2], s in 1..32 */
+            const double avg2 = s0 ? (double)s0 * s0 : 33.0 * 65.0 / 6.0; /* E[s^2], s uniform in 1..32 */
             const sap_int cap = (sap_int)(2.6e8 / avg2);
             if (nb > cap) nb = cap;
             int *sz = malloc(sizeof(int) * (size_t)nb);
