@@ -32,12 +32,16 @@ uint16_t sap__half_from_double(double x)
 
 double sap__half_to_double(uint16_t h)
 {
-    const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v;
-    if (e == 0) v = ldexp((double)m, -24);
-    else if (e == 31) v = m ? NAN : INFINITY;
-    else v = ldexp((double)(m | 0x400), e - 25);
-    return (h & 0x8000) ? -v : v;
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
+    if (em < 0x0400u) { /* zero and subnormals: em units of 2^-24 */
+        const double v = (double)em * 0x1p-24;
+        return sign ? -v : v;
+    }
+    /* normal, Inf, NaN: rebias the exponent (127 - 15 = 112) into a binary32 */
+    const uint32_t bits = em >= 0x7c00u ? sign | 0x7f800000u | ((em & 0x3ffu) << 13) : sign | ((em + 0x1c000u) << 13);
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return (double)f;
 }
 
 double sap__bj_apply_bytes(const sap_bj_fact *F, size_t elem)

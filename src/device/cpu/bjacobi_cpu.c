@@ -255,12 +255,23 @@ static sap_status bj_factor(sap_bj_fact *F)
     return SAP_OK;
 }
 
+/* y += M x for a column-major s x s block M stored as T (conv: T -> double) */
+#define GJ_APPLY(T, conv)                                                                                              \
+    do {                                                                                                               \
+        const T *m_ = (const T *)slot;                                                                                 \
+        for (int j = 0; j < s; j++) {                                                                                  \
+            const double xj = x[j];                                                                                    \
+            for (int k = 0; k < s; k++) y[k] += conv(m_[j * s + k]) * xj;                                              \
+        }                                                                                                              \
+    } while (0)
+#define AS_DOUBLE(v) ((double)(v))
+
 static void apply_block(const sap_bj_fact *F, const cpu_bj *d, sap_int b, const void *r, void *z, sap_precision vp)
 {
     const sap_int o = F->off[b];
     const int s = (int)(F->off[b + 1] - o);
-    double m[MB * MB], x[MB], y[MB];
-    load_vals(d->store + F->soff[b], F->bprec[b], s * s, m);
+    const unsigned char *slot = d->store + F->soff[b];
+    double x[MB], y[MB];
     for (int k = 0; k < s; k++) {
         const sap_int i = F->rows[o + k];
         x[k] = vp == SAP_DOUBLE ? ((const double *)r)[i] : (double)((const float *)r)[i];
@@ -268,10 +279,13 @@ static void apply_block(const sap_bj_fact *F, const cpu_bj *d, sap_int b, const 
     const double sc = F->scale[b];
     if (F->variant == SAP_BJ_GJ) {
         for (int k = 0; k < s; k++) y[k] = 0;
-        for (int j = 0; j < s; j++)
-            for (int k = 0; k < s; k++) y[k] += m[j * s + k] * x[j];
+        if (F->bprec[b] == SAP_BJ_FP64) GJ_APPLY(double, AS_DOUBLE);
+        else if (F->bprec[b] == SAP_BJ_FP32) GJ_APPLY(float, AS_DOUBLE);
+        else GJ_APPLY(uint16_t, sap__half_to_double);
         for (int k = 0; k < s; k++) y[k] *= sc;
     } else {
+        double m[MB * MB];
+        load_vals(slot, F->bprec[b], s * s, m);
         const uint8_t *pv = d->piv + o;
         for (int k = 0; k < s; k++) {
             double v = x[pv[k]];
@@ -294,7 +308,7 @@ static void apply_block(const sap_bj_fact *F, const cpu_bj *d, sap_int b, const 
 static sap_status bj_apply(sap_bj_fact *F, const void *r, void *z, sap_precision prec)
 {
     const cpu_bj *d = F->dev;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(sap__threads(F->ctx)) if (F->nb > 1024)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(sap__threads(F->ctx)) if (F->n > 32768)
     for (sap_int b = 0; b < F->nb; b++) apply_block(F, d, b, r, z, prec);
     return SAP_OK;
 }
