@@ -61,6 +61,7 @@ typedef struct bj_data {
     sap_int nfallback, first_fallback;
     int first_info;
     double bytes;     /* storage bytes of the blocks */
+    sap_vec tmp;      /* a copy of r when apply is called with z = r */
 } bj_data;
 
 static void free_fact(sap_precond *P)
@@ -88,6 +89,8 @@ static void bj_destroy(sap_precond *P)
 {
     if (!P->data) return;
     free_fact(P);
+    bj_data *d = P->data;
+    if (d->tmp.data) sap__ops(P->ctx)->vec_destroy(P->ctx, &d->tmp);
     sap__free(P->ctx, P->data);
     P->data = NULL;
 }
@@ -161,7 +164,17 @@ cleanup:
 static sap_status bj_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
 {
     bj_data *d = P->data;
-    return d->F.kt->apply(&d->F, r->data, z->data, r->prec);
+    if (r->data != z->data) return d->F.kt->apply(&d->F, r->data, z->data, r->prec);
+    /* z = D^{-1} z: through a copy of r (the kernels read other rows of r than they write) */
+    sap_context *ctx = P->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_status st = SAP_OK;
+    if (d->tmp.data && (d->tmp.n != r->n || d->tmp.prec != r->prec)) ops->vec_destroy(ctx, &d->tmp);
+    if (!d->tmp.data) SAP_TRY(ops->vec_create(ctx, r->n, r->prec, &d->tmp));
+    SAP_TRY(ops->copy(ctx, r, &d->tmp));
+    SAP_TRY(d->F.kt->apply(&d->F, d->tmp.data, z->data, r->prec));
+cleanup:
+    return st;
 }
 
 static void bj_report(const sap_precond *P, char *buf, size_t size)
