@@ -470,6 +470,12 @@ SAP_API sap_status sap_gen_poisson3d(sap_context *ctx, sap_int nx, sap_int ny, s
  * lower neighbours, -1 + beta h/2 for the upper ones (nonsymmetric; comparable to the
  * atmosmodd matrices for n ~ 108). */
 SAP_API sap_status sap_gen_convdiff3d(sap_context *ctx, sap_int n, double beta, sap_csr **A);
+/* Elasticity-like block system: dof (1..32) unknowns per node of an nx x ny x nz grid,
+ * A = L (x) K, L the 7-point Laplacian with varying coefficients (node weights in [1, 10),
+ * Dirichlet boundary), K the dof x dof SPD coupling (dof + 1 on the diagonal, 1 off it);
+ * SPD.  Unknown a of grid point (x, y, z) is row dof (x + nx (y + ny z)) + a, so the rows
+ * of a node share one pattern (the natural blocks of block-Jacobi). */
+SAP_API sap_status sap_gen_elasticity3d(sap_context *ctx, sap_int nx, sap_int ny, sap_int nz, int dof, sap_csr **A);
 
 /* Radiative transfer in stellar atmospheres: Galerkin matrix of
  * (T phi)(t) = albedo/2 * int_0^tau E1(|t - s|) phi(s) ds with n piecewise-constant

@@ -925,7 +925,8 @@ static void sweeps_gen_stats_matrix(void)
 {
     static const char *const specs[] = {"gen:banded:n=60,k=3,sym=1", "gen:synthetic:n=60,k=3,fill=0.5",
                                         "gen:poisson2d:n=7",         "gen:poisson3d:n=4",
-                                        "gen:radiative:n=50",        "gen:blocktridiag:nb=5,k=4"};
+                                        "gen:radiative:n=50",        "gen:blocktridiag:nb=5,k=4",
+                                        "gen:elasticity3d:n=3"};
     for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
         char name[96];
         snprintf(name, sizeof(name), "sap_gen_spec %s", specs[i]);

@@ -108,6 +108,19 @@ void solve_report_text_krylov(const solve_args *a, const solve_problem *p, const
                sap_band_method_name(bst.method), (long long)bst.partitions, (long long)bst.half_bandwidth,
                (long long)bst.boosted_pivots, bst.reason, bst.time_lu, bst.time_bc, bst.time_spk, bst.time_lurdcd,
                r->t_solve);
+    {
+        /* what the preconditioner's setup chose: the report's lines after the header and the
+         * option values (name=value) */
+        char rep[4096];
+        if (sap_precond_report(r->P, 0, rep, sizeof(rep)) == SAP_OK) {
+            const char *line = strchr(rep, '\n');
+            while (line && *++line) {
+                const size_t len = strcspn(line, "\n");
+                if (!memchr(line, '=', len)) printf("pc report     %.*s\n", (int)len, line);
+                line = strchr(line, '\n');
+            }
+        }
+    }
     printf("iterations    %g (%lld SpMV, %lld preconditioner applications)\n", ks->iterations,
            (long long)ks->spmv_count, (long long)ks->precond_count);
     printf("residual      recursive %.3e, true %.3e (||b - A x|| / ||b||)\n", ks->relative_residual, o->residual);

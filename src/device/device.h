@@ -10,6 +10,7 @@
 #include "device/band_kernels.h"
 #include "device/trsv_kernels.h"
 #include "device/direct_kernels.h"
+#include "device/bjacobi_kernels.h"
 
 /* A vector in backend memory (host memory for cpu, device memory for cuda). */
 typedef struct sap_vec {
@@ -148,6 +149,8 @@ typedef struct sap_backend_ops {
     const sap_trsv_kernels *trsv;
     /* a sparse direct solver (device/direct_kernels.h): cpu SuiteSparse, cuda cuDSS */
     const sap_direct_kernels *direct;
+    /* the batched block-Jacobi kernels (device/bjacobi_kernels.h) */
+    const sap_bjacobi_kernels *bjacobi;
     /* reordering stages the backend can take over from the host loops (NULL: not
      * offered; sap__offload says whether to use them for a matrix).  On host arrays
      * (upload, kernels, download).  DB weights: c (nnz) and loga (nrows) as the host's S1

@@ -17,7 +17,7 @@
 
 /* The values of every generator's keys (each generator uses some of them). */
 typedef struct gen_args {
-    int64_t n, k, nx, ny, nz, nb, bw;
+    int64_t n, k, nx, ny, nz, nb, bw, dof;
     double d, fill, albedo, tau, shift, beta;
     int sym;
     uint64_t seed;
@@ -31,6 +31,7 @@ enum {
     GEN_RADIATIVE,
     GEN_BLOCKTRIDIAG,
     GEN_CONVDIFF3D,
+    GEN_ELASTICITY3D,
     GEN_COUNT
 };
 
@@ -107,6 +108,16 @@ static const gen_def gen_defs[GEN_COUNT] = {
                         2,
                         {KEY_N("grid size in every dimension"),
                          {.name = "beta", .help = "convection speed", .def = "50", .kind = SAP_OPT_REAL, GA(beta)}}},
+    [GEN_ELASTICITY3D] = {"elasticity3d", "gen:elasticity3d:n=[,dof=3]  or  gen:elasticity3d:nx=,ny=,nz=[,dof=3]",
+                          "dof unknowns per node of an nx x ny x nz grid: L (x) K, L the 7-point Laplacian\n"
+                          "with varying coefficients, K = dof x dof SPD coupling (SPD; natural blocks of dof rows)",
+                          5,
+                          {KEY_N("grid size in every dimension"),
+                           {.name = "nx", .help = "grid points in x", .kind = SAP_OPT_INT, GA(nx)},
+                           {.name = "ny", .help = "grid points in y", .kind = SAP_OPT_INT, GA(ny)},
+                           {.name = "nz", .help = "grid points in z", .kind = SAP_OPT_INT, GA(nz)},
+                           {.name = "dof", .help = "unknowns per node (1..32)", .def = "3", .kind = SAP_OPT_INT,
+                            GA(dof), .lo = 1, .hi = 32}}},
 };
 #undef GA
 
@@ -190,7 +201,7 @@ static sap_status grid_dim(sap_context *ctx, const gen_def *g, const gen_args *a
         char keys[256];
         sap__opt_names(g->keys, g->nkeys, keys, sizeof(keys));
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "gen:%s: missing key '%s' (give n, or every one of nx, ny%s; keys: %s)",
-                         g->name, g->keys[key].name, g == &gen_defs[GEN_POISSON3D] ? ", nz" : "", keys);
+                         g->name, g->keys[key].name, g == &gen_defs[GEN_POISSON3D] || g == &gen_defs[GEN_ELASTICITY3D] ? ", nz" : "", keys);
     }
     return SAP_OK;
 }
@@ -234,7 +245,7 @@ sap_status sap_gen_spec(sap_context *ctx, const char *spec, sap_csr **A)
     if (sap__opt_parse_list(g->keys, g->nkeys, &a, colon ? colon + 1 : NULL, (size_t)-1, given, "key", err,
                             sizeof(err)) < 0)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "gen:%s: %s", g->name, err);
-    int grid = gi == GEN_POISSON2D || gi == GEN_POISSON3D;
+    int grid = gi == GEN_POISSON2D || gi == GEN_POISSON3D || gi == GEN_ELASTICITY3D;
     for (int ki = 0; ki < g->nkeys; ki++) {
         const sap_opt_def *kd = &g->keys[ki];
         if (given[ki]) continue;
@@ -265,6 +276,13 @@ sap_status sap_gen_spec(sap_context *ctx, const char *spec, sap_csr **A)
             (st = grid_dim(ctx, g, &a, given, 3, a.nz, &nz)) < 0)
             return st;
         return sap_gen_poisson3d(ctx, nx, ny, nz, A);
+    }
+    case GEN_ELASTICITY3D: {
+        sap_int nx = 0, ny = 0, nz = 0;
+        if ((st = grid_dim(ctx, g, &a, given, 1, a.nx, &nx)) < 0 || (st = grid_dim(ctx, g, &a, given, 2, a.ny, &ny)) < 0 ||
+            (st = grid_dim(ctx, g, &a, given, 3, a.nz, &nz)) < 0)
+            return st;
+        return sap_gen_elasticity3d(ctx, nx, ny, nz, (int)a.dof, A);
     }
     case GEN_RADIATIVE: return sap_gen_radiative(ctx, (sap_int)a.n, a.albedo, a.tau, (sap_int)a.bw, a.shift, A);
     case GEN_BLOCKTRIDIAG: return sap_gen_blocktridiag(ctx, (sap_int)a.nb, (sap_int)a.k, a.d, a.seed, A);

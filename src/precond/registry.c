@@ -15,6 +15,7 @@
 extern const sap_precond_type sap__pc_none, sap__pc_jacobi, sap__pc_sapd, sap__pc_sapc, sap__pc_sap;
 extern const sap_precond_type sap__pc_ilu0, sap__pc_iluk, sap__pc_ilut, sap__pc_ic0, sap__pc_parilu;
 extern const sap_precond_type sap__pc_bilu, sap__pc_bilut, sap__pc_ras, sap__pc_isai;
+extern const sap_precond_type sap__pc_bjacobi, sap__pc_bjacobi_adaptive;
 
 /* Every built-in preconditioner: one line here. */
 static const sap_precond_type *const builtin[] = {
@@ -32,6 +33,7 @@ static const sap_precond_type *const builtin[] = {
     &sap__pc_bilut,  /* pc_bilut.c  */
     &sap__pc_ras,    /* pc_ras.c    */
     &sap__pc_isai,   /* pc_isai.c   */
+    &sap__pc_bjacobi, &sap__pc_bjacobi_adaptive, /* pc_bjacobi.c */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

@@ -526,6 +526,7 @@ static const sap_backend_ops cpu_ops = {
     .band = &sap__cpu_band_kernels,
     .trsv = &sap__cpu_trsv_kernels,
     .direct = &sap__cpu_direct_kernels,
+    .bjacobi = &sap__cpu_bjacobi_kernels,
 };
 
 const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }
