@@ -591,7 +591,15 @@ typedef enum sap_krylov_type {
     SAP_KRYLOV_BICGSTABL = 2, /* parameter l, default 2 */
     SAP_KRYLOV_GMRES = 3,     /* parameter m (restart), default 20 */
     SAP_KRYLOV_FGMRES = 4,    /* parameter m, default 30 */
-    SAP_KRYLOV_IDR = 5        /* parameter s, default 4 */
+    SAP_KRYLOV_IDR = 5,       /* parameter s, default 4 */
+    SAP_KRYLOV_BICG = 6,      /* BiCG (uses A^T) */
+    SAP_KRYLOV_CGS = 7,       /* conjugate gradients squared */
+    SAP_KRYLOV_QMR = 8,       /* QMR without look-ahead (uses A^T) */
+    SAP_KRYLOV_TFQMR = 9,     /* transpose-free QMR */
+    SAP_KRYLOV_IR = 10,       /* mixed-precision iterative refinement; parameter: the inner
+                                 method ("ir:gmres", the default, "ir:bicgstab", ...) */
+    SAP_KRYLOV_ASYNC_JACOBI = 11 /* block-asynchronous Jacobi; parameter: local sweeps
+                                    (default 2, 1..64) */
 } sap_krylov_type;
 
 typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;
