@@ -5,10 +5,11 @@
  * (sap__matrix_derived), preconditioned by the same preconditioner (its front end converts
  * the vectors).  Each inner solve stops at the relative tolerance max(IR_INNER_TOL,
  * 0.1 tol / ||r|| ||b||^-1) (no tighter than the outer step needs); float limits one
- * inner solve to about 1e-6.  Iterations are the inner ones summed (maxit bounds them);
- * the monitor is called by the inner iterations (with the inner residual scaled to an
- * estimate of the outer one) and after every refinement step with the true relative
- * residual ||b - A x|| / ||b||, which is what the method monitors.  The preconditioner
+ * inner solve to about 1e-6.  Iterations: the inner ones plus one per refinement step
+ * (its residual SpMV), summed (maxit bounds them); the monitor (and the history) sees the
+ * inner iterations (with the inner residual scaled to an estimate of the outer one) and
+ * after every refinement step the true relative residual ||b - A x|| / ||b||, which is
+ * what the method monitors and stops on.  The preconditioner
  * side of the inner method follows opt.side.  A refinement step that does not reduce the
  * residual by IR_MIN_GAIN stops the method: SAP_WARN_STAGNATED (float cannot resolve the
  * correction: the matrix is too ill-conditioned for float), or the inner method's
@@ -38,7 +39,8 @@ static sap_status ir_run(kry_solve *s)
         if (itol > 0.5) itol = 0.5;
         double it = 0.0;
         kry_reason why = KRY_RUNNING;
-        SAP_TRY(sap__krylov_inner_solve(s, inner_id, SAP_FLOAT, r, d, itol, s->maxit - s->iter, rel, &it, &why));
+        const double left = s->maxit - s->iter - 1.0; /* one for the refinement step */
+        SAP_TRY(sap__krylov_inner_solve(s, inner_id, SAP_FLOAT, r, d, itol, left > 1.0 ? left : 1.0, rel, &it, &why));
         if (why == KRY_MONITOR) {
             s->iter += it;
             s->reason = KRY_MONITOR;
@@ -48,7 +50,7 @@ static sap_status ir_run(kry_solve *s)
         }
         SAP_TRY(ops->axpby(s->ctx, 1.0, d, 1.0, x));
         SAP_TRY(sap__krylov_residual(s, x, r, NULL, &rn));
-        if (sap__krylov_check(s, s->iter + it, rn)) break;
+        if (sap__krylov_check(s, s->iter + it + 1.0, rn)) break;
         if (!(s->relres < IR_MIN_GAIN * rel)) {
             if (why == KRY_BREAKDOWN || why == KRY_NONFINITE) {
                 s->reason = why == KRY_NONFINITE && !isfinite(s->relres) ? KRY_NONFINITE : KRY_BREAKDOWN;

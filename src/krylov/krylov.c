@@ -458,6 +458,7 @@ static int inner_monitor(void *state, double it, double rel)
 {
     kry_solve *o = state;
     const sap_krylov_options *oo = &o->K->opt;
+    if (record(o, rel * o->inner_scale)) return 1; /* out of memory: o->reason = KRY_ERROR */
     if (!oo->monitor) return 0;
     return oo->monitor(oo->monitor_state, o->iter + it, rel * o->inner_scale);
 }
@@ -544,6 +545,10 @@ sap_status sap__krylov_inner_solve(kry_solve *s, int inner_id, sap_precision pre
     s->inner_scale = scale;
     t.reason = KRY_RUNNING;
     SAP_TRY(m->run(&t));
+    if (s->reason == KRY_ERROR) {
+        st = s->err;
+        goto cleanup;
+    }
     if (t.reason == KRY_ERROR) {
         st = t.err;
         goto cleanup;
