@@ -531,7 +531,10 @@ SAP_API sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *form
 
 /* A sparse matrix resident on the context's backend (device memory for cuda), stored in
  * one SpMV format and precision.  Created from a canonical host CSR (checked; any shape);
- * the CSR is copied (the pattern is also kept on the host for update_values). */
+ * the CSR is copied (the pattern and the values are also kept on the host: for
+ * update_values, and for the copies some Krylov methods derive on first use -- A^T for
+ * BiCG/QMR, a float A for IR, a CSR A for async-jacobi -- kept until the next
+ * update_values or destroy). */
 typedef struct sap_matrix sap_matrix;
 
 typedef struct sap_matrix_options {

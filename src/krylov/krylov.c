@@ -171,28 +171,34 @@ static inline sap_status tick(kry_solve *s, double *t)
     return st;
 }
 
-sap_status sap__krylov_spmv(kry_solve *s, const sap_vec *x, sap_vec *y)
+/* y = A x with A the given backend matrix (A or A^T), timed and counted */
+static sap_status timed_spmv(kry_solve *s, const sap_spmat *A, const sap_vec *x, sap_vec *y)
 {
     double t0, t1;
     sap_status st = tick(s, &t0);
-    if (st >= 0) st = s->ops->spmv(s->ctx, s->A, 1.0, x, 0.0, y);
+    if (st >= 0) st = s->ops->spmv(s->ctx, A, 1.0, x, 0.0, y);
     sap_status sw = tick(s, &t1);
     s->st->time_spmv += t1 - t0;
     s->st->spmv_count++;
     return st < 0 ? st : (sw < 0 ? sw : st);
 }
 
-sap_status sap__krylov_prec(kry_solve *s, const sap_vec *r, sap_vec *z)
+/* z = P^-1 r (P: M or the M^T of the dual recursions), timed and counted; a copy without P */
+static sap_status timed_prec(kry_solve *s, sap_precond *P, const sap_vec *r, sap_vec *z)
 {
-    if (!s->P) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
+    if (!P) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
     double t0, t1;
     sap_status st = tick(s, &t0);
-    if (st >= 0) st = sap__precond_apply_vec(s->P, r, z);
+    if (st >= 0) st = sap__precond_apply_vec(P, r, z);
     sap_status sw = tick(s, &t1);
     s->st->time_precond += t1 - t0;
     s->st->precond_count++;
     return st < 0 ? st : (sw < 0 ? sw : st);
 }
+
+sap_status sap__krylov_spmv(kry_solve *s, const sap_vec *x, sap_vec *y) { return timed_spmv(s, s->A, x, y); }
+
+sap_status sap__krylov_prec(kry_solve *s, const sap_vec *r, sap_vec *z) { return timed_prec(s, s->P, r, z); }
 
 sap_status sap__krylov_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp)
 {
@@ -232,27 +238,10 @@ sap_status sap__krylov_spmv_t(kry_solve *s, const sap_vec *x, sap_vec *y)
 {
     const sap_spmat *AT = NULL;
     sap_status st = sap__matrix_derived(s->M, 1, s->A->prec, SAP_FORMAT_AUTO, &AT);
-    if (st < 0) return st;
-    double t0, t1;
-    st = tick(s, &t0);
-    if (st >= 0) st = s->ops->spmv(s->ctx, AT, 1.0, x, 0.0, y);
-    sap_status sw = tick(s, &t1);
-    s->st->time_spmv += t1 - t0;
-    s->st->spmv_count++;
-    return st < 0 ? st : (sw < 0 ? sw : st);
+    return st < 0 ? st : timed_spmv(s, AT, x, y);
 }
 
-sap_status sap__krylov_prec_t(kry_solve *s, const sap_vec *r, sap_vec *z)
-{
-    if (!s->PT) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
-    double t0, t1;
-    sap_status st = tick(s, &t0);
-    if (st >= 0) st = sap__precond_apply_vec(s->PT, r, z);
-    sap_status sw = tick(s, &t1);
-    s->st->time_precond += t1 - t0;
-    s->st->precond_count++;
-    return st < 0 ? st : (sw < 0 ? sw : st);
-}
+sap_status sap__krylov_prec_t(kry_solve *s, const sap_vec *r, sap_vec *z) { return timed_prec(s, s->PT, r, z); }
 
 /* s->PT: P's type with P's options and precision, set up on A^T */
 static sap_status transposed_precond(kry_solve *s)
