@@ -28,6 +28,26 @@
  *                      vectors (4V + 3V), one orthogonalisation axpby (3V), the update
  *                      maxpy x (4V), maxpy u (4V), r (3V + 3V)            = 4M + 64V
  *   BiCGStab(2), Jacobi (right): + 4 applications (3V each)             = 4M + 76V
+ *   BiCG, none:        A p and A^T pt (2M + 4V), z . rt, pt . q (4V), p, pt updates (6V),
+ *                      x, rt, r updates (9V)                              = 2M + 23V
+ *   BiCG, Jacobi:      + M^-1 r and M^-T rt (3V each)                      = 2M + 29V
+ *   CGS, none:         2 SpMVs (2M + 4V), 2 dots (4V), u, p, q, u + q (4V each: three
+ *                      operands read, one written: 16V), x and r updates (6V) = 2M + 30V
+ *   CGS, Jacobi:       + 2 applications (6V)                              = 2M + 36V
+ *   QMR, none:         A p, A^T q (2M + 4V), v, w scaled (6V), z scaled (2V), 2 dots (4V),
+ *                      2 norms (2V), M^-1 v and M^-T w as copies (4V), p, q, w updates
+ *                      (9V), v~ (4V), d, s, x, r (12V)                    = 2M + 47V
+ *   QMR, Jacobi:       the two copies become applications (+2V)           = 2M + 49V
+ *   TFQMR, none:       2 SpMVs (2M + 4V), 2 dots (4V), y2, y1, v (4V each: 12V), two
+ *                      half steps of w, d, x updates (18V)                = 2M + 38V
+ *   TFQMR, Jacobi:     + 2 applications (6V)                              = 2M + 44V
+ *   async-jacobi(2):   block_relax reads A once (M) with b, x and the cpu's copy of x
+ *                      (5V), then the residual SpMV (M + 2V) and its norm (3V) = 2M + 10V
+ *                      (iterations: one relaxation; the local sweeps reuse the block's
+ *                      rows from cache)
+ *   ir(gmres):         no fixed count (float GMRES iterations plus refinement steps):
+ *                      time per iteration only, no floor ("-")
+ * (BiCG, CGS, QMR, TFQMR run K/2 and K iterations like BiCGStab(2).)
  * floor = bytes / copy bandwidth, where the copy bandwidth counts bytes read + written by
  * a large copy: on the cpu the faster of memcpy and the backend's (threaded) copy kernel,
  * on a GPU the backend's copy kernel (device to device) on a 256 MiB vector.  The ratio
@@ -124,6 +144,17 @@ static const bcase cases[] = {
     {"cg", "jacobi", SAP_KRYLOV_CG, 0, 1, 18},
     {"bicgstab(2)", "none", SAP_KRYLOV_BICGSTABL, 2, 4, 64},
     {"bicgstab(2)", "jacobi", SAP_KRYLOV_BICGSTABL, 2, 4, 76},
+    {"bicg", "none", SAP_KRYLOV_BICG, 0, 2, 23},
+    {"bicg", "jacobi", SAP_KRYLOV_BICG, 0, 2, 29},
+    {"cgs", "none", SAP_KRYLOV_CGS, 0, 2, 30},
+    {"cgs", "jacobi", SAP_KRYLOV_CGS, 0, 2, 36},
+    {"qmr", "none", SAP_KRYLOV_QMR, 0, 2, 47},
+    {"qmr", "jacobi", SAP_KRYLOV_QMR, 0, 2, 49},
+    {"tfqmr", "none", SAP_KRYLOV_TFQMR, 0, 2, 38},
+    {"tfqmr", "jacobi", SAP_KRYLOV_TFQMR, 0, 2, 44},
+    {"ir(gmres)", "none", SAP_KRYLOV_IR, SAP_KRYLOV_GMRES + 1, 1, 0},
+    {"ir(gmres)", "jacobi", SAP_KRYLOV_IR, SAP_KRYLOV_GMRES + 1, 1, 0},
+    {"async-jacobi(2)", "none", SAP_KRYLOV_ASYNC_JACOBI, 2, 2, 10},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -301,11 +332,13 @@ int main(int argc, char **argv)
         copy[ti][0] = copy_bandwidth(ctx, &copy[ti][1], &copy[ti][2]);
         printf("\n%d thread%s; copy bandwidth (read + write): %.1f GB/s (memcpy %.1f, backend copy %.1f)\n", thr[ti],
                thr[ti] == 1 ? "" : "s", copy[ti][0], copy[ti][1], copy[ti][2]);
-        printf("%-12s %-7s %12s %14s %10s %12s %8s\n", "method", "precond", "ms/iter", "min MB/iter", "GB/s",
+        printf("%-16s %-7s %12s %14s %10s %12s %8s\n", "method", "precond", "ms/iter", "min MB/iter", "GB/s",
                "floor ms", "ratio");
         for (size_t k = 0; k < NCASES; k++) {
             const bcase *c = &cases[k];
-            const sap_int kk = c->type == SAP_KRYLOV_CG ? iters : iters / 2;
+            const sap_int kk = c->type == SAP_KRYLOV_CG || c->type == SAP_KRYLOV_IR || c->type == SAP_KRYLOV_ASYNC_JACOBI
+                                   ? iters
+                                   : iters / 2;
             sap_precond *P = strcmp(c->precond, "none") ? J : NULL;
             /* best of reps solves of K and of 2K iterations: (T(2K) - T(K)) / K cancels the
              * fixed costs (set-up, initial and final residual); when noise makes it
@@ -317,13 +350,13 @@ int main(int argc, char **argv)
             const int use_diff = diff > 0.0 && diff <= simple;
             const double tpi = use_diff ? diff : simple;
             diffused[ti][k] = use_diff;
-            const double bytes = c->spmvs * (Mb + 2.0 * V) + (c->vectors - 2.0 * c->spmvs) * V;
+            const double bytes = c->vectors > 0 ? c->spmvs * (Mb + 2.0 * V) + (c->vectors - 2.0 * c->spmvs) * V : NAN;
             const double gbs = bytes / tpi / 1e9, floor_t = bytes / (copy[ti][0] * 1e9);
             res[ti][k][0] = tpi;
             res[ti][k][1] = bytes;
             res[ti][k][2] = gbs;
             res[ti][k][3] = floor_t;
-            printf("%-12s %-7s %12.3f %14.1f %10.1f %12.3f %8.2f\n", c->method, c->precond, tpi * 1e3, bytes / 1e6, gbs,
+            printf("%-16s %-7s %12.3f %14.1f %10.1f %12.3f %8.2f\n", c->method, c->precond, tpi * 1e3, bytes / 1e6, gbs,
                    floor_t * 1e3, tpi / floor_t);
         }
     }
@@ -341,7 +374,10 @@ int main(int argc, char **argv)
                 fprintf(f, "%s,\"%s\",%s,%s,%d,%ld,%lld,%lld,%s,%s,%s,%ld,%s,%.6e,%.0f,%.2f,%.2f,%.6e,%.3f\n", date,
                         machine, commit, bname, thr[ti], nn, (long long)n, (long long)nnz,
                         sap_spmv_format_name(sap_matrix_format(M)), cases[k].method, cases[k].precond,
-                        cases[k].type == SAP_KRYLOV_CG ? iters : iters / 2, diffused[ti][k] ? "diff" : "best/2K",
+                        cases[k].type == SAP_KRYLOV_CG || cases[k].type == SAP_KRYLOV_IR ||
+                                cases[k].type == SAP_KRYLOV_ASYNC_JACOBI
+                            ? iters
+                            : iters / 2, diffused[ti][k] ? "diff" : "best/2K",
                         res[ti][k][0], res[ti][k][1], res[ti][k][2], copy[ti][0], res[ti][k][3],
                         res[ti][k][0] / res[ti][k][3]);
         fclose(f);
@@ -358,7 +394,8 @@ int main(int argc, char **argv)
                 (long long)nnz, sap_spmv_format_name(sap_matrix_format(M)), sap_matrix_format_reason(M));
         fprintf(f,
                 "- time per iteration: (T(2K) - T(K)) / K, T the best of %ld solves of exactly K and 2K "
-                "iterations (CG K = %ld, BiCGStab(2) K = %ld outer iterations of 4 SpMVs); where noise makes that "
+                "iterations (CG, IR and async-jacobi K = %ld; BiCGStab(2) K = %ld outer iterations of 4 SpMVs, BiCG, CGS, "
+                "QMR, TFQMR the same K of 2 SpMVs); where noise makes that "
                 "implausible, T(2K) / 2K (marked *)\n- floor = minimum bytes per iteration / copy bandwidth (bytes "
                 "read + written by a 256 MiB copy); the byte counts are documented in bench/krylov.c\n\n",
                 reps, iters, iters / 2);

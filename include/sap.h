@@ -551,7 +551,10 @@ SAP_API sap_status sap_spmv_format_parse(const char *name, sap_spmv_format *form
 
 /* A sparse matrix resident on the context's backend (device memory for cuda), stored in
  * one SpMV format and precision.  Created from a canonical host CSR (checked; any shape);
- * the CSR is copied (the pattern is also kept on the host for update_values). */
+ * the CSR is copied (the pattern and the values are also kept on the host: for
+ * update_values, and for the copies some Krylov methods derive on first use -- A^T for
+ * BiCG/QMR, a float A for IR, a CSR A for async-jacobi -- kept until the next
+ * update_values or destroy). */
 typedef struct sap_matrix sap_matrix;
 
 typedef struct sap_matrix_options {
@@ -614,7 +617,15 @@ typedef enum sap_krylov_type {
     SAP_KRYLOV_BICGSTABL = 2, /* parameter l, default 2 */
     SAP_KRYLOV_GMRES = 3,     /* parameter m (restart), default 20 */
     SAP_KRYLOV_FGMRES = 4,    /* parameter m, default 30 */
-    SAP_KRYLOV_IDR = 5        /* parameter s, default 4 */
+    SAP_KRYLOV_IDR = 5,       /* parameter s, default 4 */
+    SAP_KRYLOV_BICG = 6,      /* BiCG (uses A^T) */
+    SAP_KRYLOV_CGS = 7,       /* conjugate gradients squared */
+    SAP_KRYLOV_QMR = 8,       /* QMR without look-ahead (uses A^T) */
+    SAP_KRYLOV_TFQMR = 9,     /* transpose-free QMR */
+    SAP_KRYLOV_IR = 10,       /* mixed-precision iterative refinement; parameter: the inner
+                                 method ("ir:gmres", the default, "ir:bicgstab", ...) */
+    SAP_KRYLOV_ASYNC_JACOBI = 11 /* block-asynchronous Jacobi; parameter: local sweeps
+                                    (default 2, 1..64) */
 } sap_krylov_type;
 
 typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;

@@ -203,7 +203,10 @@ static void check_solver(const char *sys, sap_csr *const A[NCTX])
 static void check_krylov(const char *sys, sap_csr *const A[NCTX], int spd)
 {
     const char *pcs[] = {"none", "jacobi", "sap-d", "sap-c"};
-    const char *kry[] = {"cg", "bicgstab", "bicgstabl:2", "gmres:20", "idr:4"};
+    /* async-jacobi: the cpu backend's block Jacobi (the cuda one is asynchronous and
+     * nondeterministic by design, and this test runs cpu contexts) */
+    const char *kry[] = {"cg",  "bicgstab", "bicgstabl:2", "gmres:20",    "idr:4",       "bicg",
+                         "cgs", "qmr",      "tfqmr",       "ir:gmres",    "ir:bicgstab", "async-jacobi:3"};
     const int nk = sizeof(kry) / sizeof(kry[0]);
     const sap_int n = A[0]->nrows;
     double *b = malloc(sizeof(double) * (size_t)n), *x[NCTX];

@@ -44,7 +44,9 @@ static void test_krylov(sap_context *ctx)
     const sap_int n = A->nrows;
     double *b = calloc((size_t)n, sizeof(double)), *x = calloc((size_t)n, sizeof(double));
     for (sap_int i = 0; i < n; i++) b[i] = 1.0 + (double)(i % 7);
-    const sap_krylov_type types[] = {SAP_KRYLOV_CG, SAP_KRYLOV_BICGSTAB, SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_GMRES};
+    const sap_krylov_type types[] = {SAP_KRYLOV_CG,  SAP_KRYLOV_BICGSTAB, SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_GMRES,
+                                     SAP_KRYLOV_BICG, SAP_KRYLOV_CGS,     SAP_KRYLOV_QMR,       SAP_KRYLOV_TFQMR,
+                                     SAP_KRYLOV_IR,   SAP_KRYLOV_ASYNC_JACOBI};
     sap_matrix *M = NULL;
     CHECK_OK(ctx, sap_matrix_create(ctx, A, NULL, &M));
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {

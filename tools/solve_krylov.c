@@ -15,7 +15,12 @@
 /* "bicgstabl(2)", "gmres(20)", ... or "cg": the method with its parameter */
 static void method_name(const sap_krylov_options *kopt, char *buf, size_t len)
 {
-    if (kopt->param || kopt->type == SAP_KRYLOV_BICGSTABL || kopt->type == SAP_KRYLOV_GMRES ||
+    if (kopt->type == SAP_KRYLOV_IR) { /* the parameter names the inner method (id + 1) */
+        snprintf(buf, len, "ir(%s)",
+                 sap_krylov_name(kopt->param ? (sap_krylov_type)(kopt->param - 1) : SAP_KRYLOV_GMRES));
+    } else if (kopt->type == SAP_KRYLOV_ASYNC_JACOBI) {
+        snprintf(buf, len, "async-jacobi(%d)", kopt->param ? kopt->param : 2);
+    } else if (kopt->param || kopt->type == SAP_KRYLOV_BICGSTABL || kopt->type == SAP_KRYLOV_GMRES ||
         kopt->type == SAP_KRYLOV_FGMRES || kopt->type == SAP_KRYLOV_IDR) {
         int param = kopt->param;
         if (!param)

@@ -161,7 +161,21 @@ typedef struct sap_backend_ops {
     sap_status (*db_weights)(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);
     sap_status (*scale_rows_cols)(sap_context *ctx, sap_csr *M, const double *rs, const double *cs);
     sap_status (*sym_graph)(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
+    /* Block relaxation (the async-jacobi Krylov method): the rows are cut into blocks of
+     * SAP_RELAX_BLOCK consecutive rows, and each block runs 'sweeps' Jacobi sweeps on its
+     * own unknowns, x_i = (b_i - sum_{j != i} a_ij x_j) / a_ii (a row with a zero or no
+     * diagonal entry keeps its x_i).  M: format CSR; b, x, scratch in M's precision.
+     * cpu: the other blocks' values are those of x on entry (copied to scratch): block
+     * Jacobi with local sweeps, deterministic for any thread count.  cuda: one thread block
+     * per block, x in shared memory; after each sweep a block writes its values to x and
+     * reads the other blocks' values from x as they are at that moment (block-asynchronous
+     * Jacobi, no global synchronisation: nondeterministic by design); scratch unused. */
+    sap_status (*block_relax)(sap_context *ctx, const sap_spmat *M, int sweeps, const sap_vec *b, sap_vec *x,
+                              sap_vec *scratch);
 } sap_backend_ops;
+
+/* Rows per block of block_relax (a cuda thread block of that many threads). */
+#define SAP_RELAX_BLOCK 256
 
 /* The cpu table (also the host reference the other backends are tested against). */
 const sap_backend_ops *sap__backend_cpu_ops(void);

@@ -41,7 +41,12 @@ sap_status sap_krylov_parse(const char *spec, sap_krylov_type *type, int *param)
     const sap_krylov_method *m = sap__krylov_find_name(spec, len, &id);
     if (!m) return SAP_ERR_INVALID;
     int p = 0;
-    if (colon) {
+    if (colon && m->param_is_method) {
+        int inner = 0;
+        const sap_krylov_method *im = sap__krylov_find_name(colon + 1, strlen(colon + 1), &inner);
+        if (!im || im->param_is_method || inner + 1 > m->max_param) return SAP_ERR_INVALID;
+        p = inner + 1;
+    } else if (colon) {
         const char *q = colon + 1;
         if (!*q || m->max_param == 0) return SAP_ERR_INVALID;
         long v = 0;
@@ -87,6 +92,12 @@ sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sa
     if (o.param < 0 || o.param > m->max_param || (m->max_param == 0 && o.param != 0))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: parameter %d out of range for %s (1..%d)", o.param,
                          m->name, m->max_param);
+    if (m->param_is_method && o.param > 0) {
+        const sap_krylov_method *im = sap__krylov_find_id(o.param - 1);
+        if (!im || im->param_is_method)
+            return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: %s: parameter %d names no inner Krylov method",
+                             m->name, o.param);
+    }
     if (!(o.tol >= 0.0) || !isfinite(o.tol))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_create: tolerance %g must be finite and >= 0", o.tol);
     if (o.maxit < 0 || o.stagnation_window < 0)
@@ -123,6 +134,7 @@ static void free_vectors(sap_krylov *K)
 void sap_krylov_destroy(sap_krylov *K)
 {
     if (!K) return;
+    sap_krylov_destroy(K->inner);
     free_vectors(K);
     sap__free(K->ctx, K->hist);
     sap__free(K->ctx, K->hwork);
@@ -159,28 +171,34 @@ static inline sap_status tick(kry_solve *s, double *t)
     return st;
 }
 
-sap_status sap__krylov_spmv(kry_solve *s, const sap_vec *x, sap_vec *y)
+/* y = A x with A the given backend matrix (A or A^T), timed and counted */
+static sap_status timed_spmv(kry_solve *s, const sap_spmat *A, const sap_vec *x, sap_vec *y)
 {
     double t0, t1;
     sap_status st = tick(s, &t0);
-    if (st >= 0) st = s->ops->spmv(s->ctx, s->A, 1.0, x, 0.0, y);
+    if (st >= 0) st = s->ops->spmv(s->ctx, A, 1.0, x, 0.0, y);
     sap_status sw = tick(s, &t1);
     s->st->time_spmv += t1 - t0;
     s->st->spmv_count++;
     return st < 0 ? st : (sw < 0 ? sw : st);
 }
 
-sap_status sap__krylov_prec(kry_solve *s, const sap_vec *r, sap_vec *z)
+/* z = P^-1 r (P: M or the M^T of the dual recursions), timed and counted; a copy without P */
+static sap_status timed_prec(kry_solve *s, sap_precond *P, const sap_vec *r, sap_vec *z)
 {
-    if (!s->P) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
+    if (!P) return r == z ? SAP_OK : s->ops->copy(s->ctx, r, z);
     double t0, t1;
     sap_status st = tick(s, &t0);
-    if (st >= 0) st = sap__precond_apply_vec(s->P, r, z);
+    if (st >= 0) st = sap__precond_apply_vec(P, r, z);
     sap_status sw = tick(s, &t1);
     s->st->time_precond += t1 - t0;
     s->st->precond_count++;
     return st < 0 ? st : (sw < 0 ? sw : st);
 }
+
+sap_status sap__krylov_spmv(kry_solve *s, const sap_vec *x, sap_vec *y) { return timed_spmv(s, s->A, x, y); }
+
+sap_status sap__krylov_prec(kry_solve *s, const sap_vec *r, sap_vec *z) { return timed_prec(s, s->P, r, z); }
 
 sap_status sap__krylov_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *tmp)
 {
@@ -197,6 +215,63 @@ sap_status sap__krylov_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec
     default: SAP_TRY(sap__krylov_spmv(s, in, out)); break;
     }
 cleanup:
+    return st;
+}
+
+sap_status sap__krylov_op_hat(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *hat, sap_vec *tmp,
+                              const sap_vec **xdir)
+{
+    sap_status st = SAP_OK;
+    *xdir = in;
+    if (s->side == KRY_SIDE_RIGHT) {
+        SAP_TRY(sap__krylov_prec(s, in, hat));
+        SAP_TRY(sap__krylov_spmv(s, hat, out));
+        *xdir = hat;
+    } else {
+        SAP_TRY(sap__krylov_op(s, in, out, tmp));
+    }
+cleanup:
+    return st;
+}
+
+sap_status sap__krylov_spmv_t(kry_solve *s, const sap_vec *x, sap_vec *y)
+{
+    const sap_spmat *AT = NULL;
+    sap_status st = sap__matrix_derived(s->M, 1, s->A->prec, SAP_FORMAT_AUTO, &AT);
+    return st < 0 ? st : timed_spmv(s, AT, x, y);
+}
+
+sap_status sap__krylov_prec_t(kry_solve *s, const sap_vec *r, sap_vec *z) { return timed_prec(s, s->PT, r, z); }
+
+/* s->PT: P's type with P's options and precision, set up on A^T */
+static sap_status transposed_precond(kry_solve *s)
+{
+    sap_context *ctx = s->ctx;
+    const sap_precond *P = s->P;
+    sap_status st = SAP_OK;
+    sap_csr *AT = NULL;
+    sap_precond *PT = NULL;
+    SAP_TRY(sap_precond_create(ctx, sap_precond_name(P), &PT));
+    for (int i = 0; i < P->type->nopts; i++) {
+        char buf[512];
+        const char *name = P->type->opts[i].name;
+        if (sap_precond_get_option(P, name, buf, sizeof(buf)) == SAP_OK) SAP_TRY(sap_precond_set_option(PT, name, buf));
+    }
+    SAP_TRY(sap_precond_set_precision(PT, P->prec));
+    SAP_TRY(sap__matrix_host_csr(s->M, 1, &AT));
+    SAP_TRY(sap_precond_setup_symbolic(PT, AT));
+    SAP_TRY(sap_precond_setup_numeric(PT, AT));
+    s->PT = PT;
+    PT = NULL;
+cleanup:
+    if (st < 0 && st != SAP_ERR_OUT_OF_MEMORY) {
+        char why[300];
+        snprintf(why, sizeof(why), "%s", sap_context_last_error(ctx));
+        st = SAP_ERROR(ctx, st, "%s: setting up the transposed preconditioner (%s on A^T) failed: %s", s->method,
+                       sap_precond_name(P), why);
+    }
+    sap_precond_destroy(PT);
+    sap_csr_destroy(AT);
     return st;
 }
 
@@ -358,6 +433,128 @@ sap_status sap__krylov_restore_best(kry_solve *s, sap_vec *state)
     return s->ops->copy(s->ctx, s->xbest, state);
 }
 
+/* the side a method runs with: symmetric (CG: monitors ||r||), the one asked for, or the
+ * only one it has (FGMRES: right) */
+static kry_side pick_side(const sap_krylov_method *m, int have_p, sap_precond_side want)
+{
+    if (!have_p || (m->sides & KRY_SIDES_SYMMETRIC)) return KRY_SIDE_NONE;
+    if (want == SAP_PRECOND_LEFT) return (m->sides & KRY_SIDES_LEFT) ? KRY_SIDE_LEFT : KRY_SIDE_RIGHT;
+    return (m->sides & KRY_SIDES_RIGHT) ? KRY_SIDE_RIGHT : KRY_SIDE_LEFT;
+}
+
+/* the inner solve's monitor: the outer monitor at the outer iteration count */
+static int inner_monitor(void *state, double it, double rel)
+{
+    kry_solve *o = state;
+    const sap_krylov_options *oo = &o->K->opt;
+    if (record(o, rel * o->inner_scale)) return 1; /* out of memory: o->reason = KRY_ERROR */
+    if (!oo->monitor) return 0;
+    return oo->monitor(oo->monitor_state, o->iter + it, rel * o->inner_scale);
+}
+
+sap_status sap__krylov_inner_solve(kry_solve *s, int inner_id, sap_precision prec, const sap_vec *r, sap_vec *d,
+                                   double tol, double maxit, double scale, double *iters, kry_reason *reason)
+{
+    sap_context *ctx = s->ctx;
+    const sap_backend_ops *ops = s->ops;
+    sap_status st = SAP_OK;
+    sap_krylov *I = NULL;
+    *iters = 0.0;
+    *reason = KRY_ERROR;
+    const sap_krylov_method *m = sap__krylov_find_id(inner_id);
+    if (!m || m->param_is_method)
+        SAP_FAIL(ctx, SAP_ERR_INVALID, "%s: inner method %d is not a Krylov method", s->method, inner_id);
+    sap_krylov *K = s->K;
+    if (K->inner && (int)K->inner->opt.type != inner_id) {
+        sap_krylov_destroy(K->inner);
+        K->inner = NULL;
+    }
+    if (!K->inner) {
+        sap_krylov_options o;
+        sap_krylov_options_init(&o);
+        o.type = (sap_krylov_type)inner_id;
+        o.side = K->opt.side;
+        o.history = 0;
+        o.sync_timing = K->opt.sync_timing;
+        SAP_TRY(sap_krylov_create(ctx, &o, &K->inner));
+    }
+    I = K->inner;
+    I->opt.tol = tol;
+    I->opt.maxit = (sap_int)maxit;
+    I->opt.monitor = inner_monitor;
+    I->opt.monitor_state = s;
+    const sap_spmat *Af = NULL;
+    SAP_TRY(sap__matrix_derived(s->M, 0, prec, SAP_FORMAT_AUTO, &Af));
+    const int nw = m->nvec(I->param);
+    SAP_TRY(get_vectors(I, s->n, prec, nw + 3));
+    kry_solve t;
+    memset(&t, 0, sizeof(t));
+    t.K = I;
+    t.ctx = ctx;
+    t.ops = ops;
+    t.M = s->M;
+    t.A = Af;
+    t.P = s->P;
+    t.n = s->n;
+    t.st = s->st;
+    t.sync = s->sync;
+    t.maxit = maxit;
+    t.tol = tol;
+    t.best_saved = INFINITY;
+    t.side = pick_side(m, t.P != NULL, I->opt.side);
+    snprintf(t.method, sizeof(t.method), "%s", m->name);
+    t.b = &I->vec[0];
+    t.x = &I->vec[1];
+    t.xbest = &I->vec[2];
+    t.w = &I->vec[3];
+    t.nw = nw;
+    for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &t.w[i], 0.0));
+    SAP_TRY(ops->copy(ctx, r, t.b));
+    SAP_TRY(ops->set(ctx, t.x, 0.0));
+    SAP_TRY(ops->nrm2(ctx, t.b, &t.bnorm));
+    if (!(t.bnorm > 0.0) || !isfinite(t.bnorm)) {
+        /* r underflowed (or is not finite) in the inner precision: nothing to correct */
+        SAP_TRY(ops->set(ctx, d, 0.0));
+        *reason = isfinite(t.bnorm) ? KRY_BREAKDOWN : KRY_NONFINITE;
+        snprintf(s->msg, sizeof(s->msg), "%s: the residual has norm %g in the inner precision", s->method, t.bnorm);
+        goto cleanup;
+    }
+    t.refnorm = t.bnorm;
+    if (t.side == KRY_SIDE_LEFT) {
+        SAP_TRY(sap__krylov_prec(&t, t.b, t.xbest));
+        SAP_TRY(ops->nrm2(ctx, t.xbest, &t.refnorm));
+        if (!(t.refnorm > 0.0) || !isfinite(t.refnorm)) {
+            SAP_TRY(ops->set(ctx, d, 0.0));
+            *reason = isfinite(t.refnorm) ? KRY_BREAKDOWN : KRY_NONFINITE;
+            snprintf(s->msg, sizeof(s->msg), "%s: the preconditioned residual has norm %g in the inner precision",
+                     s->method, t.refnorm);
+            goto cleanup;
+        }
+    }
+    s->inner_scale = scale;
+    t.reason = KRY_RUNNING;
+    SAP_TRY(m->run(&t));
+    if (s->reason == KRY_ERROR) {
+        st = s->err;
+        goto cleanup;
+    }
+    if (t.reason == KRY_ERROR) {
+        st = t.err;
+        goto cleanup;
+    }
+    *iters = t.iter;
+    *reason = t.reason;
+    if (t.reason != KRY_CONVERGED && t.msg[0])
+        snprintf(s->msg, sizeof(s->msg), "%.31s: inner %.360s", s->method, t.msg);
+    SAP_TRY(ops->copy(ctx, t.x, d));
+cleanup:
+    if (I) {
+        I->opt.monitor = NULL;
+        I->opt.monitor_state = NULL;
+    }
+    return st;
+}
+
 /* ---- solve ------------------------------------------------------------------------------------ */
 
 static sap_status reason_status(kry_reason r)
@@ -411,6 +608,7 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     s.K = K;
     s.ctx = ctx;
     s.ops = ops;
+    s.M = A;
     s.A = A->sm;
     s.P = sap__precond_is_identity(P) ? NULL : P;
     s.n = n;
@@ -419,13 +617,13 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     s.maxit = (double)K->opt.maxit;
     s.tol = K->opt.tol;
     s.best_saved = INFINITY;
-    if (m->max_param) snprintf(s.method, sizeof(s.method), "%s(%d)", m->name, K->param);
+    if (m->param_is_method)
+        snprintf(s.method, sizeof(s.method), "%s(%s)", m->name, sap_krylov_name((sap_krylov_type)(K->param - 1)));
+    else if (m->max_param) snprintf(s.method, sizeof(s.method), "%s(%d)", m->name, K->param);
     else snprintf(s.method, sizeof(s.method), "%s", m->name);
     /* the side the method supports: symmetric (CG: monitors ||r||), the one asked for, or
      * the only one it has (FGMRES: right) */
-    if (!s.P || (m->sides & KRY_SIDES_SYMMETRIC)) s.side = KRY_SIDE_NONE;
-    else if (K->opt.side == SAP_PRECOND_LEFT) s.side = (m->sides & KRY_SIDES_LEFT) ? KRY_SIDE_LEFT : KRY_SIDE_RIGHT;
-    else s.side = (m->sides & KRY_SIDES_RIGHT) ? KRY_SIDE_RIGHT : KRY_SIDE_LEFT;
+    s.side = pick_side(m, s.P != NULL, K->opt.side);
 
     if (K->opt.history && K->hist_cap == 0) {
         double want = (double)K->opt.maxit * m->steps + 2;
@@ -482,6 +680,7 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
             SAP_FAIL(ctx, s.refnorm == 0.0 ? SAP_ERR_SINGULAR : SAP_ERR_BREAKDOWN,
                      "%s: the preconditioned right-hand side M^-1 b has norm %g", s.method, s.refnorm);
     }
+    if (m->dual && s.P) SAP_TRY(transposed_precond(&s));
     S.time_setup = sap__wtime() - t_start;
 
     int restarts = 0;
@@ -533,6 +732,7 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
                        s.msg[0] ? s.msg : sap_status_string(st), truerel);
 
 cleanup:
+    sap_precond_destroy(s.PT);
     S.iterations = s.iter;
     S.relative_residual = s.relres;
     S.true_residual = truerel;

@@ -53,6 +53,10 @@ typedef struct sap_krylov_method {
     int steps;       /* history entries (monitor calls) per iteration, for the history size */
     unsigned sides;  /* KRY_SIDES_*: right, left or both; SYMMETRIC for CG */
     sap_status (*run)(kry_solve *s);
+    /* 1: the parameter names another method ("ir:gmres"): it is that method's id + 1 */
+    int param_is_method;
+    /* 1: the method applies M^-T (sap__krylov_prec_t): the front end builds s->PT */
+    int dual;
 } sap_krylov_method;
 
 /* Ids of registered methods start here (sap_krylov_type values above the built-ins). */
@@ -92,14 +96,18 @@ struct sap_krylov {
     /* host work space of the drivers (Hessenberg matrix, ...) */
     double *hwork;
     size_t hwork_len;
+    /* the inner solver of mixed-precision refinement (ir.c), created on first use */
+    sap_krylov *inner;
 };
 
 struct kry_solve {
     sap_krylov *K;
     sap_context *ctx;
     const sap_backend_ops *ops;
+    sap_matrix *M;   /* the matrix object A comes from (derived copies: A^T, float, CSR) */
     const sap_spmat *A;
     sap_precond *P;  /* NULL when there is nothing to apply */
+    sap_precond *PT; /* methods with dual = 1 and a P: the same preconditioner built on A^T */
     kry_side side;   /* NONE when P is NULL */
     char method[32]; /* "bicgstab(2)" etc., for messages */
     sap_int n;
@@ -121,6 +129,7 @@ struct kry_solve {
     char msg[400]; /* what stopped the iteration (breakdown etc.) */
     int sync;      /* synchronise around timed phases */
     sap_krylov_stats *st;
+    double inner_scale; /* sap__krylov_inner_solve: inner residual -> outer estimate */
 };
 
 /* ---- helpers (krylov.c) ---------------------------------------------------------------- */
@@ -134,6 +143,32 @@ sap_status sap__krylov_op(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec
 /* r = b - A x, or M^{-1}(b - A x) when left preconditioned (tmp: scratch, may be NULL
  * when not left); *nrm = ||r||. */
 sap_status sap__krylov_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_vec *tmp, double *nrm);
+/* out = op(in) keeping the preconditioned input: right: hat = M^-1 in, out = A hat;
+ * left: out = M^-1 A in (tmp scratch); none: out = A in.  Returns in *xdir the vector whose
+ * multiples update x (hat when right, in otherwise). */
+sap_status sap__krylov_op_hat(kry_solve *s, const sap_vec *in, sap_vec *out, sap_vec *hat, sap_vec *tmp,
+                              const sap_vec **xdir);
+/* y = A^T x (timed and counted as an SpMV); A^T built once per matrix (sap__matrix_derived). */
+sap_status sap__krylov_spmv_t(kry_solve *s, const sap_vec *x, sap_vec *y);
+/* z = M^-T r for the dual (shadow) recursions of BiCG and QMR.  The preconditioner
+ * interface offers no transposed apply, so M^T is taken as the same preconditioner (type,
+ * options, precision) set up on A^T (s->PT, built by the front end for every solve of a
+ * method with dual = 1): exactly M^T for jacobi and for factorizations of A's blocks that
+ * A^T's blocks transpose (SaP-D/SaP-C without reorderings that differ between A and A^T);
+ * otherwise a preconditioner of A^T of the same quality (the primal recursion and so x and
+ * r stay exact; bi-orthogonality, and with it the convergence rate, may suffer).
+ * A copy when there is no preconditioner. */
+sap_status sap__krylov_prec_t(kry_solve *s, const sap_vec *r, sap_vec *z);
+/* Solves A d = r approximately in the inner precision 'prec' (the matrix converted once,
+ * sap__matrix_derived) with the Krylov method inner_id to relative tolerance tol within
+ * maxit iterations, preconditioned by s->P (converted by the preconditioner front end).
+ * r and d are vectors of s (the outer precision); the inner iterations and times are
+ * added to s's statistics; *iters receives the inner iterations, *reason why it stopped.
+ * The outer monitor is called from the inner iterations at s->iter + the inner count
+ * with the inner relative residual times scale (an estimate of the outer one). */
+sap_status sap__krylov_inner_solve(kry_solve *s, int inner_id, sap_precision prec, const sap_vec *r, sap_vec *d,
+                                   double tol, double maxit, double scale, double *iters, kry_reason *reason);
+
 /* r[i] = x[i] . y and y += sum a[i] x[i] for any k (in groups of 64). */
 sap_status sap__krylov_mdot(kry_solve *s, int k, const sap_vec *x, const sap_vec *y, double *r);
 sap_status sap__krylov_maxpy(kry_solve *s, int k, const double *a, const sap_vec *x, sap_vec *y);
@@ -156,7 +191,9 @@ sap_status sap__krylov_restore_best(kry_solve *s, sap_vec *state);
 
 /* The built-in methods (one per file; gmres.c has GMRES and FGMRES). */
 extern const sap_krylov_method sap__krylov_cg_method, sap__krylov_bicgstab_method, sap__krylov_bicgstabl_method,
-    sap__krylov_gmres_method, sap__krylov_fgmres_method, sap__krylov_idr_method;
+    sap__krylov_gmres_method, sap__krylov_fgmres_method, sap__krylov_idr_method, sap__krylov_bicg_method,
+    sap__krylov_cgs_method, sap__krylov_qmr_method, sap__krylov_tfqmr_method, sap__krylov_ir_method,
+    sap__krylov_async_jacobi_method;
 /* The IDR(s) shadow space for vectors of length n (created once, fixed seed). */
 sap_status sap__krylov_idr_shadow(kry_solve *s, int nshadow);
 

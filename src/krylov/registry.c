@@ -16,6 +16,12 @@ static const sap_krylov_method *const builtin[] = {
     &sap__krylov_gmres_method,  /* gmres.c     */
     &sap__krylov_fgmres_method, /* gmres.c     */
     &sap__krylov_idr_method,    /* idr.c       */
+    &sap__krylov_bicg_method,   /* bicg.c      */
+    &sap__krylov_cgs_method,    /* cgs.c       */
+    &sap__krylov_qmr_method,    /* qmr.c       */
+    &sap__krylov_tfqmr_method,  /* tfqmr.c     */
+    &sap__krylov_ir_method,     /* ir.c        */
+    &sap__krylov_async_jacobi_method, /* async_jacobi.c */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 
@@ -32,7 +38,13 @@ static void build_help(const sap_krylov_method *m, char *buf, size_t size)
     const char *sides = (m->sides & KRY_SIDES_SYMMETRIC) ? "symmetric"
                         : (m->sides & KRY_SIDES_LEFT) && (m->sides & KRY_SIDES_RIGHT) ? "left or right"
                         : (m->sides & KRY_SIDES_LEFT) ? "left only" : "right only";
-    if (m->max_param)
+    if (m->param_is_method) {
+        const sap_krylov_method *im = NULL;
+        for (int i = 0; i < NBUILTIN && !im; i++)
+            if (builtin[i]->id == m->default_param - 1) im = builtin[i];
+        snprintf(buf, size, "%s[:method]: %s (method default %s; preconditioning %s)\n", m->name, m->help ? m->help : "",
+                 im ? im->name : "?", sides);
+    } else if (m->max_param)
         snprintf(buf, size, "%s[:p]: %s (p default %d, 1..%d; preconditioning %s)\n", m->name, m->help ? m->help : "",
                  m->default_param, m->max_param, sides);
     else

@@ -53,8 +53,10 @@ sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matri
     M->nnz = A->nnz;
     SAP_ALLOC(ctx, M->rowptr, A->nrows + 1);
     SAP_ALLOC(ctx, M->colind, A->nnz);
+    SAP_ALLOC(ctx, M->val, A->nnz);
     sap__par_memcpy(ctx, M->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
     if (A->nnz > 0) sap__par_memcpy(ctx, M->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+    if (A->nnz > 0) sap__par_memcpy(ctx, M->val, A->val, sizeof(double) * (size_t)A->nnz);
     SAP_TRY(sap__ops(ctx)->spmat_create(ctx, A, opt.format, opt.precision, &M->sm));
     *out = M;
     return SAP_OK;
@@ -63,11 +65,74 @@ cleanup:
     return st;
 }
 
+static void drop_derived(sap_matrix *M)
+{
+    for (int i = 0; i < M->nderived; i++) sap__ops(M->ctx)->spmat_destroy(M->ctx, M->derived[i].sm);
+    M->nderived = 0;
+}
+
+static void host_view(const sap_matrix *M, sap_csr *A)
+{
+    memset(A, 0, sizeof(*A));
+    A->ctx = M->ctx;
+    A->nrows = M->nrows;
+    A->ncols = M->ncols;
+    A->nnz = M->nnz;
+    A->rowptr = M->rowptr;
+    A->colind = M->colind;
+    A->val = M->val;
+}
+
+sap_status sap__matrix_host_csr(sap_matrix *M, int transpose, sap_csr **out)
+{
+    sap_csr A;
+    host_view(M, &A);
+    if (transpose) return sap_csr_transpose(&A, out);
+    return sap_csr_copy(&A, out);
+}
+
+sap_status sap__matrix_derived(sap_matrix *M, int transpose, sap_precision prec, sap_spmv_format fmt,
+                               const sap_spmat **out)
+{
+    transpose = transpose != 0;
+    if (!transpose && prec == M->sm->prec && (fmt == SAP_FORMAT_AUTO || fmt == M->sm->format)) {
+        *out = M->sm;
+        return SAP_OK;
+    }
+    for (int i = 0; i < M->nderived; i++) {
+        const struct sap_matrix_derived *d = &M->derived[i];
+        if (d->transpose == transpose && d->prec == prec && (fmt == SAP_FORMAT_AUTO || fmt == d->format)) {
+            *out = d->sm;
+            return SAP_OK;
+        }
+    }
+    sap_context *ctx = M->ctx;
+    if (M->nderived == (int)(sizeof(M->derived) / sizeof(M->derived[0]))) drop_derived(M);
+    sap_csr A;
+    host_view(M, &A);
+    sap_csr *T = NULL;
+    sap_spmat *sm = NULL;
+    sap_status st = SAP_OK;
+    if (transpose) SAP_TRY(sap_csr_transpose(&A, &T));
+    SAP_TRY(sap__ops(ctx)->spmat_create(ctx, T ? T : &A, fmt, prec, &sm));
+    struct sap_matrix_derived *d = &M->derived[M->nderived++];
+    d->transpose = transpose;
+    d->prec = prec;
+    d->format = sm->format;
+    d->sm = sm;
+    *out = sm;
+cleanup:
+    sap_csr_destroy(T);
+    return st;
+}
+
 void sap_matrix_destroy(sap_matrix *M)
 {
     if (!M) return;
     sap_context *ctx = M->ctx;
     const sap_backend_ops *ops = sap__ops(ctx);
+    drop_derived(M);
+    sap__free(ctx, M->val);
     if (M->sm) ops->spmat_destroy(ctx, M->sm);
     if (M->x.data) ops->vec_destroy(ctx, &M->x);
     if (M->y.data) ops->vec_destroy(ctx, &M->y);
@@ -90,7 +155,11 @@ sap_status sap_matrix_update_values(sap_matrix *M, const double *val)
     A.rowptr = M->rowptr;
     A.colind = M->colind;
     A.val = (double *)val; /* read only */
-    return sap__ops(ctx)->spmat_update_values(ctx, M->sm, &A);
+    sap_status st = sap__ops(ctx)->spmat_update_values(ctx, M->sm, &A);
+    if (st < 0) return st;
+    drop_derived(M);
+    if (M->nnz > 0) sap__par_memcpy(ctx, M->val, val, sizeof(double) * (size_t)M->nnz);
+    return st;
 }
 
 sap_spmv_format sap_matrix_format(const sap_matrix *M) { return M && M->sm ? M->sm->format : SAP_FORMAT_AUTO; }

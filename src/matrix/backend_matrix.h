@@ -12,6 +12,26 @@ struct sap_matrix {
     sap_int *rowptr; /* host copy of the pattern, for sap_matrix_update_values */
     sap_int *colind;
     sap_vec x, y; /* work vectors of sap_matrix_spmv (created on first use) */
+    double *val;  /* host copy of the values (for the derived matrices below) */
+    /* matrices derived from this one on first use (A^T for BiCG/QMR, a float copy for
+     * mixed-precision refinement, a CSR copy for relaxation kernels), rebuilt after
+     * sap_matrix_update_values */
+    struct sap_matrix_derived {
+        int transpose;
+        sap_precision prec;
+        sap_spmv_format format;
+        sap_spmat *sm;
+    } derived[4];
+    int nderived;
 };
+
+/* The backend matrix of A^T (transpose != 0) or A, in precision prec and format fmt (AUTO:
+ * the backend's choice; the format the matrix itself uses when neither transposed nor
+ * another precision), built from the host copy on first use and kept in M until
+ * sap_matrix_update_values or sap_matrix_destroy.  M itself when it already is that. */
+/* A new host CSR of A (transpose = 0) or A^T from the host copy (sap_csr_destroy it). */
+sap_status sap__matrix_host_csr(sap_matrix *M, int transpose, sap_csr **out);
+sap_status sap__matrix_derived(sap_matrix *M, int transpose, sap_precision prec, sap_spmv_format fmt,
+                               const sap_spmat **out);
 
 #endif /* SAP_MATRIX_IMPL_H */

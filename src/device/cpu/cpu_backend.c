@@ -527,6 +527,7 @@ static const sap_backend_ops cpu_ops = {
     .trsv = &sap__cpu_trsv_kernels,
     .direct = &sap__cpu_direct_kernels,
     .bjacobi = &sap__cpu_bjacobi_kernels,
+    .block_relax = sap__cpu_block_relax,
 };
 
 const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }

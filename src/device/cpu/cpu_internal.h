@@ -65,6 +65,10 @@ typedef struct sap_cpu_mat {
     void *band_val;
 } sap_cpu_mat;
 
+/* block_relax of the cpu table (cpu_relax.c). */
+sap_status sap__cpu_block_relax(sap_context *ctx, const sap_spmat *M, int sweeps, const sap_vec *b, sap_vec *x,
+                                sap_vec *scratch);
+
 /* Kernels per precision (cpu_blas.c, cpu_spmv.c). */
 #define SAP_CPU_DECLARE(S, REAL)                                                                                       \
     void sap__cpu_set_##S(sap_context *ctx, sap_int n, REAL *x, double a);                                             \

@@ -30,6 +30,8 @@ const sap_direct_kernels *sap__direct_kernels_cuda(void);
 const sap_bjacobi_kernels *sap__bjacobi_kernels_cuda(void);
 sap_status sap__cuda_db_weights(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);
 sap_status sap__cuda_scale_rows_cols(sap_context *ctx, sap_csr *M, const double *rs, const double *cs);
+sap_status sap__cuda_block_relax(sap_context *ctx, const sap_spmat *M, int sweeps, const sap_vec *b, sap_vec *x,
+                                 sap_vec *scratch);
 sap_status sap__cuda_sym_graph(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
 
 /* The context's stream (a cudaStream_t), NULL if ctx is not a cuda context. */

@@ -636,6 +636,7 @@ static sap_backend_ops make_ops()
     t.db_weights = sap__cuda_db_weights;
     t.scale_rows_cols = sap__cuda_scale_rows_cols;
     t.sym_graph = sap__cuda_sym_graph;
+    t.block_relax = sap__cuda_block_relax;
     return t;
 }
 
