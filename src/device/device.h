@@ -8,6 +8,7 @@
 
 #include "base/base.h"
 #include "device/band_kernels.h"
+#include "device/dense_kernels.h"
 
 /* A vector in backend memory (host memory for cpu, device memory for cuda). */
 typedef struct sap_vec {
@@ -142,6 +143,8 @@ typedef struct sap_backend_ops {
     int (*units)(const sap_context *ctx);
     /* the band kernels of SaP (device/band_kernels.h) */
     const sap_band_kernels *band;
+    /* dense block kernels: getrf/getrs/getri/gemm, single and batched (device/dense_kernels.h) */
+    const sap_dense_kernels *dense;
     /* reordering stages the backend can take over from the host loops (NULL: not
      * offered; sap__offload says whether to use them for a matrix).  On host arrays
      * (upload, kernels, download).  DB weights: c (nnz) and loga (nrows) as the host's S1

@@ -524,6 +524,7 @@ static const sap_backend_ops cpu_ops = {
     .mem_info = cpu_mem_info,
     .units = cpu_units,
     .band = &sap__cpu_band_kernels,
+    .dense = &sap__cpu_dense_kernels,
 };
 
 const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }

@@ -14,6 +14,8 @@
 
 /* The band kernels of the cpu table (band_cpu.c). */
 extern const sap_band_kernels sap__cpu_band_kernels;
+/* The dense block kernels of the cpu table (dense_cpu.c). */
+extern const sap_dense_kernels sap__cpu_dense_kernels;
 
 /* Deterministic reductions: a vector of length n is cut into chunks whose size depends
  * only on n (never on the thread count); each chunk is summed sequentially into its own
