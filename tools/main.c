@@ -17,6 +17,7 @@ static const command commands[] = {
     {"spy", sap_cmd_spy, "draw the sparsity pattern of a matrix as a PNG"},
     {"reorder", sap_cmd_reorder, "reorder a matrix into a narrow, diagonally heavy band (DB, CM, drop-off)"},
     {"solve", sap_cmd_solve, "solve A x = b with a preconditioned Krylov method"},
+    {"btd", sap_cmd_btd, "block-tridiagonal direct solve (BCYCLIC, Spike, reduced Spike) with its profile"},
 };
 
 static void usage(FILE *f)

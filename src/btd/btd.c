@@ -282,7 +282,9 @@ sap_status sap_btd_factor(sap_btd *T)
     T->variant = T->opt.variant;
     if (T->variant == SAP_BTD_VARIANT_AUTO) {
         double tc = 0;
-        SAP_TRY(sap__bc_choose_variant(T, &T->variant, &tc));
+        sap_btd_variant v = SAP_BTD_GETRS_BATCHED;
+        SAP_TRY(sap__bc_choose_variant(T, &v, &tc));
+        T->variant = v;
         T->st.time_calibrate += tc;
     }
     SAP_TRY(T->ops->synchronize(ctx));

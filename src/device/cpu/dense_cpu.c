@@ -23,12 +23,31 @@ extern void dgemm_(const char *ta, const char *tb, const int *m, const int *n, c
                    const int *ldc, size_t ta_len, size_t tb_len);
 #endif
 
-/* Threads for a batch of count matrices of about flops each. */
-static int batch_threads(const sap_context *ctx, int count, double flops)
+/* OpenBLAS's own threads, when the library linked is OpenBLAS (weak: absent elsewhere).
+ * A batch spreads its matrices over OpenMP threads; a threaded BLAS inside each of them
+ * oversubscribes the cores (measured: 500x slower on 2 cores), so a batch runs with one
+ * BLAS thread and gives the count back afterwards. */
+extern void openblas_set_num_threads(int n) __attribute__((weak));
+extern int openblas_get_num_threads(void) __attribute__((weak));
+
+/* Threads for a batch of count matrices of about flops each; *blas receives the BLAS thread
+ * count to restore (0: nothing to restore). */
+static int batch_threads(const sap_context *ctx, int count, double flops, int *blas)
 {
+    *blas = 0;
     if (count <= 1 || flops * count < 2.0e5) return 1;
     int nt = sap__threads(ctx);
-    return nt < count ? nt : count;
+    nt = nt < count ? nt : count;
+    if (nt > 1 && openblas_set_num_threads && openblas_get_num_threads) {
+        *blas = openblas_get_num_threads();
+        openblas_set_num_threads(1);
+    }
+    return nt;
+}
+
+static void batch_done(int blas)
+{
+    if (blas > 0) openblas_set_num_threads(blas);
 }
 
 /* ---- one matrix ------------------------------------------------------------------ */
@@ -141,7 +160,7 @@ static sap_status cpu_getrf(sap_context *ctx, int n, int count, double *a, int64
     *bad = -1;
     if (count <= 0 || n <= 0) return SAP_OK;
     int64_t first = INT64_MAX;
-    int nt = batch_threads(ctx, count, 0.67 * (double)n * n * n);
+    int blas, nt = batch_threads(ctx, count, 0.67 * (double)n * n * n, &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int b = 0; b < count; b++) {
         if (getrf1(n, a + b * sa, piv + b * sp)) {
@@ -150,6 +169,7 @@ static sap_status cpu_getrf(sap_context *ctx, int n, int count, double *a, int64
         }
     }
     if (first != INT64_MAX) *bad = first;
+    batch_done(blas);
     return SAP_OK;
 }
 
@@ -157,9 +177,10 @@ static sap_status cpu_getrs(sap_context *ctx, int n, int nrhs, int count, const 
                             const int32_t *piv, int64_t sp, double *b, int ldb, int64_t sb)
 {
     if (count <= 0 || n <= 0 || nrhs <= 0) return SAP_OK;
-    int nt = batch_threads(ctx, count, 2.0 * n * n * nrhs);
+    int blas, nt = batch_threads(ctx, count, 2.0 * n * n * nrhs, &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++) getrs1(n, nrhs, a + i * sa, piv + i * sp, b + i * sb, ldb);
+    batch_done(blas);
     return SAP_OK;
 }
 
@@ -167,9 +188,12 @@ static sap_status cpu_getri(sap_context *ctx, int n, int count, const double *a,
                             int64_t sp, double *c, int64_t sc)
 {
     if (count <= 0 || n <= 0) return SAP_OK;
-    int nt = batch_threads(ctx, count, 1.33 * (double)n * n * n);
+    int blas, nt = batch_threads(ctx, count, 1.33 * (double)n * n * n, &blas);
     double *work = sap__alloc(ctx, (size_t)nt * 64 * (size_t)n, sizeof(double), false, __FILE__, __LINE__);
-    if (!work) return SAP_ERROR(ctx, sap__alloc_failure((size_t)nt * 64 * (size_t)n, 8), "getri: out of memory");
+    if (!work) {
+        batch_done(blas);
+        return SAP_ERROR(ctx, sap__alloc_failure((size_t)nt * 64 * (size_t)n, 8), "getri: out of memory");
+    }
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++) {
 #ifdef _OPENMP
@@ -180,6 +204,7 @@ static sap_status cpu_getri(sap_context *ctx, int n, int count, const double *a,
         getri1(n, a + i * sa, piv + i * sp, c + i * sc, work + (size_t)t * 64 * (size_t)n);
     }
     sap__free(ctx, work);
+    batch_done(blas);
     return SAP_OK;
 }
 
@@ -188,9 +213,10 @@ static sap_status cpu_gemm(sap_context *ctx, int m, int n, int kk, double alpha,
                            int64_t sc, int count)
 {
     if (count <= 0 || m <= 0 || n <= 0) return SAP_OK;
-    int nt = batch_threads(ctx, count, 2.0 * m * n * (kk > 0 ? kk : 1));
+    int blas, nt = batch_threads(ctx, count, 2.0 * m * n * (kk > 0 ? kk : 1), &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++) gemm1(m, n, kk, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+    batch_done(blas);
     return SAP_OK;
 }
 
@@ -198,21 +224,23 @@ static sap_status cpu_lacpy(sap_context *ctx, int m, int n, int count, const dou
                             double *b, int ldb, int64_t sb)
 {
     if (count <= 0 || m <= 0 || n <= 0) return SAP_OK;
-    int nt = batch_threads(ctx, count, (double)m * n);
+    int blas, nt = batch_threads(ctx, count, (double)m * n, &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++)
         for (int j = 0; j < n; j++)
             memcpy(b + i * sb + (int64_t)j * ldb, a + i * sa + (int64_t)j * lda, (size_t)m * sizeof(double));
+    batch_done(blas);
     return SAP_OK;
 }
 
 static sap_status cpu_zero(sap_context *ctx, int m, int n, int count, double *a, int lda, int64_t sa)
 {
     if (count <= 0 || m <= 0 || n <= 0) return SAP_OK;
-    int nt = batch_threads(ctx, count, (double)m * n);
+    int blas, nt = batch_threads(ctx, count, (double)m * n, &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++)
         for (int j = 0; j < n; j++) memset(a + i * sa + (int64_t)j * lda, 0, (size_t)m * sizeof(double));
+    batch_done(blas);
     return SAP_OK;
 }
 

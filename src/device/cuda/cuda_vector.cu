@@ -630,6 +630,7 @@ static sap_backend_ops make_ops()
     t.mem_info = sap__cuda_mem_info;
     t.units = sap__cuda_sm_count;
     t.band = sap__band_kernels_cuda();
+    t.dense = sap__dense_kernels_cuda();
     t.db_weights = sap__cuda_db_weights;
     t.scale_rows_cols = sap__cuda_scale_rows_cols;
     t.sym_graph = sap__cuda_sym_graph;
