@@ -1071,7 +1071,11 @@ typedef enum sap_solver_method {
     SAP_METHOD_BAND_PIVOT = 4, /* banded LU with partial pivoting (LAPACK dgbtrf on the
                                   host) of the reordered band with iterative refinement: the
                                   most robust fallback, for bands that fit the memory */
-    SAP_METHOD_JACOBI = 5  /* the Krylov method with a Jacobi preconditioner (last resort) */
+    SAP_METHOD_JACOBI = 5, /* the Krylov method with a Jacobi preconditioner (last resort) */
+    SAP_METHOD_BCYCLIC = 6, /* block-tridiagonal: block cyclic reduction (sap_btd_*) of the
+                               original matrix, block width "block" or detected; direct */
+    SAP_METHOD_SPIKE = 7,   /* block-tridiagonal: Spike ("partitions" partitions); direct */
+    SAP_METHOD_REDUCED_SPIKE = 8 /* block-tridiagonal: truncated Spike, with refinement */
 } sap_solver_method;
 
 /* ---- strategy methods: the registry ---- */
@@ -1118,6 +1122,8 @@ typedef struct sap_solver_options {
     double drop_delta;        /* drop-off fraction of ||A||_F^2 kept, in [0, 1]; < 0
                                  (default): automatic; 1: no drop-off */
     sap_int partitions;       /* P; 0 (default): automatic */
+    sap_int block;            /* block-tridiagonal methods: block width k; 0 (default):
+                                 detected from the pattern */
     int third_stage;          /* -1 (default): automatic; 0/1 */
     int factor_precision;     /* -1 (default): automatic; SAP_FLOAT / SAP_DOUBLE */
     double boost_threshold;   /* as sap_band_options (< 0: automatic) */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 extern const sap__solver_method_type sap__sm_sapd, sap__sm_sapc, sap__sm_band_lu, sap__sm_band_pivot, sap__sm_jacobi;
+extern const sap__solver_method_type sap__sm_bcyclic, sap__sm_spike, sap__sm_reduced_spike;
 
 /* Every built-in strategy method: one line here (in sap_solver_method order). */
 static const sap__solver_method_type *const builtin[] = {
@@ -25,6 +26,9 @@ static const sap__solver_method_type *const builtin[] = {
     &sap__sm_band_lu,    /* solver_method_band_lu.c    */
     &sap__sm_band_pivot, /* solver_method_band_pivot.c */
     &sap__sm_jacobi,     /* solver_method_jacobi.c     */
+    &sap__sm_bcyclic,    /* solver_method_btd.c        */
+    &sap__sm_spike,      /* solver_method_btd.c        */
+    &sap__sm_reduced_spike, /* solver_method_btd.c     */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 
