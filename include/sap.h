@@ -1257,8 +1257,9 @@ SAP_API sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *s
  * inside each block (no pivoting across blocks: the algorithms need the diagonal blocks
  * met during the reduction to be nonsingular, which diagonal dominance guarantees).
  * Block operations run on the context's backend (cpu: LAPACK/BLAS + OpenMP over batches;
- * cuda: cuBLAS/cuSOLVER batched and non-batched).  PARTIAL: one process only (the MPI
- * distribution of block rows is not implemented yet); blocks are given in host memory. */
+ * cuda: cuBLAS/cuSOLVER batched and non-batched).  Over MPI processes: sap_btd_create_dist
+ * below (PARTIAL: Spike and reduced Spike only; no distributed BCYCLIC).  Blocks are given
+ * in host memory. */
 
 typedef enum sap_btd_algo {
     SAP_BTD_AUTO = 0,          /* BCYCLIC */
@@ -1349,6 +1350,39 @@ SAP_API sap_status sap_btd_solve_many(sap_btd *T, sap_int nrhs, const double *B,
 /* y = T x (host vectors), with the values given at create / refactor. */
 SAP_API sap_status sap_btd_matvec(sap_btd *T, const double *x, double *y);
 SAP_API sap_status sap_btd_get_stats(const sap_btd *T, sap_btd_stats *stats);
+
+/* ---- distributed over MPI processes (a build with MPI: sap_has_mpi()) ---- */
+/* 1 when the library was built with MPI. */
+SAP_API int sap_has_mpi(void);
+/* MPI_Init when MPI is not initialised yet (argc/argv may be NULL); returns the number of
+ * processes of MPI_COMM_WORLD (1 without MPI).  sap_mpi_finalize: MPI_Finalize when this
+ * process initialised MPI and has not finalised it. */
+SAP_API int sap_mpi_init(int *argc, char ***argv);
+SAP_API int sap_mpi_rank(void);
+SAP_API void sap_mpi_finalize(void);
+/* Collective over the MPI communicator *mpi_comm (an MPI_Comm*, NULL: MPI_COMM_WORLD):
+ * this process' nb_local >= 2 consecutive block rows (the ranks in order), the arrays as for
+ * sap_btd_create but lower block 0 is the coupling to the previous process' last row and
+ * upper block nb_local - 1 the coupling to the next process' first row.  Each process
+ * factors its rows (BCYCLIC) and its spikes on its context's device; the reduced system is
+ * gathered and solved on every process.  Algorithms: spike (default) and reduced-spike
+ * (direct); bcyclic and the inexact reduced Spike return SAP_ERR_UNSUPPORTED over more than
+ * one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
+ * stats.time_comm is the time spent in MPI.  Host staging: device buffers go through host
+ * memory.  SAP_ERR_NOT_COMPILED without MPI. */
+SAP_API sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_int nb_local,
+                                       const double *lower, const double *diag, const double *upper,
+                                       const sap_btd_options *opt, sap_btd **T);
+/* The same from the whole matrix given on every process (k = 0: detected): process r takes
+ * an even share of the block rows (the first nb % size get one more). */
+SAP_API sap_status sap_btd_create_csr_dist(sap_context *ctx, void *mpi_comm, const sap_csr *A, sap_int k,
+                                           const sap_btd_options *opt, sap_btd **T);
+/* This process' first row and row count (0 and n for an object of one process). */
+SAP_API sap_status sap_btd_dist_range(const sap_btd *T, sap_int *first_row, sap_int *nrows);
+/* Processes the object spans (1 when not distributed). */
+SAP_API int sap_btd_processes(const sap_btd *T);
+/* Collective: x_global (every process, length n) := the processes' x_local in order. */
+SAP_API sap_status sap_btd_gather(sap_btd *T, const double *x_local, double *x_global);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,9 @@
 set -euo pipefail
 # libspng-dev and libcjson-dev: PNG and JSON output of the sap command-line tool;
 # libfast-float-dev: number parsing of the Matrix Market reader
-pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 libspng-dev libcjson-dev"
+# libopenmpi-dev + openmpi-bin: the distributed block-tridiagonal solvers (SAP_ENABLE_MPI;
+# the library builds without them)
+pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 libspng-dev libcjson-dev libopenmpi-dev openmpi-bin"
 # Optional (SAP_DEPS_BENCH=1): the CPU anchors of bench/suite (SuperLU, UMFPACK, MUMPS).
 # The library and the tests never need them; bench/suite reports them as n/a without.
 if [ "${SAP_DEPS_BENCH:-0}" = "1" ]; then

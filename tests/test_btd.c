@@ -304,10 +304,90 @@ static void test_determinism(sap_context *ctx)
     free_sys(&S);
 }
 
+/* Under mpiexec (SAP_TEST_MPI=1): every algorithm distributed over the processes against
+ * the dense solve, singular blocks found on any process, the unsupported combinations. */
+static void test_distributed(sap_context *ctx)
+{
+    int p = sap_mpi_init(NULL, NULL), rank = sap_mpi_rank();
+    static const int cases[][3] = {{1, 8, 1}, {3, 7, 1}, {5, 13, 0}, {8, 40, 1}, {16, 9, 0}, {2, 200, 1}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        int k = cases[ci][0], nb = cases[ci][1], dom = cases[ci][2], n = k * nb, nrhs = 1 + (int)ci % 3;
+        if (nb < 2 * p) continue;
+        sys S = make_sys(k, nb, dom, ci + 11);
+        double *B = malloc((size_t)n * nrhs * 8), *ref = malloc((size_t)n * nrhs * 8), *M = dense_of(&S);
+        uint64_t sd = 5 + ci;
+        for (size_t i = 0; i < (size_t)n * nrhs; i++) B[i] = ref[i] = urand(&sd);
+        CHECK(dense_solve(n, nrhs, M, ref) == 0);
+        int q = nb / p, rem = nb % p, first = rank * q + (rank < rem ? rank : rem), cnt = q + (rank < rem);
+        size_t kk = (size_t)k * k;
+        for (int algo = SAP_BTD_AUTO; algo <= SAP_BTD_REDUCED_SPIKE; algo++) {
+            if (algo == SAP_BTD_REDUCED_SPIKE && !dom) continue;
+            sap_btd_options o;
+            sap_btd_options_init(&o);
+            o.algo = (sap_btd_algo)algo;
+            o.variant = ci % 2 ? SAP_BTD_GETRI_BATCHED : SAP_BTD_VARIANT_AUTO;
+            sap_btd *T = NULL;
+            CHECK_OK(ctx, sap_btd_create_dist(ctx, NULL, k, cnt, S.lo + first * kk, S.di + first * kk,
+                                              S.up + first * kk, &o, &T));
+            if (!T) continue;
+            if (algo == SAP_BTD_BCYCLIC && p > 1) {
+                CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_UNSUPPORTED);
+                sap_btd_destroy(T);
+                continue;
+            }
+            CHECK(sap_btd_processes(T) == p);
+            sap_int r0, nl;
+            CHECK_OK(ctx, sap_btd_dist_range(T, &r0, &nl));
+            CHECK(r0 == (sap_int)first * k && nl == (sap_int)cnt * k);
+            double *BL = malloc((size_t)nl * nrhs * 8), *XL = malloc((size_t)nl * nrhs * 8);
+            double *X = malloc((size_t)n * nrhs * 8);
+            for (int c = 0; c < nrhs; c++) memcpy(BL + (size_t)c * nl, B + (size_t)c * n + r0, (size_t)nl * 8);
+            CHECK_OK(ctx, sap_btd_solve_many(T, nrhs, BL, nl, XL, nl));
+            for (int c = 0; c < nrhs; c++) CHECK_OK(ctx, sap_btd_gather(T, XL + (size_t)c * nl, X + (size_t)c * n));
+            double e = rel_err(n, nrhs, X, ref);
+            double tol = algo == SAP_BTD_REDUCED_SPIKE ? 2e-2 : (dom ? 1e-10 : 1e-7); /* truncated: approximate */
+            CHECK_MSG(e <= tol, "rank %d of %d: k %d nb %d algo %s: error %.3g", rank, p, k, nb,
+                      sap_btd_algo_name((sap_btd_algo)algo), e);
+            free(BL), free(XL), free(X);
+            sap_btd_destroy(T);
+        }
+        free(B), free(ref), free(M);
+        free_sys(&S);
+    }
+    /* a singular diagonal block on the last process is reported by every process */
+    int k = 3, nb = 4 * p;
+    sys S = make_sys(k, nb, 1, 3);
+    size_t kk = (size_t)k * k;
+    memset(S.di + (size_t)(nb - 2) * kk, 0, kk * 8);
+    memset(S.lo + (size_t)(nb - 2) * kk, 0, kk * 8);
+    memset(S.up + (size_t)(nb - 2) * kk, 0, kk * 8);
+    sap_btd *T = NULL;
+    CHECK_OK(ctx, sap_btd_create_dist(ctx, NULL, k, 4, S.lo + rank * 4 * kk, S.di + rank * 4 * kk,
+                                      S.up + rank * 4 * kk, NULL, &T));
+    CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_SINGULAR);
+    sap_btd_stats st;
+    sap_btd_get_stats(T, &st);
+    CHECK_MSG(st.singular_block == nb - 2, "rank %d: singular block %lld, expected %d", rank,
+              (long long)st.singular_block, nb - 2);
+    sap_btd_destroy(T);
+    free_sys(&S);
+    sap_mpi_finalize();
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
     if (!ctx) return 1;
+    const char *mpi = getenv("SAP_TEST_MPI");
+    if (mpi && strcmp(mpi, "1") == 0) {
+        if (!sap_has_mpi()) {
+            sap_context_destroy(ctx);
+            return 77;
+        }
+        test_distributed(ctx);
+        sap_context_destroy(ctx);
+        return 0;
+    }
     test_algorithms(ctx);
     test_singular_and_refactor(ctx);
     test_csr_and_errors(ctx);

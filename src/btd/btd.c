@@ -2,6 +2,7 @@
  * CSR, the choice of algorithm and BCYCLIC variant, factor / refactor, solves of one or many
  * right-hand sides (host vectors, solved in the backend's memory), T x, statistics.  The
  * algorithms are btd_cyclic.c (BCYCLIC) and btd_spike.c (Spike, reduced Spike). */
+#include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
 #include <math.h>
@@ -75,6 +76,7 @@ void sap_btd_destroy(sap_btd *T)
     sap_context *ctx = T->ctx;
     const sap_backend_ops *ops = T->ops;
     sap__spike_free(T);
+    sap__dist_free(T);
     double *arrays[] = {T->D0, T->AC0, T->D, T->AC, T->Binv, T->H, T->W, T->Z, T->Zw, T->eye};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) ops->mem_free(ctx, arrays[i]);
     ops->mem_free(ctx, T->piv);
@@ -205,7 +207,7 @@ sap_status sap_btd_detect_block(const sap_csr *A, sap_int *k)
 }
 
 /* Host block arrays of A for block width k (checked). */
-static sap_status csr_blocks(sap_context *ctx, const sap_csr *A, sap_int k, double **lo, double **di, double **up)
+sap_status sap__btd_csr_blocks(sap_context *ctx, const sap_csr *A, sap_int k, double **lo, double **di, double **up)
 {
     sap_status st = SAP_OK;
     sap_int n = A->nrows, nb = n / k;
@@ -254,7 +256,7 @@ sap_status sap_btd_create_csr(sap_context *ctx, const sap_csr *A, sap_int k, con
     double *l = NULL, *d = NULL, *u = NULL;
     if (k == 0) SAP_TRY(sap_btd_detect_block(A, &k));
     SAP_TRY(check_csr_k(ctx, A, k));
-    SAP_TRY(csr_blocks(ctx, A, k, &l, &d, &u));
+    SAP_TRY(sap__btd_csr_blocks(ctx, A, k, &l, &d, &u));
     SAP_TRY(sap_btd_create(ctx, k, A->nrows / k, l, d, u, opt, T));
 cleanup:
     sap__free(ctx, l);
@@ -278,7 +280,12 @@ sap_status sap_btd_factor(sap_btd *T)
     T->factored = 0;
     T->st.singular_block = -1;
     T->st.solves = 0;
-    T->algo = T->opt.algo == SAP_BTD_AUTO ? SAP_BTD_BCYCLIC : T->opt.algo;
+    T->algo = T->opt.algo == SAP_BTD_AUTO ? (T->comm ? SAP_BTD_SPIKE : SAP_BTD_BCYCLIC) : T->opt.algo;
+    if (T->comm && T->algo == SAP_BTD_BCYCLIC && T->comm->size > 1)
+        SAP_FAIL(ctx, SAP_ERR_UNSUPPORTED, "sap_btd: BCYCLIC distributed over processes is not implemented (spike and "
+                 "reduced-spike are)");
+    if (T->comm && T->opt.inexact && T->comm->size > 1)
+        SAP_FAIL(ctx, SAP_ERR_UNSUPPORTED, "sap_btd: the inexact reduced Spike is not implemented over processes");
     T->variant = T->opt.variant;
     if (T->variant == SAP_BTD_VARIANT_AUTO) {
         double tc = 0;
@@ -297,7 +304,10 @@ sap_status sap_btd_factor(sap_btd *T)
     }
     SAP_TRY(T->dk->lacpy(ctx, k, k, (int)T->nb, T->D0, k, T->kk, T->D, k, T->kk));
     SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, (int)T->nb, T->AC0, k, 2 * T->kk, T->AC, k, 2 * T->kk));
-    if (T->algo == SAP_BTD_BCYCLIC) {
+    if (T->comm) {
+        T->P = T->comm->size;
+        SAP_TRY(sap__dist_factor(T));
+    } else if (T->algo == SAP_BTD_BCYCLIC) {
         T->P = 1;
         if (!T->H) {
             int64_t hb = sap__bc_history(T, T->nb);
@@ -336,7 +346,7 @@ sap_status sap_btd_refactor_csr(sap_btd *T, const sap_csr *A)
     if (A->nrows != T->k * T->nb)
         SAP_FAIL(ctx, SAP_ERR_INVALID, "sap_btd_refactor_csr: n = %lld, the object has %lld", (long long)A->nrows,
                  (long long)(T->k * T->nb));
-    SAP_TRY(csr_blocks(ctx, A, T->k, &l, &d, &u));
+    SAP_TRY(sap__btd_csr_blocks(ctx, A, T->k, &l, &d, &u));
     SAP_TRY(sap_btd_refactor(T, l, d, u));
 cleanup:
     sap__free(ctx, l);
@@ -375,6 +385,7 @@ sap_status sap__btd_apply(sap_btd *T, const double *x, double *y, int nrhs)
 /* z (backend, n x nrhs, ld n) := T^{-1} z with the factors */
 static sap_status solve_direct(sap_btd *T, double *z, int nrhs)
 {
+    if (T->comm) return sap__dist_solve(T, z, nrhs);
     if (T->algo == SAP_BTD_BCYCLIC) return sap__bc_solve(T, 0, T->nb, T->H, z, (int)(T->k * T->nb), nrhs);
     return sap__spike_solve(T, z, nrhs);
 }
@@ -483,6 +494,7 @@ sap_status sap_btd_matvec(sap_btd *T, const double *x, double *y)
     sap_status st = SAP_OK;
     const sap_int n = T->k * T->nb;
     double *dy = NULL;
+    if (T->comm) return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "sap_btd_matvec: not for a distributed object");
     SAP_TRY(sap__btd_reserve(T, n));
     SAP_TRY(T->ops->mem_alloc(ctx, (size_t)n * 8, (void **)&dy));
     sap_vec vx = vec_of(T->Z, n), vy = vec_of(dy, n);

@@ -43,6 +43,10 @@ struct sap_btd {
     double *Y;        /* reduced right-hand sides: 2k P x nrhs */
     int64_t ycap;
     sap_btd_stats st;
+    /* distributed (btd_dist.c): this process holds block rows row0 .. row0 + nb - 1 of nbg */
+    struct sap__btd_comm *comm;
+    sap_int row0, nbg;
+    double *hA1, *hCl; /* host: A of the first local row, C of the last (the coupling) */
 };
 
 /* Number of matrices i = start, start + step, ... below limit. */
@@ -65,6 +69,14 @@ sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *second
 sap_status sap__spike_factor(sap_btd *T);
 sap_status sap__spike_solve(sap_btd *T, double *z, int nrhs);
 void sap__spike_free(sap_btd *T);
+
+/* Distributed Spike (btd_dist.c): factor, solve of the local rows, release. */
+sap_status sap__dist_factor(sap_btd *T);
+sap_status sap__dist_solve(sap_btd *T, double *z, int nrhs);
+void sap__dist_free(sap_btd *T);
+/* Host block arrays of a CSR for block width k (checked: SAP_ERR_INVALID naming an entry
+ * outside the pattern). */
+sap_status sap__btd_csr_blocks(sap_context *ctx, const sap_csr *A, sap_int k, double **lo, double **di, double **up);
 
 /* The object without values (arrays allocated, D0/AC0 zeroed). */
 sap_status sap__btd_alloc(sap_context *ctx, sap_int k, sap_int nb, const sap_btd_options *opt, sap_btd **T);
