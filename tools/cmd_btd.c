@@ -21,7 +21,8 @@ static void usage(FILE *f)
             "factorization once, then S solves of N right-hand sides each (S = 16, N = 1 is what a\n"
             "shift-and-invert Krylov-Schur with basis 16 does per restart).  Prints the block width,\n"
             "the algorithm and variant used, and the profile: factor, solve, communication.\n"
-            "PARTIAL: one process (no MPI distribution yet: communication is 0).\n\n"
+            "Under mpiexec (a build with MPI) the block rows are spread over the processes: spike\n"
+            "(default there) and reduced-spike; PARTIAL: no distributed bcyclic.\n\n"
             "  --algo A         bcyclic (block cyclic reduction; auto), spike (exact reduced system),\n"
             "                   reduced-spike (truncated reduced system)\n"
             "  --variant V      BCYCLIC kernels: auto (measured on the device once per block size),\n"
@@ -90,21 +91,32 @@ int sap_cmd_btd(int argc, char **argv)
     if (rc) return rc == 1 ? 0 : rc;
     if ((rc = sap_tool_need_positional(&cmd, &args))) return rc;
     const char *input = args.positional[0];
+    /* under mpiexec: the block rows are spread over the processes */
+    int nproc = 1, mpi = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE");
+    if (mpi) nproc = sap_mpi_init(NULL, NULL);
+    int rank = sap_mpi_rank();
     sap_context *ctx = sap_tool_context("btd", args.backend_name, (int)args.threads, 0);
-    if (!ctx) return 1;
+    if (!ctx) {
+        if (mpi) sap_mpi_finalize();
+        return 1;
+    }
     sap_csr *A = NULL;
     sap_btd *T = NULL;
-    double *xs = NULL, *B = NULL, *X = NULL;
+    double *xs = NULL, *B = NULL, *X = NULL, *BL = NULL, *XL = NULL;
     sap_status st = sap_matrix_load(ctx, input, &args.read, &A);
     if (st < 0) goto fail;
     sap_tool_read_warning("btd", ctx, st);
-    st = sap_btd_create_csr(ctx, A, (sap_int)s.block, &s.opt, &T);
+    st = nproc > 1 ? sap_btd_create_csr_dist(ctx, NULL, A, (sap_int)s.block, &s.opt, &T)
+                   : sap_btd_create_csr(ctx, A, (sap_int)s.block, &s.opt, &T);
     if (st < 0) goto fail;
-    sap_int n = A->nrows, nrhs = (sap_int)s.nrhs;
+    sap_int n = A->nrows, nrhs = (sap_int)s.nrhs, r0 = 0, nl = n;
+    sap_btd_dist_range(T, &r0, &nl);
+    BL = malloc((size_t)nl * (size_t)nrhs * sizeof(double));
+    XL = malloc((size_t)nl * (size_t)nrhs * sizeof(double));
     xs = malloc((size_t)n * sizeof(double));
     B = malloc((size_t)n * (size_t)nrhs * sizeof(double));
     X = malloc((size_t)n * (size_t)nrhs * sizeof(double));
-    if (!xs || !B || !X) {
+    if (!xs || !B || !X || !BL || !XL) {
         fprintf(stderr, "sap btd: out of memory for the right-hand sides\n");
         rc = 1;
         goto done;
@@ -122,7 +134,8 @@ int sap_cmd_btd(int argc, char **argv)
     int iters = 0;
     sap_status solve_st = SAP_OK;
     for (long long r = 0; r < s.solves; r++) {
-        st = sap_btd_solve_many(T, nrhs, B, n, X, n);
+        for (sap_int c = 0; c < nrhs; c++) memcpy(BL + c * nl, B + c * n + r0, (size_t)nl * sizeof(double));
+        st = sap_btd_solve_many(T, nrhs, BL, nl, XL, nl);
         if (st < 0) goto fail;
         if (st > 0) solve_st = st;
         sap_btd_stats ss;
@@ -131,6 +144,8 @@ int sap_cmd_btd(int argc, char **argv)
         tcomm += ss.time_comm;
         if (ss.iterations > iters) iters = ss.iterations;
     }
+    for (sap_int c = 0; c < nrhs; c++)
+        if ((st = sap_btd_gather(T, XL + c * nl, X + c * n)) < 0) goto fail;
     /* residual and error of every column (b_c = (1 + c/4) A x*) */
     double res = 0, err = 0, *r = malloc((size_t)n * sizeof(double));
     if (!r) {
@@ -149,17 +164,19 @@ int sap_cmd_btd(int argc, char **argv)
         if (ee > err) err = ee;
     }
     free(r);
-    if (args.json) {
+    if (rank > 0) {
+        rc = 0;
+    } else if (args.json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "matrix", input);
         cJSON_AddNumberToObject(o, "n", (double)n);
         cJSON_AddNumberToObject(o, "k", (double)fs.k);
-        cJSON_AddNumberToObject(o, "nb", (double)fs.nb);
+        cJSON_AddNumberToObject(o, "nb", (double)(n / fs.k));
         cJSON_AddStringToObject(o, "backend", sap_backend_name(sap_context_backend(ctx)));
         cJSON_AddStringToObject(o, "algo", sap_btd_algo_name(fs.algo));
         cJSON_AddStringToObject(o, "variant", sap_btd_variant_name(fs.variant));
         cJSON_AddNumberToObject(o, "partitions", (double)fs.partitions);
-        cJSON_AddNumberToObject(o, "processes", 1);
+        cJSON_AddNumberToObject(o, "processes", nproc);
         cJSON_AddNumberToObject(o, "time_calibrate", fs.time_calibrate);
         cJSON_AddNumberToObject(o, "time_factor", fs.time_factor);
         cJSON_AddNumberToObject(o, "time_solve", tsolve);
@@ -175,13 +192,15 @@ int sap_cmd_btd(int argc, char **argv)
         printf("matrix        %s (%lld x %lld, %lld nonzeros)\n", input, (long long)n, (long long)n,
                (long long)A->nnz);
         printf("blocks        k = %lld%s, %lld block rows\n", (long long)fs.k, s.block ? "" : " (detected)",
-               (long long)fs.nb);
+               (long long)(n / fs.k));
         printf("backend       %s, %s\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx));
         printf("algorithm     %s, variant %s%s", sap_btd_algo_name(fs.algo), sap_btd_variant_name(fs.variant),
                s.opt.variant == SAP_BTD_VARIANT_AUTO ? " (measured)" : "");
         if (fs.algo != SAP_BTD_BCYCLIC) printf(", %lld partitions", (long long)fs.partitions);
         if (s.opt.inexact && fs.algo == SAP_BTD_REDUCED_SPIKE) printf(", inexact (%d refinement steps)", iters);
-        printf("\nprocesses     1 (built without MPI distribution)\n");
+        if (nproc > 1) printf("\nprocesses     %d (MPI, block rows %lld..%lld on rank 0; host staging)\n", nproc,
+                              (long long)(r0 / fs.k), (long long)((r0 + nl) / fs.k - 1));
+        else printf("\nprocesses     1%s\n", sap_has_mpi() ? "" : " (built without MPI)");
         printf("rhs           %lld solve%s of %lld right-hand side%s, b = A x* (x* %s)\n", s.solves,
                s.solves == 1 ? "" : "s", (long long)nrhs, nrhs == 1 ? "" : "s", args.xstar_name);
         printf("status        %s\n", sap_status_name(solve_st));
@@ -195,9 +214,10 @@ int sap_cmd_btd(int argc, char **argv)
 fail:
     rc = sap_tool_fail("btd", ctx, st);
 done:
-    free(xs), free(B), free(X);
+    free(xs), free(B), free(X), free(BL), free(XL);
     sap_btd_destroy(T);
     sap_csr_destroy(A);
     sap_context_destroy(ctx);
+    if (mpi) sap_mpi_finalize();
     return rc;
 }

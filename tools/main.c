@@ -42,8 +42,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
-        printf("sap %s (cuda %s, zlib %s)\n", sap_version_string(), sap_has_cuda() ? "yes" : "no",
-               sap_has_zlib() ? "yes" : "no");
+        printf("sap %s (cuda %s, zlib %s, mpi %s)\n", sap_version_string(), sap_has_cuda() ? "yes" : "no",
+               sap_has_zlib() ? "yes" : "no", sap_has_mpi() ? "yes" : "no");
         return 0;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -37,4 +37,16 @@ for m in bcyclic spike reduced-spike; do
     contains "$W/out" "method        $m (given)"
     contains "$W/out" "status        SAP_OK"
 done
+# under mpiexec (a build with MPI): the block rows spread over 2 processes
+if command -v mpiexec >/dev/null && "$SAP" version | grep -q "mpi yes"; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    for algo in spike reduced-spike; do
+        expect 0 mpiexec --oversubscribe -n 2 "$SAP" btd gen:blocktridiag:nb=40,k=6,d=2 --algo $algo --nrhs 2
+        contains "$W/out" "processes     2 (MPI"
+        contains "$W/out" "k = 6 (detected), 40 block rows"
+        grep -E "^residual" "$W/out" | awk '{ exit !($2 < 1e-10) }' && ok || bad "mpi $algo: $(grep -E '^residual' "$W/out")"
+    done
+    expect 1 mpiexec --oversubscribe -n 2 "$SAP" btd gen:blocktridiag:nb=40,k=6 --algo bcyclic
+    contains "$W/err" "not implemented"
+fi
 summary btd
