@@ -4,41 +4,36 @@
  * algorithms are btd_cyclic.c (BCYCLIC) and btd_spike.c (Spike, reduced Spike). */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
+#include "base/options.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-static const char *const algo_names[] = {"auto", "bcyclic", "spike", "reduced-spike"};
-static const char *const variant_names[] = {"auto", "getrs-batched", "getrs", "getri-batched", "getri"};
+/* the names (first of each value is the canonical one), NULL-terminated */
+static const sap_name_value algo_words[] = {
+    {"auto", SAP_BTD_AUTO},           {"bcyclic", SAP_BTD_BCYCLIC},           {"spike", SAP_BTD_SPIKE},
+    {"reduced-spike", SAP_BTD_REDUCED_SPIKE}, {"reduced_spike", SAP_BTD_REDUCED_SPIKE},
+    {"truncated-spike", SAP_BTD_REDUCED_SPIKE}, {NULL, 0}};
+static const sap_name_value variant_words[] = {
+    {"auto", SAP_BTD_VARIANT_AUTO}, {"getrs-batched", SAP_BTD_GETRS_BATCHED}, {"getrs", SAP_BTD_GETRS},
+    {"getri-batched", SAP_BTD_GETRI_BATCHED}, {"getri", SAP_BTD_GETRI}, {NULL, 0}};
 
-const char *sap_btd_algo_name(sap_btd_algo algo)
-{
-    return (unsigned)algo < sizeof algo_names / sizeof *algo_names ? algo_names[algo] : "unknown";
-}
+const char *sap_btd_algo_name(sap_btd_algo algo) { return sap__name_of(algo_words, (int)algo, "unknown"); }
+const char *sap_btd_variant_name(sap_btd_variant v) { return sap__name_of(variant_words, (int)v, "unknown"); }
 
 sap_status sap_btd_algo_parse(const char *name, sap_btd_algo *algo)
 {
-    if (!name || !algo) return SAP_ERR_INVALID;
-    for (unsigned i = 0; i < sizeof algo_names / sizeof *algo_names; i++)
-        if (!strcasecmp(name, algo_names[i])) return *algo = (sap_btd_algo)i, SAP_OK;
-    if (!strcasecmp(name, "reduced_spike") || !strcasecmp(name, "truncated-spike"))
-        return *algo = SAP_BTD_REDUCED_SPIKE, SAP_OK;
-    return SAP_ERR_INVALID;
-}
-
-const char *sap_btd_variant_name(sap_btd_variant variant)
-{
-    return (unsigned)variant < sizeof variant_names / sizeof *variant_names ? variant_names[variant] : "unknown";
+    int v;
+    if (!algo || sap__enum_parse(algo_words, name, &v) != SAP_OK) return SAP_ERR_INVALID;
+    return *algo = (sap_btd_algo)v, SAP_OK;
 }
 
 sap_status sap_btd_variant_parse(const char *name, sap_btd_variant *variant)
 {
-    if (!name || !variant) return SAP_ERR_INVALID;
-    for (unsigned i = 0; i < sizeof variant_names / sizeof *variant_names; i++)
-        if (!strcasecmp(name, variant_names[i])) return *variant = (sap_btd_variant)i, SAP_OK;
-    return SAP_ERR_INVALID;
+    int v;
+    if (!variant || sap__enum_parse(variant_words, name, &v) != SAP_OK) return SAP_ERR_INVALID;
+    return *variant = (sap_btd_variant)v, SAP_OK;
 }
 
 void sap_btd_options_init(sap_btd_options *opt)
