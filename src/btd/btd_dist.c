@@ -9,8 +9,12 @@
  * systems for the truncated one) with BCYCLIC on its device.  Solve: g = E^{-1} b locally,
  * an all-gather of the top and bottom blocks of g, the reduced solve, then
  * x = g - V x^t_{next} - W x^b_{prev} locally.  One collective per factorization and one per
- * solve.  PARTIAL: the distributed BCYCLIC (cyclic levels exchanged between ranks) is not
- * implemented; device buffers are staged through the host (no CUDA-aware MPI / NCCL). */
+ * solve.  The processes agree on the outcome of creation and of the local factorizations
+ * (a singular block anywhere fails everywhere); an error later inside a factorization or a
+ * solve on one process only (out of memory, a device error) is not agreed on and leaves the
+ * others waiting in the next collective.  PARTIAL: the distributed BCYCLIC (cyclic levels
+ * exchanged between ranks) is not implemented; device buffers are staged through the host
+ * (no CUDA-aware MPI / NCCL). */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
@@ -34,13 +38,16 @@ sap_status sap__dist_factor(sap_btd *T)
     const int64_t kk = T->kk;
     double *tips = NULL, *all = NULL, *lo = NULL, *di = NULL, *up = NULL, *dtmp = NULL;
     double t0 = c->seconds;
+    sap_status lst = SAP_OK;
     if (!T->H) {
         int64_t hb = sap__bc_history(T, T->nb);
-        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)(hb > 0 ? hb : 1) * 8, (void **)&T->H));
+        lst = T->ops->mem_alloc(ctx, (size_t)(hb > 0 ? hb : 1) * 8, (void **)&T->H);
     }
-    sap__try_begin(ctx);
-    sap_status lst = sap__bc_factor(T, 0, T->nb, T->H);
-    sap__try_end(ctx);
+    if (lst == SAP_OK) {
+        sap__try_begin(ctx);
+        lst = sap__bc_factor(T, 0, T->nb, T->H);
+        sap__try_end(ctx);
+    }
     /* every rank learns the first singular block (global numbering) */
     int64_t bad = lst == SAP_OK ? INT64_MAX : (T->st.singular_block >= 0 ? T->row0 + T->st.singular_block : -1);
     if (lst != SAP_OK && lst != SAP_ERR_SINGULAR) bad = -1;
@@ -198,13 +205,18 @@ sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_
     sap__btd_comm *c = NULL;
     sap_btd *B = NULL;
     SAP_TRY(sap__btd_comm_mpi(ctx, mpi_comm, &c));
-    /* every rank checks the same things: the status is agreed on */
-    int64_t ok = 1;
-    if (nb_local < 2 && c->size > 1) ok = 0;
+    /* the processes agree on the outcome (one failing alone would leave the others
+     * waiting in the next collective) */
+    sap_status lst = nb_local < 2 && c->size > 1
+                         ? SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd_create_dist: every process needs >= 2 block rows "
+                                     "(this one has %lld)", (long long)nb_local)
+                         : sap_btd_create(ctx, k, nb_local, lower, diag, upper, opt, &B);
+    int64_t ok = lst == SAP_OK;
     SAP_TRY(c->allreduce_min(c, ctx, &ok));
-    if (!ok) SAP_FAIL(ctx, SAP_ERR_INVALID, "sap_btd_create_dist: every process needs >= 2 block rows (this one has "
-                      "%lld)", (long long)nb_local);
-    SAP_TRY(sap_btd_create(ctx, k, nb_local, lower, diag, upper, opt, &B));
+    if (!ok) {
+        st = lst != SAP_OK ? lst : SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd_create_dist: failed on another process");
+        goto cleanup;
+    }
     B->comm = c;
     c = NULL;
     const int64_t kk = B->kk;
