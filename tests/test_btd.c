@@ -370,6 +370,15 @@ static void test_distributed(sap_context *ctx)
     CHECK_MSG(st.singular_block == nb - 2, "rank %d: singular block %lld, expected %d", rank,
               (long long)st.singular_block, nb - 2);
     sap_btd_destroy(T);
+    /* bad values on the last process only: every process fails creation (none waits) */
+    if (p > 1) {
+        if (rank == p - 1) S.di[(size_t)(nb - 1) * kk] = NAN;
+        T = NULL;
+        sap_status cs = sap_btd_create_dist(ctx, NULL, k, 4, S.lo + rank * 4 * kk, S.di + rank * 4 * kk,
+                                            S.up + rank * 4 * kk, NULL, &T);
+        CHECK_MSG(cs == (rank == p - 1 ? SAP_ERR_NONFINITE : SAP_ERR_INVALID) && T == NULL, "rank %d: %s", rank,
+                  sap_status_name(cs));
+    }
     free_sys(&S);
     sap_mpi_finalize();
 }
