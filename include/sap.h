@@ -1109,10 +1109,14 @@ typedef enum sap_solver_method {
     SAP_METHOD_DIRECT_HOST = 6, /* sparse direct on the host: SuiteSparse CHOLMOD (SPD-looking)
                                    or UMFPACK, refined in double; SAP_ERR_NOT_COMPILED when the
                                    library was built without SuiteSparse */
-    SAP_METHOD_DIRECT_CUDSS = 7 /* sparse direct on the GPU: NVIDIA cuDSS loaded at run time
+    SAP_METHOD_DIRECT_CUDSS = 7, /* sparse direct on the GPU: NVIDIA cuDSS loaded at run time
                                    ($SAP_CUDSS_LIB, else libcudss.so.1 / .so.0), refined in
                                    double; needs a cuda context (SAP_ERR_UNSUPPORTED otherwise
                                    or when cuDSS is not loadable, with the reason) */
+    SAP_METHOD_BCYCLIC = 8, /* block-tridiagonal: block cyclic reduction (sap_btd_*) of the
+                               original matrix, block width "block" or detected; direct */
+    SAP_METHOD_SPIKE = 9,   /* block-tridiagonal: Spike ("partitions" partitions); direct */
+    SAP_METHOD_REDUCED_SPIKE = 10 /* block-tridiagonal: truncated Spike, with refinement */
 } sap_solver_method;
 
 /* ---- strategy methods: the registry ---- */
@@ -1162,6 +1166,8 @@ typedef struct sap_solver_options {
     double drop_delta;        /* drop-off fraction of ||A||_F^2 kept, in [0, 1]; < 0
                                  (default): automatic; 1: no drop-off */
     sap_int partitions;       /* P; 0 (default): automatic */
+    sap_int block;            /* block-tridiagonal methods: block width k; 0 (default):
+                                 detected from the pattern */
     int third_stage;          /* -1 (default): automatic; 0/1 */
     int factor_precision;     /* -1 (default): automatic; SAP_FLOAT / SAP_DOUBLE */
     double boost_threshold;   /* as sap_band_options (< 0: automatic) */
@@ -1301,6 +1307,143 @@ SAP_API sap_status sap_solver_solve(sap_solver *S, const double *b, double *x);
 SAP_API sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X,
                                          sap_int ldx);
 SAP_API sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats);
+
+/* ------------------------------------------------------------------------------ */
+/* Block-tridiagonal direct solvers (src/btd/): T has nb block rows of dense k x k blocks,
+ *   row i:  A_i x_{i-1} + B_i x_i + C_i x_{i+1} = b_i   (A_0 and C_{nb-1} absent),
+ * factored once and solved for many right-hand sides.  Algorithms (after Lamas Davina and
+ * Roman 2018): block cyclic reduction (BCYCLIC) and Spike on partitions of block rows,
+ * exact or with the truncated (reduced) spike system, direct or as the preconditioner of
+ * an iterative refinement (inexact).  Diagonal blocks are factored with partial pivoting
+ * inside each block (no pivoting across blocks: the algorithms need the diagonal blocks
+ * met during the reduction to be nonsingular, which diagonal dominance guarantees).
+ * Block operations run on the context's backend (cpu: LAPACK/BLAS + OpenMP over batches;
+ * cuda: cuBLAS/cuSOLVER batched and non-batched).  Over MPI processes: sap_btd_create_dist
+ * below (PARTIAL: Spike and reduced Spike only; no distributed BCYCLIC).  Blocks are given
+ * in host memory. */
+
+typedef enum sap_btd_algo {
+    SAP_BTD_AUTO = 0,          /* BCYCLIC */
+    SAP_BTD_BCYCLIC = 1,       /* block cyclic reduction */
+    SAP_BTD_SPIKE = 2,         /* Spike, exact reduced system (itself solved by BCYCLIC) */
+    SAP_BTD_REDUCED_SPIKE = 3  /* truncated Spike: one 2k x 2k system per interface;
+                                  exact only in the limit of decaying spikes (diagonally
+                                  dominant T); inexact = 1 refines to the tolerance */
+} sap_btd_algo;
+
+/* How BCYCLIC applies the inverse of the eliminated diagonal blocks. */
+typedef enum sap_btd_variant {
+    SAP_BTD_VARIANT_AUTO = 0,  /* the fastest of the four, measured once per block size on
+                                  the context's device (a short calibration, cached in the
+                                  context) */
+    SAP_BTD_GETRS_BATCHED = 1, /* getrf + getrs, one batched call per level */
+    SAP_BTD_GETRS = 2,         /* getrf + getrs, one call per block */
+    SAP_BTD_GETRI_BATCHED = 3, /* getrf + getri (explicit inverse) + gemm, batched */
+    SAP_BTD_GETRI = 4          /* the same, one call per block */
+} sap_btd_variant;
+
+/* "auto", "bcyclic", "spike", "reduced-spike". */
+SAP_API const char *sap_btd_algo_name(sap_btd_algo algo);
+SAP_API sap_status sap_btd_algo_parse(const char *name, sap_btd_algo *algo);
+/* "auto", "getrs-batched", "getrs", "getri-batched", "getri". */
+SAP_API const char *sap_btd_variant_name(sap_btd_variant variant);
+SAP_API sap_status sap_btd_variant_parse(const char *name, sap_btd_variant *variant);
+
+typedef struct sap_btd_options {
+    sap_btd_algo algo;         /* default AUTO */
+    sap_btd_variant variant;   /* default AUTO */
+    sap_int partitions;        /* Spike: block-row partitions (each >= 2 block rows); 0
+                                  (default): 4, limited by nb / 2 */
+    int inexact;               /* reduced Spike: 1 = iterate x += M^{-1}(b - T x) with the
+                                  truncated Spike M until ||b - T x|| <= tol ||b|| (default 0) */
+    double tol;                /* inexact: default 1e-12 */
+    int maxit;                 /* inexact: default 50 */
+} sap_btd_options;
+
+SAP_API void sap_btd_options_init(sap_btd_options *opt);
+
+typedef struct sap_btd_stats {
+    sap_btd_algo algo;         /* used (never AUTO) */
+    sap_btd_variant variant;   /* used (never AUTO) */
+    sap_int k, nb, partitions;
+    double time_factor;        /* last factorization (s), calibration excluded */
+    double time_calibrate;     /* the variant calibration done by this object (s) */
+    double time_solve;         /* last solve (s) */
+    double time_comm;          /* communication (s): 0 in one process */
+    sap_int solves;            /* right-hand sides solved since the last factorization */
+    sap_int singular_block;    /* -1, or the block row whose diagonal block (as met
+                                  during the reduction) was exactly singular */
+    int iterations;            /* inexact: refinement steps of the last solve */
+    double relative_residual;  /* inexact: ||b - T x|| / ||b|| of the last solve (else 0) */
+} sap_btd_stats;
+
+typedef struct sap_btd sap_btd;
+
+/* From host block arrays, each nb blocks of k x k column-major (block i at + i k^2):
+ * lower A_i (block 0 ignored), diag B_i, upper C_i (block nb - 1 ignored); the values are
+ * copied.  opt may be NULL.  k >= 1, nb >= 1, k nb within 32-bit LAPACK sizes; NaN/Inf:
+ * SAP_ERR_NONFINITE. */
+SAP_API sap_status sap_btd_create(sap_context *ctx, sap_int k, sap_int nb, const double *lower, const double *diag,
+                                  const double *upper, const sap_btd_options *opt, sap_btd **T);
+/* The smallest block width k dividing n such that every entry of A lies in the
+ * block-tridiagonal pattern (|i / k - j / k| <= 1); SAP_ERR_NOT_SQUARE for a non-square A. */
+SAP_API sap_status sap_btd_detect_block(const sap_csr *A, sap_int *k);
+/* From a square CSR: k > 0 is checked (n % k == 0 and every entry inside the pattern, else
+ * SAP_ERR_INVALID naming the first entry outside); k = 0 detects it.  Blocks are dense
+ * (entries absent from A are zeros). */
+SAP_API sap_status sap_btd_create_csr(sap_context *ctx, const sap_csr *A, sap_int k, const sap_btd_options *opt,
+                                      sap_btd **T);
+SAP_API void sap_btd_destroy(sap_btd *T);
+SAP_API sap_int sap_btd_block_size(const sap_btd *T);
+SAP_API sap_int sap_btd_block_rows(const sap_btd *T);
+/* Factors T (done by the first solve when not called).  An exactly singular diagonal
+ * block met during the reduction: SAP_ERR_SINGULAR naming the block row (also in
+ * stats.singular_block); the object stays usable for a refactor. */
+SAP_API sap_status sap_btd_factor(sap_btd *T);
+/* New values (same k, nb; arrays as for sap_btd_create), then factor. */
+SAP_API sap_status sap_btd_refactor(sap_btd *T, const double *lower, const double *diag, const double *upper);
+/* New values from a CSR of the same size and block width, then factor. */
+SAP_API sap_status sap_btd_refactor_csr(sap_btd *T, const sap_csr *A);
+/* x = T^{-1} b (host vectors of length k nb; x may equal b). */
+SAP_API sap_status sap_btd_solve(sap_btd *T, const double *b, double *x);
+/* nrhs right-hand sides at once (column j of B at B + j ldb, ldb >= n; likewise X). */
+SAP_API sap_status sap_btd_solve_many(sap_btd *T, sap_int nrhs, const double *B, sap_int ldb, double *X, sap_int ldx);
+/* y = T x (host vectors), with the values given at create / refactor. */
+SAP_API sap_status sap_btd_matvec(sap_btd *T, const double *x, double *y);
+SAP_API sap_status sap_btd_get_stats(const sap_btd *T, sap_btd_stats *stats);
+
+/* ---- distributed over MPI processes (a build with MPI: sap_has_mpi()) ---- */
+/* 1 when the library was built with MPI. */
+SAP_API int sap_has_mpi(void);
+/* MPI_Init when MPI is not initialised yet (argc/argv may be NULL); returns the number of
+ * processes of MPI_COMM_WORLD (1 without MPI).  sap_mpi_finalize: MPI_Finalize when this
+ * process initialised MPI and has not finalised it. */
+SAP_API int sap_mpi_init(int *argc, char ***argv);
+SAP_API int sap_mpi_rank(void);
+SAP_API void sap_mpi_finalize(void);
+/* Collective over the MPI communicator *mpi_comm (an MPI_Comm*, NULL: MPI_COMM_WORLD):
+ * this process' nb_local >= 2 consecutive block rows (the ranks in order), the arrays as for
+ * sap_btd_create but lower block 0 is the coupling to the previous process' last row and
+ * upper block nb_local - 1 the coupling to the next process' first row.  Each process
+ * factors its rows (BCYCLIC) and its spikes on its context's device; the reduced system is
+ * gathered and solved on every process.  Algorithms: spike (default) and reduced-spike
+ * (direct); bcyclic and the inexact reduced Spike return SAP_ERR_UNSUPPORTED over more than
+ * one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
+ * stats.time_comm is the time spent in MPI.  Host staging: device buffers go through host
+ * memory.  SAP_ERR_NOT_COMPILED without MPI. */
+SAP_API sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_int nb_local,
+                                       const double *lower, const double *diag, const double *upper,
+                                       const sap_btd_options *opt, sap_btd **T);
+/* The same from the whole matrix given on every process (k = 0: detected): process r takes
+ * an even share of the block rows (the first nb % size get one more). */
+SAP_API sap_status sap_btd_create_csr_dist(sap_context *ctx, void *mpi_comm, const sap_csr *A, sap_int k,
+                                           const sap_btd_options *opt, sap_btd **T);
+/* This process' first row and row count (0 and n for an object of one process). */
+SAP_API sap_status sap_btd_dist_range(const sap_btd *T, sap_int *first_row, sap_int *nrows);
+/* Processes the object spans (1 when not distributed). */
+SAP_API int sap_btd_processes(const sap_btd *T);
+/* Collective: x_global (every process, length n) := the processes' x_local in order. */
+SAP_API sap_status sap_btd_gather(sap_btd *T, const double *x_local, double *x_global);
 
 #ifdef __cplusplus
 }

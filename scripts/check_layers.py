@@ -2,7 +2,7 @@
 """check_layers.py -- fails (exit 1) when the library's sources break the layering.
 
 The layers of src/, each allowed to include only itself and the layers below it:
-    base < device < matrix < reorder < band < precond < krylov < solver
+    base < device < matrix < reorder < band < btd < precond < krylov < solver
 Checked:
   1. every internal include names its layer ("device/device.h") or is a header in the
      including file's own directory, and never points to a higher layer;
@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-LAYERS = ["base", "device", "matrix", "reorder", "band", "precond", "krylov", "solver"]
+LAYERS = ["base", "device", "matrix", "reorder", "band", "btd", "precond", "krylov", "solver"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

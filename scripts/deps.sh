@@ -5,10 +5,11 @@ set -euo pipefail
 # libfast-float-dev: number parsing of the Matrix Market reader
 # libmetis-dev: the partitions of the block ILU / RAS preconditioners (optional at build:
 # without it a breadth-first partitioner is used)
-# Optional (SAP_DEPS_BENCH=1): the CPU anchors of bench/suite (SuperLU, UMFPACK, MUMPS).
+# libopenmpi-dev + openmpi-bin: the distributed block-tridiagonal solvers (SAP_ENABLE_MPI;
+# the library builds without them)
 # libsuitesparse-dev: CHOLMOD / UMFPACK of the direct-host method (the library builds without
 # it; the method then reports "not built with SuiteSparse")
-pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 libspng-dev libcjson-dev libmetis-dev libsuitesparse-dev"
+pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 libspng-dev libcjson-dev libmetis-dev libsuitesparse-dev libopenmpi-dev openmpi-bin"
 # Optional (SAP_DEPS_BENCH=1): the CPU anchors of bench/suite (SuperLU, MUMPS; UMFPACK
 # comes with libsuitesparse-dev above).
 # The library and the tests never need them; bench/suite reports them as n/a without.

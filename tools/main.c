@@ -17,6 +17,7 @@ static const command commands[] = {
     {"spy", sap_cmd_spy, "draw the sparsity pattern of a matrix as a PNG"},
     {"reorder", sap_cmd_reorder, "reorder a matrix into a narrow, diagonally heavy band (DB, CM, drop-off)"},
     {"solve", sap_cmd_solve, "solve A x = b with a preconditioned Krylov method"},
+    {"btd", sap_cmd_btd, "block-tridiagonal direct solve (BCYCLIC, Spike, reduced Spike) with its profile"},
 };
 
 static void usage(FILE *f)
@@ -41,8 +42,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
-        printf("sap %s (cuda %s, zlib %s)\n", sap_version_string(), sap_has_cuda() ? "yes" : "no",
-               sap_has_zlib() ? "yes" : "no");
+        printf("sap %s (cuda %s, zlib %s, mpi %s)\n", sap_version_string(), sap_has_cuda() ? "yes" : "no",
+               sap_has_zlib() ? "yes" : "no", sap_has_mpi() ? "yes" : "no");
         return 0;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -13,6 +13,7 @@ int sap_cmd_gen(int argc, char **argv);
 int sap_cmd_spy(int argc, char **argv);
 int sap_cmd_reorder(int argc, char **argv);
 int sap_cmd_solve(int argc, char **argv);
+int sap_cmd_btd(int argc, char **argv);
 
 /* Prints "sap <cmd>: <status text>: <context message>" to stderr and returns 1. */
 int sap_tool_fail(const char *cmd, sap_context *ctx, sap_status st);

@@ -36,7 +36,29 @@ struct sap_context {
     void *cuda;                         /* device-layer private state, NULL on cpu */
     sap_int offload_min_nnz[SAP_OFFLOAD_COUNT]; /* thresholds of sap__offload (device.h) */
     int try_depth; /* > 0 inside sap__try_begin/end: expected failures are not printed */
+    /* choices measured on this context's device, cached by key (sap__tune_get/put) */
+    struct { int64_t key; int value; } tune[16];
+    int ntune;
 };
+
+/* A measured choice cached in the context: *value for key, 0 when absent (1 found). */
+static inline int sap__tune_get(const sap_context *ctx, int64_t key, int *value)
+{
+    for (int i = 0; i < ctx->ntune; i++)
+        if (ctx->tune[i].key == key) return *value = ctx->tune[i].value, 1;
+    return 0;
+}
+/* Records a choice (the oldest entry goes when the cache is full). */
+static inline void sap__tune_put(sap_context *ctx, int64_t key, int value)
+{
+    int n = (int)(sizeof ctx->tune / sizeof ctx->tune[0]);
+    if (ctx->ntune == n) {
+        for (int i = 1; i < n; i++) ctx->tune[i - 1] = ctx->tune[i];
+        ctx->ntune--;
+    }
+    ctx->tune[ctx->ntune].key = key;
+    ctx->tune[ctx->ntune++].value = value;
+}
 
 /* ---- errors --------------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 #include "device/trsv_kernels.h"
 #include "device/direct_kernels.h"
 #include "device/bjacobi_kernels.h"
+#include "device/dense_kernels.h"
 
 /* A vector in backend memory (host memory for cpu, device memory for cuda). */
 typedef struct sap_vec {
@@ -151,6 +152,8 @@ typedef struct sap_backend_ops {
     const sap_direct_kernels *direct;
     /* the batched block-Jacobi kernels (device/bjacobi_kernels.h) */
     const sap_bjacobi_kernels *bjacobi;
+    /* dense block kernels: getrf/getrs/getri/gemm, single and batched (device/dense_kernels.h) */
+    const sap_dense_kernels *dense;
     /* reordering stages the backend can take over from the host loops (NULL: not
      * offered; sap__offload says whether to use them for a matrix).  On host arrays
      * (upload, kernels, download).  DB weights: c (nnz) and loga (nrows) as the host's S1

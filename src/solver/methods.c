@@ -18,6 +18,7 @@
 
 extern const sap__solver_method_type sap__sm_sapd, sap__sm_sapc, sap__sm_band_lu, sap__sm_band_pivot, sap__sm_jacobi,
     sap__sm_direct_host, sap__sm_direct_cudss;
+extern const sap__solver_method_type sap__sm_bcyclic, sap__sm_spike, sap__sm_reduced_spike;
 
 /* Every built-in strategy method: one line here (in sap_solver_method order). */
 static const sap__solver_method_type *const builtin[] = {
@@ -28,6 +29,9 @@ static const sap__solver_method_type *const builtin[] = {
     &sap__sm_jacobi,     /* solver_method_jacobi.c     */
     &sap__sm_direct_host,  /* solver_method_direct_host.c  */
     &sap__sm_direct_cudss, /* solver_method_direct_cudss.c */
+    &sap__sm_bcyclic,    /* solver_method_btd.c        */
+    &sap__sm_spike,      /* solver_method_btd.c        */
+    &sap__sm_reduced_spike, /* solver_method_btd.c     */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

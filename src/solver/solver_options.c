@@ -64,6 +64,8 @@ static const sap_opt_def solver_opts[] = {
      .kind = SAP_OPT_FRACTION, SO(drop_delta), .lo = 0, .hi = 1, .choices = drop_words, .meta = "DELTA"},
     {.name = "partitions", .alias = "P", .help = "SaP partitions", .def = "auto", .kind = SAP_OPT_INT,
      SO(partitions), .lo = 0, .hi = 9.2e18, .choices = auto_is_0, .meta = "P"},
+    {.name = "block", .help = "block width of bcyclic/spike/reduced-spike (auto: detected)", .def = "auto",
+     .kind = SAP_OPT_INT, SO(block), .lo = 0, .hi = 9.2e18, .choices = auto_is_0, .meta = "K"},
     {.name = "third_stage", .help = "per-partition CM (auto: SaP-D with P > 1)", .def = "auto", .kind = SAP_OPT_BOOL,
      SO(third_stage), .choices = auto_m1},
     {.name = "precision", .help = "factor precision", .def = "auto", .kind = SAP_OPT_ENUM, SO(factor_precision),

@@ -528,6 +528,7 @@ static const sap_backend_ops cpu_ops = {
     .direct = &sap__cpu_direct_kernels,
     .bjacobi = &sap__cpu_bjacobi_kernels,
     .block_relax = sap__cpu_block_relax,
+    .dense = &sap__cpu_dense_kernels,
 };
 
 const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }

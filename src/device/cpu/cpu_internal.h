@@ -19,6 +19,8 @@ extern const sap_trsv_kernels sap__cpu_trsv_kernels;
 extern const sap_direct_kernels sap__cpu_direct_kernels; /* direct_cpu.c (SuiteSparse) */
 /* The block-Jacobi kernels of the cpu table (bjacobi_cpu.c). */
 extern const sap_bjacobi_kernels sap__cpu_bjacobi_kernels;
+/* The dense block kernels of the cpu table (dense_cpu.c). */
+extern const sap_dense_kernels sap__cpu_dense_kernels;
 
 /* Deterministic reductions: a vector of length n is cut into chunks whose size depends
  * only on n (never on the thread count); each chunk is summed sequentially into its own

@@ -297,6 +297,7 @@ extern "C" void sap__cuda_context_free(sap_context *ctx)
     if (cs->stream) cudaStreamSynchronize(cs->stream);
     if (cs->cublas) cublasDestroy((cublasHandle_t)cs->cublas);
     if (cs->cusparse) cusparseDestroy((cusparseHandle_t)cs->cusparse);
+    sap__cuda_dense_free(ctx);
     if (cs->d_partials) sap__cuda_free(ctx, cs->d_partials);
     cs->d_partials = NULL;
     if (cs->nlive)

@@ -33,6 +33,9 @@ sap_status sap__cuda_scale_rows_cols(sap_context *ctx, sap_csr *M, const double 
 sap_status sap__cuda_block_relax(sap_context *ctx, const sap_spmat *M, int sweeps, const sap_vec *b, sap_vec *x,
                                  sap_vec *scratch);
 sap_status sap__cuda_sym_graph(sap_context *ctx, const sap_csr *A, sap_int *xadj, int32_t *adj, sap_int *nadj);
+/* The dense block kernels (dense_cuda.cu) and their per-context state's release. */
+const sap_dense_kernels *sap__dense_kernels_cuda(void);
+void sap__cuda_dense_free(sap_context *ctx);
 
 /* The context's stream (a cudaStream_t), NULL if ctx is not a cuda context. */
 void *sap__cuda_stream(sap_context *ctx);
@@ -138,6 +141,7 @@ typedef struct sap_cuda_state {
     /* library handles (lazy) */
     void *cublas;
     void *cusparse;
+    void *dense; /* dense_cuda.cu's state: cuSOLVER handle, scratch (lazy) */
 } sap_cuda_state;
 
 static inline sap_cuda_state *sap__cuda_state(const sap_context *ctx) { return (sap_cuda_state *)ctx->cuda; }

@@ -633,6 +633,7 @@ static sap_backend_ops make_ops()
     t.trsv = sap__trsv_kernels_cuda();
     t.direct = sap__direct_kernels_cuda();
     t.bjacobi = sap__bjacobi_kernels_cuda();
+    t.dense = sap__dense_kernels_cuda();
     t.db_weights = sap__cuda_db_weights;
     t.scale_rows_cols = sap__cuda_scale_rows_cols;
     t.sym_graph = sap__cuda_sym_graph;

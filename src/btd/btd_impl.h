@@ -1,0 +1,88 @@
+/* btd_impl.h -- the block-tridiagonal solver object (sap_btd) shared by the front end
+ * (btd.c), block cyclic reduction (btd_cyclic.c) and Spike (btd_spike.c).  Arrays live in
+ * the context's backend memory (host for cpu, device for cuda); every block operation goes
+ * through the dense kernels of the device table (device/dense_kernels.h).  Internal.
+ *
+ * Storage: block row i has its diagonal block B_i at D + i k^2 (k x k, column-major) and
+ * its off-diagonal blocks side by side at AC + 2 i k^2 (k x 2k: A_i in columns 0..k-1,
+ * C_i in columns k..2k-1), so that A_i and C_i are solved with one getrs of 2k right-hand
+ * sides.  A_0 and C_{nb-1} are zero. */
+#ifndef SAP_BTD_IMPL_H
+#define SAP_BTD_IMPL_H
+
+#include "device/device.h"
+
+struct sap_btd {
+    sap_context *ctx;
+    const sap_backend_ops *ops;
+    const sap_dense_kernels *dk;
+    sap_int k, nb;
+    int64_t kk; /* k * k */
+    sap_btd_options opt;
+    sap_btd_algo algo;
+    sap_btd_variant variant;
+    double *D0, *AC0; /* the values given (matvec, refinement, refactor) */
+    double *D, *AC;   /* working copies: factors, hatted blocks */
+    int32_t *piv;     /* nb k pivots of the diagonal blocks */
+    double *Binv;     /* getri variants: inverses of the eliminated blocks (nb k^2) */
+    double *H;        /* BCYCLIC history: the kept rows' A|C of every level */
+    double *W;        /* nb 2k^2 work (getri variants) */
+    double *Z;        /* right-hand side block in backend memory (zcap doubles) */
+    double *Zw;       /* work of the same size (getri solves, refinement) */
+    int64_t zcap;
+    double *eye;      /* k x k identity (Spike) */
+    int factored;
+    /* Spike */
+    sap_int P;
+    sap_int *po;      /* P + 1 block-row offsets of the partitions */
+    double *V, *Wsp;  /* spikes: n x k, partition r at po[r] k^2 with ld n_r k */
+    double *Cc, *Ac;  /* coupling blocks C_{last of r} (r < P-1), A_{first of r} (r > 0) */
+    struct sap_btd *red; /* exact Spike: the reduced system (block 2k, P rows) */
+    double *R;        /* truncated Spike: P - 1 interface systems (2k)^2 */
+    int32_t *rpiv;
+    double *Y;        /* reduced right-hand sides: 2k P x nrhs */
+    int64_t ycap;
+    sap_btd_stats st;
+    /* distributed (btd_dist.c): this process holds block rows row0 .. row0 + nb - 1 of nbg */
+    struct sap__btd_comm *comm;
+    sap_int row0, nbg;
+    double *hA1, *hCl; /* host: A of the first local row, C of the last (the coupling) */
+};
+
+/* Number of matrices i = start, start + step, ... below limit. */
+static inline int sap__btd_count(int64_t start, int64_t step, int64_t limit)
+{
+    return start < limit ? (int)((limit - start + step - 1) / step) : 0;
+}
+
+/* Doubles of BCYCLIC history for a segment of m block rows. */
+int64_t sap__bc_history(const sap_btd *T, sap_int m);
+/* BCYCLIC on the block rows o .. o + m - 1 of T->D / T->AC (A_o and C_{o+m-1} must be
+ * zero), history at H.  A singular block: SAP_ERR_SINGULAR naming its global row. */
+sap_status sap__bc_factor(sap_btd *T, sap_int o, sap_int m, double *H);
+/* z (backend memory, the segment's first row, ld ldz, nrhs columns) := E^{-1} z. */
+sap_status sap__bc_solve(sap_btd *T, sap_int o, sap_int m, const double *H, double *z, int ldz, int nrhs);
+/* The variant for T->k on this context: measured once per block size (cached). */
+sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *seconds);
+
+/* Spike: partitions, coupling, spikes, reduced system (T->D/AC hold the values). */
+sap_status sap__spike_factor(sap_btd *T);
+sap_status sap__spike_solve(sap_btd *T, double *z, int nrhs);
+void sap__spike_free(sap_btd *T);
+
+/* Distributed Spike (btd_dist.c): factor, solve of the local rows, release. */
+sap_status sap__dist_factor(sap_btd *T);
+sap_status sap__dist_solve(sap_btd *T, double *z, int nrhs);
+void sap__dist_free(sap_btd *T);
+/* Host block arrays of a CSR for block width k (checked: SAP_ERR_INVALID naming an entry
+ * outside the pattern). */
+sap_status sap__btd_csr_blocks(sap_context *ctx, const sap_csr *A, sap_int k, double **lo, double **di, double **up);
+
+/* The object without values (arrays allocated, D0/AC0 zeroed). */
+sap_status sap__btd_alloc(sap_context *ctx, sap_int k, sap_int nb, const sap_btd_options *opt, sap_btd **T);
+/* Y (ld n) := T X (ld n), nrhs columns, backend memory, with D0/AC0. */
+sap_status sap__btd_apply(sap_btd *T, const double *x, double *y, int nrhs);
+/* Makes sure T->Z / T->Zw hold bytes for n x nrhs. */
+sap_status sap__btd_reserve(sap_btd *T, int64_t doubles);
+
+#endif /* SAP_BTD_IMPL_H */
