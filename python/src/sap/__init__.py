@@ -245,7 +245,7 @@ def _from_csr(c: Any, what: str) -> _sp.csr_array:
 
 def gen(spec: str) -> _sp.csr_array:
     """A generated matrix, e.g. ``gen("banded:N=1000,K=10,d=1")`` or
-    ``gen("poisson2d:nx=50")`` (``gen:`` prefix optional; see :func:`gen_help`)."""
+    ``gen("poisson2d:n=50")`` (``gen:`` prefix optional; see :func:`gen_help`)."""
     if not spec.startswith("gen:"):
         spec = "gen:" + spec
     return _from_csr(_sap.load(spec), "sap gen")
