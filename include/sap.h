@@ -51,6 +51,10 @@ SAP_API const char *sap_version_string(void);
 SAP_API int sap_has_cuda(void);
 /* 1 when the library was built with zlib (.gz files, compressed PNG), else 0. */
 SAP_API int sap_has_zlib(void);
+/* 1 when the library was built with the feature: "cuda", "zlib", "lapack" (the band-pivot
+ * method), "openmp"; 0 for those built without and for any other name ("mpi", "metis":
+ * the library uses neither). */
+SAP_API int sap_has_feature(const char *name);
 
 /* ------------------------------------------------------------------------------ */
 /* Status codes                                                                    */
