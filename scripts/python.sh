@@ -31,6 +31,7 @@ fi
 if [ "${1:-}" = "--test" ]; then
     shift
     export SAP_MATRIX_DIR=${SAP_MATRIX_DIR:-$(cd .. && pwd)/shared/matrices}
+    export SAP_BUILD_DIR=$BUILD # the README test runs its sh blocks against this build
     # run from the tests folder so that the installed package, not python/src, is imported
     py=$(cd "$VENV/bin" && pwd)/python
     (cd python/tests && "$py" -m pytest -q -p no:cacheprovider "$@" .)

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "sap.h"
 
@@ -599,6 +600,40 @@ static PyObject *Solver_solve(SolverObject *self, PyObject *args)
     return status_result(self, st);
 }
 
+/* _bench_solve(b, x, reps) -> (status, seconds): reps calls of sap_solver_solve from C (x
+ * zeroed before each, as Solver.solve starts from 0), timed inside the extension: the C
+ * API's cost, against which bench/python_overhead.py measures the Python layer's. */
+static PyObject *Solver_bench_solve(SolverObject *self, PyObject *args)
+{
+    PyObject *ob, *ox;
+    Py_ssize_t reps;
+    if (!PyArg_ParseTuple(args, "OOn", &ob, &ox, &reps)) return NULL;
+    if (!solver_ready(self)) return NULL;
+    Py_buffer b, x;
+    if (get_buffer(ob, &b, 'd', self->n, 0, "b") != 0) return NULL;
+    if (get_buffer(ox, &x, 'd', self->n, 1, "x") != 0) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    sap_status st = SAP_OK;
+    struct timespec t0, t1;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    timespec_get(&t0, TIME_UTC);
+    for (Py_ssize_t r = 0; r < reps && st >= 0; r++) {
+        memset(x.buf, 0, (size_t)self->n * sizeof(double));
+        st = sap_solver_solve(self->S, b.buf, x.buf);
+    }
+    timespec_get(&t1, TIME_UTC);
+    PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&x);
+    if (st < 0) return raise_ctx(st, self->ctx);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return Py_BuildValue("(id)", (int)st, s);
+}
+
 static PyObject *Solver_stats(SolverObject *self, PyObject *unused)
 {
     if (!solver_ready(self)) return NULL;
@@ -684,6 +719,8 @@ static PyMethodDef Solver_methods[] = {
     {"refactor", (PyCFunction)Solver_refactor, METH_O, "refactor(values) -> (status, message)"},
     {"solve", (PyCFunction)Solver_solve, METH_VARARGS, "solve(b, x, nrhs) -> (status, message)"},
     {"stats", (PyCFunction)Solver_stats, METH_NOARGS, "stats() -> dict"},
+    {"_bench_solve", (PyCFunction)Solver_bench_solve, METH_VARARGS,
+     "_bench_solve(b, x, reps) -> (status, seconds): the C API timed from C"},
     {"reset_transfers", (PyCFunction)Solver_reset_transfers, METH_NOARGS, "zero the transfer counters"},
     {NULL, NULL, 0, NULL}};
 
@@ -702,8 +739,11 @@ static PyTypeObject SolverType = {
 
 static PyObject *py_build_info(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:s,s:O,s:O}", "version", sap_version_string(), "cuda",
-                         sap_has_cuda() ? Py_True : Py_False, "zlib", sap_has_zlib() ? Py_True : Py_False);
+    return Py_BuildValue("{s:s,s:O,s:O,s:O,s:O}", "version", sap_version_string(), "cuda",
+                         sap_has_feature("cuda") ? Py_True : Py_False, "zlib",
+                         sap_has_feature("zlib") ? Py_True : Py_False, "lapack",
+                         sap_has_feature("lapack") ? Py_True : Py_False, "openmp",
+                         sap_has_feature("openmp") ? Py_True : Py_False);
 }
 
 static PyObject *py_options_help(PyObject *self, PyObject *unused)
