@@ -7,7 +7,9 @@
  *
  * Built linked to libsap_petsc (it calls PCRegisterSap), and as petsc_laplacian_dll, which
  * is not linked to it: there the type comes from -dll_append /path/libsap_petsc.so.
- * The exact solution is all ones; the program prints the error norm and the iterations. */
+ * The exact solution is all ones; the program prints the error norm and the iterations.
+ * -second_solve: then shifts the diagonal (same nonzero pattern: sap refactors) and solves
+ * again. */
 #include <petscksp.h>
 
 #ifndef SAP_PETSC_DLL
@@ -66,6 +68,20 @@ int main(int argc, char **argv)
     PetscCall(KSPGetConvergedReason(ksp, &reason));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "laplacian %" PetscInt_FMT "x%" PetscInt_FMT ": error norm %g, iterations %" PetscInt_FMT ", %s\n",
                           m, n, (double)norm, its, reason > 0 ? "converged" : "NOT converged"));
+    PetscBool second = PETSC_FALSE;
+    PetscCall(PetscOptionsGetBool(NULL, NULL, "-second_solve", &second, NULL));
+    if (second && reason > 0) {
+        PetscCall(MatShift(A, 0.5)); /* new values, same pattern */
+        PetscCall(MatMult(A, u, b));
+        PetscCall(KSPSetOperators(ksp, A, A));
+        PetscCall(KSPSolve(ksp, b, x));
+        PetscCall(VecAXPY(x, -1.0, u));
+        PetscCall(VecNorm(x, NORM_2, &norm));
+        PetscCall(KSPGetIterationNumber(ksp, &its));
+        PetscCall(KSPGetConvergedReason(ksp, &reason));
+        PetscCall(PetscPrintf(PETSC_COMM_WORLD, "laplacian + 0.5 I: error norm %g, iterations %" PetscInt_FMT ", %s\n",
+                              (double)norm, its, reason > 0 ? "converged" : "NOT converged"));
+    }
 
     PetscCall(KSPDestroy(&ksp));
     PetscCall(VecDestroy(&u));

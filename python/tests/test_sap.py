@@ -263,3 +263,17 @@ def test_cuda_backend_matches_cpu():
     xg = sap.solve(A, b, backend="cuda", host_small=False, tol=1e-12)
     xc = sap.solve(A, b, backend="cpu", tol=1e-12)
     assert rel_res(A, xg, b) < 1e-8 and rel_res(A, xc, b) < 1e-8
+
+
+@pytest.mark.gpu
+def test_cupy_krylov_preconditioner():
+    import cupy
+    import cupyx.scipy.sparse as csp
+    import cupyx.scipy.sparse.linalg as cspla
+    A = sap.gen("poisson2d:n=60")
+    Ad = csp.csr_matrix(sp.csr_matrix(A))
+    b = cupy.ones(A.shape[0])
+    M = sap.Solver(A, tol=1e-4, backend="cuda").as_cupy_operator()
+    x, info = cspla.gmres(Ad, b, M=M, tol=1e-10)
+    assert info == 0
+    assert rel_res(A, cupy.asnumpy(x), np.ones(A.shape[0])) < 1e-8

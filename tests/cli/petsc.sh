@@ -28,8 +28,11 @@ contains "$W/out" "sap stages (s): T_DB"
 expect 0 "$P/petsc_laplacian" -pc_type sap -pc_sap_method sap-c -pc_sap_partitions 4 -pc_sap_tol 1e-6 -ksp_view
 converged
 contains "$W/out" "method sap-c"
-expect 0 "$P/petsc_laplacian" -pc_type sap -ksp_type cg -m 40 -n 20 -log_view
+# new values on the same pattern: the second setup is a refactor (SapRefactor in -log_view)
+expect 0 "$P/petsc_laplacian" -pc_type sap -ksp_type cg -m 40 -n 20 -log_view -second_solve
 converged
+contains "$W/out" "laplacian + 0.5 I: .*, converged"
+contains "$W/out" "SapRefactor  *1 "
 contains "$W/out" "SapSetup"
 contains "$W/out" "SapSolve"
 # the plugin loaded at run time into a program not linked to it
@@ -37,8 +40,10 @@ expect 0 "$P/petsc_laplacian_dll" -dll_append "$(cd "$P" && pwd)/libsap_petsc.so
 converged
 contains "$W/out" "type: sap"
 # parallel: each rank's block through sap, bjacobi and asm, with the sap events in -log_view
-expect 0 $MPI "$P/petsc_laplacian" -m 48 -n 48 -ksp_type gmres -pc_type bjacobi -sub_pc_type sap -log_view
+expect 0 $MPI "$P/petsc_laplacian" -m 48 -n 48 -ksp_type gmres -pc_type bjacobi -sub_pc_type sap -log_view \
+    -second_solve
 converged
+contains "$W/out" "laplacian + 0.5 I: .*, converged"
 contains "$W/out" "SapSetup"
 contains "$W/out" "SapSolve"
 expect 0 $MPI "$P/petsc_laplacian" -ksp_type gmres -pc_type asm -sub_pc_type sap -sub_pc_sap_method sap-d \

@@ -208,6 +208,13 @@ class Solver(LinearOperator):
         papers' names, every attempt tried, and the host<->device transfer counters."""
         return self._core.stats()
 
+    def as_cupy_operator(self) -> Any:
+        """This solver as a ``cupyx.scipy.sparse.linalg.LinearOperator`` (CuPy vectors in and
+        out), the preconditioner ``M=`` of CuPy's Krylov solvers (partial: through host
+        copies, see the README)."""
+        from cupyx.scipy.sparse.linalg import LinearOperator as CupyOperator
+        return CupyOperator(self.shape, matvec=self.solve, matmat=self.solve, dtype=np.float64)
+
     # LinearOperator
     def _matvec(self, b: np.ndarray) -> np.ndarray:
         return self.solve(np.ravel(b))
