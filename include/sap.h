@@ -52,6 +52,11 @@ SAP_API const char *sap_version_string(void);
 SAP_API int sap_has_cuda(void);
 /* 1 when the library was built with zlib (.gz files, compressed PNG), else 0. */
 SAP_API int sap_has_zlib(void);
+/* 1 when the library was built with the feature: "cuda", "zlib", "lapack" (the band-pivot
+ * method), "openmp", "mpi" (the distributed block-tridiagonal solvers), "metis" (the
+ * partitions of bilu/bilut/ras), "suitesparse" (the direct-host method); 0 for those built
+ * without and for any other name. */
+SAP_API int sap_has_feature(const char *name);
 
 /* ------------------------------------------------------------------------------ */
 /* Status codes                                                                    */

@@ -9,7 +9,8 @@ set -euo pipefail
 # the library builds without them)
 # libsuitesparse-dev: CHOLMOD / UMFPACK of the direct-host method (the library builds without
 # it; the method then reports "not built with SuiteSparse")
-pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 libspng-dev libcjson-dev libmetis-dev libsuitesparse-dev libopenmpi-dev openmpi-bin"
+# python3-dev, python3-venv: the Python package (scripts/python.sh builds it in build/venv)
+pkgs="cmake make gcc g++ pkg-config zlib1g-dev libfast-float-dev libopenblas-dev liblapacke-dev python3 python3-dev python3-venv libspng-dev libcjson-dev libmetis-dev libsuitesparse-dev libopenmpi-dev openmpi-bin"
 # Optional (SAP_DEPS_BENCH=1): the CPU anchors of bench/suite (SuperLU, MUMPS; UMFPACK
 # comes with libsuitesparse-dev above).
 # The library and the tests never need them; bench/suite reports them as n/a without.
@@ -20,6 +21,14 @@ fi
 # (the CI's fuzzing step asks for them).
 if [ "${SAP_DEPS_FUZZ:-0}" = "1" ]; then
     pkgs="$pkgs clang-14 libclang-rt-14-dev"
+fi
+# Optional (SAP_DEPS_PETSC=1; scripts/setup.sh, scripts/test.sh and CI ask for it): PETSc
+# with Open MPI for the PETSc plugin (petsc/) and its example test; about 110 packages, so
+# not for every build.  Where it cannot be installed the plugin is not built and its test
+# is skipped with a message saying so.
+optional=""
+if [ "${SAP_DEPS_PETSC:-0}" = "1" ]; then
+    optional="petsc-dev"
 fi
 missing=""
 for p in $pkgs; do
@@ -33,3 +42,13 @@ if [ -n "$missing" ]; then
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
+for p in $optional; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        echo "scripts/deps.sh: installing $p (optional)"
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        [ -n "$missing" ] || $SUDO apt-get update -qq || true
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$p" ||
+            echo "scripts/deps.sh: $p could not be installed: what needs it is skipped (see the test output)"
+    fi
+done

@@ -1,6 +1,7 @@
 /* cmd_gen.c -- `sap gen SPEC -o FILE.mtx[.gz]`: writes a generated matrix (and optionally
  * a manufactured right-hand side b = A x*) as Matrix Market. */
 #include "args.h"
+#include "json_out.h"
 #include "sap_tool.h"
 
 #include <stdio.h>
@@ -10,10 +11,11 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sap gen SPEC -o FILE.mtx[.gz] [--symmetric] [--rhs B.mtx] [--solution X.mtx]\n"
-               "               [--xstar parabola|random|ones] [--seed S] [--precision P]\n\n"
+               "               [--xstar parabola|random|ones] [--seed S] [--precision P] [--json]\n\n"
                "Generates a matrix from SPEC and writes it in Matrix Market coordinate format\n"
                "(gzip-compressed when FILE ends in .gz).\n\n"
                "  -o FILE         output matrix file (required)\n"
+               "  --json          print the outcome as one JSON object\n"
                "  --symmetric     write only the lower triangle with a 'symmetric' header\n"
                "                  (the matrix must be symmetric)\n"
                "  --rhs B.mtx     also write b = A x* as a Matrix Market array\n"
@@ -81,7 +83,7 @@ int sap_cmd_gen(int argc, char **argv)
                                         {"precision", required_argument, NULL, OPT_PRECISION},
                                         {NULL, 0, NULL, 0}};
     gen_args g = {NULL, NULL, 1, 17, 0};
-    const sap_tool_command cmd = {"gen", SAP_ARG_OUTPUT | SAP_ARG_XSTAR, own, "generator spec", 1, usage, take, &g};
+    const sap_tool_command cmd = {"gen", SAP_ARG_OUTPUT | SAP_ARG_XSTAR | SAP_ARG_JSON, own, "generator spec", 1, usage, take, &g};
     sap_tool_args args;
     int rc = sap_tool_parse_args(&cmd, argc, argv, &args);
     if (rc) return rc == 1 ? 0 : rc;
@@ -137,8 +139,21 @@ int sap_cmd_gen(int argc, char **argv)
         if (sol && (rc = write_vector(ctx, x, A->ncols, sol, (int)precision))) goto done;
         if (rhs && (rc = write_vector(ctx, b, A->nrows, rhs, (int)precision))) goto done;
     }
-    printf("wrote %s: %lld x %lld, %lld nonzeros\n", out, (long long)A->nrows, (long long)A->ncols,
-           (long long)A->nnz);
+    if (args.json) {
+        cJSON *extra = cJSON_CreateObject();
+        if (extra) {
+            cJSON_AddStringToObject(extra, "spec", spec);
+            if (rhs) cJSON_AddStringToObject(extra, "rhs", rhs);
+            if (sol) cJSON_AddStringToObject(extra, "solution", sol);
+        }
+        if (!extra || sap_tool_json_wrote("gen", out, A, extra)) {
+            fprintf(stderr, "sap gen: cannot print the JSON outcome\n");
+            rc = 1;
+        }
+    } else {
+        printf("wrote %s: %lld x %lld, %lld nonzeros\n", out, (long long)A->nrows, (long long)A->ncols,
+               (long long)A->nnz);
+    }
 done:
     free(x);
     free(b);

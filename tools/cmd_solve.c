@@ -69,7 +69,7 @@ int sap_cmd_solve(int argc, char **argv)
     solve_interrupt_restore();
     if (rc) goto out;
     const solve_outcome *o = a.pipeline ? &sr.out : &kr.out;
-    if (!a.common.quiet) {
+    if (!a.common.quiet && !a.common.json) {
         if (a.pipeline) solve_report_text_sparse(&a, &p, &sr);
         else solve_report_text_krylov(&a, &p, &kr);
     }
@@ -77,6 +77,17 @@ int sap_cmd_solve(int argc, char **argv)
         fprintf(stderr, "sap solve: cannot write the report '%s'\n", a.report);
         rc = 1;
         goto out;
+    }
+    if (a.common.json) { /* the report's JSON on stdout */
+        const char *report = a.report;
+        a.report = "-";
+        int e = a.pipeline ? solve_report_json_sparse(&a, &p, &sr) : solve_report_json_krylov(&a, &p, &kr);
+        a.report = report;
+        if (e) {
+            fprintf(stderr, "sap solve: cannot print the JSON report\n");
+            rc = 1;
+            goto out;
+        }
     }
     if (a.common.output && (rc = write_solution(p.ctx, a.common.output, o->X, p.A->nrows, o->k))) goto out;
     rc = finish(&a, o);

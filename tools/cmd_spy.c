@@ -1,5 +1,6 @@
 /* cmd_spy.c -- `sap spy FILE|SPEC -o out.png`: draws the sparsity pattern. */
 #include "args.h"
+#include "json_out.h"
 #include "sap_tool.h"
 
 #include <stdio.h>
@@ -7,12 +8,13 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sap spy FILE|SPEC -o OUT.png [--size PIXELS] [--allow-nonfinite]\n\n"
+    fprintf(f, "usage: sap spy FILE|SPEC -o OUT.png [--size PIXELS] [--allow-nonfinite] [--json]\n\n"
                "Draws the sparsity pattern of a matrix as a PNG.  Matrices with more rows than\n"
                "pixels are density-shaded: the darker a pixel, the more entries fall into it\n"
                "(logarithmic scale).\n\n"
                "  -o OUT.png       output image (required)\n"
                "  --size PIXELS    image size (default 600)\n"
+               "  --json           print the outcome as one JSON object\n"
                "  --allow-nonfinite  accept NaN/Inf values in the file\n"
 
                "  --symmetric-upper=warn|reject|sum  entries above the diagonal of a symmetric\n"
@@ -34,7 +36,7 @@ int sap_cmd_spy(int argc, char **argv)
 {
     static const struct option own[] = {{"size", required_argument, NULL, OPT_SIZE}, {NULL, 0, NULL, 0}};
     long long size = 600;
-    const sap_tool_command cmd = {"spy", SAP_ARG_OUTPUT | SAP_ARG_READ, own, "matrix", 1, usage, take, &size};
+    const sap_tool_command cmd = {"spy", SAP_ARG_OUTPUT | SAP_ARG_READ | SAP_ARG_JSON, own, "matrix", 1, usage, take, &size};
     sap_tool_args args;
     int rc = sap_tool_parse_args(&cmd, argc, argv, &args);
     if (rc) return rc == 1 ? 0 : rc;
@@ -58,6 +60,13 @@ int sap_cmd_spy(int argc, char **argv)
         if (e) {
             fprintf(stderr, "sap spy: cannot write '%s'%s\n", out, e == -2 ? " (out of memory)" : "");
             rc = 1;
+        } else if (args.json) {
+            cJSON *extra = cJSON_CreateObject();
+            if (extra) cJSON_AddNumberToObject(extra, "size", (double)size);
+            if (!extra || sap_tool_json_wrote("spy", out, A, extra)) {
+                fprintf(stderr, "sap spy: cannot print the JSON outcome\n");
+                rc = 1;
+            }
         } else {
             printf("wrote %s: pattern of %lld x %lld, %lld nonzeros\n", out, (long long)A->nrows,
                    (long long)A->ncols, (long long)A->nnz);

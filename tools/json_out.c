@@ -5,8 +5,11 @@
  * character inside strings, so each raw tab or newline in its output is layout. */
 #include "json_out.h"
 
+#include "sap.h"
+
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int put_layout(FILE *f, const char *s, sap_json_layout layout)
 {
@@ -50,6 +53,7 @@ int sap_tool_json_print(FILE *f, const cJSON *doc, sap_json_layout layout)
 
 int sap_tool_json_write(const char *path, const cJSON *doc, sap_json_layout layout)
 {
+    if (strcmp(path, "-") == 0) return sap_tool_json_print(stdout, doc, layout);
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     int rc = sap_tool_json_print(f, doc, layout);
@@ -71,4 +75,18 @@ double sap_tool_json_fixed(double v, int decimals)
     char buf[64];
     snprintf(buf, sizeof(buf), "%.*f", decimals, v);
     return strtod(buf, NULL);
+}
+
+int sap_tool_json_wrote(const char *command, const char *path, const sap_csr *A, cJSON *extra)
+{
+    cJSON *o = extra ? extra : cJSON_CreateObject();
+    if (!o) return -1;
+    cJSON_AddStringToObject(o, "command", command);
+    cJSON_AddStringToObject(o, "output", path);
+    cJSON_AddNumberToObject(o, "nrows", (double)A->nrows);
+    cJSON_AddNumberToObject(o, "ncols", (double)A->ncols);
+    cJSON_AddNumberToObject(o, "nnz", (double)A->nnz);
+    int rc = sap_tool_json_print(stdout, o, SAP_JSON_LINE);
+    cJSON_Delete(o);
+    return rc;
 }

@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifndef SAP_TOOL_PETSC
+#define SAP_TOOL_PETSC 0 /* 1: this build also made the PETSc plugin (petsc/, libsap_petsc) */
+#endif
+
 typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -25,7 +29,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: sap <command> [options]   (sap <command> --help for details)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "  %-8s %s\n", "version", "print the version and the compiled-in features");
+    fprintf(f, "  %-8s %s\n", "version", "print the version and the build's features (--json: as JSON)");
     fprintf(f, "\nA matrix is a Matrix Market file (.mtx or .mtx.gz) or a generator spec such as\n"
                "gen:banded:N=200000,K=200,d=1 (sap gen --help lists the generators).\n");
 }
@@ -42,8 +46,15 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
-        printf("sap %s (cuda %s, zlib %s, mpi %s)\n", sap_version_string(), sap_has_cuda() ? "yes" : "no",
-               sap_has_zlib() ? "yes" : "no", sap_has_mpi() ? "yes" : "no");
+        /* --version --json: the same as one JSON object */
+        int json = argc > 2 && strcmp(argv[2], "--json") == 0;
+        static const char *const lib[] = {"cuda", "openmp", "lapack", "zlib", "mpi", "metis", "suitesparse"};
+        printf(json ? "{\"version\": \"%s\"" : "sap %s\nfeatures:", sap_version_string());
+        for (size_t i = 0; i < sizeof(lib) / sizeof(lib[0]); i++)
+            printf(json ? ", \"%s\": %s" : " %s=%s", lib[i], sap_has_feature(lib[i]) ? (json ? "true" : "yes")
+                                                                                 : (json ? "false" : "no"));
+        printf(json ? ", \"petsc_plugin\": %s}\n" : " petsc-plugin=%s\n",
+               SAP_TOOL_PETSC ? (json ? "true" : "yes") : (json ? "false" : "no"));
         return 0;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

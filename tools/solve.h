@@ -82,6 +82,7 @@ typedef struct solve_progress {
     int shown;
     int force;          /* --force: steps predicted above SAP_SOLVE_REFUSE run */
     char refused[160];  /* the step a monitor refused and its estimate ("": none) */
+    double start;       /* when the first event came (the elapsed time shown counts from it) */
 } solve_progress;
 
 double solve_now(void); /* monotonic seconds */

@@ -64,7 +64,7 @@ static void usage(FILE *f)
                "                 [--precond-precision float|double] [--side left|right]\n"
                "                 [--format auto|csr|ell|sellp|hec] [--tol T] [--maxit N] [--stagnation N]\n"
                "                 [--backend cpu|cuda|auto] [--threads N] [--xstar parabola|random|ones]\n"
-               "                 [-o X.mtx] [--report OUT.json] [--quiet] [--force] [--allow-nonfinite]\n\n"
+               "                 [-o X.mtx] [--report OUT.json] [--json] [--quiet] [--force] [--allow-nonfinite]\n\n"
                "Without --precond and --krylov, solves A x = b with the sparse SaP pipeline (DB, CM,\n"
                "drop-off, partitions, SaP-D/SaP-C preconditioned BiCGStab(2) or CG, with automatic\n"
                "choices and a fallback chain) and prints its profile: the method and why, every\n"
@@ -106,6 +106,7 @@ static void usage(FILE *f)
                "  --threads N       CPU threads (default: all)\n"
                "  -o X.mtx          write the solution as a Matrix Market array\n"
                "  --report F.json   write the summary and the residual history as JSON\n"
+               "  --json            print that JSON on stdout instead of the text summary\n"
                "  --quiet           no progress line and no summary (errors, long-step warnings and\n"
                "                    the SIGINT outcome still go to stderr)\n"
                "  --force           run a step predicted to take over an hour (refused otherwise)\n"
@@ -326,7 +327,7 @@ int solve_parse_args(int argc, char **argv, solve_args *a)
 
     const sap_tool_command cmd = {"solve",
                                   SAP_ARG_THREADS | SAP_ARG_BACKEND | SAP_ARG_QUIET | SAP_ARG_OUTPUT | SAP_ARG_READ |
-                                      SAP_ARG_XSTAR,
+                                      SAP_ARG_XSTAR | SAP_ARG_JSON,
                                   own_options,
                                   "matrix",
                                   1,

@@ -127,7 +127,7 @@ int solve_krylov(const solve_args *a, const solve_problem *p, solve_krylov_run *
 
     sap_krylov_options kopt = a->kopt;
     method_name(&kopt, run->method, sizeof(run->method));
-    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, run->method, 0, a->force, ""};
+    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, run->method, 0, a->force, "", 0.0};
     kopt.monitor = solve_progress_monitor;
     kopt.monitor_state = &run->progress;
     st = sap_krylov_create(ctx, &kopt, &run->K);

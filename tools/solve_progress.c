@@ -75,7 +75,10 @@ static void draw(solve_progress *p, const char *step, double iteration, double r
     if (t - p->last < 0.1) return;
     p->last = t;
     p->shown = 1;
-    fprintf(stderr, "\r%s: iteration %10.2f  relative residual %.3e ", step, iteration, relres);
+    char el[32];
+    if (t - p->start < 120) snprintf(el, sizeof(el), "%.1f s", t - p->start);
+    else solve_fmt_seconds(t - p->start, el, sizeof(el));
+    fprintf(stderr, "\r%s: iteration %10.2f  relative residual %.3e  elapsed %s ", step, iteration, relres, el);
     fflush(stderr);
 }
 
@@ -83,6 +86,7 @@ int solve_progress_monitor(void *state, double iteration, double relres)
 {
     solve_progress *p = state;
     if (got_sigint) return 1;
+    if (p->start == 0) p->start = solve_now();
     if (p->live) draw(p, p->method, iteration, relres);
     return 0;
 }
@@ -91,6 +95,7 @@ int solve_progress_solver_monitor(void *state, const sap_solver_progress *e)
 {
     solve_progress *p = state;
     if (got_sigint) return 1;
+    if (p->start == 0) p->start = solve_now();
     if (e->setup) {
         char t[32];
         solve_fmt_seconds(e->predicted_seconds, t, sizeof(t));

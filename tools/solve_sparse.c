@@ -77,7 +77,7 @@ int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *
     }
     /* the progress line (a terminal, not --quiet), SIGINT and the refusal of hours-long steps
      * through the solver's monitor */
-    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, "sap_solver", 0, a->force, ""};
+    run->progress = (solve_progress){isatty(fileno(stderr)) && !a->common.quiet, 0.0, "sap_solver", 0, a->force, "", 0.0};
     sap_solver_options so = a->sopt;
     so.monitor = solve_progress_solver_monitor;
     so.monitor_state = &run->progress;

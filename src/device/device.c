@@ -17,6 +17,50 @@ int sap_has_cuda(void)
 #endif
 }
 
+int sap_has_feature(const char *name)
+{
+    if (!name) return 0;
+    if (strcmp(name, "cuda") == 0) return sap_has_cuda();
+    if (strcmp(name, "zlib") == 0) return sap_has_zlib();
+    if (strcmp(name, "lapack") == 0) {
+#ifdef SAP_HAVE_LAPACK
+        return 1;
+#else
+        return 0;
+#endif
+    }
+    if (strcmp(name, "openmp") == 0) {
+#ifdef _OPENMP
+        return 1;
+#else
+        return 0;
+#endif
+    }
+    if (strcmp(name, "mpi") == 0) {
+#ifdef SAP_HAVE_MPI
+        return 1;
+#else
+        return 0;
+#endif
+    }
+    if (strcmp(name, "metis") == 0) {
+#ifdef SAP_HAVE_METIS
+        return 1;
+#else
+        return 0;
+#endif
+    }
+    if (strcmp(name, "suitesparse") == 0) {
+#ifdef SAP_HAVE_SUITESPARSE
+        return 1;
+#else
+        return 0;
+#endif
+    }
+    /* "petsc": the PETSc plugin (libsap_petsc) is a separate library; unknown names: 0 */
+    return 0;
+}
+
 /* cuda for backend cuda or auto when a device is there; SAP_OK with the cpu backend
  * otherwise (auto), an error when cuda was asked for and cannot be had. */
 static sap_status open_backend(sap_context *ctx, sap_backend want)

@@ -32,7 +32,7 @@ expect 2 "$SAP" solve $NB --pre none
 contains "$W/err" "ambiguous option '--pre'"
 expect 2 "$SAP" info $NB --json --quiet
 contains "$W/err" "unknown option '--quiet'"
-expect 2 "$SAP" solve $NB --json
+expect 0 "$SAP" solve $NB --json   # --json is taken by every subcommand
 expect 2 "$SAP" gen $NB $NB -o "$W/x.mtx"
 contains "$W/err" "more than one generator spec"
 expect 2 "$SAP" spy -o "$W/x.png"

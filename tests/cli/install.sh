@@ -25,5 +25,14 @@ PCDIR=$(dirname "$(find "$W/prefix" -name sap.pc | head -n 1)")
 if command -v pkg-config >/dev/null && [ -n "$PCDIR" ]; then
     step pkgconfig sh -c "cc -o '$W/pc_example' '$SRC/examples/matrix_stats.c' \$(PKG_CONFIG_PATH='$PCDIR' pkg-config --cflags --libs sap) -lm && LD_LIBRARY_PATH='$W/prefix/lib:$W/prefix/lib64' '$W/pc_example' gen:poisson3d:n=5"
 fi
+# the PETSc plugin, where this build made it: installed beside the library, and loadable
+# from the installed prefix with -dll_append
+if [ -f "$BUILD/petsc/libsap_petsc.so" ]; then
+    step petsc_installed test -f "$W/prefix/lib/libsap_petsc.so" -a -f "$W/prefix/include/sap_petsc.h"
+    step petsc_dll env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
+        "$BUILD/petsc/petsc_laplacian_dll" -dll_append "$W/prefix/lib/libsap_petsc.so" -pc_type sap
+else
+    echo "install: the PETSc plugin is not part of this build: its install check is skipped"
+fi
 echo "install: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

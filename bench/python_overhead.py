@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Per-call overhead of the Python layer of sap (sap.Solver.solve) against the C API
+(sap_solver_solve called in a loop from C inside the extension), in the same process on
+the same solver: a solve with reuse (setup done once), x starting from 0 each call.
+
+    python3 bench/python_overhead.py [--backend cpu|cuda] [--sizes 1000,100000] [--reps 200]
+
+Prints a table and writes bench/results/python_overhead_<backend>.csv and .md.  With
+--backend cuda and CuPy installed it also times sap.solve-style calls on CuPy arrays
+(partial: the package copies CuPy arrays through the host today, so that row shows the
+copies; the transfer counters of Solver.stats are printed for each case).
+
+The overhead is  t_python - t_C  per call (median of --rounds rounds of --reps calls);
+the target is < 50 microseconds.  Run on the GPU machine with the package installed
+(scripts/python.sh) as:
+    build/venv/bin/python bench/python_overhead.py --backend cuda
+"""
+import argparse
+import csv
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import sap
+
+
+def bench_case(spec, backend, reps, rounds, method):
+    A = sap.gen(spec)
+    n = A.shape[0]
+    b = np.ones(n)
+    opts = dict(backend=backend, host_small=False) if backend != "cpu" else dict(backend="cpu")
+    if method:
+        opts["method"] = method
+    S = sap.Solver(A, **opts).setup()
+    S.solve(b)  # warm-up (first-solve allocations)
+    x = np.zeros(n)
+    S._core._bench_solve(b, x, 3)
+    t_c, t_py = [], []
+    for _ in range(rounds):
+        st, sec = S._core._bench_solve(b, x, reps)
+        t_c.append(sec / reps)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            S.solve(b)
+        t_py.append((time.perf_counter() - t0) / reps)
+    st = S.stats
+    res = dict(spec=spec, n=n, backend=st["backend"], method=st["method"], on_host=st["on_host"],
+               c_us=statistics.median(t_c) * 1e6, py_us=statistics.median(t_py) * 1e6)
+    res["overhead_us"] = res["py_us"] - res["c_us"]
+    res["relres"] = st["relative_residual"]
+    S._core.reset_transfers()
+    S.solve(b)
+    tr = S.stats["transfers"]
+    res["h2d_bytes_per_solve"] = tr["h2d_bytes"]
+    res["d2h_bytes_per_solve"] = tr["d2h_bytes"]
+    res["input"] = "numpy"
+    rows = [res]
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None and backend != "cpu":
+        bd = cupy.asarray(b)
+        S.solve(bd)
+        t_cp = []
+        for _ in range(rounds):
+            cupy.cuda.runtime.deviceSynchronize()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                S.solve(bd)
+            cupy.cuda.runtime.deviceSynchronize()
+            t_cp.append((time.perf_counter() - t0) / reps)
+        S._core.reset_transfers()
+        S.solve(bd)
+        tr = S.stats["transfers"]
+        r2 = dict(res, input="cupy (partial: host copies)", py_us=statistics.median(t_cp) * 1e6,
+                  h2d_bytes_per_solve=tr["h2d_bytes"], d2h_bytes_per_solve=tr["d2h_bytes"])
+        r2["overhead_us"] = r2["py_us"] - r2["c_us"]
+        rows.append(r2)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--sizes", default="1000,100000")
+    ap.add_argument("--K", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--method", default="", help="force a method (default: the automatic choice)")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    a = ap.parse_args()
+    rows = []
+    for N in [int(s) for s in a.sizes.split(",") if s]:
+        rows += bench_case(f"banded:N={N},K={a.K},d=1", a.backend, a.reps, a.rounds, a.method)
+    cols = ["spec", "n", "input", "backend", "method", "on_host", "c_us", "py_us", "overhead_us", "relres",
+            "h2d_bytes_per_solve", "d2h_bytes_per_solve"]
+    head = f"sap {sap.__version__} python overhead, {platform.node()}, {platform.processor() or platform.machine()}"
+    print(head)
+    print(f"{'matrix':28} {'input':28} {'method':11} {'C API us':>10} {'Python us':>10} {'overhead us':>12} {'h2d B':>10}")
+    for r in rows:
+        print(f"{r['spec']:28} {r['input']:28} {r['method']:11} {r['c_us']:10.1f} {r['py_us']:10.1f} "
+              f"{r['overhead_us']:12.1f} {r['h2d_bytes_per_solve']:10d}")
+    os.makedirs(a.out, exist_ok=True)
+    base = os.path.join(a.out, f"python_overhead_{a.backend}")
+    with open(base + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r[k] for k in cols})
+    with open(base + ".md", "w") as f:
+        f.write(f"# Python layer overhead per solve ({a.backend})\n\n{head}; "
+                f"`{' '.join(sys.argv)}`\n\n| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
+        for r in rows:
+            f.write("| " + " | ".join(f"{r[k]:.3g}" if isinstance(r[k], float) else str(r[k]) for k in cols) + " |\n")
+        worst = max(r["overhead_us"] for r in rows if r["input"] == "numpy")
+        f.write(f"\nLargest overhead with NumPy inputs: {worst:.1f} us per call (target < 50 us).\n")
+    print(f"wrote {base}.csv and {base}.md")
+
+
+if __name__ == "__main__":
+    main()
