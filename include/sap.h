@@ -1176,7 +1176,7 @@ typedef struct sap_solver_try {
 typedef struct sap_solver_stats {
     sap_int n, nnz;
     sap_solver_method method;  /* the method that produced the solution (never AUTO) */
-    char reason[256];          /* why this method, DB, drop-off, P and precision */
+    char reason[384];          /* why this method, DB, CM, drop-off, P and precision */
     int spd;                   /* the matrix looked SPD (numerically symmetric, positive
                                   diagonal) */
     int db_used, scaled, cm_used, third_stage_used;

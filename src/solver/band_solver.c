@@ -194,21 +194,10 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
         /* the Krylov matrix first: a dense band goes to the BAND format on every backend,
          * and the factors are then filled from it on the backend (no second band on the
          * host, no second upload) */
-        if (!S->M) {
-            sap_matrix_options mo;
-            sap_matrix_options_init(&mo);
-            sap_int kl = 0, ku = 0;
-            int64_t slots = 0;
-            if (sap__band_dims(ctx, S->A, &kl, &ku, &slots) == SAP_OK && (double)slots * 0.7 <= (double)S->A->nnz)
-                mo.format = SAP_FORMAT_BAND;
-            SAP_TRY(sap_matrix_create(ctx, S->A, &mo, &S->M));
-        }
         sap_band_source src;
-        memset(&src, 0, sizeof(src));
-        const void *bv = NULL;
-        if (S->M->sm->prec == SAP_DOUBLE && sap__ops(ctx)->spmat_band &&
-            sap__ops(ctx)->spmat_band(S->M->sm, &bv, &src.kl, &src.w) == SAP_OK)
-            src.val = bv;
+        sap_matrix_destroy(S->M);
+        S->M = NULL;
+        SAP_TRY(sap__solver_band_matrix(ctx, S->A, &S->M, &src));
         sap_band_options po = *o;
         po.method = m;
         po.partitions = P;

@@ -111,6 +111,7 @@ static void free_setup(sap_solver *S)
 {
     sap__solver_att_destroy(S, S->att);
     S->att = NULL;
+    if (S->R && S->R->A == S->A) S->R->A = NULL; /* borrowed (no reordering) */
     sap_reorder_result_destroy(S->R);
     S->R = NULL;
     SAP_FREE(S->ctx, S->map0);
@@ -131,6 +132,37 @@ void sap_solver_destroy(sap_solver *S)
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
+/* The reordering result of "no DB, no CM": identity permutations, R->A = S->A (borrowed:
+ * no copy of the matrix; free_setup detaches it). */
+static sap_status identity_reorder(sap_solver *S)
+{
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    sap_reorder_result *R = NULL;
+    SAP_CALLOC(ctx, R, 1);
+    R->ctx = ctx;
+    R->n = n;
+    R->P = 1;
+    R->kept_fraction = 1.0;
+    SAP_ALLOC(ctx, R->row_perm, n);
+    SAP_ALLOC(ctx, R->col_perm, n);
+    SAP_ALLOC(ctx, R->offsets, 2);
+    SAP_ALLOC(ctx, R->Ki_before, 1);
+    SAP_ALLOC(ctx, R->Ki, 1);
+    for (sap_int i = 0; i < n; i++) R->row_perm[i] = R->col_perm[i] = i;
+    R->offsets[0] = 0;
+    R->offsets[1] = n;
+    R->K_drop = R->Ki_before[0] = R->Ki[0] = S->stats.K_original;
+    R->stage[SAP_STAGE_ORIGINAL].done = 1;
+    R->A = S->A;
+    S->R = R;
+    return SAP_OK;
+cleanup:
+    sap_reorder_result_destroy(R);
+    return st;
+}
+
 sap_status sap_solver_setup(sap_solver *S)
 {
     if (!S) return SAP_ERR_INVALID;
@@ -147,14 +179,12 @@ sap_status sap_solver_setup(sap_solver *S)
     const sap_solver_options *o = &S->opt;
     sap_int *rinv = NULL, *cinv = NULL;
 
-    /* statistics: SPD guess, K */
+    /* statistics (one pass): SPD guess, K, dominance, zero diagonal; the skip rules */
     sap_matrix_stats ms;
     SAP_TRY(sap_csr_stats(S->A, &ms));
     s->spd = ms.spd_estimate && n > 0;
     s->K_original = ms.half_bandwidth;
-    S->db = o->db >= 0 ? o->db : (s->spd ? SAP_DB_NONE : SAP_DB_PRODUCT);
-    S->scale = S->db == SAP_DB_PRODUCT && o->scale != 0;
-    S->cm = o->cm != 0;
+    sap__solver_plan_reorder(S, &ms);
     if (S->db == SAP_DB_NONE && ms.zero_diagonal > 0) {
         /* without DB nothing else detects a structurally singular matrix */
         sap_int matched = 0;
@@ -163,7 +193,9 @@ sap_status sap_solver_setup(sap_solver *S)
         SAP_FREE(ctx, rinv);
     }
 
-    /* DB + CM */
+    /* DB + CM (neither: the identity, R->A borrows S->A) */
+    if (S->db == SAP_DB_NONE && !S->cm) SAP_TRY(identity_reorder(S));
+    else {
     sap_reorder_options ro;
     sap_reorder_options_init(&ro);
     ro.db = (sap_db_mode)S->db;
@@ -173,21 +205,29 @@ sap_status sap_solver_setup(sap_solver *S)
     ro.partitions = 1;
     ro.stats = 0;
     SAP_TRY(sap_reorder(S->A, &ro, &S->R));
+    }
     s->db_used = S->db != SAP_DB_NONE;
     s->scaled = S->R->row_scale != NULL;
     s->cm_used = S->cm;
     s->time_db = S->R->stage[SAP_STAGE_DB].time;
     s->time_cm = S->R->stage[SAP_STAGE_CM].time;
-    sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+    if (S->R->A == S->A) { /* the input's statistics hold */
+        S->K_cm = ms.half_bandwidth;
+        S->d_cm = ms.diag_dominance;
+    } else {
+        sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+    }
     s->K_cm = S->K_cm;
 
-    /* original entry -> R->A entry (the refactor's map) */
-    SAP_ALLOC(ctx, rinv, n);
-    SAP_ALLOC(ctx, cinv, n);
-    SAP_ALLOC(ctx, S->map0, S->A->nnz);
-    SAP_TRY(sap_perm_invert(ctx, n, S->R->row_perm, rinv));
-    SAP_TRY(sap_perm_invert(ctx, n, S->R->col_perm, cinv));
-    sap__solver_map_entries(S->A, rinv, cinv, S->R->A, S->map0, sap__threads(ctx));
+    /* original entry -> R->A entry (the refactor's map; none when R->A is S->A) */
+    if (S->R->A != S->A) {
+        SAP_ALLOC(ctx, rinv, n);
+        SAP_ALLOC(ctx, cinv, n);
+        SAP_ALLOC(ctx, S->map0, S->A->nnz);
+        SAP_TRY(sap_perm_invert(ctx, n, S->R->row_perm, rinv));
+        SAP_TRY(sap_perm_invert(ctx, n, S->R->col_perm, cinv));
+        sap__solver_map_entries(S->A, rinv, cinv, S->R->A, S->map0, sap__threads(ctx));
+    }
     SAP_ALLOC(ctx, S->w, 6 * (n > 0 ? n : 1));
 
     /* the backend: small systems on the host */

@@ -133,6 +133,7 @@ typedef struct sap__attempt {
     void *impl; /* the method's own state (e.g. band-pivot's factorization), its destroy frees it */
     sap_int boosted, dropped;
     int64_t mem;
+    int m_fresh;   /* M was just created with the current values */
     int itry;      /* its entry in stats.tried */
     char note[96]; /* what its setup did */
     double t_drop, t_third, t_asmbl, t_transfer, t_lu, t_spk, t_lurdcd;
@@ -148,10 +149,12 @@ struct sap_solver {
     sap_reorder_result *R; /* DB + CM, every entry */
     sap_int *map0;         /* original entry -> R->A entry */
     sap_int K_cm, K_auto;
+    sap_int K_lb; /* a lower bound of K under any ordering (sap__solver_plan_reorder) */
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
     int64_t mem_limit;
     char mem_why[48], drop_why[96], why_first[160];
+    char db_why[48], cm_why[64]; /* the skip rules' words (sap__solver_plan_reorder) */
     sap_solver_method chain[SV_MAX_CHAIN];
     int nchain, ichain;
     sap__attempt *att;
@@ -241,6 +244,10 @@ extern sap_name_value sap__solver_method_words[];
 
 /* solver_method_krylov.c: what the Krylov methods share (matrix, preconditioner, method) */
 #define SV_REFINE_KRYLOV 3 /* refinement passes of a Krylov method */
+/* The Krylov matrix of A on ctx: the BAND format when A fills at least 70% of its band
+ * (else the automatic format); src receives that band (double) as a source the SaP
+ * factors can be filled from on the backend (src->val NULL: none). */
+sap_status sap__solver_band_matrix(sap_context *ctx, const sap_csr *A, sap_matrix **M, sap_band_source *src);
 /* With a->pc created and configured: the Krylov matrix, the numeric setup (the method's
  * numeric) and the Krylov method (CG when cg_ok and the matrix looks SPD without DB or the
  * options ask for it; an attempt with a fallback gets a capped budget). */
@@ -305,6 +312,16 @@ void sap__solver_set_memory_limit(sap_solver *S);
 /* Bytes attempt m with P partitions, half-bandwidth K and factors in prec needs (its
  * method's estimate). */
 int64_t sap__solver_estimate(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec);
+/* The skip rules, from the statistics of the input (one pass, sap_csr_stats): S->db,
+ * S->scale, S->cm and why (db_why, cm_why).  Automatic DB is skipped for an SPD-looking
+ * matrix and for one that is diagonally dominant in every row with no zero diagonal
+ * (what DB's matching and scaling aim at is there already); automatic CM is skipped when
+ * DB is off and K is within 1.1x of the lower bound ceil((max row nnz - 1) / 2) that
+ * any permutation has (CM could gain at most 10%). */
+void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms);
+/* 1 when half-bandwidth K is within 1.1x of S->K_lb: no reordering can narrow it much
+ * (the third stage is skipped then, as CM is). */
+int sap__solver_band_at_bound(const sap_solver *S, sap_int K);
 /* The automatic drop-off of setup (S->K_auto, kept_auto, drop_why, t_drop_auto). */
 sap_status sap__solver_plan_drop(sap_solver *S);
 /* The first method (S->why_first says why) and the fallback chain after it. */

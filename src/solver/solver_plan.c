@@ -177,6 +177,51 @@ sap_status sap__solver_choose(sap_solver *S, sap_solver_method m, int final, sap
     return st;
 }
 
+#define SV_CM_SKIP_FACTOR 1.1 /* skip CM when K <= this x the lower bound of any ordering */
+
+int sap__solver_band_at_bound(const sap_solver *S, sap_int K)
+{
+    return (double)K <= SV_CM_SKIP_FACTOR * (double)S->K_lb;
+}
+
+void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
+{
+    const sap_solver_options *o = &S->opt;
+    const sap_int n = ms->nrows;
+    if (o->db >= 0) {
+        S->db = o->db;
+        snprintf(S->db_why, sizeof(S->db_why), " (given)");
+    } else if (ms->spd_estimate && n > 0) {
+        S->db = SAP_DB_NONE;
+        snprintf(S->db_why, sizeof(S->db_why), ": SPD");
+    } else if (n > 0 && ms->dominant_rows == n && ms->zero_diagonal == 0) {
+        S->db = SAP_DB_NONE;
+        snprintf(S->db_why, sizeof(S->db_why), ": diagonally dominant (d = %.3g)", ms->diag_dominance);
+    } else {
+        S->db = SAP_DB_PRODUCT;
+        snprintf(S->db_why, sizeof(S->db_why), ": not SPD, %lld rows not dominant",
+                 (long long)(n - ms->dominant_rows));
+    }
+    S->scale = S->db == SAP_DB_PRODUCT && o->scale != 0;
+    /* any row and column ordering leaves the m - 1 off-diagonal columns of a row of m
+     * entries at distinct distances from the diagonal, at least ceil((m - 1) / 2) away */
+    const sap_int lb = ms->max_row_nnz / 2;
+    const sap_int K = ms->half_bandwidth;
+    S->K_lb = lb;
+    if (o->cm >= 0) {
+        S->cm = o->cm != 0;
+        snprintf(S->cm_why, sizeof(S->cm_why), "%s (given)", S->cm ? "on" : "off");
+    } else if (S->db == SAP_DB_NONE && sap__solver_band_at_bound(S, K)) {
+        S->cm = 0;
+        snprintf(S->cm_why, sizeof(S->cm_why), "off: K %lld within %.2gx of the bound %lld", (long long)K, SV_CM_SKIP_FACTOR,
+                 (long long)lb);
+    } else {
+        S->cm = 1;
+        snprintf(S->cm_why, sizeof(S->cm_why), "on: K %lld, bound %lld%s", (long long)K, (long long)lb,
+                 S->db != SAP_DB_NONE ? ", after DB" : "");
+    }
+}
+
 sap_status sap__solver_plan_drop(sap_solver *S)
 {
     const sap_solver_options *o = &S->opt;

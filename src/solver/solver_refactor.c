@@ -46,7 +46,7 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
     /* R->A = diag(r) P A Q diag(c) with the setup's permutations and scaling factors */
     const sap_reorder_result *R = S->R;
     sap_csr *RA = R->A;
-    for (sap_int i = 0; i < A->nrows; i++) {
+    for (sap_int i = 0; RA != A && i < A->nrows; i++) { /* RA == A: the values are there */
         const double ri = R->row_scale ? R->row_scale[i] : 1.0;
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
             RA->val[S->map0[p]] = R->row_scale ? (ri * A->val[p]) * R->col_scale[A->colind[p]] : A->val[p];
