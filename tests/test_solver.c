@@ -187,6 +187,41 @@ static void test_skip_rules(sap_context *ctx)
     sap_csr_destroy(D);
 }
 
+/* sap_solver_create_borrowed: the caller's A is used, never written (refactor copies it) */
+static void test_borrowed(sap_context *ctx)
+{
+    printf("borrowed\n");
+    const sap_int n = 2000;
+    sap_csr *A = NULL, *A0 = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, 10, 1.0, 0, 3, &A)); /* no reordering: R->A is A itself */
+    CHECK_OK(ctx, sap_csr_copy(A, &A0));
+    double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
+    double *xs = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)A->nnz);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+    sap_csr_spmv(A, 1.0, xs, 0.0, b);
+    sap_solver *S = NULL;
+    CHECK_OK(ctx, sap_solver_create_borrowed(ctx, A, NULL, &S));
+    CHECK_OK(ctx, sap_solver_solve(S, b, x));
+    CHECK_MSG(rel_error(x, xs, n) < 1e-8, "borrowed: error %.3g", rel_error(x, xs, n));
+    for (sap_int p = 0; p < A->nnz; p++) v[p] = 2.0 * A->val[p];
+    CHECK_OK(ctx, sap_solver_refactor(S, v));
+    memset(x, 0, sizeof(double) * (size_t)n);
+    CHECK_OK(ctx, sap_solver_solve(S, b, x));
+    for (sap_int i = 0; i < n; i++) x[i] *= 2.0;
+    CHECK_MSG(rel_error(x, xs, n) < 1e-8, "borrowed, refactor 2A: error %.3g", rel_error(x, xs, n));
+    CHECK_MSG(memcmp(A->val, A0->val, sizeof(double) * (size_t)A->nnz) == 0, "the borrowed A was written");
+    sap_solver_stats st;
+    sap_solver_get_stats(S, &st);
+    CHECK(st.time_create >= 0 && st.time_stats > 0);
+    sap_solver_destroy(S);
+    sap_csr_destroy(A);
+    sap_csr_destroy(A0);
+    free(b);
+    free(x);
+    free(xs);
+    free(v);
+}
+
 /* ---- real matrices ---------------------------------------------------------------------------- */
 
 static void test_real(sap_context *ctx)
@@ -715,6 +750,7 @@ static int cpu_part(void)
     test_bad_input(ctx);
     test_synthetic(ctx);
     test_skip_rules(ctx);
+    test_borrowed(ctx);
     test_forced(ctx);
     test_strides(ctx);
     test_reuse(ctx);

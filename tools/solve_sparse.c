@@ -82,7 +82,7 @@ int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *
     so.monitor = solve_progress_solver_monitor;
     so.monitor_state = &run->progress;
     double t0 = solve_now();
-    sap_status st = sap_solver_create(ctx, A, &so, &S);
+    sap_status st = sap_solver_create_borrowed(ctx, A, &so, &S); /* A outlives S */
     if (st >= 0) st = sap_solver_setup(S);
     run->t_setup = solve_now() - t0;
     solve_progress_clear(&run->progress);

@@ -29,6 +29,7 @@
 #include "solver/solver_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,9 +67,11 @@ static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_op
     return SAP_OK;
 }
 
-sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **out)
+static sap_status create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, int borrow,
+                         sap_solver **out)
 {
     SAP_CHECK_CTX(ctx);
+    const double tc = sap__wtime();
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create: output pointer is NULL");
     *out = NULL;
     if (!A) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create: matrix is NULL");
@@ -91,20 +94,56 @@ sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solve
     S->ctx = ctx;
     S->x = ctx;
     S->opt = o;
-    /* the copy belongs to ctx (sap_csr_copy would use A's context) */
-    SAP_TRY(sap_csr_create(ctx, A->nrows, A->ncols, A->nnz, &S->A));
-    memcpy(S->A->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
-    if (A->nnz > 0) {
-        memcpy(S->A->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
-        memcpy(S->A->val, A->val, sizeof(double) * (size_t)A->nnz);
+    if (borrow) { /* the caller's A, never written (refactor copies it first) */
+        S->A = (sap_csr *)(uintptr_t)A;
+        goto made;
     }
+    /* the copy belongs to ctx (sap_csr_copy would use A's context) */
+    S->A_owned = 1;
+    SAP_TRY(sap_csr_create(ctx, A->nrows, A->ncols, A->nnz, &S->A));
+    sap__par_memcpy(ctx, S->A->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
+    if (A->nnz > 0) {
+        sap__par_memcpy(ctx, S->A->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+        sap__par_memcpy(ctx, S->A->val, A->val, sizeof(double) * (size_t)A->nnz);
+    }
+made:
     S->stats.n = A->nrows;
     S->stats.nnz = A->nnz;
+    S->t_create = sap__wtime() - tc;
+    S->stats.time_create = S->t_create;
     *out = S;
     return SAP_OK;
 cleanup:
     sap_solver_destroy(S);
     return st;
+}
+
+sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **out)
+{
+    return create(ctx, A, opt, 0, out);
+}
+
+sap_status sap_solver_create_borrowed(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt,
+                                      sap_solver **out)
+{
+    return create(ctx, A, opt, 1, out);
+}
+
+sap_status sap__solver_own_matrix(sap_solver *S)
+{
+    if (S->A_owned) return SAP_OK;
+    sap_csr *C = NULL;
+    sap_status st = sap_csr_create(S->ctx, S->A->nrows, S->A->ncols, S->A->nnz, &C);
+    if (st < 0) return st;
+    sap__par_memcpy(S->ctx, C->rowptr, S->A->rowptr, sizeof(sap_int) * (size_t)(S->A->nrows + 1));
+    if (S->A->nnz > 0) {
+        sap__par_memcpy(S->ctx, C->colind, S->A->colind, sizeof(sap_int) * (size_t)S->A->nnz);
+        sap__par_memcpy(S->ctx, C->val, S->A->val, sizeof(double) * (size_t)S->A->nnz);
+    }
+    if (S->R && S->R->A == S->A) S->R->A = C;
+    S->A = C;
+    S->A_owned = 1;
+    return SAP_OK;
 }
 
 static void free_setup(sap_solver *S)
@@ -126,7 +165,7 @@ void sap_solver_destroy(sap_solver *S)
 {
     if (!S) return;
     free_setup(S);
-    sap_csr_destroy(S->A);
+    if (S->A_owned) sap_csr_destroy(S->A);
     sap__free(S->ctx, S);
 }
 
@@ -175,6 +214,7 @@ sap_status sap_solver_setup(sap_solver *S)
     memset(s, 0, sizeof(*s));
     s->n = S->A->nrows;
     s->nnz = S->A->nnz;
+    s->time_create = S->t_create;
     const sap_int n = S->A->nrows;
     const sap_solver_options *o = &S->opt;
     sap_int *rinv = NULL, *cinv = NULL;
@@ -194,18 +234,24 @@ sap_status sap_solver_setup(sap_solver *S)
     }
 
     /* DB + CM (neither: the identity, R->A borrows S->A) */
-    if (S->db == SAP_DB_NONE && !S->cm) SAP_TRY(identity_reorder(S));
-    else {
-    sap_reorder_options ro;
-    sap_reorder_options_init(&ro);
-    ro.db = (sap_db_mode)S->db;
-    ro.scale = S->scale;
-    ro.cm = S->cm;
-    ro.drop_delta = 1.0;
-    ro.partitions = 1;
-    ro.stats = 0;
-    SAP_TRY(sap_reorder(S->A, &ro, &S->R));
+    const double t_reorder = sap__wtime();
+    if (S->db == SAP_DB_NONE && !S->cm) {
+        SAP_TRY(identity_reorder(S));
+    } else {
+        sap_reorder_options ro;
+        sap_reorder_options_init(&ro);
+        ro.db = (sap_db_mode)S->db;
+        ro.scale = S->scale;
+        ro.cm = S->cm;
+        ro.drop_delta = 1.0;
+        ro.partitions = 1;
+        ro.stats = 0;
+        SAP_TRY(sap_reorder(S->A, &ro, &S->R));
     }
+    /* T_stats: everything of setup outside the reorderings, the drop-off and the attempts */
+    double t_stats = t_reorder - t_start + (sap__wtime() - t_reorder - S->R->stage[SAP_STAGE_DB].time -
+                                            S->R->stage[SAP_STAGE_CM].time);
+    double t_mark = sap__wtime();
     s->db_used = S->db != SAP_DB_NONE;
     s->scaled = S->R->row_scale != NULL;
     s->cm_used = S->cm;
@@ -248,8 +294,11 @@ sap_status sap_solver_setup(sap_solver *S)
     s->on_host = !sap__solver_on_cuda(S->x);
     sap__solver_set_memory_limit(S);
 
+    t_stats += sap__wtime() - t_mark;
     SAP_TRY(sap__solver_plan_drop(S));
+    t_mark = sap__wtime();
     sap__solver_plan_chain(S);
+    s->time_stats = t_stats + sap__wtime() - t_mark;
     st = sap__solver_chain_build(S, 0);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup;
     s->time_setup = sap__wtime() - t_start;

@@ -143,12 +143,14 @@ struct sap_solver {
     sap_context *ctx;  /* the user's context: the solver and the reorderings */
     sap_context *hctx; /* internal cpu context (host_small), or NULL */
     sap_context *x;    /* where the backend objects live: hctx or ctx */
-    sap_csr *A;        /* the original matrix (copy) */
+    sap_csr *A;        /* the original matrix (a copy; the caller's with borrowed create) */
+    int A_owned;       /* A is the solver's (destroyed with it) */
     sap_solver_options opt;
     int setup_done;
     sap_reorder_result *R; /* DB + CM, every entry */
     sap_int *map0;         /* original entry -> R->A entry */
     sap_int K_cm, K_auto;
+    double t_create; /* sap_solver_create's copy and checks (stats.time_create) */
     sap_int K_lb; /* a lower bound of K under any ordering (sap__solver_plan_reorder) */
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
@@ -354,6 +356,9 @@ int sap__solver_can_fall_back(const sap_solver *S);
  * errors but do not print them.  end takes the same on. */
 void sap__solver_try_begin(sap_solver *S, int on);
 void sap__solver_try_end(sap_solver *S, int on);
+
+/* solver.c: a borrowed A becomes the solver's own copy (before anything writes it) */
+sap_status sap__solver_own_matrix(sap_solver *S);
 
 /* solver_refactor.c */
 /* map[k] = the position in Y of entry k of X, where X(i, j) is Y(rinv[i], cinv[j]) (NULL:

@@ -38,6 +38,9 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
     for (sap_int p = 0; p < A->nnz; p++)
         if (!isfinite(values[p]))
             return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_refactor: value %lld is %g", (long long)p, values[p]);
+    sap_status so = sap__solver_own_matrix(S); /* a borrowed A is never written */
+    if (so < 0) return so;
+    A = S->A;
     if (A->nnz > 0) memcpy(A->val, values, sizeof(double) * (size_t)A->nnz);
     if (!S->setup_done) return sap_solver_setup(S);
     S->interrupted = 0;
