@@ -185,3 +185,76 @@ sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats)
 cleanup:
     return st;
 }
+
+/* Row i symmetric against its mirrors (a missing entry counts 0; NaN never matches). */
+static int row_symmetric(const sap_csr *A, sap_int i)
+{
+    const sap_int *ap = A->rowptr, *ai = A->colind;
+    const double *ax = A->val;
+    for (sap_int p = ap[i]; p < ap[i + 1]; p++) {
+        const sap_int j = ai[p];
+        if (j == i) continue;
+        const sap_int q = sap__csr_find(ap, ai, j, i);
+        if (!(ax[p] == (q < 0 ? 0.0 : ax[q]))) return 0;
+    }
+    return 1;
+}
+
+sap_status sap__csr_stats_quick(const sap_csr *A, sap_matrix_stats *stats)
+{
+    if (!A || !stats) return SAP_ERR_INVALID;
+    sap_matrix_stats s;
+    memset(&s, 0, sizeof(s));
+    const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
+    const int square = n == m;
+    const sap_int ndiag = n < m ? n : m;
+    row_acc tot;
+    acc_init(&tot);
+    int nt = sap__threads(A->ctx);
+    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    (void)nt;
+    SAP_OMP("omp parallel num_threads(nt)")
+    {
+        row_acc loc;
+        acc_init(&loc);
+        SAP_OMP("omp for schedule(dynamic, 1024) nowait")
+        for (sap_int i = 0; i < n; i++) stats_row(A, i, ndiag, 0, &loc);
+        SAP_OMP("omp critical(sap_stats_combine)")
+        acc_merge(&tot, &loc);
+    }
+    /* symmetry only where it can make the SPD guess (every diagonal entry positive); a
+     * shared flag stops the other threads at the first asymmetric row */
+    int sym = square && tot.diag_pos == n;
+    if (sym) {
+        int asym = 0;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024)")
+        for (sap_int i = 0; i < n; i++) {
+            int stop;
+            SAP_OMP("omp atomic read")
+            stop = asym;
+            if (stop) continue;
+            if (!row_symmetric(A, i)) {
+                SAP_OMP("omp atomic write")
+                asym = 1;
+            }
+        }
+        sym = !asym;
+    }
+    s.nrows = n;
+    s.ncols = m;
+    s.nnz = nnz;
+    s.lower_bandwidth = tot.lower;
+    s.upper_bandwidth = tot.upper;
+    s.half_bandwidth = tot.lower > tot.upper ? tot.lower : tot.upper;
+    s.empty_rows = tot.empty;
+    s.max_row_nnz = tot.max_row;
+    s.mean_row_nnz = n > 0 ? (double)nnz / (double)n : 0.0;
+    s.mean_row_width = n > 0 ? (double)tot.width_sum / (double)n : 0.0;
+    s.numerically_symmetric = sym;
+    s.zero_diagonal = tot.zero_diag;
+    s.diag_dominance = tot.dmin;
+    s.dominant_rows = tot.dominant;
+    s.spd_estimate = sym;
+    *stats = s;
+    return SAP_OK;
+}

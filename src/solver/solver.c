@@ -85,10 +85,19 @@ static sap_status create(sap_context *ctx, const sap_csr *A, const sap_solver_op
     else sap_solver_options_init(&o);
     st = check_options(ctx, A->nrows, &o);
     if (st < 0) return st;
-    for (sap_int p = 0; p < A->nnz; p++)
-        if (!isfinite(A->val[p]))
-            return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_create: entry %lld of the matrix is %g", (long long)p,
-                             A->val[p]);
+    sap_int bad = -1; /* the first non-finite entry (all threads: min) */
+    {
+        const int nt = sap__threads(ctx);
+        sap_int first = A->nnz;
+        (void)nt;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : first)")
+        for (sap_int p = 0; p < A->nnz; p++)
+            if (!isfinite(A->val[p]) && p < first) first = p;
+        if (first < A->nnz) bad = first;
+    }
+    if (bad >= 0)
+        return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_create: entry %lld of the matrix is %g", (long long)bad,
+                         A->val[bad]);
     sap_solver *S = NULL;
     SAP_CALLOC(ctx, S, 1);
     S->ctx = ctx;
@@ -221,7 +230,7 @@ sap_status sap_solver_setup(sap_solver *S)
 
     /* statistics (one pass): SPD guess, K, dominance, zero diagonal; the skip rules */
     sap_matrix_stats ms;
-    SAP_TRY(sap_csr_stats(S->A, &ms));
+    SAP_TRY(sap__csr_stats_quick(S->A, &ms));
     s->spd = ms.spd_estimate && n > 0;
     s->K_original = ms.half_bandwidth;
     sap__solver_plan_reorder(S, &ms);

@@ -288,6 +288,9 @@ void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type
 /* Flop/s of a band factorization of half-bandwidth K in precision prec on ctx's backend,
  * P partitions in parallel (P <= 0: one per thread). */
 double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, sap_int P);
+/* Predicted seconds of LAPACK's banded LU with pivoting (dgbtrf, kl = ku = K) on the host
+ * cores of ctx: its 4 N K^2 flops at the measured per-core rate, and its band's fill. */
+double sap__solver_direct_seconds(const sap_context *ctx, sap_int n, sap_int K);
 /* Seconds to write bytes of a fresh band (host first touch; cuda: with the upload). */
 double sap__solver_fill_seconds(const sap_context *ctx, double bytes);
 

@@ -272,24 +272,37 @@ static int method_available(sap_solver_method m)
     return t && (!t->available || t->available());
 }
 
-/* AUTO's first method: on the host a small band is solved directly (band-pivot, when its
- * LU costs at most SV_DIRECT_WORK and fits the memory); otherwise the band rule of
- * sap__band_auto picks SaP-D or SaP-C (SaP-C only with P >= 2). */
+/* AUTO's first method: on the host a band is solved directly (band-pivot, when it fits the
+ * memory and its LU costs at most SV_DIRECT_WORK, or at most the work limit and the rate
+ * model predicts LAPACK's blocked dgbtrf no slower than the SaP factorization: the
+ * per-row SaP kernels run at a fraction of a BLAS-3 rate on a CPU, and the Krylov
+ * iterations only add to SaP's side); otherwise the band rule of sap__band_auto picks
+ * SaP-D or SaP-C (SaP-C only with P >= 2). */
 static sap_solver_method auto_first(sap_solver *S, char *why, size_t wl)
 {
     const sap_solver_options *o = &S->opt;
     const sap_int n = S->A->nrows;
-    if (o->host_direct && !sap__solver_on_cuda(S->x) && method_available(SAP_METHOD_BAND_PIVOT) &&
-        band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm) <= SV_DIRECT_WORK &&
-        sap__solver_estimate(S, SAP_METHOD_BAND_PIVOT, 1, S->K_cm, SAP_DOUBLE) <= S->mem_limit) {
-        snprintf(why, wl, "small system on the host: direct banded LU, 4NK^2 = %.2g <= %.2g flop",
-                 band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm), SV_DIRECT_WORK);
-        return SAP_METHOD_BAND_PIVOT;
-    }
     sap_band_method bm = SAP_BAND_AUTO;
     sap_int P = o->partitions;
+    sap_precision prec = SAP_FLOAT;
     char br[160];
-    sap__band_auto(S->x, n, S->K_auto, S->d_cm, &bm, &P, NULL, br, sizeof(br));
+    sap__band_auto(S->x, n, S->K_auto, S->d_cm, &bm, &P, &prec, br, sizeof(br));
+    if (o->host_direct && !sap__solver_on_cuda(S->x) && method_available(SAP_METHOD_BAND_PIVOT) &&
+        sap__solver_estimate(S, SAP_METHOD_BAND_PIVOT, 1, S->K_cm, SAP_DOUBLE) <= S->mem_limit) {
+        const double w = band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm);
+        if (w <= SV_DIRECT_WORK) {
+            snprintf(why, wl, "small system on the host: direct banded LU, 4NK^2 = %.2g <= %.2g flop", w,
+                     SV_DIRECT_WORK);
+            return SAP_METHOD_BAND_PIVOT;
+        }
+        const double t_lapack = sap__solver_direct_seconds(S->x, n, S->K_cm);
+        const double t_sap = sap_band_estimate_seconds(S->x, n, S->K_auto, P, prec);
+        if (w <= SV_WORK_CPU && t_lapack <= t_sap) {
+            snprintf(why, wl, "host rate model: dgbtrf (4NK^2 = %.2g flop) %.2g s <= SaP factorization %.2g s", w,
+                     t_lapack, t_sap);
+            return SAP_METHOD_BAND_PIVOT;
+        }
+    }
     if (bm == SAP_BAND_SAPC && P < 2) {
         snprintf(why, wl, "d = %.3g but P = 1 (N = %lld, K = %lld): SaP-C = SaP-D", S->d_cm, (long long)n,
                  (long long)S->K_auto);
