@@ -4,12 +4,17 @@
  *           the automatic choice, dgbsv)
  *   psweep  Table 1: N = 200,000, K = 200, d = 1, P in a list (SaP-D, SaP-C)
  *   dsweep  Table 2: N = 200,000, K = 200, P = 50, d in a list (SaP-D, SaP-C)
+ *   e2e     end to end, N x K x d lists: exactly what `sap solve gen:banded:N=..,K=..,d=..`
+ *           does from the CSR in host memory to x in host memory (sap_solver_create +
+ *           setup + solve with the default options: the same automatic choices, printed
+ *           with their reason), best of --repeat runs, against dgbsv (all host cores) in
+ *           the same run, timed with and without building its band from the CSR
  * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
- * <out>/banded.csv and <out>/banded.md.
+ * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
  *               [--parts grid,psweep,dsweep] [--out DIR] [--dgbsv-max-gflop G] [--threads T]
- *               [--warmup 0|1]
+ *               [--warmup 0|1] [--repeat R] [--name STEM]
  * LIST is comma separated.  SaP times: "dev" is the papers' total time D_Tot / C_Tot =
  * T_LU + T_SPK + T_LUrdcd + T_Kry (the factorization and the solve on the device, the
  * system already there); "total" is end to end from the host CSR: setup (host band build,
@@ -125,6 +130,33 @@ static double run_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x,
 #endif
 }
 
+/* The papers' synthetic banded matrix (seed 42), x* = parabola, b = A x*, x and a work
+ * vector; 0 (and a message) when the generation fails. */
+static int make_problem(sap_context *ctx, sap_int n, sap_int K, double d, sap_csr **A, double **b, double **x,
+                        double **xs, double **work)
+{
+    if (sap_gen_banded(ctx, n, K, d, 0, 42, A) != SAP_OK) {
+        fprintf(stderr, "generation failed N=%lld K=%lld: %s\n", (long long)n, (long long)K, sap_context_last_error(ctx));
+        return 0;
+    }
+    *b = malloc(sizeof(double) * (size_t)n);
+    *x = malloc(sizeof(double) * (size_t)n);
+    *xs = malloc(sizeof(double) * (size_t)n);
+    *work = malloc(sizeof(double) * (size_t)n);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, *xs);
+    sap_csr_spmv(*A, 1.0, *xs, 0.0, *b);
+    return 1;
+}
+
+static void free_problem(sap_csr *A, double *b, double *x, double *xs, double *work)
+{
+    free(b);
+    free(x);
+    free(xs);
+    free(work);
+    sap_csr_destroy(A);
+}
+
 static FILE *csv, *md;
 /* speedups over dgbsv at grid points with N >= 10,000: automatic choice on the device
  * time, best run on the device time, automatic choice end to end */
@@ -136,14 +168,8 @@ static void point(sap_context *ctx, const char *part, sap_int n, sap_int K, doub
                   int with_auto, int with_lapack, double max_gflop)
 {
     sap_csr *A = NULL;
-    if (sap_gen_banded(ctx, n, K, d, 0, 42, &A) != SAP_OK) {
-        fprintf(stderr, "generation failed N=%lld K=%lld: %s\n", (long long)n, (long long)K, sap_context_last_error(ctx));
-        return;
-    }
-    double *b = malloc(sizeof(double) * (size_t)n), *x = malloc(sizeof(double) * (size_t)n);
-    double *xs = malloc(sizeof(double) * (size_t)n), *work = malloc(sizeof(double) * (size_t)n);
-    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
-    sap_csr_spmv(A, 1.0, xs, 0.0, b);
+    double *b = NULL, *x = NULL, *xs = NULL, *work = NULL;
+    if (!make_problem(ctx, n, K, d, &A, &b, &x, &xs, &work)) return;
     double best = INFINITY, best_dev = INFINITY, auto_dev = INFINITY, auto_total = INFINITY;
     const char *best_name = "-";
     for (int ip = 0; ip <= nP; ip++) {
@@ -195,11 +221,94 @@ static void point(sap_context *ctx, const char *part, sap_int n, sap_int K, doub
         }
         fflush(stdout);
     }
-    free(b);
-    free(x);
-    free(xs);
-    free(work);
-    sap_csr_destroy(A);
+    free_problem(A, b, x, xs, work);
+}
+
+/* ---- end to end: sap_solver as `sap solve` runs it ------------------------------------ */
+
+static const char *solver_method_of(const sap_solver_stats *st) { return sap_solver_method_name(st->method); }
+
+/* One sap_solver run from the host CSR to x on the host (create, setup, solve); seconds or
+ * -1.  st receives its statistics. */
+static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, double *x, sap_solver_stats *st)
+{
+    sap_solver_options so;
+    sap_solver_options_init(&so);
+    memset(x, 0, sizeof(double) * (size_t)A->nrows);
+    sap_solver *S = NULL;
+    const double t0 = now();
+    sap_status s = sap_solver_create_borrowed(ctx, A, &so, &S); /* as sap solve */
+    if (s >= 0) s = sap_solver_setup(S);
+    if (s >= 0) s = sap_solver_solve(S, b, x);
+    const double t = now() - t0;
+    if (S) sap_solver_get_stats(S, st);
+    if (s != SAP_OK && s != SAP_WARN_BOOSTED_PIVOTS)
+        fprintf(stderr, "  sap_solver: %s (%s)\n", sap_status_name(s), sap_context_last_error(ctx));
+    sap_solver_destroy(S);
+    return s >= 0 ? t : -1;
+}
+
+static void e2e_point(sap_context *ctx, sap_int n, sap_int K, double d, int repeat, double max_gflop)
+{
+    sap_csr *A = NULL;
+    double *b = NULL, *x = NULL, *xs = NULL, *work = NULL;
+    if (!make_problem(ctx, n, K, d, &A, &b, &x, &xs, &work)) return;
+    double best = INFINITY, resid = NAN;
+    sap_solver_stats bst;
+    memset(&bst, 0, sizeof(bst));
+    for (int r = 0; r < repeat; r++) {
+        sap_solver_stats st;
+        memset(&st, 0, sizeof(st));
+        const double t = run_solver(ctx, A, b, x, &st);
+        if (t > 0 && t < best) {
+            best = t;
+            bst = st;
+            resid = rel_res(A, x, b, work);
+        }
+    }
+    const double dev = bst.time_lu + bst.time_spk + bst.time_lurdcd + bst.time_kry;
+    const double named = bst.time_create + bst.time_stats + bst.time_refine + bst.time_db + bst.time_cm + bst.time_drop + bst.time_third +
+                         bst.time_transfer + bst.time_asmbl + bst.time_lu + bst.time_spk + bst.time_lurdcd +
+                         bst.time_kry;
+    printf("e2e    N=%8lld K=%4lld d=%.2f %-10s P=%4lld it=%6.2f res=%.1e | stats %.4f DB %.4f CM %.4f Asmbl %.4f "
+           "Dtransf %.4f LU %.4f SPK %.4f rdcd %.4f Kry %.4f | dev %.4f e2e %.4f s (named %.0f%%)\n",
+           (long long)n, (long long)K, d, solver_method_of(&bst), (long long)bst.partitions, bst.iterations, resid,
+           bst.time_stats, bst.time_db, bst.time_cm, bst.time_asmbl, bst.time_transfer, bst.time_lu, bst.time_spk,
+           bst.time_lurdcd, bst.time_kry, dev, best, 100.0 * named / best);
+    printf("       reason: %s\n", bst.reason);
+    fprintf(csv, "e2e,%lld,%lld,%.3g,auto,0,%lld,%s,%.2f,%.3e,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", (long long)n,
+            (long long)K, d, (long long)bst.partitions, solver_method_of(&bst), bst.iterations, resid, bst.time_asmbl,
+            bst.time_lu, bst.time_spk, bst.time_lurdcd, bst.time_kry, dev, best, isfinite(best));
+    fprintf(md, "| e2e | %lld | %lld | %.2g | %s (sap solve) | %lld | %.2f | %.1e | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f |\n",
+            (long long)n, (long long)K, d, solver_method_of(&bst), (long long)bst.partitions, bst.iterations, resid,
+            bst.time_asmbl, bst.time_lu, bst.time_spk, bst.time_lurdcd, bst.time_kry, dev, best);
+    fprintf(md, "| | | | | reason: %s; named %.0f%% of the e2e time (T_create %.4f, T_stats %.4f, T_refine %.4f) | | | | | | | | | | |\n",
+            bst.reason, 100.0 * named / best, bst.time_create, bst.time_stats, bst.time_refine);
+    /* dgbsv: best of the same number of runs; its band assembly from the CSR timed too */
+    double tl = INFINITY, ta = INFINITY, lres = NAN;
+    for (int r = 0; r < repeat; r++) {
+        double res = 0;
+        const double t0 = now();
+        const double t = run_dgbsv(A, K, b, x, max_gflop, &res, work);
+        const double tall = now() - t0;
+        if (t <= 0) break;
+        if (t < tl) tl = t, lres = res;
+        if (tall < ta) ta = tall;
+    }
+    if (isfinite(tl)) {
+        /* tall includes rel_res (one SpMV): subtract nothing, it is a small upper bound */
+        printf("e2e    N=%8lld K=%4lld d=%.2f dgbsv      res=%.1e call %.4f s, with band assembly %.4f s | sap e2e "
+               "speedup %.2fx (vs call %.2fx), device-part speedup %.1fx\n",
+               (long long)n, (long long)K, d, lres, tl, ta, ta / best, tl / best, tl / dev);
+        fprintf(csv, "e2e,%lld,%lld,%.3g,dgbsv,0,0,dgbsv,0,%.3e,0,0,0,0,0,%.6f,%.6f,1\n", (long long)n, (long long)K, d,
+                lres, tl, ta);
+        fprintf(md, "| e2e | %lld | %lld | %.2g | **dgbsv** | - | - | %.1e | | | | | | %.4f (call) | %.4f (with band assembly; sap: %.2fx) |\n",
+                (long long)n, (long long)K, d, lres, tl, ta, ta / best);
+    } else {
+        printf("e2e    N=%8lld K=%4lld dgbsv skipped or not available\n", (long long)n, (long long)K);
+    }
+    fflush(stdout);
+    free_problem(A, b, x, xs, work);
 }
 
 static int cmpd(const void *a, const void *b)
@@ -210,10 +319,10 @@ static int cmpd(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep";
+    const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep", *stem = "banded";
     double Ns[32] = {1000, 10000, 100000, 200000, 500000, 1000000}, Ks[16] = {10, 20, 50, 100, 200, 500};
     double Pl[32] = {10, 20, 50, 100, 200, 400, 1000, 2000}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
-    int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1;
+    int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0;
     double max_gflop = 1e9;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -225,11 +334,13 @@ int main(int argc, char **argv)
         i++;
         if (!strcmp(o, "--backend")) backend = v;
         else if (!strcmp(o, "--out")) out = v;
+        else if (!strcmp(o, "--name")) stem = v;
         else if (!strcmp(o, "--parts")) parts = v;
         else if (!strcmp(o, "--n")) nN = parse_list(v, Ns, 32);
         else if (!strcmp(o, "--k")) nK = parse_list(v, Ks, 16);
         else if (!strcmp(o, "--p")) nPl = parse_list(v, Pl, 32);
-        else if (!strcmp(o, "--d")) nd = parse_list(v, dl, 16);
+        else if (!strcmp(o, "--d")) nd = parse_list(v, dl, 16), d_given = 1;
+        else if (!strcmp(o, "--repeat")) repeat = atoi(v) > 0 ? atoi(v) : 1;
         else if (!strcmp(o, "--dgbsv-max-gflop")) max_gflop = atof(v);
         else if (!strcmp(o, "--threads")) threads = atoi(v);
         else if (!strcmp(o, "--warmup")) warmup = atoi(v);
@@ -257,9 +368,9 @@ int main(int argc, char **argv)
     printf("backend %s: %s\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx));
     mkdir(out, 0755);
     char path[1024];
-    snprintf(path, sizeof path, "%s/banded.csv", out);
+    snprintf(path, sizeof path, "%s/%s.csv", out, stem);
     csv = fopen(path, "w");
-    snprintf(path, sizeof path, "%s/banded.md", out);
+    snprintf(path, sizeof path, "%s/%s.md", out, stem);
     md = fopen(path, "w");
     if (!csv || !md) {
         fprintf(stderr, "cannot write into %s\n", out);
@@ -267,6 +378,14 @@ int main(int argc, char **argv)
     }
     fprintf(csv, "part,N,K,d,method,P_asked,P,method_used,iterations,residual,T_BC,T_LU,T_SPK,T_LUrdcd,T_Kry,device,"
                  "total,ok\n");
+    {
+        char cmd[1024] = "", when[64] = "";
+        for (int i = 0; i < argc; i++)
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
+        time_t tt = time(NULL);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&tt));
+        fprintf(md, "<!-- %s; command: %s -->\n", when, cmd);
+    }
     fprintf(md, "# bench/banded: SaP-D / SaP-C vs dgbsv\n\nbackend %s: %s; times in seconds; total = setup (T_BC + "
                 "factor + automatic choices) + T_Kry; dev = T_LU + T_SPK + T_LUrdcd + T_Kry.\n\n",
             sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx));
@@ -300,6 +419,13 @@ int main(int argc, char **argv)
     }
     if (strstr(parts, "dsweep"))
         for (int i = 0; i < nd; i++) point(ctx, "dsweep", 200000, 200, dl[i], P50, 1, 0, 0, max_gflop);
+    if (strstr(parts, "e2e"))
+        for (int a = 0; a < nN; a++)
+            for (int k = 0; k < nK; k++)
+                for (int i = 0; i < (d_given ? nd : 1); i++) {
+                    if ((sap_int)Ks[k] >= (sap_int)Ns[a]) continue;
+                    e2e_point(ctx, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, repeat, max_gflop);
+                }
     if (nspeed) {
         static const char *names[SP_KINDS] = {"automatic choice, device time (T_LU + T_SPK + T_LUrdcd + T_Kry)",
                                               "best run, device time", "automatic choice, end to end from the host CSR"};

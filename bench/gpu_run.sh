@@ -3,7 +3,7 @@
 #   configure + build (Release with -lineinfo, sm_90, -j16), the GPU tests (ctest -L gpu: every
 #   test program with a GPU part, run with --backend cuda), each of them under
 #   compute-sanitizer memcheck --leak-check full (step "sanitize"), bench/spmv,
-#   bench/krylov --backend cuda (when it exists), bench/banded (step "banded"), Nsight
+#   bench/krylov --backend cuda (when it exists), bench/banded (step "banded"; "banded_e2e": its end-to-end part), Nsight
 #   Compute metrics of the band kernels (step "ncu"), then the rest of the test suite.
 # Logs and results go to $OUT (the device tool brings back at most 8 files):
 #   build.log, gpu_tests_<date>.md, gpu_sanitize_<tool>_<date>.md, spmv.md, spmv.csv, krylov.log (+ what krylov writes),
@@ -175,6 +175,17 @@ if has banded; then
   timeout ${SAP_BANDED_TIMEOUT_S:-420} "$BUILD/bench/banded" --backend cuda --out "$OUT/banded" > "$OUT/banded.log" 2>&1
   echo "banded: rc=$? ($(elapsed) s)"
   tail -6 "$OUT/banded.log"
+fi
+
+# ---- end to end as `sap solve` runs it, against dgbsv (issue 14's targets) -----------------------
+if has banded_e2e; then
+  mkdir -p "$OUT/banded_e2e"
+  timeout ${SAP_BANDED_E2E_TIMEOUT_S:-500} "$BUILD/bench/banded" --backend cuda --parts e2e --n 200000 --k 200 \
+    --repeat 3 --out "$OUT/banded_e2e" --name banded_e2e_n200k > "$OUT/banded_e2e.log" 2>&1
+  timeout ${SAP_BANDED_E2E_TIMEOUT_S:-500} "$BUILD/bench/banded" --backend cuda --parts e2e --n 50000 --k 1500 \
+    --d 0.5,1 --repeat 3 --out "$OUT/banded_e2e" --name banded_e2e_k1500 >> "$OUT/banded_e2e.log" 2>&1
+  echo "banded_e2e: rc=$? ($(elapsed) s)"
+  grep "^e2e" "$OUT/banded_e2e.log" | tail -8
 fi
 
 # ---- per-kernel metrics of the band kernels (Nsight Compute), N = 200,000, K = 200 ---------------

@@ -1248,7 +1248,7 @@ typedef struct sap_solver_try {
 typedef struct sap_solver_stats {
     sap_int n, nnz;
     sap_solver_method method;  /* the method that produced the solution (never AUTO) */
-    char reason[256];          /* why this method, DB, drop-off, P and precision */
+    char reason[384];          /* why this method, DB, CM, drop-off, P and precision */
     int spd;                   /* the matrix looked SPD (numerically symmetric, positive
                                   diagonal) */
     int db_used, scaled, cm_used, third_stage_used;
@@ -1262,11 +1262,16 @@ typedef struct sap_solver_stats {
     sap_int boosted_pivots, dropped_entries;
     int64_t memory_estimate;   /* bytes of band + factors + Krylov vectors estimated */
     /* times (s) with the papers' names */
+    double time_create;        /* T_create: sap_solver_create's checks (and copy) of A */
+    double time_stats;         /* T_stats: setup's statistics pass, skip rules, entry map
+                                  and plan (what no other T_ entry of setup counts) */
     double time_db, time_cm, time_drop, time_third; /* T_DB, T_CM, T_Drop, third stage */
     double time_transfer;      /* T_Dtransf: host <-> device copies of matrices and vectors */
     double time_asmbl;         /* T_Asmbl / T_BC: band and coupling blocks assembled */
     double time_lu, time_spk, time_lurdcd; /* T_LU, T_SPK, T_LUrdcd */
     double time_kry;           /* T_Kry of the last solve (all its right-hand sides) */
+    double time_refine;        /* T_refine: the rest of the last solve (right-hand side and
+                                  solution mappings, the refinement's true residuals) */
     double time_setup;         /* the whole setup or last refactor */
     double time_solve;         /* the whole last solve call */
     double iterations;         /* last solve (sum over its right-hand sides) */
@@ -1285,6 +1290,11 @@ typedef struct sap_solver sap_solver;
 /* From a square CSR (copied).  opt may be NULL (defaults).  Non-square:
  * SAP_ERR_NOT_SQUARE; NaN/Inf: SAP_ERR_NONFINITE; bad options: SAP_ERR_INVALID. */
 SAP_API sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **S);
+/* The same without the copy: the solver keeps A, which must stay valid and unchanged until
+ * sap_solver_destroy (it is never written: sap_solver_refactor copies it first).  Saves a
+ * copy of the CSR in memory and its time (what `sap solve` uses). */
+SAP_API sap_status sap_solver_create_borrowed(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt,
+                                              sap_solver **S);
 SAP_API void sap_solver_destroy(sap_solver *S);
 /* Symbolic (reorderings, partitioning, band shapes, memory estimate) and numeric
  * (values, band, factorization) setup.  Done by the first solve when not called.

@@ -118,6 +118,110 @@ static void test_synthetic(sap_context *ctx)
     }
 }
 
+/* ---- the skip rules: each reordering stage where it must and must not run ----------------- */
+
+/* Solves A with method (NULL: auto) and partitions (0: auto), third_stage given when >= 0;
+ * checks which stages ran and the words of reason. */
+static void skip_case(sap_context *ctx, const char *label, const sap_csr *A, const char *method, int partitions,
+                      int third, int want_db, int want_cm, int want_third, const char *word)
+{
+    sap_solver_options so;
+    sap_solver_options_init(&so);
+    CHECK_OK(ctx, sap_solver_options_set(&so, "host_direct", "0"));
+    if (method) CHECK_OK(ctx, sap_solver_options_set(&so, "method", method));
+    so.partitions = partitions;
+    if (third >= 0) so.third_stage = third;
+    sap_solver_stats st;
+    solve_check(ctx, A, &so, 1e-7, label, &st);
+    CHECK_MSG(st.db_used == want_db, "%s: DB %d, want %d (%s)", label, st.db_used, want_db, st.reason);
+    CHECK_MSG(st.cm_used == want_cm, "%s: CM %d, want %d (%s)", label, st.cm_used, want_cm, st.reason);
+    if (want_third >= 0)
+        CHECK_MSG(st.third_stage_used == want_third, "%s: third stage %d, want %d (%s)", label, st.third_stage_used,
+                  want_third, st.reason);
+    CHECK_MSG(strstr(st.reason, word) != NULL, "%s: reason lacks \"%s\": %s", label, word, st.reason);
+    if (!want_db && !want_cm) CHECK(st.K_cm == st.K_original && st.time_db == 0 && st.time_cm == 0);
+}
+
+static void test_skip_rules(sap_context *ctx)
+{
+    printf("skip rules\n");
+    const sap_int n = 3000, K = 20;
+    sap_csr *A = NULL, *B = NULL, *C = NULL, *D = NULL;
+    sap_int *p = malloc(sizeof(sap_int) * (size_t)n);
+    /* dominant, dense band: neither DB nor CM, nor the third stage (automatic) */
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 1.2, 0, 5, &A));
+    skip_case(ctx, "dominant band", A, NULL, 0, -1, 0, 0, -1, "DB off: diagonally dominant");
+    skip_case(ctx, "dominant band, CM", A, NULL, 0, -1, 0, 0, -1, "CM off: K 20 within 1.1x of the bound 20");
+    skip_case(ctx, "dominant band sap-d P4", A, "sap-d", 4, -1, 0, 0, 0, "CM off");
+    skip_case(ctx, "... third stage given", A, "sap-d", 4, 1, 0, 0, 1, "CM off");
+    /* not dominant: DB, then CM (K after DB is not known before it) */
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 0.5, 0, 6, &B));
+    skip_case(ctx, "non-dominant band", B, NULL, 0, -1, 1, 1, -1, "rows not dominant");
+    /* dominant, the band hidden by a symmetric permutation: no DB, CM finds the band */
+    for (sap_int i = 0; i < n; i++) p[i] = i;
+    uint64_t r = 12345;
+    for (sap_int i = n - 1; i > 0; i--) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        sap_int j = (sap_int)((r >> 33) % (uint64_t)(i + 1)), t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+    CHECK_OK(ctx, sap_csr_permute(A, p, p, &C));
+    sap_solver_stats st;
+    skip_case(ctx, "dominant, permuted", C, NULL, 0, -1, 0, 1, -1, "CM on: K");
+    (void)st;
+    /* SPD Poisson (5 entries a row, K = 40 > 1.1 x 2): no DB, CM */
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 40, 40, &D));
+    skip_case(ctx, "poisson2d", D, NULL, 0, -1, 0, 1, -1, "DB off: SPD");
+    /* options given win over the rules */
+    sap_solver_options so;
+    sap_solver_options_init(&so);
+    CHECK_OK(ctx, sap_solver_options_set(&so, "db", "product"));
+    CHECK_OK(ctx, sap_solver_options_set(&so, "cm", "on"));
+    solve_check(ctx, A, &so, 1e-7, "dominant band, DB and CM given", &st);
+    CHECK(st.db_used && st.cm_used && strstr(st.reason, "(given)"));
+    free(p);
+    sap_csr_destroy(A);
+    sap_csr_destroy(B);
+    sap_csr_destroy(C);
+    sap_csr_destroy(D);
+}
+
+/* sap_solver_create_borrowed: the caller's A is used, never written (refactor copies it) */
+static void test_borrowed(sap_context *ctx)
+{
+    printf("borrowed\n");
+    const sap_int n = 2000;
+    sap_csr *A = NULL, *A0 = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, 10, 1.0, 0, 3, &A)); /* no reordering: R->A is A itself */
+    CHECK_OK(ctx, sap_csr_copy(A, &A0));
+    double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
+    double *xs = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)A->nnz);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+    sap_csr_spmv(A, 1.0, xs, 0.0, b);
+    sap_solver *S = NULL;
+    CHECK_OK(ctx, sap_solver_create_borrowed(ctx, A, NULL, &S));
+    CHECK_OK(ctx, sap_solver_solve(S, b, x));
+    CHECK_MSG(rel_error(x, xs, n) < 1e-8, "borrowed: error %.3g", rel_error(x, xs, n));
+    for (sap_int p = 0; p < A->nnz; p++) v[p] = 2.0 * A->val[p];
+    CHECK_OK(ctx, sap_solver_refactor(S, v));
+    memset(x, 0, sizeof(double) * (size_t)n);
+    CHECK_OK(ctx, sap_solver_solve(S, b, x));
+    for (sap_int i = 0; i < n; i++) x[i] *= 2.0;
+    CHECK_MSG(rel_error(x, xs, n) < 1e-8, "borrowed, refactor 2A: error %.3g", rel_error(x, xs, n));
+    CHECK_MSG(memcmp(A->val, A0->val, sizeof(double) * (size_t)A->nnz) == 0, "the borrowed A was written");
+    sap_solver_stats st;
+    sap_solver_get_stats(S, &st);
+    CHECK(st.time_create >= 0 && st.time_stats > 0);
+    sap_solver_destroy(S);
+    sap_csr_destroy(A);
+    sap_csr_destroy(A0);
+    free(b);
+    free(x);
+    free(xs);
+    free(v);
+}
+
 /* ---- real matrices ---------------------------------------------------------------------------- */
 
 static void test_real(sap_context *ctx)
@@ -645,6 +749,8 @@ static int cpu_part(void)
     test_options();
     test_bad_input(ctx);
     test_synthetic(ctx);
+    test_skip_rules(ctx);
+    test_borrowed(ctx);
     test_forced(ctx);
     test_strides(ctx);
     test_reuse(ctx);
@@ -824,6 +930,7 @@ static int gpu_part(void)
     int rc = sap_test_gpu_context(sap_test_name(), 1, &G, &dryrun);
     if (rc) return rc;
     C = sap_test_context(SAP_BACKEND_CPU);
+    test_skip_rules(G); /* the rules do not depend on the backend */
     gpu_test_forced();
     gpu_test_auto();
     gpu_test_many_refactor();

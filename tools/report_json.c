@@ -94,11 +94,13 @@ int solve_report_json_sparse(const solve_args *a, const solve_problem *p, const 
     cJSON_AddNumberToObject(o, "iterations", ss->iterations);
     cJSON_AddNumberToObject(o, "true_residual", r->out.residual);
     cJSON_AddNumberToObject(o, "error", r->out.error);
-    const named_time times[] = {{"T_DB", ss->time_db},       {"T_CM", ss->time_cm},
+    const named_time times[] = {{"T_create", ss->time_create}, {"T_stats", ss->time_stats},
+                                {"T_DB", ss->time_db},       {"T_CM", ss->time_cm},
                                 {"T_Drop", ss->time_drop},   {"T_third", ss->time_third},
                                 {"T_Dtransf", ss->time_transfer}, {"T_Asmbl", ss->time_asmbl},
                                 {"T_LU", ss->time_lu},       {"T_SPK", ss->time_spk},
                                 {"T_LUrdcd", ss->time_lurdcd}, {"T_Kry", ss->time_kry},
+                                {"T_refine", ss->time_refine},
                                 {"load", p->t_load},         {"setup", r->t_setup},
                                 {"solve", r->t_solve},       {"total", r->t_total}};
     add_times(o, times, sizeof(times) / sizeof(times[0]));

@@ -65,10 +65,16 @@ void solve_report_text_sparse(const solve_args *a, const solve_problem *p, const
     printf("iterations    %g\n", ss->iterations);
     printf("residual      %.3e (true ||b - A x|| / ||b||%s)\n", o->residual, k > 1 ? ", worst column" : "");
     if (p->xs) printf("error         %.3e (||x - x*|| / ||x*||%s)\n", o->error, k > 1 ? ", worst column" : "");
-    printf("profile       T_DB %.6f s, T_CM %.6f s, T_Drop %.6f s, T_Dtransf %.6f s, T_Asmbl %.6f s\n", ss->time_db,
-           ss->time_cm, ss->time_drop + ss->time_third, ss->time_transfer, ss->time_asmbl);
-    printf("              T_LU %.6f s, T_SPK %.6f s, T_LUrdcd %.6f s, T_Kry %.6f s\n", ss->time_lu, ss->time_spk,
-           ss->time_lurdcd, ss->time_kry);
+    printf("profile       T_create %.6f s, T_stats %.6f s, T_DB %.6f s, T_CM %.6f s, T_Drop %.6f s\n",
+           ss->time_create, ss->time_stats, ss->time_db, ss->time_cm, ss->time_drop + ss->time_third);
+    printf("              T_Dtransf %.6f s, T_Asmbl %.6f s, T_LU %.6f s, T_SPK %.6f s, T_LUrdcd %.6f s\n",
+           ss->time_transfer, ss->time_asmbl, ss->time_lu, ss->time_spk, ss->time_lurdcd);
+    const double named = ss->time_create + ss->time_stats + ss->time_db + ss->time_cm + ss->time_drop +
+                         ss->time_third + ss->time_transfer + ss->time_asmbl + ss->time_lu + ss->time_spk +
+                         ss->time_lurdcd + ss->time_kry + ss->time_refine;
+    const double wall = r->t_setup + r->t_solve;
+    printf("              T_Kry %.6f s, T_refine %.6f s; unnamed %.6f s (%.1f%% of setup + solve named)\n",
+           ss->time_kry, ss->time_refine, wall - named, wall > 0 ? 100.0 * named / wall : 100.0);
     printf("time          load %.4f s, setup %.4f s, solve %.4f s, total %.4f s\n", p->t_load, r->t_setup, r->t_solve,
            r->t_total);
 }

@@ -83,7 +83,7 @@ int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *
     so.monitor_state = &run->progress;
     so.interrupt = solve_interrupt_flag(); /* SIGINT also inside a band factorization (cpu) */
     double t0 = solve_now();
-    sap_status st = sap_solver_create(ctx, A, &so, &S);
+    sap_status st = sap_solver_create_borrowed(ctx, A, &so, &S); /* A outlives S */
     if (st >= 0) st = sap_solver_setup(S);
     run->t_setup = solve_now() - t0;
     solve_progress_clear(&run->progress);

@@ -248,4 +248,11 @@ sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target);
  * row, on nt threads for large matrices (src/matrix/csr_split.c). */
 void sap__csr_lower_upper(const sap_csr *A, int nt, sap_int *kl, sap_int *ku);
 
+/* sap_csr_stats without the norms and the symmetry deviation, for a solver's one pass
+ * (src/matrix/csr_stats.c): the bandwidths, row counts, zero diagonal, dominance, and the
+ * SPD estimate (numerical symmetry, checked only when every diagonal entry is positive,
+ * stopping at the first asymmetric row: structurally_symmetric and symmetry_deviation
+ * are left 0, numerically_symmetric is the check's answer or 0 when it did not run). */
+sap_status sap__csr_stats_quick(const sap_csr *A, sap_matrix_stats *stats);
+
 #endif /* SAP_BASE_H */

@@ -117,6 +117,41 @@ static void lower_unmatched_row(const sap_csr *A, sap_int i, row_acc *a)
     }
 }
 
+/* The first pass over the rows, on nt threads (symmetry counts when square). */
+static void row_pass(const sap_csr *A, sap_int ndiag, int square, int nt, row_acc *tot)
+{
+    const sap_int n = A->nrows;
+    (void)nt;
+    acc_init(tot);
+    SAP_OMP("omp parallel num_threads(nt)")
+    {
+        row_acc loc;
+        acc_init(&loc);
+        SAP_OMP("omp for schedule(dynamic, 1024) nowait")
+        for (sap_int i = 0; i < n; i++) stats_row(A, i, ndiag, square, &loc);
+        SAP_OMP("omp critical(sap_stats_combine)")
+        acc_merge(tot, &loc);
+    }
+}
+
+/* The fields both statistics take from the row pass. */
+static void fill_common(sap_matrix_stats *s, const row_acc *tot, sap_int n, sap_int m, sap_int nnz)
+{
+    s->nrows = n;
+    s->ncols = m;
+    s->nnz = nnz;
+    s->lower_bandwidth = tot->lower;
+    s->upper_bandwidth = tot->upper;
+    s->half_bandwidth = tot->lower > tot->upper ? tot->lower : tot->upper;
+    s->empty_rows = tot->empty;
+    s->max_row_nnz = tot->max_row;
+    s->mean_row_nnz = n > 0 ? (double)nnz / (double)n : 0.0;
+    s->mean_row_width = n > 0 ? (double)tot->width_sum / (double)n : 0.0;
+    s->zero_diagonal = tot->zero_diag;
+    s->diag_dominance = tot->dmin;
+    s->dominant_rows = tot->dominant;
+}
+
 sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats)
 {
     if (!A) return SAP_ERR_INVALID;
@@ -137,19 +172,9 @@ sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats)
     SAP_TRY(sap_csr_norm(A, SAP_NORM_MAX, &s.norm_max));
 
     row_acc tot;
-    acc_init(&tot);
     int nt = sap__threads(ctx);
     if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
-    (void)nt;
-    SAP_OMP("omp parallel num_threads(nt)")
-    {
-        row_acc loc;
-        acc_init(&loc);
-        SAP_OMP("omp for schedule(dynamic, 1024) nowait")
-        for (sap_int i = 0; i < n; i++) stats_row(A, i, ndiag, square, &loc);
-        SAP_OMP("omp critical(sap_stats_combine)")
-        acc_merge(&tot, &loc);
-    }
+    row_pass(A, ndiag, square, nt, &tot);
     /* lower entries with a mirror = upper entries with a mirror */
     const sap_int lower_unmatched = tot.n_lower - (tot.n_upper - tot.asym_upper);
     if (square && lower_unmatched > 0) {
@@ -164,24 +189,64 @@ sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats)
         }
     }
 
-    s.nrows = n;
-    s.ncols = m;
-    s.nnz = nnz;
-    s.lower_bandwidth = tot.lower;
-    s.upper_bandwidth = tot.upper;
-    s.half_bandwidth = tot.lower > tot.upper ? tot.lower : tot.upper;
-    s.empty_rows = tot.empty;
-    s.max_row_nnz = tot.max_row;
-    s.mean_row_nnz = n > 0 ? (double)nnz / (double)n : 0.0;
-    s.mean_row_width = n > 0 ? (double)tot.width_sum / (double)n : 0.0;
+    fill_common(&s, &tot, n, m, nnz);
     s.structurally_symmetric = square && tot.asym_upper == 0 && lower_unmatched == 0;
     s.numerically_symmetric = square && tot.asym_num == 0;
     s.symmetry_deviation = !square || tot.maxdiff == 0.0 ? 0.0 : tot.maxdiff / s.norm_max;
-    s.zero_diagonal = tot.zero_diag;
-    s.diag_dominance = tot.dmin;
-    s.dominant_rows = tot.dominant;
     s.spd_estimate = s.numerically_symmetric && tot.diag_pos == n;
     *stats = s;
 cleanup:
     return st;
+}
+
+/* Row i symmetric against its mirrors (a missing entry counts 0; NaN never matches). */
+static int row_symmetric(const sap_csr *A, sap_int i)
+{
+    const sap_int *ap = A->rowptr, *ai = A->colind;
+    const double *ax = A->val;
+    for (sap_int p = ap[i]; p < ap[i + 1]; p++) {
+        const sap_int j = ai[p];
+        if (j == i) continue;
+        const sap_int q = sap__csr_find(ap, ai, j, i);
+        if (!(ax[p] == (q < 0 ? 0.0 : ax[q]))) return 0;
+    }
+    return 1;
+}
+
+sap_status sap__csr_stats_quick(const sap_csr *A, sap_matrix_stats *stats)
+{
+    if (!A || !stats) return SAP_ERR_INVALID;
+    sap_matrix_stats s;
+    memset(&s, 0, sizeof(s));
+    const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
+    const int square = n == m;
+    const sap_int ndiag = n < m ? n : m;
+    row_acc tot;
+    int nt = sap__threads(A->ctx);
+    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    (void)nt;
+    row_pass(A, ndiag, 0, nt, &tot);
+    /* symmetry only where it can make the SPD guess (every diagonal entry positive); a
+     * shared flag stops the other threads at the first asymmetric row */
+    int sym = square && tot.diag_pos == n;
+    if (sym) {
+        int asym = 0;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024)")
+        for (sap_int i = 0; i < n; i++) {
+            int stop;
+            SAP_OMP("omp atomic read")
+            stop = asym;
+            if (stop) continue;
+            if (!row_symmetric(A, i)) {
+                SAP_OMP("omp atomic write")
+                asym = 1;
+            }
+        }
+        sym = !asym;
+    }
+    fill_common(&s, &tot, n, m, nnz);
+    s.numerically_symmetric = sym;
+    s.spd_estimate = sym;
+    *stats = s;
+    return SAP_OK;
 }

@@ -29,6 +29,7 @@
 #include "solver/solver_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,9 +69,11 @@ static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_op
     return SAP_OK;
 }
 
-sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **out)
+static sap_status create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, int borrow,
+                         sap_solver **out)
 {
     SAP_CHECK_CTX(ctx);
+    const double tc = sap__wtime();
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create: output pointer is NULL");
     *out = NULL;
     if (!A) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create: matrix is NULL");
@@ -84,24 +87,41 @@ sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solve
     else sap_solver_options_init(&o);
     st = check_options(ctx, A->nrows, &o);
     if (st < 0) return st;
-    for (sap_int p = 0; p < A->nnz; p++)
-        if (!isfinite(A->val[p]))
-            return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_create: entry %lld of the matrix is %g", (long long)p,
-                             A->val[p]);
+    sap_int bad = -1; /* the first non-finite entry (all threads: min) */
+    {
+        const int nt = sap__threads(ctx);
+        sap_int first = A->nnz;
+        (void)nt;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : first)")
+        for (sap_int p = 0; p < A->nnz; p++)
+            if (!isfinite(A->val[p]) && p < first) first = p;
+        if (first < A->nnz) bad = first;
+    }
+    if (bad >= 0)
+        return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_create: entry %lld of the matrix is %g", (long long)bad,
+                         A->val[bad]);
     sap_solver *S = NULL;
     SAP_CALLOC(ctx, S, 1);
     S->ctx = ctx;
     S->x = ctx;
     S->opt = o;
-    /* the copy belongs to ctx (sap_csr_copy would use A's context) */
-    SAP_TRY(sap_csr_create(ctx, A->nrows, A->ncols, A->nnz, &S->A));
-    memcpy(S->A->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
-    if (A->nnz > 0) {
-        memcpy(S->A->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
-        memcpy(S->A->val, A->val, sizeof(double) * (size_t)A->nnz);
+    if (borrow) { /* the caller's A, never written (refactor copies it first) */
+        S->A = (sap_csr *)(uintptr_t)A;
+        goto made;
     }
+    /* the copy belongs to ctx (sap_csr_copy would use A's context) */
+    S->A_owned = 1;
+    SAP_TRY(sap_csr_create(ctx, A->nrows, A->ncols, A->nnz, &S->A));
+    sap__par_memcpy(ctx, S->A->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
+    if (A->nnz > 0) {
+        sap__par_memcpy(ctx, S->A->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+        sap__par_memcpy(ctx, S->A->val, A->val, sizeof(double) * (size_t)A->nnz);
+    }
+made:
     S->stats.n = A->nrows;
     S->stats.nnz = A->nnz;
+    S->t_create = sap__wtime() - tc;
+    S->stats.time_create = S->t_create;
     *out = S;
     return SAP_OK;
 cleanup:
@@ -128,11 +148,40 @@ static sap_status host_context(sap_solver *S, const char *what)
     return SAP_OK;
 }
 
+sap_status sap_solver_create(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt, sap_solver **out)
+{
+    return create(ctx, A, opt, 0, out);
+}
+
+sap_status sap_solver_create_borrowed(sap_context *ctx, const sap_csr *A, const sap_solver_options *opt,
+                                      sap_solver **out)
+{
+    return create(ctx, A, opt, 1, out);
+}
+
+sap_status sap__solver_own_matrix(sap_solver *S)
+{
+    if (S->A_owned) return SAP_OK;
+    sap_csr *C = NULL;
+    sap_status st = sap_csr_create(S->ctx, S->A->nrows, S->A->ncols, S->A->nnz, &C);
+    if (st < 0) return st;
+    sap__par_memcpy(S->ctx, C->rowptr, S->A->rowptr, sizeof(sap_int) * (size_t)(S->A->nrows + 1));
+    if (S->A->nnz > 0) {
+        sap__par_memcpy(S->ctx, C->colind, S->A->colind, sizeof(sap_int) * (size_t)S->A->nnz);
+        sap__par_memcpy(S->ctx, C->val, S->A->val, sizeof(double) * (size_t)S->A->nnz);
+    }
+    if (S->R && S->R->A == S->A) S->R->A = C;
+    S->A = C;
+    S->A_owned = 1;
+    return SAP_OK;
+}
+
 static void free_setup(sap_solver *S)
 {
     sap__solver_att_destroy(S, S->att);
     S->att = NULL;
     sap__solver_direct_forget(S);
+    if (S->R && S->R->A == S->A) S->R->A = NULL; /* borrowed (no reordering) */
     sap_reorder_result_destroy(S->R);
     S->R = NULL;
     SAP_FREE(S->ctx, S->map0);
@@ -147,11 +196,42 @@ void sap_solver_destroy(sap_solver *S)
 {
     if (!S) return;
     free_setup(S);
-    sap_csr_destroy(S->A);
+    if (S->A_owned) sap_csr_destroy(S->A);
     sap__free(S->ctx, S);
 }
 
 /* ---- setup ------------------------------------------------------------------------------- */
+
+/* The reordering result of "no DB, no CM": identity permutations, R->A = S->A (borrowed:
+ * no copy of the matrix; free_setup detaches it). */
+static sap_status identity_reorder(sap_solver *S)
+{
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    sap_reorder_result *R = NULL;
+    SAP_CALLOC(ctx, R, 1);
+    R->ctx = ctx;
+    R->n = n;
+    R->P = 1;
+    R->kept_fraction = 1.0;
+    SAP_ALLOC(ctx, R->row_perm, n);
+    SAP_ALLOC(ctx, R->col_perm, n);
+    SAP_ALLOC(ctx, R->offsets, 2);
+    SAP_ALLOC(ctx, R->Ki_before, 1);
+    SAP_ALLOC(ctx, R->Ki, 1);
+    for (sap_int i = 0; i < n; i++) R->row_perm[i] = R->col_perm[i] = i;
+    R->offsets[0] = 0;
+    R->offsets[1] = n;
+    R->K_drop = R->Ki_before[0] = R->Ki[0] = S->stats.K_original;
+    R->stage[SAP_STAGE_ORIGINAL].done = 1;
+    R->A = S->A;
+    S->R = R;
+    return SAP_OK;
+cleanup:
+    sap_reorder_result_destroy(R);
+    return st;
+}
 
 sap_status sap_solver_setup(sap_solver *S)
 {
@@ -165,18 +245,17 @@ sap_status sap_solver_setup(sap_solver *S)
     memset(s, 0, sizeof(*s));
     s->n = S->A->nrows;
     s->nnz = S->A->nnz;
+    s->time_create = S->t_create;
     const sap_int n = S->A->nrows;
     const sap_solver_options *o = &S->opt;
     sap_int *rinv = NULL, *cinv = NULL;
 
-    /* statistics: SPD guess, K */
+    /* statistics (one pass): SPD guess, K, dominance, zero diagonal; the skip rules */
     sap_matrix_stats ms;
-    SAP_TRY(sap_csr_stats(S->A, &ms));
+    SAP_TRY(sap__csr_stats_quick(S->A, &ms));
     s->spd = ms.spd_estimate && n > 0;
     s->K_original = ms.half_bandwidth;
-    S->db = o->db >= 0 ? o->db : (s->spd ? SAP_DB_NONE : SAP_DB_PRODUCT);
-    S->scale = S->db == SAP_DB_PRODUCT && o->scale != 0;
-    S->cm = o->cm != 0;
+    sap__solver_plan_reorder(S, &ms);
     if (S->db == SAP_DB_NONE && ms.zero_diagonal > 0) {
         /* without DB nothing else detects a structurally singular matrix */
         sap_int matched = 0;
@@ -185,31 +264,47 @@ sap_status sap_solver_setup(sap_solver *S)
         SAP_FREE(ctx, rinv);
     }
 
-    /* DB + CM */
-    sap_reorder_options ro;
-    sap_reorder_options_init(&ro);
-    ro.db = (sap_db_mode)S->db;
-    ro.scale = S->scale;
-    ro.cm = S->cm;
-    ro.drop_delta = 1.0;
-    ro.partitions = 1;
-    ro.stats = 0;
-    SAP_TRY(sap_reorder(S->A, &ro, &S->R));
+    /* DB + CM (neither: the identity, R->A borrows S->A) */
+    const double t_reorder = sap__wtime();
+    if (S->db == SAP_DB_NONE && !S->cm) {
+        SAP_TRY(identity_reorder(S));
+    } else {
+        sap_reorder_options ro;
+        sap_reorder_options_init(&ro);
+        ro.db = (sap_db_mode)S->db;
+        ro.scale = S->scale;
+        ro.cm = S->cm;
+        ro.drop_delta = 1.0;
+        ro.partitions = 1;
+        ro.stats = 0;
+        SAP_TRY(sap_reorder(S->A, &ro, &S->R));
+    }
+    /* T_stats: everything of setup outside the reorderings, the drop-off and the attempts */
+    double t_stats = t_reorder - t_start + (sap__wtime() - t_reorder - S->R->stage[SAP_STAGE_DB].time -
+                                            S->R->stage[SAP_STAGE_CM].time);
+    double t_mark = sap__wtime();
     s->db_used = S->db != SAP_DB_NONE;
     s->scaled = S->R->row_scale != NULL;
     s->cm_used = S->cm;
     s->time_db = S->R->stage[SAP_STAGE_DB].time;
     s->time_cm = S->R->stage[SAP_STAGE_CM].time;
-    sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+    if (S->R->A == S->A) { /* the input's statistics hold */
+        S->K_cm = ms.half_bandwidth;
+        S->d_cm = ms.diag_dominance;
+    } else {
+        sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+    }
     s->K_cm = S->K_cm;
 
-    /* original entry -> R->A entry (the refactor's map) */
-    SAP_ALLOC(ctx, rinv, n);
-    SAP_ALLOC(ctx, cinv, n);
-    SAP_ALLOC(ctx, S->map0, S->A->nnz);
-    SAP_TRY(sap_perm_invert(ctx, n, S->R->row_perm, rinv));
-    SAP_TRY(sap_perm_invert(ctx, n, S->R->col_perm, cinv));
-    sap__solver_map_entries(S->A, rinv, cinv, S->R->A, S->map0, sap__threads(ctx));
+    /* original entry -> R->A entry (the refactor's map; none when R->A is S->A) */
+    if (S->R->A != S->A) {
+        SAP_ALLOC(ctx, rinv, n);
+        SAP_ALLOC(ctx, cinv, n);
+        SAP_ALLOC(ctx, S->map0, S->A->nnz);
+        SAP_TRY(sap_perm_invert(ctx, n, S->R->row_perm, rinv));
+        SAP_TRY(sap_perm_invert(ctx, n, S->R->col_perm, cinv));
+        sap__solver_map_entries(S->A, rinv, cinv, S->R->A, S->map0, sap__threads(ctx));
+    }
     SAP_ALLOC(ctx, S->w, 6 * (n > 0 ? n : 1));
 
     /* the backend: small systems on the host */
@@ -239,8 +334,11 @@ sap_status sap_solver_setup(sap_solver *S)
     }
     s->on_host = !sap__solver_on_cuda(S->x);
 
+    t_stats += sap__wtime() - t_mark;
     SAP_TRY(sap__solver_plan_drop(S));
+    t_mark = sap__wtime();
     sap__solver_plan_chain(S);
+    s->time_stats = t_stats + sap__wtime() - t_mark;
     st = sap__solver_chain_build(S, 0);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup;
     s->time_setup = sap__wtime() - t_start;

@@ -65,8 +65,13 @@ static sap_status fill_and_factor(sap__bp *F, const sap_csr *A)
     sap_context *ctx = F->ctx;
     const sap_int n = F->n, kl = F->kl, ku = F->ku, ld = F->ldab;
     double t0 = sap__wtime();
-    memset(F->ab, 0, sizeof(double) * (size_t)ld * (size_t)n);
+    const int nt = sap__threads(ctx);
+    (void)nt;
+    /* zeroed and filled on all threads (each (i, j) slot written by row i's thread only) */
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (sap_int j = 0; j < n; j++) memset(F->ab + (size_t)j * (size_t)ld, 0, sizeof(double) * (size_t)ld);
     sap_int bad = 0;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static, 256) reduction(+ : bad)")
     for (sap_int i = 0; i < n; i++)
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             const sap_int j = A->colind[p];

@@ -137,6 +137,7 @@ typedef struct sap__attempt {
     void *impl; /* the method's own state (e.g. band-pivot's factorization), its destroy frees it */
     sap_int boosted, dropped;
     int64_t mem;
+    int m_fresh;   /* M was just created with the current values */
     int itry;      /* its entry in stats.tried */
     /* time box (solver_monitor.c): when it started (its build), what its setup was
      * predicted to take, the seconds it may take (0: none) and whether that was decided */
@@ -150,16 +151,20 @@ struct sap_solver {
     sap_context *ctx;  /* the user's context: the solver and the reorderings */
     sap_context *hctx; /* internal cpu context (host_small), or NULL */
     sap_context *x;    /* where the backend objects live: hctx or ctx */
-    sap_csr *A;        /* the original matrix (copy) */
+    sap_csr *A;        /* the original matrix (a copy; the caller's with borrowed create) */
+    int A_owned;       /* A is the solver's (destroyed with it) */
     sap_solver_options opt;
     int setup_done;
     sap_reorder_result *R; /* DB + CM, every entry */
     sap_int *map0;         /* original entry -> R->A entry */
     sap_int K_cm, K_auto;
+    double t_create; /* sap_solver_create's copy and checks (stats.time_create) */
+    sap_int K_lb; /* a lower bound of K under any ordering (sap__solver_plan_reorder) */
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
     int64_t mem_limit;
     char mem_why[112], drop_why[96], why_first[160];
+    char db_why[48], cm_why[64]; /* the skip rules' words (sap__solver_plan_reorder) */
     sap_solver_method chain[SV_MAX_CHAIN];
     int nchain, ichain;
     sap__attempt *att;
@@ -262,6 +267,10 @@ extern sap_name_value sap__solver_method_words[];
 
 /* solver_method_krylov.c: what the Krylov methods share (matrix, preconditioner, method) */
 #define SV_REFINE_KRYLOV 3 /* refinement passes of a Krylov method */
+/* The Krylov matrix of A on ctx: the BAND format when A fills at least 70% of its band
+ * (else the automatic format); src receives that band (double) as a source the SaP
+ * factors can be filled from on the backend (src->val NULL: none). */
+sap_status sap__solver_band_matrix(sap_context *ctx, const sap_csr *A, sap_matrix **M, sap_band_source *src);
 /* With a->pc created and configured: the Krylov matrix, the numeric setup (the method's
  * numeric) and the Krylov method (CG when cg_ok and the matrix looks SPD without DB or the
  * options ask for it; an attempt with a fallback gets a capped budget). */
@@ -299,6 +308,9 @@ void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type
 /* Flop/s of a band factorization of half-bandwidth K in precision prec on ctx's backend,
  * P partitions in parallel (P <= 0: one per thread). */
 double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, sap_int P);
+/* Predicted seconds of LAPACK's banded LU with pivoting (dgbtrf, kl = ku = K) on the host
+ * cores of ctx: its 4 N K^2 flops at the measured per-core rate, and its band's fill. */
+double sap__solver_direct_seconds(const sap_context *ctx, sap_int n, sap_int K);
 /* Seconds to write bytes of a fresh band (host first touch; cuda: with the upload). */
 double sap__solver_fill_seconds(const sap_context *ctx, double bytes);
 
@@ -365,6 +377,16 @@ void sap__solver_set_memory_limit(sap_solver *S);
 /* Bytes attempt m with P partitions, half-bandwidth K and factors in prec needs (its
  * method's estimate). */
 int64_t sap__solver_estimate(const sap_solver *S, sap_solver_method m, sap_int P, sap_int K, sap_precision prec);
+/* The skip rules, from the statistics of the input (one pass, sap_csr_stats): S->db,
+ * S->scale, S->cm and why (db_why, cm_why).  Automatic DB is skipped for an SPD-looking
+ * matrix and for one that is diagonally dominant in every row with no zero diagonal
+ * (what DB's matching and scaling aim at is there already); automatic CM is skipped when
+ * DB is off and K is within 1.1x of the lower bound ceil((max row nnz - 1) / 2) that
+ * any permutation has (CM could gain at most 10%). */
+void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms);
+/* 1 when half-bandwidth K is within 1.1x of S->K_lb: no reordering can narrow it much
+ * (the third stage is skipped then, as CM is). */
+int sap__solver_band_at_bound(const sap_solver *S, sap_int K);
 /* The automatic drop-off of setup (S->K_auto, kept_auto, drop_why, t_drop_auto). */
 sap_status sap__solver_plan_drop(sap_solver *S);
 /* The first method (S->why_first says why) and the fallback chain after it. */
@@ -397,6 +419,9 @@ int sap__solver_can_fall_back(const sap_solver *S);
  * errors but do not print them.  end takes the same on. */
 void sap__solver_try_begin(sap_solver *S, int on);
 void sap__solver_try_end(sap_solver *S, int on);
+
+/* solver.c: a borrowed A becomes the solver's own copy (before anything writes it) */
+sap_status sap__solver_own_matrix(sap_solver *S);
 
 /* solver_refactor.c */
 /* map[k] = the position in Y of entry k of X, where X(i, j) is Y(rinv[i], cinv[j]) (NULL:

@@ -5,6 +5,7 @@
  * Krylov solve per column in the attempt's order), the reason words and the byte figures
  * the estimates share. */
 #include "krylov/krylov_impl.h"
+#include "matrix/backend_matrix.h"
 #include "solver/solver_internal.h"
 
 #include <stdio.h>
@@ -50,11 +51,36 @@ double sap__solver_krylov_bytes(const sap_solver *S)
     return mat + nv * sap__device_alloc_size(x, n * 8.0);
 }
 
+sap_status sap__solver_band_matrix(sap_context *ctx, const sap_csr *A, sap_matrix **M, sap_band_source *src)
+{
+    sap_status st = SAP_OK;
+    memset(src, 0, sizeof(*src));
+    sap_matrix_options mo;
+    sap_matrix_options_init(&mo);
+    sap_int kl = 0, ku = 0;
+    int64_t slots = 0;
+    if (sap__band_dims(ctx, A, &kl, &ku, &slots) == SAP_OK && (double)slots * 0.7 <= (double)A->nnz)
+        mo.format = SAP_FORMAT_BAND;
+    SAP_TRY(sap_matrix_create(ctx, A, &mo, M));
+    const void *bv = NULL;
+    if ((*M)->sm->prec == SAP_DOUBLE && sap__ops(ctx)->spmat_band &&
+        sap__ops(ctx)->spmat_band((*M)->sm, &bv, &src->kl, &src->w) == SAP_OK)
+        src->val = bv;
+cleanup:
+    return st;
+}
 
 sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band)
 {
     sap_status st = SAP_OK;
     double t0;
+    /* the Krylov matrix first: the factors may be filled from its band */
+    if (a->M && !a->m_fresh) {
+        t0 = sap__wtime();
+        SAP_TRY(sap_matrix_update_values(a->M, sap__solver_att_full(S, a)->val));
+        if (sap__solver_on_cuda(S->x)) a->t_transfer = sap__wtime() - t0;
+    }
+    a->m_fresh = 0;
     if (a->pc) {
         sap_status sp = sap_precond_setup_numeric(a->pc, sap__solver_att_pcm(S, a));
         if (sp < 0 || sp == SAP_WARN_INTERRUPTED) { /* a stop request: the attempt is not built */
@@ -76,11 +102,6 @@ sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band)
             a->t_lurdcd = info.t_lurdcd;
         }
     }
-    if (a->M) {
-        t0 = sap__wtime();
-        SAP_TRY(sap_matrix_update_values(a->M, sap__solver_att_full(S, a)->val));
-        if (sap__solver_on_cuda(S->x)) a->t_transfer = sap__wtime() - t0;
-    }
 cleanup:
     return st;
 }
@@ -90,7 +111,17 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
     sap_context *x = S->x;
     sap_status st = SAP_OK;
     double t0 = sap__wtime();
-    SAP_TRY(sap_matrix_create(x, sap__solver_att_full(S, a), NULL, &a->M));
+    /* the Krylov matrix (a dense band in the BAND format), then the preconditioner's
+     * factors filled from that band on the backend when it holds the same entries (no
+     * second band on the host, no second upload) */
+    const sap_csr *full = sap__solver_att_full(S, a);
+    sap_band_source src;
+    SAP_TRY(sap__solver_band_matrix(x, full, &a->M, &src));
+    a->m_fresh = 1;
+    if (src.val && a->pc && sap__solver_att_pcm(S, a) == full) {
+        sap_status ss = sap__pc_sap_set_source(a->pc, &src); /* not a SaP preconditioner: no source */
+        (void)ss;
+    }
     const double tmat = sap__wtime() - t0;
     sap_status sn = sap__solver_att_numeric(S, a); /* its warnings are not the attempt's */
     if (sn < 0 || sn == SAP_WARN_INTERRUPTED) {

@@ -77,7 +77,9 @@ sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, ch
     sap_status st = SAP_OK;
     sap_int *t = NULL, *Kib = NULL, *Ki = NULL;
     /* the third stage: a CM inside each partition (a block-diagonal permutation t) */
-    a->third = !coupled && P > 1 && S->opt.third_stage != 0;
+    /* ... skipped (automatic) when the band is at the bound no ordering can beat */
+    a->third = !coupled && P > 1 && S->opt.third_stage != 0 &&
+               !(S->opt.third_stage < 0 && sap__solver_band_at_bound(S, a->K));
     if (a->third) {
         const double t0 = sap__wtime();
         SAP_ALLOC(ctx, t, n);

@@ -188,6 +188,51 @@ sap_status sap__solver_choose(sap_solver *S, sap_solver_method m, int final, sap
     return st;
 }
 
+#define SV_CM_SKIP_FACTOR 1.1 /* skip CM when K <= this x the lower bound of any ordering */
+
+int sap__solver_band_at_bound(const sap_solver *S, sap_int K)
+{
+    return (double)K <= SV_CM_SKIP_FACTOR * (double)S->K_lb;
+}
+
+void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
+{
+    const sap_solver_options *o = &S->opt;
+    const sap_int n = ms->nrows;
+    if (o->db >= 0) {
+        S->db = o->db;
+        snprintf(S->db_why, sizeof(S->db_why), " (given)");
+    } else if (ms->spd_estimate && n > 0) {
+        S->db = SAP_DB_NONE;
+        snprintf(S->db_why, sizeof(S->db_why), ": SPD");
+    } else if (n > 0 && ms->dominant_rows == n && ms->zero_diagonal == 0) {
+        S->db = SAP_DB_NONE;
+        snprintf(S->db_why, sizeof(S->db_why), ": diagonally dominant (d = %.3g)", ms->diag_dominance);
+    } else {
+        S->db = SAP_DB_PRODUCT;
+        snprintf(S->db_why, sizeof(S->db_why), ": not SPD, %lld rows not dominant",
+                 (long long)(n - ms->dominant_rows));
+    }
+    S->scale = S->db == SAP_DB_PRODUCT && o->scale != 0;
+    /* any row and column ordering leaves the m - 1 off-diagonal columns of a row of m
+     * entries at distinct distances from the diagonal, at least ceil((m - 1) / 2) away */
+    const sap_int lb = ms->max_row_nnz / 2;
+    const sap_int K = ms->half_bandwidth;
+    S->K_lb = lb;
+    if (o->cm >= 0) {
+        S->cm = o->cm != 0;
+        snprintf(S->cm_why, sizeof(S->cm_why), "%s (given)", S->cm ? "on" : "off");
+    } else if (S->db == SAP_DB_NONE && sap__solver_band_at_bound(S, K)) {
+        S->cm = 0;
+        snprintf(S->cm_why, sizeof(S->cm_why), "off: K %lld within %.2gx of the bound %lld", (long long)K, SV_CM_SKIP_FACTOR,
+                 (long long)lb);
+    } else {
+        S->cm = 1;
+        snprintf(S->cm_why, sizeof(S->cm_why), "on: K %lld, bound %lld%s", (long long)K, (long long)lb,
+                 S->db != SAP_DB_NONE ? ", after DB" : "");
+    }
+}
+
 sap_status sap__solver_plan_drop(sap_solver *S)
 {
     const sap_solver_options *o = &S->opt;
@@ -240,24 +285,37 @@ static int method_available(sap_solver_method m)
     return t && (!t->available || t->available());
 }
 
-/* AUTO's first method: on the host a small band is solved directly (band-pivot, when its
- * LU costs at most SV_DIRECT_WORK and fits the memory); otherwise the band rule of
- * sap__band_auto picks SaP-D or SaP-C (SaP-C only with P >= 2). */
+/* AUTO's first method: on the host a band is solved directly (band-pivot, when it fits the
+ * memory and its LU costs at most SV_DIRECT_WORK, or at most the work limit and the rate
+ * model predicts LAPACK's blocked dgbtrf no slower than the SaP factorization: the
+ * per-row SaP kernels run at a fraction of a BLAS-3 rate on a CPU, and the Krylov
+ * iterations only add to SaP's side); otherwise the band rule of sap__band_auto picks
+ * SaP-D or SaP-C (SaP-C only with P >= 2). */
 static sap_solver_method auto_first(sap_solver *S, char *why, size_t wl)
 {
     const sap_solver_options *o = &S->opt;
     const sap_int n = S->A->nrows;
-    if (o->host_direct && !sap__solver_on_cuda(S->x) && method_available(SAP_METHOD_BAND_PIVOT) &&
-        band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm) <= SV_DIRECT_WORK &&
-        sap__solver_estimate(S, SAP_METHOD_BAND_PIVOT, 1, S->K_cm, SAP_DOUBLE) <= S->mem_limit) {
-        snprintf(why, wl, "small system on the host: direct banded LU, 4NK^2 = %.2g <= %.2g flop",
-                 band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm), SV_DIRECT_WORK);
-        return SAP_METHOD_BAND_PIVOT;
-    }
     sap_band_method bm = SAP_BAND_AUTO;
     sap_int P = o->partitions;
+    sap_precision prec = SAP_FLOAT;
     char br[160];
-    sap__band_auto(S->x, n, S->K_auto, S->d_cm, &bm, &P, NULL, br, sizeof(br));
+    sap__band_auto(S->x, n, S->K_auto, S->d_cm, &bm, &P, &prec, br, sizeof(br));
+    if (o->host_direct && !sap__solver_on_cuda(S->x) && method_available(SAP_METHOD_BAND_PIVOT) &&
+        sap__solver_estimate(S, SAP_METHOD_BAND_PIVOT, 1, S->K_cm, SAP_DOUBLE) <= S->mem_limit) {
+        const double w = band_work(S, SAP_METHOD_BAND_PIVOT, S->K_cm);
+        if (w <= SV_DIRECT_WORK) {
+            snprintf(why, wl, "small system on the host: direct banded LU, 4NK^2 = %.2g <= %.2g flop", w,
+                     SV_DIRECT_WORK);
+            return SAP_METHOD_BAND_PIVOT;
+        }
+        const double t_lapack = sap__solver_direct_seconds(S->x, n, S->K_cm);
+        const double t_sap = sap_band_estimate_seconds(S->x, n, S->K_auto, P, prec);
+        if (w <= SV_WORK_CPU && t_lapack <= t_sap) {
+            snprintf(why, wl, "host rate model: dgbtrf (4NK^2 = %.2g flop) %.2g s <= SaP factorization %.2g s", w,
+                     t_lapack, t_sap);
+            return SAP_METHOD_BAND_PIVOT;
+        }
+    }
     if (bm == SAP_BAND_SAPC && P < 2) {
         snprintf(why, wl, "d = %.3g but P = 1 (N = %lld, K = %lld): SaP-C = SaP-D", S->d_cm, (long long)n,
                  (long long)S->K_auto);

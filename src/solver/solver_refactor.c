@@ -38,6 +38,9 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
     for (sap_int p = 0; p < A->nnz; p++)
         if (!isfinite(values[p]))
             return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_refactor: value %lld is %g", (long long)p, values[p]);
+    sap_status so = sap__solver_own_matrix(S); /* a borrowed A is never written */
+    if (so < 0) return so;
+    A = S->A;
     if (A->nnz > 0) memcpy(A->val, values, sizeof(double) * (size_t)A->nnz);
     if (!S->setup_done) return sap_solver_setup(S);
     S->interrupted = 0;
@@ -46,7 +49,7 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
     /* R->A = diag(r) P A Q diag(c) with the setup's permutations and scaling factors */
     const sap_reorder_result *R = S->R;
     sap_csr *RA = R->A;
-    for (sap_int i = 0; i < A->nrows; i++) {
+    for (sap_int i = 0; RA != A && i < A->nrows; i++) { /* RA == A: the values are there */
         const double ri = R->row_scale ? R->row_scale[i] : 1.0;
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
             RA->val[S->map0[p]] = R->row_scale ? (ri * A->val[p]) * R->col_scale[A->colind[p]] : A->val[p];

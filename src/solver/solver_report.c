@@ -58,13 +58,13 @@ void sap__solver_att_stats(sap_solver *S, const sap__attempt *a)
     char words[64] = ""; /* the method's part, e.g. "float, BiCGStab(2)" */
     if (a->type->report) a->type->report(S, a, words, sizeof(words));
     char big[512];
-    snprintf(big, sizeof(big), "%.120s; DB %s; %s; K %lld%s; %s; %s; mem %.3g of %.3g GB (%s)", head, db_word(S),
-             S->opt.db >= 0 ? "given" : (s->spd ? "off: SPD" : "not SPD"), (long long)a->K,
+    snprintf(big, sizeof(big), "%.120s; DB %s%s; CM %s; K %lld%s; %s; %s; mem %.3g of %.3g GB (%s)", head,
+             db_word(S), S->db_why, S->cm_why, (long long)a->K,
              a->K < S->K_auto && S->opt.drop_delta < 0 && a->type->band != SAP__SM_BAND_NONE
                  ? " (narrowed: memory or work)"
                  : "",
              S->drop_why, words, (double)a->mem / 1e9, (double)S->mem_limit / 1e9, S->mem_why);
-    snprintf(s->reason, sizeof(s->reason), "%.255s", big);
+    snprintf(s->reason, sizeof(s->reason), "%.383s", big);
     s->method = a->method;
     s->partitions = a->P;
     s->K_drop = a->K;

@@ -305,6 +305,7 @@ cleanup:
     if (S->att) sap__solver_att_stats(S, S->att);
     s->time_kry = tkry;
     s->time_solve = sap__wtime() - t_start;
+    s->time_refine = s->time_solve - tkry;
     s->status = st;
     sap__free(ctx, done);
     sap__free(ctx, piters);
