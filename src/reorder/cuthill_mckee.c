@@ -409,12 +409,17 @@ sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_inf
     sap__cm_work w;
     memset(&w, 0, sizeof(w));
     SAP_TRY(sap__cm_work_create(ctx, n, A->nnz, &w));
+    sap_status gs = SAP_ERR_INVALID; /* the graph on the device: not tried */
     if (sap__offload(ctx, SAP_OFFLOAD_GRAPH, A->nnz) && n > 0) {
         sap_int nadj = 0;
-        SAP_TRY(sap__ops(ctx)->sym_graph(ctx, A, w.xadj, w.adj2, &nadj));
-        sap__cm_finish_graph(&w, n);
-    } else
-        sap__cm_build_graph(A, 0, n, sap__threads(ctx), &w);
+        sap__try_begin(ctx);
+        gs = sap__ops(ctx)->sym_graph(ctx, A, w.xadj, w.adj2, &nadj);
+        sap__try_end(ctx);
+        if (gs == SAP_OK) sap__cm_finish_graph(&w, n);
+        else if (gs == SAP_ERR_OUT_OF_MEMORY) sap_context_clear_error(ctx); /* a full device: the host builds it */
+        else SAP_TRY(gs);
+    }
+    if (gs != SAP_OK) sap__cm_build_graph(A, 0, n, sap__threads(ctx), &w);
     sap__cm_result r;
     sap__cm_order(&w, n, flags, perm, &r);
     sap_int K0 = sap__block_bandwidth(A, 0, n);

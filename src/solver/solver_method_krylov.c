@@ -87,6 +87,7 @@ sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band)
             st = sp;
             goto cleanup;
         }
+        if (sp > 0 && st == SAP_OK) st = sp; /* warnings kept (boosted pivots) */
         if (band) {
             sap_pc_sap_info info;
             SAP_TRY(sap__pc_sap_info(a->pc, &info));

@@ -107,6 +107,7 @@ sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, ch
         st = sk;
         goto cleanup;
     }
+    if (sk > 0 && st == SAP_OK) st = sk; /* warnings kept */
     snprintf(note + strlen(note), nl - strlen(note), "%sK_max %lld, %s, %lld boosted", note[0] ? ", " : "",
              (long long)a->Kmax, a->prec == SAP_FLOAT ? "float" : "double", (long long)a->boosted);
     st = sap__solver_krylov_reject(S, a, note, nl, reject);
