@@ -15,8 +15,13 @@
  * many-level matrix (--random N, default 200000), and G3_circuit, cage11, Andrews from the
  * matrix directory when present.
  *
+ * Part 3 (--tables): the seed's Tables 1 and 2, GMRES(20) with BILU (16, 128, 512 blocks),
+ * BILUT (ILUT(7, 0.1) on Poisson, (7, 0.01) on convection-diffusion) and RAS (256 and 2048
+ * subdomains, overlap 1) on the GPU and (unless --tables-no-cpu) the CPU backend, with
+ * the seed's times printed beside ours (trisolve_tables.csv).
+ *
  * Usage: trisolve [--out DIR] [--matrix-dir DIR] [--poisson N] [--convdiff N] [--random N]
- *                 [--no-matrices] [--no-gmres] [--batches N]
+ *                 [--no-matrices] [--no-gmres] [--tables [--tables-no-cpu]] [--batches N]
  * Writes DIR/trisolve.csv and DIR/trisolve.md (default DIR: bench/results of the source tree). */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
@@ -482,48 +487,115 @@ static const sap_precond_type csp_type = {
     .destroy = csp_destroy,
 };
 
+typedef struct one_run {
+    double setup, solve, per_apply, iters, residual;
+    sap_status st;
+} one_run;
+static one_run gmres_run(sap_context *ctx, const sap_csr *A, const char *spec, int sync_timing);
+
 static void bench_gmres(sap_context *ctx, const char *name, const sap_csr *A, FILE *gcsv)
 {
-    const sap_int n = A->nrows;
-    double *b = malloc(sizeof(double) * (size_t)n), *x = malloc(sizeof(double) * (size_t)n);
-    for (sap_int i = 0; i < n; i++) b[i] = 1.0;
-    sap_matrix *M = NULL;
-    OK(sap_matrix_create(ctx, A, NULL, &M));
     const char *pcs[2] = {"ilu0", "cusparse-ilu0"};
     double tt[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
-        sap_precond *P = NULL;
-        sap_krylov *K = NULL;
-        sap_krylov_options opt;
-        sap_krylov_options_init(&opt);
-        opt.type = SAP_KRYLOV_GMRES;
-        opt.param = 20;
-        opt.tol = 1e-8;
-        opt.maxit = 5000;
-        opt.sync_timing = 0;
-        memset(x, 0, sizeof(double) * (size_t)n);
-        OK(sap_krylov_create(ctx, &opt, &K));
-        OK(sap_precond_create(ctx, pcs[k], &P));
-        OK(sap__ops(ctx)->synchronize(ctx));
-        const double t0 = wtime();
-        OK(sap_precond_setup_numeric(P, A));
-        OK(sap__ops(ctx)->synchronize(ctx));
-        const double t1 = wtime();
-        sap_krylov_stats ks;
-        sap_status st = sap_krylov_solve(K, M, P, b, x, &ks);
-        const double t2 = wtime();
-        tt[k] = t2 - t0;
-        say("  %-14s setup %8.3f s  solve %8.3f s  total %8.3f s  %6.0f iterations  residual %.2e  %s\n", pcs[k], t1 - t0,
-            t2 - t1, t2 - t0, ks.iterations, ks.true_residual, sap_status_name(st));
-        fprintf(gcsv, "%s,%lld,%s,%.6e,%.6e,%.0f,%.3e,%s\n", name, (long long)n, pcs[k], t1 - t0, t2 - t1, ks.iterations,
-                ks.true_residual, sap_status_name(st));
-        sap_precond_destroy(P);
-        sap_krylov_destroy(K);
+        const one_run r = gmres_run(ctx, A, pcs[k], 0);
+        tt[k] = r.setup + r.solve;
+        say("  %-14s setup %8.3f s  solve %8.3f s  total %8.3f s  %6.0f iterations  residual %.2e  %s\n", pcs[k], r.setup,
+            r.solve, tt[k], r.iters, r.residual, sap_status_name(r.st));
+        fprintf(gcsv, "%s,%lld,%s,%.6e,%.6e,%.0f,%.3e,%s\n", name, (long long)A->nrows, pcs[k], r.setup, r.solve, r.iters,
+                r.residual, sap_status_name(r.st));
     }
     say("  ours / cuSPARSE time to solution: %.2f (target <= 0.5)\n", tt[0] / tt[1]);
+}
+
+/* ---- part 3: the seed's Tables 1 and 2 ------------------------------------------------------ */
+
+/* The seed's numbers (Li and Saad, Tables 1 and 2): solve seconds CPU, GPU, and seconds of
+ * one preconditioner application CPU, GPU. */
+typedef struct seed_row {
+    const char *spec_poisson, *spec_convdiff;
+    double p_cpu, p_gpu, p_pcpu, p_pgpu; /* Table 1 (Poisson 1M) */
+    double a_cpu, a_gpu, a_pcpu, a_pgpu; /* Table 2 (atmosmodd) */
+} seed_row;
+static const seed_row seed_rows[] = {
+    {"bilu:16", "bilu:16", 20.12, 2.53, 0.0197, 0.0057, 20.61, 2.63, 0.0248, 0.0072},
+    {"bilu:128", "bilu:128", 20.2, 2.39, 0.0192, 0.0055, 23.94, 2.80, 0.0244, 0.0072},
+    {"bilu:512", "bilu:512", 22.76, 2.70, 0.0188, 0.0052, 24.13, 2.72, 0.0241, 0.0070},
+    {"bilut:16,7,0.1", "bilut:16,7,0.01", 14.85, 2.38, 0.0241, 0.010, 14.70, 2.37, 0.028669, 0.0114},
+    {"bilut:128,7,0.1", "bilut:128,7,0.01", 14.56, 2.30, 0.0239, 0.011, 16.58, 2.43, 0.028380, 0.0100},
+    {"bilut:512,7,0.1", "bilut:512,7,0.01", 18.59, 2.71, 0.0234, 0.010, 19.91, 2.64, 0.027945, 0.0113},
+    {"ras:256,1", "ras:256,1", 18.70, 2.16, 0.0306, 0.0051, 23.45, 2.66, 0.0428, 0.0072},
+    {"ras:2048,1", "ras:2048,1", 22.03, 2.35, 0.0390, 0.0056, 25.75, 3.28, 0.0546, 0.0083},
+};
+
+static one_run gmres_run(sap_context *ctx, const sap_csr *A, const char *spec, int sync_timing)
+{
+    one_run r = {0, 0, 0, 0, 0, SAP_OK};
+    const sap_int n = A->nrows;
+    double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
+    for (sap_int i = 0; i < n; i++) b[i] = 1.0;
+    sap_matrix *M = NULL;
+    sap_precond *P = NULL;
+    sap_krylov *K = NULL;
+    sap_krylov_options opt;
+    sap_krylov_options_init(&opt);
+    opt.type = SAP_KRYLOV_GMRES;
+    opt.param = 20;
+    opt.tol = 1e-8;
+    opt.maxit = 5000;
+    opt.sync_timing = sync_timing; /* 1: exact time per preconditioner application */
+    OK(sap_matrix_create(ctx, A, NULL, &M));
+    OK(sap_krylov_create(ctx, &opt, &K));
+    OK(sap_precond_create(ctx, spec, &P));
+    const double t0 = wtime();
+    r.st = sap_precond_setup_numeric(P, A);
+    OK(sap__ops(ctx)->synchronize(ctx));
+    const double t1 = wtime();
+    sap_krylov_stats ks;
+    memset(&ks, 0, sizeof(ks));
+    if (r.st >= 0) r.st = sap_krylov_solve(K, M, P, b, x, &ks);
+    r.setup = t1 - t0;
+    r.solve = wtime() - t1;
+    r.iters = ks.iterations;
+    r.residual = ks.true_residual;
+    r.per_apply = ks.precond_count > 0 ? ks.time_precond / (double)ks.precond_count : 0.0;
+    sap_precond_destroy(P);
+    sap_krylov_destroy(K);
     sap_matrix_destroy(M);
     free(b);
     free(x);
+    return r;
+}
+
+static void seed_tables(sap_context *gpu, int with_cpu, sap_csr *const *mats, FILE *tcsv)
+{
+    sap_context *cpu = NULL;
+    if (with_cpu) {
+        sap_context_config cfg;
+        sap_context_config_init(&cfg);
+        cfg.backend = SAP_BACKEND_CPU;
+        cfg.print_level = SAP_PRINT_SILENT;
+        OK(sap_context_create(&cpu, &cfg));
+    }
+    for (int t = 0; t < 2; t++) {
+        say("\nTable %d (%s): GMRES(20) to 1e-8, b = 1; ours (GPU and CPU backend, all host cores) beside the seed's\n",
+            t + 1, t ? "convection-diffusion, the seed: atmosmodd" : "3D Poisson, the seed: N = 1,000,000");
+        say("  %-18s %6s %9s %9s %9s %8s %10s %10s | %9s %9s %10s %10s\n", "precond", "iters", "setup s", "GPU s",
+            "CPU s", "speedup", "GPU M^-1 s", "CPU M^-1 s", "seed CPU", "seed GPU", "seed M CPU", "seed M GPU");
+        for (size_t k = 0; k < sizeof(seed_rows) / sizeof(seed_rows[0]); k++) {
+            const seed_row *sr = &seed_rows[k];
+            const char *spec = t ? sr->spec_convdiff : sr->spec_poisson;
+            one_run g = gmres_run(gpu, mats[t], spec, 1), c = {0, 0, 0, 0, 0, SAP_OK};
+            if (cpu) c = gmres_run(cpu, mats[t], spec, 1);
+            say("  %-18s %6.0f %9.3f %9.3f %9.3f %7.2fx %10.2e %10.2e | %9.2f %9.2f %10.4f %10.4f %s\n", spec, g.iters,
+                g.setup, g.solve, c.solve, c.solve > 0 ? c.solve / g.solve : 0.0, g.per_apply, c.per_apply,
+                t ? sr->a_cpu : sr->p_cpu, t ? sr->a_gpu : sr->p_gpu, t ? sr->a_pcpu : sr->p_pcpu,
+                t ? sr->a_pgpu : sr->p_pgpu, g.st == SAP_OK ? "" : sap_status_name(g.st));
+            fprintf(tcsv, "%d,%s,%.0f,%.6e,%.6e,%.6e,%.6e,%.6e,%s,%s\n", t + 1, spec, g.iters, g.setup, g.solve, c.solve,
+                    g.per_apply, c.per_apply, sap_status_name(g.st), sap_status_name(c.st));
+        }
+    }
+    sap_context_destroy(cpu);
 }
 
 /* a random lower-heavy sparse matrix with many thin levels: row i couples to a few random
@@ -570,7 +642,7 @@ int main(int argc, char **argv)
     const char *outdir = SAP_SOURCE_DIR "/bench/results";
     const char *matdir = getenv("SAP_MATRIX_DIR");
     if (!matdir || !*matdir) matdir = SAP_MATRIX_DIR_DEFAULT;
-    int poisson = 100, convdiff = 108, no_matrices = 0, no_gmres = 0;
+    int poisson = 100, convdiff = 108, no_matrices = 0, no_gmres = 0, tables = 0, tables_cpu = 1;
     sap_int nrand = 200000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) outdir = argv[++i];
@@ -580,10 +652,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrand = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--no-matrices")) no_matrices = 1;
         else if (!strcmp(argv[i], "--no-gmres")) no_gmres = 1;
+        else if (!strcmp(argv[i], "--tables")) tables = 1;
+        else if (!strcmp(argv[i], "--tables-no-cpu")) tables_cpu = 0;
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc) g_batches = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--out DIR] [--matrix-dir DIR] [--poisson N] [--convdiff N] [--random N] "
-                            "[--no-matrices] [--no-gmres] [--batches N]\n", argv[0]);
+                            "[--no-matrices] [--no-gmres] [--tables [--tables-no-cpu]] [--batches N]\n", argv[0]);
             return 2;
         }
     }
@@ -650,6 +724,16 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++) {
             say("%s:\n", names[k]);
             bench_gmres(ctx, names[k], mats[k], gcsv);
+        }
+    }
+    if (tables) {
+        snprintf(path, sizeof(path), "%s/trisolve_tables.csv", outdir);
+        FILE *tcsv = fopen(path, "w");
+        if (tcsv) {
+            fprintf(tcsv, "table,precond,iterations,setup_s,gpu_solve_s,cpu_solve_s,gpu_apply_s,cpu_apply_s,gpu_status,"
+                          "cpu_status\n");
+            seed_tables(ctx, tables_cpu, mats, tcsv);
+            fclose(tcsv);
         }
     }
     double lg = 0.0, med[64];
