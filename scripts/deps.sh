@@ -16,6 +16,11 @@ fi
 if [ "${SAP_DEPS_FUZZ:-0}" = "1" ]; then
     pkgs="$pkgs clang-14 libclang-rt-14-dev"
 fi
+# Optional (SAP_DEPS_SLEPC=1): SLEPc (with PETSc) for examples/slepc (shift-and-invert with
+# sap's block-tridiagonal solver).
+if [ "${SAP_DEPS_SLEPC:-0}" = "1" ]; then
+    pkgs="$pkgs slepc-dev"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
