@@ -23,12 +23,13 @@ if [ "${SAP_DEPS_FUZZ:-0}" = "1" ]; then
     pkgs="$pkgs clang-14 libclang-rt-14-dev"
 fi
 # Optional (SAP_DEPS_PETSC=1; scripts/setup.sh, scripts/test.sh and CI ask for it): PETSc
-# with Open MPI for the PETSc plugin (petsc/) and its example test; about 110 packages, so
-# not for every build.  Where it cannot be installed the plugin is not built and its test
-# is skipped with a message saying so.
+# with Open MPI for the PETSc plugin (petsc/) and its example test, and SLEPc for
+# examples/slepc (shift-and-invert with sap's block-tridiagonal solver); about 110
+# packages, so not for every build.  Where they cannot be installed the plugin and the
+# example are not built and their tests are skipped with a message saying so.
 optional=""
-if [ "${SAP_DEPS_PETSC:-0}" = "1" ]; then
-    optional="petsc-dev"
+if [ "${SAP_DEPS_PETSC:-0}" = "1" ] || [ "${SAP_DEPS_SLEPC:-0}" = "1" ]; then
+    optional="petsc-dev slepc-dev"
 fi
 missing=""
 for p in $pkgs; do
