@@ -21,6 +21,7 @@
  * uploads, the Krylov matrix, automatic choices, T_BC) + T_Kry.  dgbsv: the factor+solve
  * call only.  Speedups over dgbsv are reported on both, for the automatic choice and for
  * the best run at each point. */
+#define _DEFAULT_SOURCE /* getloadavg */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
 
@@ -384,7 +385,11 @@ int main(int argc, char **argv)
             snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
         time_t tt = time(NULL);
         strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&tt));
-        fprintf(md, "<!-- %s; command: %s -->\n", when, cmd);
+        double la[1] = {-1};
+        if (getloadavg(la, 1) < 1) la[0] = -1;
+        fprintf(md, "<!-- %s; command: %s; host load average %.1f on %ld cores at the start -->\n", when, cmd,
+                la[0], sysconf(_SC_NPROCESSORS_ONLN));
+        printf("host load average %.1f on %ld cores\n", la[0], sysconf(_SC_NPROCESSORS_ONLN));
     }
     fprintf(md, "# bench/banded: SaP-D / SaP-C vs dgbsv\n\nbackend %s: %s; times in seconds; total = setup (T_BC + "
                 "factor + automatic choices) + T_Kry; dev = T_LU + T_SPK + T_LUrdcd + T_Kry.\n\n",

@@ -22,8 +22,8 @@ contains "$W/out" "solve"
 # host_direct=0 keeps this small system on the SaP path (the default solves it directly)
 expect 0 "$SAP" solve $P2 --opt host_direct=0
 for key in "status        SAP_OK" "576 x 576" "^method        \(sap-d\|sap-c\) (auto)" "^reason        " \
-    "^tried         1\. " "K_original .*, K_cm .*, K_drop .*, K_max " "^partitions    P = " "T_DB .*T_CM .*T_Drop .*T_Dtransf .*T_Asmbl" \
-    "T_LU .*T_SPK .*T_LUrdcd .*T_Kry" "^residual" "^error" "setup .*solve .*total"; do
+    "^tried         1\. " "K_original .*, K_cm .*, K_drop .*, K_max " "^partitions    P = " "T_create .*T_stats .*T_DB .*T_CM .*T_Drop" \
+    "T_Dtransf .*T_Asmbl .*T_LU .*T_SPK .*T_LUrdcd" "T_Kry .*T_refine .*% of setup + solve named" "^residual" "^error" "setup .*solve .*total"; do
     contains "$W/out" "$key"
 done
 [ ! -s "$W/err" ] && ok || bad "stderr not empty on success: $(cat "$W/err")"
