@@ -40,6 +40,12 @@ if [ -d "$ROOT/.deps" ]; then
   DEPS_ARGS="-DCMAKE_PREFIX_PATH=$ROOT/.deps"
   export LD_LIBRARY_PATH="$ROOT/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+# SuiteSparse (the direct-host method) and the CPU anchors of bench/suite: .anchors/ made by
+# bench/anchors/pack.sh (carry it too)
+if [ -d "$ROOT/.anchors" ]; then
+  DEPS_ARGS="$DEPS_ARGS -DSAP_SUITE_ANCHOR_PREFIX=$ROOT/.anchors"
+  export LD_LIBRARY_PATH="$ROOT/.anchors/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - t0 )); }
