@@ -118,7 +118,7 @@ contains "$W/out" "SAP_WARN_STAGNATED"
 # usage errors: exit 2
 expect 2 "$SAP" solve
 contains "$W/err" "no matrix"
-expect 2 "$SAP" solve $P2 --krylov minres
+expect 2 "$SAP" solve $P2 --krylov nosuch
 contains "$W/err" "unknown Krylov method"
 expect 2 "$SAP" solve $P2 --krylov gmres:0
 expect 2 "$SAP" solve $P2 --precond ilu
