@@ -4,14 +4,16 @@
  * double CSR product on random matrices with edge cases (0 and 1 row, empty rows, odd
  * sizes, very long rows, rectangular, > 2^31 columns), the host format conversions and the
  * HEC width rule, update_values, the BLAS-1 kernels against plain loops, deterministic
- * reductions (1 vs 2 threads bit-identical), argument errors and an out-of-memory sweep of
- * sap_matrix_create.
+ * reductions (1 vs 2 threads bit-identical), block_relax against a plain block-Jacobi loop
+ * (double, float, 1 vs 2 threads, zero diagonal, errors), argument errors and an
+ * out-of-memory sweep of sap_matrix_create.
  * --backend cuda: every kernel of the cuda backend's table against the cpu backend on the
  * same random inputs (double and float; lengths 0, 1, 31, 33, 1000, 100003, 1000003), every
  * SpMV format (CSR with each threads-per-row variant, ELL with one and two rows per thread,
  * SELL-P with 1..8 threads per row, HEC, auto) on matrices with empty rows, one row, no
  * columns, long rows, rectangular shapes; the device conversions against the host layouts
- * of formats.c; determinism of the reductions and of SpMV; transfer and pool statistics;
+ * of formats.c; determinism of the reductions and of SpMV; block_relax (one block: equal to
+ * the cpu; several blocks, asynchronous: converged to the solution); transfer and pool statistics;
  * and the error paths (injected device allocation failures through the device_alloc hook:
  * SAP_ERR_OUT_OF_MEMORY, no leak, context still usable).  Tolerances are relative to the
  * magnitudes involved, never bitwise GPU vs CPU.  Exits 77 (skipped) without CUDA or
@@ -630,6 +632,137 @@ static void test_oom(void)
         }
 }
 
+
+/* block_relax (async-jacobi's kernel), cpu: against a plain block-Jacobi loop with local
+ * sweeps (off-block values from x on entry), 1 vs 2 threads bit-identical, float, errors */
+static sap_csr *dominant_csr(sap_context *ctx, sap_int n, int skip_diag_row)
+{
+    sap_coo *T = NULL;
+    if (sap_coo_create(ctx, n, n, 16, &T) != SAP_OK) return NULL;
+    for (sap_int i = 0; i < n; i++) {
+        const sap_int len = (sap_int)sap__rng_below(&rng, 10);
+        for (sap_int k = 0; k < len; k++) {
+            /* mostly near the diagonal (inside the block), some far (other blocks) */
+            sap_int j = k % 3 ? i + (sap_int)sap__rng_below(&rng, 41) - 20 : (sap_int)sap__rng_below(&rng, (uint64_t)n);
+            if (j < 0 || j >= n || j == i) continue;
+            sap_coo_push(T, i, j, urand());
+        }
+        sap_coo_push(T, i, i, 1.0);
+    }
+    sap_csr *A = NULL;
+    sap_csr_from_coo(T, &A);
+    sap_coo_destroy(T);
+    if (!A) return NULL;
+    /* make every row strictly diagonally dominant: a_ii = 1 + 2 sum |a_ij| (added to a
+     * diagonal entry when the row has one, else the row keeps no diagonal) */
+    for (sap_int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            if (A->colind[p] != i) s += fabs(A->val[p]);
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            if (A->colind[p] == i) A->val[p] = i == skip_diag_row ? 0.0 : 1.0 + 2.0 * s;
+    }
+    return A;
+}
+
+static void relax_ref(const sap_csr *A, int sweeps, const double *b, double *x)
+{
+    const sap_int n = A->nrows, RB = SAP_RELAX_BLOCK;
+    double *xo = malloc(sizeof(double) * (size_t)(n + 1)), xl[SAP_RELAX_BLOCK], xn[SAP_RELAX_BLOCK];
+    memcpy(xo, x, sizeof(double) * (size_t)n);
+    for (sap_int lo = 0; lo < n; lo += RB) {
+        const sap_int hi = lo + RB < n ? lo + RB : n;
+        for (sap_int i = lo; i < hi; i++) xl[i - lo] = xo[i];
+        for (int sw = 0; sw < sweeps; sw++) {
+            for (sap_int i = lo; i < hi; i++) {
+                double sum = b[i], d = 0.0;
+                for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+                    const sap_int j = A->colind[p];
+                    if (j == i) d += A->val[p];
+                    else if (j >= lo && j < hi) sum -= A->val[p] * xl[j - lo];
+                    else sum -= A->val[p] * xo[j];
+                }
+                xn[i - lo] = d != 0.0 ? sum / d : xl[i - lo];
+            }
+            for (sap_int i = lo; i < hi; i++) xl[i - lo] = xn[i - lo];
+        }
+        for (sap_int i = lo; i < hi; i++) x[i] = xl[i - lo];
+    }
+    free(xo);
+}
+
+static void test_block_relax(void)
+{
+    sap_context_config cfg;
+    sap_context *c1 = NULL, *c2 = NULL;
+    sap_context_config_init(&cfg);
+    cfg.backend = SAP_BACKEND_CPU;
+    cfg.threads = 1;
+    cfg.print_level = SAP_PRINT_SILENT;
+    CHECK_OK(NULL, sap_context_create(&c1, &cfg));
+    cfg.threads = 2;
+    CHECK_OK(NULL, sap_context_create(&c2, &cfg));
+    if (!c1 || !c2) return;
+    const sap_backend_ops *ops = sap__backend_cpu_ops();
+    static const sap_int sizes[] = {1, 255, 256, 257, 1000, 70001};
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        const sap_int n = sizes[k];
+        sap_csr *A = dominant_csr(c1, n, n > 10 ? 7 : -1);
+        if (!A) continue;
+        double *b = malloc(sizeof(double) * (size_t)n), *x0 = malloc(sizeof(double) * (size_t)n);
+        double *xr = malloc(sizeof(double) * (size_t)n), *x1 = malloc(sizeof(double) * (size_t)n),
+               *x2 = malloc(sizeof(double) * (size_t)n);
+        for (sap_int i = 0; i < n; i++) b[i] = urand(), x0[i] = urand();
+        for (int prec = 0; prec < 2; prec++) {
+            const sap_precision p = prec ? SAP_FLOAT : SAP_DOUBLE;
+            sap_context *cs[2] = {c1, c2};
+            double *xs[2] = {x1, x2};
+            for (int c = 0; c < 2; c++) {
+                sap_spmat *M = NULL;
+                sap_vec vb, vx, vs;
+                CHECK_OK(cs[c], ops->spmat_create(cs[c], A, SAP_FORMAT_CSR, p, &M));
+                CHECK_OK(cs[c], ops->vec_create(cs[c], n, p, &vb));
+                CHECK_OK(cs[c], ops->vec_create(cs[c], n, p, &vx));
+                CHECK_OK(cs[c], ops->vec_create(cs[c], n, p, &vs));
+                CHECK_OK(cs[c], ops->vec_upload(cs[c], &vb, b));
+                CHECK_OK(cs[c], ops->vec_upload(cs[c], &vx, x0));
+                CHECK_OK(cs[c], ops->block_relax(cs[c], M, 3, &vb, &vx, &vs));
+                CHECK_OK(cs[c], ops->vec_download(cs[c], &vx, xs[c]));
+                if (c == 0 && k == 0 && prec == 0) {
+                    /* errors: not CSR, sweeps 0, mismatched lengths */
+                    sap_spmat *E = NULL;
+                    CHECK_OK(cs[c], ops->spmat_create(cs[c], A, SAP_FORMAT_ELL, p, &E));
+                    CHECK(ops->block_relax(cs[c], E, 3, &vb, &vx, &vs) == SAP_ERR_INVALID);
+                    CHECK(ops->block_relax(cs[c], M, 0, &vb, &vx, &vs) == SAP_ERR_INVALID);
+                    ops->spmat_destroy(cs[c], E);
+                }
+                ops->vec_destroy(cs[c], &vb);
+                ops->vec_destroy(cs[c], &vx);
+                ops->vec_destroy(cs[c], &vs);
+                ops->spmat_destroy(cs[c], M);
+            }
+            CHECK_MSG(memcmp(x1, x2, sizeof(double) * (size_t)n) == 0, "block_relax n = %lld %s: 1 and 2 threads differ",
+                      (long long)n, p == SAP_FLOAT ? "float" : "double");
+            if (p == SAP_DOUBLE) {
+                memcpy(xr, x0, sizeof(double) * (size_t)n);
+                relax_ref(A, 3, b, xr);
+                double e = 0.0;
+                for (sap_int i = 0; i < n; i++) e = fmax(e, fabs(x1[i] - xr[i]) / (1.0 + fabs(xr[i])));
+                CHECK_MSG(e <= 1e-14, "block_relax n = %lld: %.3g from the reference", (long long)n, e);
+                if (n > 10) CHECK(x1[7] == x0[7]); /* zero diagonal: kept */
+            }
+        }
+        free(b);
+        free(x0);
+        free(xr);
+        free(x1);
+        free(x2);
+        sap_csr_destroy(A);
+    }
+    sap_context_destroy(c1);
+    sap_context_destroy(c2);
+}
+
 static int cpu_part(void)
 {
     sap__rng_seed(&rng, 12345);
@@ -647,6 +780,7 @@ static int cpu_part(void)
     test_errors(ctx);
     sap_context_destroy(ctx);
     test_determinism();
+    test_block_relax();
     test_oom();
     return 0;
 }
@@ -1452,6 +1586,62 @@ static void test_alloc_failures(void)
     CHECK(h.live == 0);
 }
 
+
+/* block_relax: one block (n <= SAP_RELAX_BLOCK) has no asynchrony: the gpu equals the cpu
+ * up to rounding; several blocks read their neighbours asynchronously: both converge to
+ * the solution of the diagonally dominant system */
+static void test_block_relax_gpu(void)
+{
+    static const sap_int sizes[] = {1, 200, 256, 5000, 100003};
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        const sap_int n = sizes[k];
+        sap_csr *A = dominant_csr(C.ctx, n, -1);
+        if (!A) continue;
+        double *b = malloc(sizeof(double) * (size_t)n), *x0 = malloc(sizeof(double) * (size_t)n);
+        double *xg = malloc(sizeof(double) * (size_t)n), *xc = malloc(sizeof(double) * (size_t)n);
+        double *r = malloc(sizeof(double) * (size_t)n);
+        for (sap_int i = 0; i < n; i++) b[i] = urand(), x0[i] = urand();
+        for (int prec = 0; prec < 2; prec++) {
+            const sap_precision p = prec ? SAP_FLOAT : SAP_DOUBLE;
+            backend *bs[2] = {&G, &C};
+            double *xs[2] = {xg, xc};
+            const int calls = n <= SAP_RELAX_BLOCK ? 1 : 60;
+            for (int c = 0; c < 2; c++) {
+                backend *be = bs[c];
+                sap_spmat *M = NULL;
+                CHECK_OK(be->ctx, be->ops->spmat_create(be->ctx, A, SAP_FORMAT_CSR, p, &M));
+                sap_vec vb = mkvec(be, n, p, b), vx = mkvec(be, n, p, x0), vs = mkvec(be, n, p, NULL);
+                for (int it = 0; it < calls; it++) CHECK_OK(be->ctx, be->ops->block_relax(be->ctx, M, 2, &vb, &vx, &vs));
+                getvec(be, &vx, xs[c]);
+                be->ops->vec_destroy(be->ctx, &vb);
+                be->ops->vec_destroy(be->ctx, &vx);
+                be->ops->vec_destroy(be->ctx, &vs);
+                be->ops->spmat_destroy(be->ctx, M);
+            }
+            if (calls == 1) {
+                const double e = rel_diff(xg, xc, xc, n);
+                CHECK_MSG(e <= 10.0 * tol_of(p), "block_relax one block n = %lld %s: gpu vs cpu %.3g", (long long)n,
+                          pname(p), e);
+            } else {
+                for (int c = 0; c < 2; c++) {
+                    CHECK_OK(C.ctx, sap_csr_spmv(A, 1.0, xs[c], 0.0, r));
+                    double rn = 0.0, bn = 0.0;
+                    for (sap_int i = 0; i < n; i++) rn += (b[i] - r[i]) * (b[i] - r[i]), bn += b[i] * b[i];
+                    CHECK_MSG(sqrt(rn / bn) <= (p == SAP_DOUBLE ? 1e-12 : 1e-5),
+                              "block_relax n = %lld %s (%s): relative residual %.3g after %d calls", (long long)n,
+                              pname(p), c ? "cpu" : "gpu", sqrt(rn / bn), calls);
+                }
+            }
+        }
+        free(b);
+        free(x0);
+        free(xg);
+        free(xc);
+        free(r);
+        sap_csr_destroy(A);
+    }
+}
+
 static int gpu_part(void)
 {
     int rc = sap_test_gpu_context(sap_test_name(), 1, &G.ctx, &dryrun);
@@ -1477,6 +1667,8 @@ static int gpu_part(void)
     printf("vectors: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     test_matrices();
     printf("matrices: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
+    test_block_relax_gpu();
+    printf("block_relax: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     if (!dryrun) {
         test_stats_and_pool();
         test_invalid();

@@ -1102,6 +1102,49 @@ static void test_magma_methods(sap_context *ctx)
         free(b);
         free(x);
     }
+    /* the derived matrices (A^T of BiCG/QMR, float A of IR, CSR A of async-jacobi from an
+     * ELL matrix) follow sap_matrix_update_values: solves after an update solve the new A */
+    if (sy[2].A) {
+        const sap_int n = sy[2].A->nrows;
+        sap_csr *A2 = NULL;
+        CHECK_OK(ctx, sap_csr_copy(sy[2].A, &A2));
+        for (sap_int p = 0; p < A2->nnz; p++) /* a different nonsymmetric matrix, same pattern */
+            A2->val[p] = A2->colind[p] > (sap_int)(p % n) ? 1.7 * A2->val[p] : A2->val[p];
+        for (sap_int i = 0; i < n; i++) /* keep it diagonally dominant */
+            for (sap_int p = A2->rowptr[i]; p < A2->rowptr[i + 1]; p++)
+                if (A2->colind[p] == i) A2->val[p] *= 2.5;
+        double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
+        for (sap_int i = 0; i < n; i++) b[i] = cos(0.3 * (double)i);
+        const sap_krylov_type ts[] = {SAP_KRYLOV_BICG, SAP_KRYLOV_QMR, SAP_KRYLOV_IR, SAP_KRYLOV_ASYNC_JACOBI};
+        for (int k = 0; k < 4; k++) {
+            sap_matrix_options mo;
+            sap_matrix_options_init(&mo);
+            mo.format = SAP_FORMAT_ELL;
+            sap_matrix *M = NULL;
+            sap_krylov *K = NULL;
+            sap_krylov_options o;
+            sap_krylov_options_init(&o);
+            o.type = ts[k];
+            o.tol = tol;
+            o.maxit = 3000;
+            CHECK_OK(ctx, sap_matrix_create(ctx, sy[2].A, &mo, &M));
+            CHECK_OK(ctx, sap_krylov_create(ctx, &o, &K));
+            sap_krylov_stats ks;
+            memset(x, 0, sizeof(double) * (size_t)n);
+            CHECK_OK(ctx, sap_krylov_solve(K, M, NULL, b, x, &ks));
+            CHECK(true_residual(sy[2].A, b, x) <= tol);
+            CHECK_OK(ctx, sap_matrix_update_values(M, A2->val));
+            memset(x, 0, sizeof(double) * (size_t)n);
+            CHECK_OK(ctx, sap_krylov_solve(K, M, NULL, b, x, &ks));
+            const double tr = true_residual(A2, b, x);
+            CHECK_MSG(tr <= tol, "%s after update_values: true residual %.3e", sap_krylov_name(ts[k]), tr);
+            sap_krylov_destroy(K);
+            sap_matrix_destroy(M);
+        }
+        free(b);
+        free(x);
+        sap_csr_destroy(A2);
+    }
     for (int q = 0; q < 4; q++) sap_csr_destroy(sy[q].A);
 }
 

@@ -147,13 +147,7 @@ sap_status sap_matrix_update_values(sap_matrix *M, const double *val)
     sap_context *ctx = M->ctx;
     if (!val && M->nnz > 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_update_values: val is NULL");
     sap_csr A;
-    memset(&A, 0, sizeof(A));
-    A.ctx = ctx;
-    A.nrows = M->nrows;
-    A.ncols = M->ncols;
-    A.nnz = M->nnz;
-    A.rowptr = M->rowptr;
-    A.colind = M->colind;
+    host_view(M, &A);
     A.val = (double *)val; /* read only */
     sap_status st = sap__ops(ctx)->spmat_update_values(ctx, M->sm, &A);
     if (st < 0) return st;
