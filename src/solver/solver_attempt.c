@@ -121,7 +121,19 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
         a->predicted = p > 0 ? p : 0;
     } else {
         a->predicted = sap__solver_estimate_all(S, m, P, K, prec).seconds;
-        if ((a->predicted > SV_BUDGET_MIN || S->opt.time_budget > 0) && !final) {
+        const sap_solver_method md = sap__solver_next_direct(S, i);
+        if (type->direct && !final && a->predicted > SV_DIRECT_CMP_MIN && md != SAP_METHOD_AUTO &&
+            S->opt.time_budget >= 0 && !(i == 0 && S->opt.method != SAP_METHOD_AUTO)) {
+            /* a band direct solve (band-pivot) against the sparse direct one after it: both
+             * costs are predicted, without a floor; the cheaper one runs */
+            const double pd = sap__solver_direct_predict(S, md);
+            if (pd > 0 && a->predicted > pd) {
+                snprintf(note, nl, "setup predicted %.2g s > %s's %.2g s: skip", a->predicted,
+                         sap_solver_method_name(md), pd);
+                st = SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "sap_solver %s: %s", sap_solver_method_name(m), note);
+                goto cleanup;
+            }
+        } else if ((a->predicted > SV_BUDGET_MIN || S->opt.time_budget > 0) && !final) {
             char why[96];
             const double b = sap__solver_budget(S, a, i, why, sizeof(why));
             if (b > 0 && a->predicted > b) {

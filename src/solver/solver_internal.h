@@ -360,10 +360,15 @@ void sap__solver_direct_forget(sap_solver *S);
 
 /* solver_monitor.c: the time box */
 #define SV_BUDGET_FACTOR 2.0 /* automatic budget: this times the next direct method's prediction */
-#define SV_BUDGET_MIN 2.0    /* ... and at least this many seconds; an attempt is not checked
-                                before it has run this long (the prediction costs an analysis;
-                                a loaded host or a sanitizer slows small setups to tenths of a
-                                second, which must not change the method chosen) */
+#define SV_BUDGET_MIN 2.0    /* ... and at least this many seconds (a loaded host or a
+                                sanitizer slows small setups to tenths of a second, which must
+                                not change the method chosen) */
+#define SV_BUDGET_CHECK 0.5  /* an attempt is not checked before it has run this long (the
+                                automatic budget costs an analysis: not for a quick attempt) */
+/* The first sparse direct method after chain index i, or SAP_METHOD_AUTO (none). */
+sap_solver_method sap__solver_next_direct(const sap_solver *S, int i);
+#define SV_DIRECT_CMP_MIN 0.1 /* band-pivot predicted above this (s) is compared with the next
+                                 sparse direct method's prediction: the cheaper one runs */
 /* The budget of attempt a (chain index i; decided once: a->budget, a->budget_set): the
  * time_budget given, or the automatic one (why receives its words); 0 when none. */
 double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size_t wl);

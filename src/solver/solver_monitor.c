@@ -21,8 +21,7 @@ void sap__solver_fmt_seconds(double s, char *buf, size_t size)
 
 /* ---- the time box --------------------------------------------------------------------- */
 
-/* The first direct method after chain index i, or AUTO (none). */
-static sap_solver_method next_direct(const sap_solver *S, int i)
+sap_solver_method sap__solver_next_direct(const sap_solver *S, int i)
 {
     for (int j = i + 1; j < S->nchain; j++) {
         const sap__solver_method_type *t = sap__solver_method_get(S->chain[j]);
@@ -48,7 +47,7 @@ double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size
     }
     /* a method the caller asked for is not cut by an automatic budget (only a given one) */
     if (i == 0 && S->opt.method != SAP_METHOD_AUTO) return 0;
-    const sap_solver_method m = next_direct(S, i);
+    const sap_solver_method m = sap__solver_next_direct(S, i);
     if (m == SAP_METHOD_AUTO) return 0;
     const double t0 = sap__wtime();
     const double p = sap__solver_direct_predict(S, m);
@@ -84,7 +83,7 @@ static int over_budget(sap_solver *S, double iteration, double relres)
     S->slope_n++;
     if (!a->budget_set) {
         /* an automatic budget costs an analysis: not for an attempt that ends soon */
-        if (now - a->t_start < SV_BUDGET_MIN) return 0;
+        if (now - a->t_start < SV_BUDGET_CHECK) return 0;
         sap__solver_budget(S, a, S->ichain, NULL, 0);
         note_budget(S, a);
         if (a->budget <= 0) return 0;
