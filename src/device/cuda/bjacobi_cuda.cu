@@ -50,6 +50,9 @@ struct cuda_bj {
 
 static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
 
+/* the maximum over the group of W lanes; the shuffles name the whole warp, so every lane of
+ * the warp calls this from the same place (never under a branch that is uniform over the
+ * group only: undefined behaviour) */
 template <int W> __device__ inline double group_max(double v)
 {
 #pragma unroll
@@ -158,9 +161,10 @@ __global__ void __launch_bounds__(128) k_factor(bj_dev d, const int32_t *list, i
             }
     }
     __syncwarp();
-    double nInv = 0;
+    /* (fail is uniform over the group but not over the warp: the warp-wide shuffles of
+     * group_max run outside the branches, every lane of the warp at the same call site) */
+    double c = 0;
     if (!fail) {
-        double c = 0;
         if (mine) {
             if (!LU) {
                 for (int i = 0; i < s; i++) c += fabs(TILE(i, lane));
@@ -186,8 +190,8 @@ __global__ void __launch_bounds__(128) k_factor(bj_dev d, const int32_t *list, i
                     }
             }
         }
-        nInv = group_max<W>(c);
     }
+    const double nInv = group_max<W>(c);
     __syncwarp();
     const double kappa = fail ? (double)INFINITY : nA * nInv;
     int info = nonfinite ? SAP_BJ_NONFINITE : fail ? SAP_BJ_SINGULAR : SAP_BJ_OK;
@@ -207,13 +211,12 @@ __global__ void __launch_bounds__(128) k_factor(bj_dev d, const int32_t *list, i
         else if (kappa <= c32) prec = SAP_BJ_FP32;
     }
     __syncwarp();
-    if (prec != SAP_BJ_FP64) {
-        double m = 0;
-        if (mine)
-            for (int j = LU ? lane : 0; j < s; j++) m = fmax(m, fabs(TILE(lane, j)));
-        m = group_max<W>(m);
-        sc = m > 0 && isfinite(m) ? ldexp(1.0, ilogb(m) - 13) : 1.0;
-    }
+    /* (prec is uniform over the group only: the reduction unconditional, as above) */
+    double m = 0;
+    if (prec != SAP_BJ_FP64 && mine)
+        for (int j = LU ? lane : 0; j < s; j++) m = fmax(m, fabs(TILE(lane, j)));
+    m = group_max<W>(m);
+    if (prec != SAP_BJ_FP64) sc = m > 0 && isfinite(m) ? ldexp(1.0, ilogb(m) - 13) : 1.0;
     if (valid && mine) {
         unsigned char *slot = d.store + d.soff[b];
         for (int j = 0; j < s; j++) {
