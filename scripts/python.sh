@@ -26,7 +26,7 @@ fi
 # --no-build-isolation: build with the venv's scikit-build-core (no download at build time);
 # build-dir: incremental rebuilds of the extension and the C library under it
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps \
-    -C build-dir="$BUILD/python" ./python
+    -C build-dir="$(mkdir -p "$BUILD" && cd "$BUILD" && pwd)/python" ./python
 "$VENV/bin/python" -c "import sap; print('scripts/python.sh: sap', sap.__version__, 'installed in $VENV')"
 if [ "${1:-}" = "--test" ]; then
     shift

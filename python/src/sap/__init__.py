@@ -233,7 +233,10 @@ def solve(A: Any, b: Any, **options: Any) -> Any:
     Options: the names of ``sap solve --opt`` / ``sap_solver_options_set`` (method,
     fallback, db, scale, cm, drop, partitions, third_stage, precision, boost_threshold,
     boost_value, krylov, tol, maxit, memory_limit, host_small, host_direct, long_step;
-    see :func:`options_help`) plus ``backend`` and ``threads``."""
+    see :func:`options_help`) plus ``backend`` and ``threads``.
+
+    CuPy inputs are accepted and give CuPy results, but (partial) they are copied through
+    the host: the library has no device-pointer entry point yet."""
     return Solver(A, **options).solve(b)
 
 
