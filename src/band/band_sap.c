@@ -59,15 +59,21 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
     }
     d += sap__device_alloc_size(ctx, (11.0 * ((double)P + 1.0) + 1.0) * 8.0);
     if (src) d += sap__device_alloc_size(ctx, (double)P * 8.0);
-    /* the host: the layout (6 arrays of P + 1), thr, bst, norms, uoff, roff, xoff; without a
-     * source the double band, B, C and the UL windows, plus a float conversion buffer of the
-     * largest of them while it is uploaded */
-    double h = 12.0 * ((double)P + 1.0) * 8.0;
+    /* the host: the sap_band_fact itself, the layout (6 arrays of P + 1), thr, bst, norms,
+     * uoff, roff, xoff; then the larger of two phases that never overlap: without a source
+     * the double band, B, C and the UL windows, plus a float conversion buffer of the
+     * largest of them while it is uploaded (all freed before prepare); the kernels'
+     * prepare (cuda: its private state and the parameter block staged for the upload) */
+    double h = (double)sizeof(sap_band_fact) + 12.0 * ((double)P + 1.0) * 8.0;
+    double fill = 0;
     if (!src) {
-        h += band * 8.0;
-        if (cpl) h += 2.0 * ncpl * 8.0 + ni * W * w * 8.0;
-        if (prec == SAP_FLOAT) h += fmax(band, cpl ? fmax(ncpl, ni * W * w) : 0.0) * 4.0;
+        fill = band * 8.0;
+        if (cpl) fill += 2.0 * ncpl * 8.0 + ni * W * w * 8.0;
+        if (prec == SAP_FLOAT) fill += fmax(band, cpl ? fmax(ncpl, ni * W * w) : 0.0) * 4.0;
     }
+    const sap_band_kernels *kt = sap__ops(ctx)->band;
+    const double prep = kt && kt->prepare_host_bytes ? kt->prepare_host_bytes(P) : 0.0;
+    h += fmax(fill, prep);
     *dev = d;
     *host = h;
 }

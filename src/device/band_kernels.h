@@ -84,6 +84,9 @@ typedef struct sap_band_kernels {
     sap_status (*fill_from_band)(sap_band_fact *F, const sap_band_source *src, double *norms);
     /* after F->thr / F->bst changed on the host (NULL: the kernels read them there) */
     sap_status (*update_boost)(sap_band_fact *F);
+    /* the host bytes prepare holds at its peak for P partitions (the private state it
+     * keeps in F->dev and any staging buffer), for sap__band_fact_bytes; NULL: none */
+    double (*prepare_host_bytes)(int64_t P);
 } sap_band_kernels;
 
 

@@ -502,6 +502,12 @@ cleanup:
     return st;
 }
 
+/* what c_prepare takes on the host: h (staging of the parameter block) and pv */
+static double c_prepare_host_bytes(int64_t P)
+{
+    return (double)((9 * (P + 1) + 2 * (P + 1) + 1) * 8) + (double)sizeof(cuda_band_priv);
+}
+
 static void c_release(sap_band_fact *F)
 {
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
@@ -691,6 +697,7 @@ sap_band_kernels make_table()
     memset(&t, 0, sizeof(t));
     t.name = "cuda";
     t.prepare = c_prepare;
+    t.prepare_host_bytes = c_prepare_host_bytes;
     t.release = c_release;
     t.factor = c_factor;
     t.spikes = c_spikes;
