@@ -57,7 +57,7 @@ void sap__solver_att_stats(sap_solver *S, const sap__attempt *a)
                  S->ichain, sap_solver_method_name(S->chain[0]));
     char words[64] = ""; /* the method's part, e.g. "float, BiCGStab(2)" */
     if (a->type->report) a->type->report(S, a, words, sizeof(words));
-    char big[512];
+    char big[640];
     snprintf(big, sizeof(big), "%.120s; DB %s%s; CM %s; K %lld%s; %s; %s; mem %.3g of %.3g GB (%s)", head,
              db_word(S), S->db_why, S->cm_why, (long long)a->K,
              a->K < S->K_auto && S->opt.drop_delta < 0 && a->type->band != SAP__SM_BAND_NONE

@@ -30,8 +30,9 @@ run_int() {
 }
 
 # the pipeline: a forced Jacobi with GMRES(2) on a 3D Poisson matrix that would run for hours
+# (fallback=0: with a method after it in the chain, an attempt gets an iteration cap)
 rm -f "$W/x.mtx"
-run_int 2 "$SAP" solve gen:poisson3d:n=50 --method jacobi --opt krylov=gmres:2 --tol 1e-30 --maxit 100000000 \
+run_int 2 "$SAP" solve gen:poisson3d:n=50 --method jacobi --opt fallback=0 --opt krylov=gmres:2 --tol 1e-30 --maxit 100000000 \
     -o "$W/x.mtx"
 if [ "$rc" -eq 130 ]; then ok; else bad "pipeline: exit $rc (expected 130)"; cat "$W/err" >&2; fi
 if [ "$took" -le 5 ]; then ok; else bad "pipeline: exited $took s after SIGINT"; fi
