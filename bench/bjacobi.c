@@ -24,6 +24,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
 #include "device/device.h"
+#include "bench_out.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -127,14 +128,6 @@ static void bj_free(bjfact *f)
     free(f->off);
 }
 
-#define CU(call)                                                                                     \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 #define CB(call)                                                                                     \
     do {                                                                                             \
         cublasStatus_t s_ = (call);                                                                  \

@@ -42,47 +42,8 @@ int main(void)
 
 /* ---- output captured for the markdown report ------------------------------------------ */
 
-static char *outbuf = NULL;
-static size_t outlen = 0, outcap = 0;
+#include "bench_out.h"
 
-static void say(const char *fmt, ...)
-{
-    char line[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    fputs(line, stdout);
-    fflush(stdout);
-    size_t l = strlen(line);
-    if (outlen + l + 1 > outcap) {
-        size_t nc = outcap ? outcap * 2 : 65536;
-        while (nc < outlen + l + 1) nc *= 2;
-        char *p = realloc(outbuf, nc);
-        if (!p) return;
-        outbuf = p;
-        outcap = nc;
-    }
-    memcpy(outbuf + outlen, line, l + 1);
-    outlen += l;
-}
-
-#define CU(call)                                                                                     \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
-#define CUSP(call)                                                                                   \
-    do {                                                                                             \
-        cusparseStatus_t s_ = (call);                                                                \
-        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                         \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cusparseGetErrorString(s_)); \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -532,11 +493,11 @@ int main(int argc, char **argv)
                     (long long)e->n, (long long)e->nnz, e->auto_fmt, e->t_auto * 1e6, e->t_cusp * 1e6, e->t_cusp2 * 1e6,
                     b / e->t_auto * 1e-9, b / e->t_cusp * 1e-9, e->t_cusp / e->t_auto, e->best);
         }
-        fprintf(md, "\n## Output\n\n```\n%s```\n", outbuf ? outbuf : "");
+        fprintf(md, "\n## Output\n\n```\n%s```\n", bench_out_text());
         fclose(md);
     }
     free(sums);
-    free(outbuf);
+    bench_out_free();
     sap_context_destroy(ctx);
     return 0;
 }

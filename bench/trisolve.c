@@ -50,46 +50,8 @@ int main(void)
 #include <sys/stat.h>
 #include <time.h>
 
-static char *outbuf = NULL;
-static size_t outlen = 0, outcap = 0;
-static void say(const char *fmt, ...)
-{
-    char line[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    fputs(line, stdout);
-    fflush(stdout);
-    size_t l = strlen(line);
-    if (outlen + l + 1 > outcap) {
-        size_t nc = outcap ? outcap * 2 : 65536;
-        while (nc < outlen + l + 1) nc *= 2;
-        char *p = realloc(outbuf, nc);
-        if (!p) return;
-        outbuf = p;
-        outcap = nc;
-    }
-    memcpy(outbuf + outlen, line, l + 1);
-    outlen += l;
-}
+#include "bench_out.h"
 
-#define CU(call)                                                                                     \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
-#define CUSP(call)                                                                                   \
-    do {                                                                                             \
-        cusparseStatus_t s_ = (call);                                                                \
-        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                         \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cusparseGetErrorString(s_)); \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 #define OK(call)                                                                                     \
     do {                                                                                             \
         sap_status s_ = (call);                                                                      \
@@ -754,13 +716,13 @@ int main(int argc, char **argv)
         fprintf(md, "- date: %s\n- device: %s\n- commit: %s\n- command: `%s`\n\n", date, sap_context_device_name(ctx),
                 commit ? commit : "unknown", cmd);
         fprintf(md, "Tables: trisolve.csv (every method and precision), trisolve_gmres.csv.\n\n```\n%s```\n",
-                outbuf ? outbuf : "");
+                bench_out_text());
         fclose(md);
     }
     fclose(csv);
     fclose(gcsv);
     for (int k = 0; k < nm; k++) sap_csr_destroy(mats[k]);
-    free(outbuf);
+    bench_out_free();
     sap_context_destroy(ctx);
     return 0;
 }

@@ -1,0 +1,70 @@
+/* bench_out.h -- what the benchmark programs share: say() prints a line and keeps it, so
+ * that the program can copy its whole output into its markdown report (bench_out_text,
+ * bench_out_free), and, in a CUDA build, CU() and (after cusparse.h) CUSP(), which stop the
+ * program on a CUDA runtime or cuSPARSE error.  Header-only (static functions): each benchmark is one program. */
+#ifndef SAP_BENCH_OUT_H
+#define SAP_BENCH_OUT_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *bench_outbuf = NULL;
+static size_t bench_outlen = 0, bench_outcap = 0;
+
+/* printf to stdout (flushed), the text also kept for the report */
+static inline void say(const char *fmt, ...)
+{
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fputs(line, stdout);
+    fflush(stdout);
+    size_t l = strlen(line);
+    if (bench_outlen + l + 1 > bench_outcap) {
+        size_t nc = bench_outcap ? bench_outcap * 2 : 65536;
+        while (nc < bench_outlen + l + 1) nc *= 2;
+        char *p = realloc(bench_outbuf, nc);
+        if (!p) return;
+        bench_outbuf = p;
+        bench_outcap = nc;
+    }
+    memcpy(bench_outbuf + bench_outlen, line, l + 1);
+    bench_outlen += l;
+}
+
+/* everything said so far ("" if nothing) */
+static inline const char *bench_out_text(void) { return bench_outbuf ? bench_outbuf : ""; }
+static inline void bench_out_free(void)
+{
+    free(bench_outbuf);
+    bench_outbuf = NULL;
+    bench_outlen = bench_outcap = 0;
+}
+
+#ifdef SAP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#define CU(call)                                                                                     \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) {                                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+#endif
+#if defined(SAP_HAVE_CUDA) && defined(CUSPARSE_VER_MAJOR)
+#define CUSP(call)                                                                                   \
+    do {                                                                                             \
+        cusparseStatus_t s_ = (call);                                                                \
+        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                         \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cusparseGetErrorString(s_)); \
+            exit(1);                                                                                 \
+        }                                                                                            \
+    } while (0)
+#endif
+
+#endif /* SAP_BENCH_OUT_H */
