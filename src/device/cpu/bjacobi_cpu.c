@@ -77,14 +77,15 @@ static double norm1(int s, const double *a) /* a row-major s x s (ld MB) */
 }
 
 /* implicit pivoting: the row not pivoted yet (bit clear in *done) with the largest
- * |a(i, k)|, the first on ties; marked done.  -1 when that pivot is not above tiny. */
+ * |a(i, k)|, the first on ties; marked done.  -1 when that pivot is not above tiny (or
+ * every candidate is NaN). */
 static int pick_pivot(int s, const double *a, int k, unsigned *done, double tiny)
 {
     int p = -1;
     double best = -1;
     for (int i = 0; i < s; i++)
         if (!(*done >> i & 1u) && fabs(a[i * MB + k]) > best) best = fabs(a[i * MB + k]), p = i;
-    if (!(fabs(a[p * MB + k]) > tiny)) return -1;
+    if (p < 0 || !(fabs(a[p * MB + k]) > tiny)) return -1;
     *done |= 1u << p;
     return p;
 }
