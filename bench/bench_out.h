@@ -1,6 +1,7 @@
 /* bench_out.h -- what the benchmark programs share: say() prints a line and keeps it, so
  * that the program can copy its whole output into its markdown report (bench_out_text,
- * bench_out_free), and, in a CUDA build, CU() and (after cusparse.h) CUSP(), which stop the
+ * bench_out_free), bench_cmp_double for qsort, and, in a CUDA build, bench_time_calls (median
+ * seconds per call of a queued operation), CU() and (after cusparse.h) CUSP(), which stop the
  * program on a CUDA runtime or cuSPARSE error.  Header-only (static functions): each benchmark is one program. */
 #ifndef SAP_BENCH_OUT_H
 #define SAP_BENCH_OUT_H
@@ -36,6 +37,12 @@ static inline void say(const char *fmt, ...)
     bench_outlen += l;
 }
 
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* everything said so far ("" if nothing) */
 static inline const char *bench_out_text(void) { return bench_outbuf ? bench_outbuf : ""; }
 static inline void bench_out_free(void)
@@ -55,6 +62,45 @@ static inline void bench_out_free(void)
             exit(1);                                                                                 \
         }                                                                                            \
     } while (0)
+
+/* Median seconds per call of fn over min(batches, 64) batches of back-to-back calls on
+ * stream, each batch sized to take at least min_batch_ms (after a warm-up). */
+static inline double bench_time_calls(cudaStream_t stream, void (*fn)(void *arg), void *arg, int batches,
+                                      double min_batch_ms)
+{
+    cudaEvent_t e0, e1;
+    CU(cudaEventCreate(&e0));
+    CU(cudaEventCreate(&e1));
+    for (int i = 0; i < 3; i++) fn(arg); /* warm-up */
+    CU(cudaStreamSynchronize(stream));
+    /* size a batch to take at least min_batch_ms */
+    int reps = 1;
+    float ms = 0;
+    for (;;) {
+        CU(cudaEventRecord(e0, stream));
+        for (int i = 0; i < reps; i++) fn(arg);
+        CU(cudaEventRecord(e1, stream));
+        CU(cudaEventSynchronize(e1));
+        CU(cudaEventElapsedTime(&ms, e0, e1));
+        if (ms >= min_batch_ms || reps >= (1 << 16)) break;
+        int next = ms > 0 ? (int)(reps * (min_batch_ms * 1.2 / ms)) + 1 : reps * 8;
+        reps = next > reps * 8 ? reps * 8 : (next < reps * 2 ? reps * 2 : next);
+    }
+    double t[64];
+    int nb = batches < 64 ? batches : 64;
+    for (int b = 0; b < nb; b++) {
+        CU(cudaEventRecord(e0, stream));
+        for (int i = 0; i < reps; i++) fn(arg);
+        CU(cudaEventRecord(e1, stream));
+        CU(cudaEventSynchronize(e1));
+        CU(cudaEventElapsedTime(&ms, e0, e1));
+        t[b] = (double)ms * 1e-3 / reps;
+    }
+    qsort(t, (size_t)nb, sizeof(double), bench_cmp_double);
+    CU(cudaEventDestroy(e0));
+    CU(cudaEventDestroy(e1));
+    return t[nb / 2];
+}
 #endif
 #if defined(SAP_HAVE_CUDA) && defined(CUSPARSE_VER_MAJOR)
 #define CUSP(call)                                                                                   \

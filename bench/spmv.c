@@ -45,55 +45,12 @@ int main(void)
 #include "bench_out.h"
 
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* ---- timing -------------------------------------------------------------------------- */
-
-typedef void (*run_fn)(void *arg);
 
 static int g_batches = 11;
 static double g_min_batch_ms = 2.0;
 
-/* Median seconds per call of fn over batches of back-to-back calls on stream. */
-static double time_calls(cudaStream_t stream, run_fn fn, void *arg)
-{
-    cudaEvent_t e0, e1;
-    CU(cudaEventCreate(&e0));
-    CU(cudaEventCreate(&e1));
-    for (int i = 0; i < 3; i++) fn(arg); /* warm-up */
-    CU(cudaStreamSynchronize(stream));
-    /* size a batch to take at least g_min_batch_ms */
-    int reps = 1;
-    float ms = 0;
-    for (;;) {
-        CU(cudaEventRecord(e0, stream));
-        for (int i = 0; i < reps; i++) fn(arg);
-        CU(cudaEventRecord(e1, stream));
-        CU(cudaEventSynchronize(e1));
-        CU(cudaEventElapsedTime(&ms, e0, e1));
-        if (ms >= g_min_batch_ms || reps >= (1 << 16)) break;
-        int next = ms > 0 ? (int)(reps * (g_min_batch_ms * 1.2 / ms)) + 1 : reps * 8;
-        reps = next > reps * 8 ? reps * 8 : (next < reps * 2 ? reps * 2 : next);
-    }
-    double t[64];
-    int nb = g_batches < 64 ? g_batches : 64;
-    for (int b = 0; b < nb; b++) {
-        CU(cudaEventRecord(e0, stream));
-        for (int i = 0; i < reps; i++) fn(arg);
-        CU(cudaEventRecord(e1, stream));
-        CU(cudaEventSynchronize(e1));
-        CU(cudaEventElapsedTime(&ms, e0, e1));
-        t[b] = (double)ms * 1e-3 / reps;
-    }
-    qsort(t, (size_t)nb, sizeof(double), cmp_double);
-    CU(cudaEventDestroy(e0));
-    CU(cudaEventDestroy(e1));
-    return t[nb / 2];
-}
 
 /* ---- our formats ------------------------------------------------------------------------ */
 
@@ -213,7 +170,7 @@ static void bench_matrix(sap_context *ctx, const char *name, const sap_csr *A)
         CU(cudaMalloc(&cs.buf, bs ? bs : 16));
         CUSP(cusparseSpMV_preprocess(cs.h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, cs.A, cs.x, &zero, cs.y, CUDA_R_64F,
                                      cs.alg, cs.buf));
-        t_cusp[a] = time_calls(stream, run_cusp, &cs);
+        t_cusp[a] = bench_time_calls(stream, run_cusp, &cs, g_batches, g_min_batch_ms);
         if (a == 0) {
             CU(cudaStreamSynchronize(stream));
             ops->vec_download(ctx, &y, href);
@@ -266,7 +223,7 @@ static void bench_matrix(sap_context *ctx, const char *name, const sap_csr *A)
         run_ours(&o);
         ops->vec_download(ctx, &y, hy);
         double err = rel_err(hy, href, n);
-        t[k] = time_calls(stream, run_ours, &o);
+        t[k] = bench_time_calls(stream, run_ours, &o, g_batches, g_min_batch_ms);
         if (o.failed) say("  %s %s: spmv failed: %s\n", name, va->name, sap_context_last_error(ctx));
         if (err > 1e-12) say("  %s %s: WRONG RESULT, relative error %.3g against cuSPARSE\n", name, va->name, err);
         double own = sap__cuda_spmat_bytes(M);
@@ -328,7 +285,7 @@ static double copy_bandwidth(cudaStream_t stream)
         CU(cudaEventElapsedTime(&ms, e0, e1));
         if (i >= 2) t[i - 2] = ms * 1e-3;
     }
-    qsort(t, 11, sizeof(double), cmp_double);
+    qsort(t, 11, sizeof(double), bench_cmp_double);
     CU(cudaEventDestroy(e0));
     CU(cudaEventDestroy(e1));
     CU(cudaFree(a));

@@ -61,11 +61,6 @@ int main(void)
         }                                                                                            \
     } while (0)
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double wtime(void)
 {
@@ -74,43 +69,8 @@ static double wtime(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-typedef void (*run_fn)(void *arg);
 static int g_batches = 11;
 
-/* Median seconds per call of fn over batches of back-to-back calls (>= 2 ms a batch). */
-static double time_calls(cudaStream_t stream, run_fn fn, void *arg)
-{
-    cudaEvent_t e0, e1;
-    CU(cudaEventCreate(&e0));
-    CU(cudaEventCreate(&e1));
-    for (int i = 0; i < 2; i++) fn(arg);
-    CU(cudaStreamSynchronize(stream));
-    int reps = 1;
-    float ms = 0;
-    for (;;) {
-        CU(cudaEventRecord(e0, stream));
-        for (int i = 0; i < reps; i++) fn(arg);
-        CU(cudaEventRecord(e1, stream));
-        CU(cudaEventSynchronize(e1));
-        CU(cudaEventElapsedTime(&ms, e0, e1));
-        if (ms >= 2.0f || reps >= 4096) break;
-        reps *= 2;
-    }
-    double t[64];
-    const int nb = g_batches < 64 ? g_batches : 64;
-    for (int b = 0; b < nb; b++) {
-        CU(cudaEventRecord(e0, stream));
-        for (int i = 0; i < reps; i++) fn(arg);
-        CU(cudaEventRecord(e1, stream));
-        CU(cudaEventSynchronize(e1));
-        CU(cudaEventElapsedTime(&ms, e0, e1));
-        t[b] = (double)ms * 1e-3 / reps;
-    }
-    qsort(t, (size_t)nb, sizeof(double), cmp_double);
-    CU(cudaEventDestroy(e0));
-    CU(cudaEventDestroy(e1));
-    return t[nb / 2];
-}
 
 /* ---- ours ------------------------------------------------------------------------------ */
 
@@ -267,7 +227,7 @@ static void bench_matrix(sap_context *ctx, const char *name, const sap_csr *A)
         CUSP(cusparseCreateDnVec(&c.vy, n, vy.data, dt));
         CUSP(cusparseCreateDnVec(&c.vx, n, vx.data, dt));
         const double tca = cusp_analyse(&c, &c.L, c.vb, c.vy, s) + cusp_analyse(&c, &c.U, c.vy, c.vx, s);
-        const double tcs = time_calls(s, run_cusp, &c);
+        const double tcs = bench_time_calls(s, run_cusp, &c, g_batches, 2.0);
         OK(ops->vec_download(ctx, &vx, h1));
         for (int m = 0; m < 3; m++) {
             const sap_trsv_method meth = m == 0 ? SAP_TRSV_AUTO : m == 1 ? SAP_TRSV_LEVEL : SAP_TRSV_SYNCFREE;
@@ -279,7 +239,7 @@ static void bench_matrix(sap_context *ctx, const char *name, const sap_csr *A)
             OK(ops->synchronize(ctx));
             const double toa = wtime() - t0;
             OK(ops->set(ctx, &vx, 0.0));
-            const double tos = time_calls(s, run_ours, &o);
+            const double tos = bench_time_calls(s, run_ours, &o, g_batches, 2.0);
             OK(ops->vec_download(ctx, &vx, h2));
             double e = 0.0, sc = 0.0;
             for (sap_int i = 0; i < n; i++) {
@@ -703,7 +663,7 @@ int main(int argc, char **argv)
         med[k] = sums[k].speed_d;
         lg += log(sums[k].speed_d > 0 ? sums[k].speed_d : 1e-9);
     }
-    qsort(med, (size_t)nsums, sizeof(double), cmp_double);
+    qsort(med, (size_t)nsums, sizeof(double), bench_cmp_double);
     say("\ndouble, auto method: median speedup over cusparseSpSV %.2fx (target >= 3), geometric mean %.2fx\n",
         nsums ? med[nsums / 2] : 0.0, nsums ? exp(lg / nsums) : 0.0);
     for (int k = 0; k < nsums; k++)
