@@ -137,6 +137,22 @@ cleanup:
     return st;
 }
 
+sap_status sap__dd_blocks(sap_context *ctx, const sap_csr *A, sap_int nblocks, sap_csr **B, const char **how,
+                          double *t_partition)
+{
+    sap_status st = SAP_OK;
+    sap_int *part = NULL;
+    *B = NULL;
+    const double t0 = sap__wtime();
+    SAP_ALLOC(ctx, part, A->nrows > 0 ? A->nrows : 1);
+    SAP_TRY(sap__dd_partition(ctx, A, nblocks, part, how));
+    if (t_partition) *t_partition = sap__wtime() - t0;
+    SAP_TRY(sap__dd_block_diag(ctx, A, part, B));
+cleanup:
+    sap__free(ctx, part);
+    return st;
+}
+
 void sap__dd_ras_free(sap_dd_ras *D)
 {
     sap_csr_destroy(D->Ab);

@@ -69,6 +69,10 @@ sap_status sap__dd_partition(sap_context *ctx, const sap_csr *A, sap_int nblocks
 /* A without the entries coupling different parts (its block-diagonal part, A's order):
  * an ILU of it is the ILU of every block at once, and one triangular solve covers all. */
 sap_status sap__dd_block_diag(sap_context *ctx, const sap_csr *A, const sap_int *part, sap_csr **B);
+/* Both: the block-diagonal part of A over sap__dd_partition's nblocks parts (*how as there;
+ * *t_partition, if given, the seconds of the partitioning). */
+sap_status sap__dd_blocks(sap_context *ctx, const sap_csr *A, sap_int nblocks, sap_csr **B, const char **how,
+                          double *t_partition);
 /* RAS: each part extended by 'overlap' levels of the graph of A + A^T; the subdomains'
  * matrices concatenated into one block-diagonal system Ab (next rows), R (next x n) the
  * gather of the subdomains' rows, Pown (n x next) the restricted prolongation (row i

@@ -19,20 +19,17 @@ static sap_status bilu_numeric(sap_precond *P, const sap_csr *A)
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
     sap_csr *B = NULL, *LU = NULL;
-    sap_int *part = NULL, shifted = 0;
+    sap_int shifted = 0;
     const char *how = "";
+    double t_part = 0;
     const double t0 = sap__wtime();
-    SAP_ALLOC(ctx, part, A->nrows > 0 ? A->nrows : 1);
-    SAP_TRY(sap__dd_partition(ctx, A, o->blocks, part, &how));
-    const double t1 = sap__wtime();
-    SAP_TRY(sap__dd_block_diag(ctx, A, part, &B));
+    SAP_TRY(sap__dd_blocks(ctx, A, o->blocks, &B, &how, &t_part));
     SAP_TRY(sap__iluk_pattern(ctx, B, 0, &LU));
     SAP_TRY(sap__ilu_numeric(ctx, LU, o->pivot_tol, &shifted));
     snprintf(d->extra, sizeof(d->extra), "%lld blocks (%s, %.3g s), %lld coupling entries dropped", (long long)o->blocks,
-             how, t1 - t0, (long long)(A->nnz - B->nnz));
+             how, t_part, (long long)(A->nnz - B->nnz));
     SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
-    sap__free(ctx, part);
     sap_csr_destroy(B);
     sap_csr_destroy(LU);
     return st;

@@ -25,18 +25,15 @@ static sap_status bilut_numeric(sap_precond *P, const sap_csr *A)
     sap_ilu_pc *d = P->data;
     sap_status st = SAP_OK;
     sap_csr *B = NULL, *LU = NULL;
-    sap_int *part = NULL, shifted = 0;
+    sap_int shifted = 0;
     const char *how = "";
     const double t0 = sap__wtime();
-    SAP_ALLOC(ctx, part, A->nrows > 0 ? A->nrows : 1);
-    SAP_TRY(sap__dd_partition(ctx, A, o->blocks, part, &how));
-    SAP_TRY(sap__dd_block_diag(ctx, A, part, &B));
+    SAP_TRY(sap__dd_blocks(ctx, A, o->blocks, &B, &how, NULL));
     SAP_TRY(sap__ilut(ctx, B, o->p, o->tau, o->pivot_tol, &LU, &shifted));
     snprintf(d->extra, sizeof(d->extra), "%lld blocks (%s), ILUT(%lld, %g)", (long long)o->blocks, how, (long long)o->p,
              o->tau);
     SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
-    sap__free(ctx, part);
     sap_csr_destroy(B);
     sap_csr_destroy(LU);
     return st;
