@@ -29,10 +29,11 @@ static double urand(void)
 }
 
 /* Random triangular n x n: kind 0 random (density dens, some empty rows), 1 diagonal
- * only (one level), 2 bidiagonal (n levels). */
+ * only (one level), 2 bidiagonal (n levels), 3 a band of 80 off-diagonals (long rows:
+ * the cuda synchronization-free solve then gives a row 16 or 32 threads). */
 static sap_csr *rand_tri(sap_context *ctx, sap_int n, int upper, int kind, double dens)
 {
-    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + 16, nz = 0;
+    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + (kind == 3 ? 81 * n : 0) + 16, nz = 0;
     sap_csr *T = NULL;
     if (sap_csr_create(ctx, n, n, cap, &T) != SAP_OK) return NULL;
     T->rowptr[0] = 0;
@@ -43,10 +44,12 @@ static sap_csr *rand_tri(sap_context *ctx, sap_int n, int upper, int kind, doubl
             if (j != i && (upper ? j > i : j < i)) {
                 if (kind == 0) take = !empty && urand() < dens;
                 if (kind == 2) take = upper ? j == i + 1 : j == i - 1;
+                if (kind == 3) take = (upper ? j - i : i - j) <= 80;
             }
             if (!take || nz >= cap) continue;
             T->colind[nz] = j;
-            T->val[nz++] = j == i ? (urand() < 0.5 ? -1.0 : 1.0) * (1.0 + urand()) : (urand() - 0.5);
+            T->val[nz++] = j == i ? (urand() < 0.5 ? -1.0 : 1.0) * (1.0 + urand())
+                                  : (urand() - 0.5) / (kind == 3 ? 40.0 : 1.0);
         }
         T->rowptr[i + 1] = nz;
     }
@@ -107,7 +110,7 @@ static void trsv_cases(sap_context *ctx, sap_context *ref)
 {
     static const sap_int sizes[] = {1, 7, 300, 3000};
     for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
-        for (int kind = 0; kind < 3; kind++)
+        for (int kind = 0; kind < 4; kind++)
             for (int upper = 0; upper < 2; upper++)
                 for (int unit = 0; unit < 2; unit++) {
                     const sap_int n = sizes[si];
@@ -117,7 +120,7 @@ static void trsv_cases(sap_context *ctx, sap_context *ref)
                         CHECK(0);
                         continue;
                     }
-                    const sap_int nrhs = kind == 0 ? 3 : 1;
+                    const sap_int nrhs = kind == 0 ? 3 : kind == 3 ? 2 : 1;
                     double *b = malloc(sizeof(double) * (size_t)(n * nrhs)), *x = malloc(sizeof(double) * (size_t)(n * nrhs));
                     double *r = malloc(sizeof(double) * (size_t)(n * nrhs));
                     for (sap_int k = 0; k < n * nrhs; k++) b[k] = urand() - 0.5;
@@ -161,9 +164,10 @@ static void trsv_errors(sap_context *ctx)
     CHECK_STATUS(ctx, ops->trsv->analyze(ctx, T, 0, 1, SAP_DOUBLE, SAP_TRSV_AUTO, &S), SAP_ERR_NONFINITE);
     sap_csr_destroy(T);
     /* the method pick from the level profile */
-    CHECK(sap__trsv_pick(1000000, 300, NULL) == SAP_TRSV_LEVEL);
+    CHECK(sap__trsv_pick(1000000, 10, NULL) == SAP_TRSV_LEVEL);
+    CHECK(sap__trsv_pick(1000000, 300, NULL) == SAP_TRSV_SYNCFREE);
     CHECK(sap__trsv_pick(100000, 50000, NULL) == SAP_TRSV_SYNCFREE);
-    CHECK(sap__trsv_pick(100, 10, NULL) == SAP_TRSV_LEVEL);
+    CHECK(sap__trsv_pick(100, 10, NULL) == SAP_TRSV_SYNCFREE);
 }
 
 /* ---- factorizations against dense references ------------------------------------------------ */

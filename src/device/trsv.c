@@ -94,11 +94,11 @@ cleanup:
 
 sap_trsv_method sap__trsv_pick(sap_int n, sap_int nlevels, const char **reason)
 {
-    if (nlevels <= SAP_TRSV_FEW_LEVELS || n / (nlevels > 0 ? nlevels : 1) >= SAP_TRSV_WIDE_LEVEL) {
+    if (nlevels <= SAP_TRSV_FEW_LEVELS && n / (nlevels > 0 ? nlevels : 1) >= SAP_TRSV_WIDE_LEVEL) {
         if (reason) *reason = "few wide levels: one parallel step per level";
         return SAP_TRSV_LEVEL;
     }
-    if (reason) *reason = "many thin levels: synchronization-free rows (no launch per level)";
+    if (reason) *reason = "levels many or thin: synchronization-free rows (one launch)";
     return SAP_TRSV_SYNCFREE;
 }
 

@@ -11,8 +11,12 @@
  *              and b keep the original order) plus the inverse diagonal in processing
  *              order; the cuda backend keeps it in HEC (ELL column-major + CSR remainder);
  *   solve      one parallel step per level (cpu: an OpenMP loop per level; cuda: one kernel
- *              per level), or on cuda the synchronization-free method for many thin levels:
- *              a warp per row in processing order waiting on per-row ready flags.
+ *              per level), or on cuda the synchronization-free method: one launch, G
+ *              threads per row in processing order spinning on the values they need
+ *              (the solution vector, preset to a sentinel, is its own ready flag).
+ * The cuda backend runs the analysis itself on the device (cuda/trsv_cuda.cu: a
+ * synchronization-free depth pass for the levels, a radix sort for the order, a gather
+ * into CSR or HEC); the host analysis here is the cpu backend's and the reference.
  *
  * The method choice (sap__trsv_pick) uses the level profile only; see there.  The cpu
  * implementation (cpu/trsv_cpu.c) is the reference the cuda one (cuda/trsv_cuda.cu) is
@@ -49,11 +53,11 @@ sap_status sap__trsv_host_build(sap_context *ctx, const sap_csr *T, int upper, i
 void sap__trsv_host_free(sap_context *ctx, sap_trsv_host *H);
 
 /* The method for a level profile (n rows in nlevels levels), with the reason (static
- * text).  LEVEL when the levels are few and wide: n / nlevels >= SAP_TRSV_WIDE_LEVEL rows
- * per level on average (each kernel launch, ~3-5 us, then has thousands of rows to spread
- * over the SMs), or nlevels <= SAP_TRSV_FEW_LEVELS; SYNCFREE otherwise (many thin levels,
- * where one launch per level costs more than the arithmetic: a random or circuit matrix).
- * On cpu the level method is always used (the method is recorded but the loop is the same). */
+ * text).  LEVEL only when the levels are very few (nlevels <= SAP_TRSV_FEW_LEVELS) and wide
+ * (n / nlevels >= SAP_TRSV_WIDE_LEVEL rows on average): then a launch per level costs
+ * little next to the rows; SYNCFREE otherwise, which pays one memory round trip per level
+ * instead of a kernel launch (measured on an H100, bench/results/trisolve.md).  On cpu the
+ * level method is always used (the method is recorded but the loop is the same). */
 #define SAP_TRSV_WIDE_LEVEL 2048
 #define SAP_TRSV_FEW_LEVELS 16
 sap_trsv_method sap__trsv_pick(sap_int n, sap_int nlevels, const char **reason);
@@ -68,7 +72,8 @@ typedef struct sap_trsv {
     sap_precision prec;
     sap_trsv_method method; /* never AUTO */
     const char *reason;
-    double t_analysis; /* seconds of the analysis (host levels + backend set-up) */
+    double t_analysis; /* seconds of the analysis (cpu: host levels; cuda: upload + device analysis) */
+    double t_upload;   /* the part of t_analysis that copied the host factor to the backend (cuda) */
     void *impl;        /* backend private */
 } sap_trsv;
 

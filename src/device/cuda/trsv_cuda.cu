@@ -1,24 +1,41 @@
 /* trsv_cuda.cu -- the cuda triangular solves (device/trsv_kernels.h).
  *
- *   LEVEL     the seed's method: the factor reordered by levels in HEC (ELL part
- *             column-major over the processing positions, CSR remainder) and one kernel
- *             launch per level, a thread per row (each right-hand side in turn), the row
- *             summed in the stored order (ELL, then the remainder) like the cpu reference.
- *   SYNCFREE  for many thin levels: one launch; a warp per row, rows handed out in
- *             processing order by an atomic ticket (so every row a warp waits on has been
- *             taken by a running warp: no deadlock), lanes spin on the ready flag of each
- *             dependency (flags hold the solve's generation number, so nothing is reset
- *             between solves), then a warp reduction; lane 0 writes x, fences, publishes.
- * The analysis (levels, order) is computed on the host by sap__trsv_host_build and
- * uploaded.  PARTIAL: no device-side level analysis yet. */
+ * Analysis (on the device; only the upload of the host factor crosses the bus):
+ *   1. depth pass: a thread per row in dependency order (upper: the reversal map) takes
+ *      level(i) = 1 + max level(j) over its dependencies, spinning on the level of each
+ *      (-1 = not yet known); blocks take their place in the order from an atomic ticket,
+ *      so every row waited on belongs to a block already running (no deadlock).  The same
+ *      pass validates (entry outside the triangle, zero or missing diagonal, NaN/Inf):
+ *      on any error the host analysis (sap__trsv_host_build) is run to report it with
+ *      the same message as the cpu backend.
+ *   2. order: a stable radix sort of (level, row) (CUB), so rows ascend within a level as
+ *      in the host analysis; the level pointers from the sorted keys.
+ *   3. the reordered factor: per-position lengths, a scan (CUB), a gather into CSR over
+ *      positions (SYNCFREE) or HEC (LEVEL: ELL part column-major of width w = the host
+ *      rule sap__hec_width, from a row-length histogram; widths above 64 are capped at
+ *      64, the rest goes to the CSR remainder) plus the inverse diagonal.
+ * Solve:
+ *   LEVEL     the seed's method: one kernel launch per level, a thread per row, the row
+ *             summed in the stored order (ELL, then the remainder).
+ *   SYNCFREE  one launch for the whole factor: G threads per row (G = 1, 2, .., 32 from
+ *             the mean row length), rows in level order, blocks ordered by a ticket.  The
+ *             solution vector itself is the ready flag: x is filled with an all-ones NaN
+ *             pattern (the sentinel) before the launch, a row spins on the values x_j it
+ *             needs (volatile loads, up to 4 per thread in flight) until none is the
+ *             sentinel, and its own result is stored once (a computed all-ones NaN is
+ *             stored as the canonical NaN), so one memory round trip per dependency level
+ *             and no flag array, fence or atomic in the inner loop. */
 #include "device/cuda/cuda_internal.h"
 
+#include <cub/cub.cuh>
 #include <string.h>
 
 namespace {
 
+#define TRSV_BS 128
+
 struct trsv_dev {
-    int method;
+    int method, G;
     int32_t n, width;
     int32_t *level_ptr_h; /* host: nlevels + 1 */
     int32_t *order;
@@ -31,12 +48,20 @@ struct trsv_dev {
     int32_t *rowptr, *colind;
     void *val;
     void *dinv;
-    int *ready;
     unsigned int *ticket;
-    int gen;
+    unsigned int base; /* the ticket's value at the next launch (it only grows, mod 2^32) */
 };
 
 inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
+
+template <typename T> __device__ __forceinline__ T vload(const T *p) { return *(const volatile T *)p; }
+__device__ __forceinline__ bool is_sentinel(double v) { return __double_as_longlong(v) == -1LL; }
+__device__ __forceinline__ bool is_sentinel(float v) { return __float_as_int(v) == -1; }
+__device__ __forceinline__ double unsentinel(double v)
+{
+    return is_sentinel(v) ? __longlong_as_double(0x7ff8000000000000LL) : v;
+}
+__device__ __forceinline__ float unsentinel(float v) { return is_sentinel(v) ? __int_as_float(0x7fc00000) : v; }
 
 template <typename T>
 __global__ void k_level(int32_t k0, int32_t k1, int32_t n, int32_t nrhs, const int32_t *__restrict__ order,
@@ -60,36 +85,201 @@ __global__ void k_level(int32_t k0, int32_t k1, int32_t n, int32_t nrhs, const i
     }
 }
 
-template <typename T>
-__global__ void k_syncfree(int32_t n, int32_t nrhs, const int32_t *__restrict__ order,
-                           const int32_t *__restrict__ rowptr, const int32_t *__restrict__ colind,
-                           const T *__restrict__ val, const T *__restrict__ dinv, const T *__restrict__ b, T *x,
-                           volatile int *ready, int gen, unsigned int *ticket)
+/* the synchronization-free solve; x is all sentinel on entry (see the top) */
+template <typename T, int G>
+__global__ void __launch_bounds__(TRSV_BS)
+    k_syncfree(int32_t n, int32_t nrhs, const int32_t *__restrict__ order, const int32_t *__restrict__ rowptr,
+               const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
+               const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base)
 {
-    const int lane = threadIdx.x & 31;
-    unsigned int pos = 0;
-    if (lane == 0) pos = atomicAdd(ticket, 1u);
-    pos = __shfl_sync(0xffffffffu, pos, 0);
-    if (pos >= (unsigned int)n) return;
+    __shared__ unsigned int blk;
+    if (threadIdx.x == 0) blk = atomicAdd(ticket, 1u) - base;
+    __syncthreads();
+    const int g = (int)threadIdx.x / G, lane = (int)threadIdx.x % G;
+    const long long pos = (long long)blk * (TRSV_BS / G) + g;
+    if (pos >= n) return;
     const int32_t i = order[pos];
     const int32_t p0 = rowptr[pos], p1 = rowptr[pos + 1];
-    for (int32_t p = p0 + lane; p < p1; p += 32)
-        while (ready[colind[p]] != gen) {
-        }
-    __syncwarp();
-    __threadfence();
     const T d = dinv[pos];
+    const unsigned int mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << ((threadIdx.x & 31u) & ~(unsigned)(G - 1)));
+    (void)mask;
     for (int32_t r = 0; r < nrhs; r++) {
         const size_t off = (size_t)r * (size_t)n;
+        const T *xr = x + off;
         T s = T(0);
-        for (int32_t p = p0 + lane; p < p1; p += 32) s += val[p] * __ldcg(x + off + colind[p]);
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (lane == 0) x[off + i] = (b[off + i] - s) * d;
+        for (int32_t p = p0 + lane; p < p1; p += 4 * G) {
+            int32_t c[4];
+            T v[4], xv[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int32_t q = p + u * G;
+                c[u] = q < p1 ? colind[q] : -1;
+                v[u] = q < p1 ? val[q] : T(0);
+                xv[u] = c[u] >= 0 ? vload(xr + c[u]) : T(0);
+            }
+            for (;;) {
+                bool pending = false;
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (c[u] >= 0 && is_sentinel(xv[u])) {
+                        xv[u] = vload(xr + c[u]);
+                        pending = true;
+                    }
+                if (!pending) break;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) s += v[u] * xv[u];
+        }
+        if (G > 1)
+            for (int o = G / 2; o > 0; o >>= 1) s += __shfl_down_sync(mask, s, o, G);
+        if (lane == 0) x[off + i] = unsentinel((b[off + i] - s) * d);
     }
-    if (lane == 0) {
-        __threadfence();
-        ready[i] = gen;
+}
+
+/* ---- device analysis ---------------------------------------------------------------------- */
+
+enum { ERR_OUTSIDE = 1, ERR_SINGULAR = 2, ERR_NONFINITE = 4 };
+
+/* levels (-1 on entry), off-diagonal lengths and diagonal values per row; flags[0] |= errors,
+ * flags[1] = max level */
+__global__ void __launch_bounds__(TRSV_BS)
+    k_depth(int32_t n, int upper, int unit, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
+            const double *__restrict__ val, int32_t *lev, int32_t *__restrict__ len, double *__restrict__ diag,
+            int *flags, unsigned int *ticket)
+{
+    __shared__ unsigned int blk;
+    if (threadIdx.x == 0) blk = atomicAdd(ticket, 1u);
+    __syncthreads();
+    const long long s = (long long)blk * TRSV_BS + threadIdx.x;
+    if (s >= n) return;
+    const int32_t i = (int32_t)(upper ? n - 1 - s : s);
+    int l = 0, cnt = 0, err = 0;
+    double dg = 0.0;
+    const int64_t q0 = rp[i], q1 = rp[i + 1];
+    for (int64_t p = q0; p < q1; p += 4) {
+        int32_t c[4];
+        int lv[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            c[u] = -1;
+            lv[u] = 0;
+            if (p + u >= q1) continue;
+            const int64_t j = ci[p + u];
+            const double v = val[p + u];
+            if (!isfinite(v)) err |= ERR_NONFINITE;
+            if (j == i) {
+                dg = v;
+                continue;
+            }
+            if (j < 0 || j >= n || (upper ? j < i : j > i)) {
+                err |= ERR_OUTSIDE; /* never waited on */
+                continue;
+            }
+            c[u] = (int32_t)j;
+            cnt++;
+            lv[u] = vload(lev + j);
+        }
+        for (;;) {
+            bool pending = false;
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (c[u] >= 0 && lv[u] < 0) {
+                    lv[u] = vload(lev + c[u]);
+                    pending = true;
+                }
+            if (!pending) break;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (c[u] >= 0 && lv[u] + 1 > l) l = lv[u] + 1;
     }
+    if (!unit && dg == 0.0) err |= ERR_SINGULAR;
+    len[i] = cnt;
+    diag[i] = dg;
+    *(volatile int32_t *)(lev + i) = l;
+    /* one atomic per converged group of lanes */
+    const unsigned int am = __activemask();
+    const int lmax = __reduce_max_sync(am, l);
+    const int eor = (int)__reduce_or_sync(am, (unsigned)err);
+    if ((threadIdx.x & 31u) == (unsigned)(__ffs(am) - 1)) {
+        atomicMax(flags + 1, lmax);
+        if (eor) atomicOr(flags, eor);
+    }
+}
+
+__global__ void k_iota(int32_t n, int32_t *a)
+{
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n) a[k] = (int32_t)k;
+}
+
+/* level pointers from the sorted levels; per-position lengths (off-diagonal, and beyond
+ * the ELL width w) */
+__global__ void k_positions(int32_t n, int32_t nlevels, int32_t w, const int32_t *__restrict__ lev_sorted,
+                            const int32_t *__restrict__ order, const int32_t *__restrict__ len,
+                            int32_t *__restrict__ lptr, int32_t *__restrict__ plen, int32_t *__restrict__ rlen)
+{
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n) return;
+    const int32_t cur = lev_sorted[k], prev = k ? lev_sorted[k - 1] : -1;
+    for (int32_t l = prev + 1; l <= cur; l++) lptr[l] = (int32_t)k;
+    if (k == n - 1) lptr[nlevels] = n;
+    const int32_t m = len[order[k]];
+    plen[k] = m;
+    if (rlen) rlen[k] = m > w ? m - w : 0;
+}
+
+#define HEC_HIST 64
+/* histogram of the off-diagonal row lengths, lengths >= HEC_HIST in the last bucket */
+__global__ void k_len_hist(int32_t n, const int32_t *__restrict__ len, int *hist)
+{
+    __shared__ int h[HEC_HIST + 1];
+    for (int t = threadIdx.x; t <= HEC_HIST; t += blockDim.x) h[t] = 0;
+    __syncthreads();
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (long long)gridDim.x * blockDim.x)
+        atomicAdd(&h[len[k] < HEC_HIST ? len[k] : HEC_HIST], 1);
+    __syncthreads();
+    for (int t = threadIdx.x; t <= HEC_HIST; t += blockDim.x)
+        if (h[t]) atomicAdd(&hist[t], h[t]);
+}
+
+/* the reordered factor: CSR over positions (ell_col == NULL) or HEC of width w, and the
+ * inverse diagonal; entries keep the row's stored order */
+template <typename T>
+__global__ void k_gather(int32_t n, int unit, int32_t w, const int32_t *__restrict__ order,
+                         const int64_t *__restrict__ rp, const int64_t *__restrict__ ci, const double *__restrict__ val,
+                         const double *__restrict__ diag, const int32_t *__restrict__ optr, int32_t *__restrict__ ocol,
+                         T *__restrict__ oval, int32_t *__restrict__ ell_col, T *__restrict__ ell_val,
+                         T *__restrict__ dinv)
+{
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n) return;
+    const int32_t i = order[k];
+    int32_t q = optr[k], e = 0;
+    for (int64_t p = rp[i]; p < rp[i + 1]; p++) {
+        const int32_t j = (int32_t)ci[p];
+        if (j == i) continue;
+        if (ell_col && e < w) {
+            ell_col[k + (size_t)e * n] = j;
+            ell_val[k + (size_t)e * n] = (T)val[p];
+            e++;
+        } else {
+            ocol[q] = j;
+            oval[q++] = (T)val[p];
+        }
+    }
+    if (ell_col)
+        for (; e < w; e++) {
+            ell_col[k + (size_t)e * n] = (int32_t)k; /* padding: value 0 */
+            ell_val[k + (size_t)e * n] = T(0);
+        }
+    dinv[k] = unit ? T(1) : (T)(1.0 / diag[i]);
+}
+
+inline unsigned int blocks_for(long long items, int per_block)
+{
+    const long long g = (items + per_block - 1) / per_block;
+    return (unsigned int)(g > 0 ? g : 1);
 }
 
 sap_status upload_idx(sap_context *ctx, const sap_int *h, size_t n, int32_t **d)
@@ -129,8 +319,8 @@ void cuda_trsv_destroy(sap_trsv *S)
     trsv_dev *t = (trsv_dev *)S->impl;
     if (t) {
         sap__free(ctx, t->level_ptr_h);
-        void *ptrs[] = {t->order,  t->ell_col, t->ell_val, t->rem_ptr, t->rem_col, t->rem_val,
-                        t->rowptr, t->colind,  t->val,     t->dinv,    t->ready,   t->ticket};
+        void *ptrs[] = {t->order,  t->ell_col, t->ell_val, t->rem_ptr, t->rem_col,
+                        t->rem_val, t->rowptr, t->colind,  t->val,     t->dinv,    t->ticket};
         for (size_t k = 0; k < sizeof(ptrs) / sizeof(ptrs[0]); k++) sap__cuda_free(ctx, ptrs[k]);
         sap__free(ctx, t);
     }
@@ -139,18 +329,41 @@ void cuda_trsv_destroy(sap_trsv *S)
 
 extern const sap_trsv_kernels cuda_trsv_table;
 
+/* threads per row of the synchronization-free solve from the mean off-diagonal row length
+ * (each thread keeps up to 4 loads in flight) */
+int group_for(sap_int n, sap_int nnz_off)
+{
+    const double m = n > 0 ? (double)nnz_off / (double)n : 0.0;
+    int G = 1;
+    while (G < 32 && m > 4.0 * G) G *= 2;
+    return G;
+}
+
 sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int unit, sap_precision prec,
                              sap_trsv_method method, sap_trsv **out)
 {
     sap_status st = SAP_OK;
     const double t0 = sap__wtime();
+    cudaStream_t cs = stream_of(ctx);
     sap_trsv *S = NULL;
     trsv_dev *t = NULL;
-    sap_trsv_host H;
-    sap_hec_host hec;
-    memset(&H, 0, sizeof(H));
-    memset(&hec, 0, sizeof(hec));
+    int64_t *d_rp = NULL, *d_ci = NULL;
+    double *d_val = NULL, *d_diag = NULL;
+    int32_t *d_lev = NULL, *d_lev2 = NULL, *d_idx = NULL, *d_len = NULL, *d_lptr = NULL, *d_plen = NULL,
+            *d_rlen = NULL, *d_optr = NULL;
+    int *d_flags = NULL, *d_hist = NULL;
+    unsigned int *d_tick = NULL;
+    void *d_tmp = NULL;
+    int h_flags[2] = {0, 0}, h_hist[HEC_HIST + 1];
+    const size_t es = prec == SAP_FLOAT ? sizeof(float) : sizeof(double);
     *out = NULL;
+    if (!T || T->nrows != T->ncols) return SAP_ERROR(ctx, SAP_ERR_INVALID, "trsv: the factor must be square");
+    const sap_int n = T->nrows, nnz = T->nnz;
+    if (n >= INT32_MAX || nnz >= INT32_MAX)
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
+                         "trsv: %lld rows / %lld entries exceed the 32-bit indices of the cuda kernels", (long long)n,
+                         (long long)nnz);
+    const int32_t n32 = (int32_t)n;
     SAP_CUDA_HOST_ALLOC(ctx, S, 1);
     memset(S, 0, sizeof(*S));
     S->ctx = ctx;
@@ -158,63 +371,167 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
     SAP_CUDA_HOST_ALLOC(ctx, t, 1);
     memset(t, 0, sizeof(*t));
     S->impl = t;
-    SAP_TRY(sap__trsv_host_build(ctx, T, upper, unit, &H));
-    if (H.n >= INT32_MAX || H.rowptr[H.n] >= INT32_MAX)
-        SAP_FAIL(ctx, SAP_ERR_TOO_LARGE, "trsv: %lld rows / %lld entries exceed the 32-bit indices of the cuda kernels",
-                 (long long)H.n, (long long)H.rowptr[H.n]);
-    S->n = H.n;
-    S->nnz_offdiag = H.rowptr[H.n];
-    S->nlevels = H.nlevels;
-    S->max_level_rows = H.max_level_rows;
+    S->n = n;
     S->upper = upper;
     S->unit = unit;
     S->prec = prec;
-    S->method = method == SAP_TRSV_AUTO ? sap__trsv_pick(S->n, S->nlevels, &S->reason) : method;
-    if (method != SAP_TRSV_AUTO) S->reason = "requested";
-    t->method = (int)S->method;
-    t->n = (int32_t)H.n;
-    SAP_TRY(upload_idx(ctx, H.order, (size_t)H.n, &t->order));
-    SAP_TRY(upload_vals_any(ctx, prec, H.dinv, (size_t)H.n, &t->dinv));
-    if (S->method == SAP_TRSV_LEVEL) {
-        SAP_CUDA_HOST_ALLOC(ctx, t->level_ptr_h, H.nlevels + 1);
-        for (sap_int l = 0; l <= H.nlevels; l++) t->level_ptr_h[l] = (int32_t)H.level_ptr[l];
-        sap_csr R;
-        memset(&R, 0, sizeof(R));
-        R.ctx = ctx;
-        R.nrows = H.n;
-        R.ncols = H.n;
-        R.nnz = H.rowptr[H.n];
-        R.rowptr = H.rowptr;
-        R.colind = H.colind;
-        R.val = H.val;
-        SAP_TRY(sap__hec_from_csr(ctx, &R, &hec));
-        t->width = (int32_t)hec.ell.width;
-        const size_t ne = (size_t)hec.ell.width * (size_t)H.n;
-        SAP_TRY(sap__cuda_malloc(ctx, (ne ? ne : 1) * sizeof(int32_t), (void **)&t->ell_col));
-        if (ne) SAP_TRY(sap__cuda_h2d(ctx, t->ell_col, hec.ell.col, ne * sizeof(int32_t)));
-        SAP_TRY(upload_vals_any(ctx, prec, hec.ell.val, ne, &t->ell_val));
-        SAP_TRY(upload_idx(ctx, hec.csr_rowptr, (size_t)H.n + 1, &t->rem_ptr));
-        const size_t nr = (size_t)hec.csr_rowptr[H.n];
-        SAP_TRY(sap__cuda_malloc(ctx, (nr ? nr : 1) * sizeof(int32_t), (void **)&t->rem_col));
-        if (nr) SAP_TRY(sap__cuda_h2d(ctx, t->rem_col, hec.csr_col, nr * sizeof(int32_t)));
-        SAP_TRY(upload_vals_any(ctx, prec, hec.csr_val, nr, &t->rem_val));
-    } else {
-        SAP_TRY(upload_idx(ctx, H.rowptr, (size_t)H.n + 1, &t->rowptr));
-        SAP_TRY(upload_idx(ctx, H.colind, (size_t)H.rowptr[H.n], &t->colind));
-        SAP_TRY(upload_vals_any(ctx, prec, H.val, (size_t)H.rowptr[H.n], &t->val));
-        SAP_TRY(sap__cuda_malloc(ctx, (size_t)(H.n > 0 ? H.n : 1) * sizeof(int), (void **)&t->ready));
-        SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned int), (void **)&t->ticket));
-        SAP_CUDA_TRY(ctx, cudaMemsetAsync(t->ready, 0, (size_t)(H.n > 0 ? H.n : 1) * sizeof(int), stream_of(ctx)));
-        t->gen = 0;
+    t->n = n32;
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned int), (void **)&t->ticket));
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(t->ticket, 0, sizeof(unsigned int), cs));
+    if (n == 0) {
+        S->method = method == SAP_TRSV_AUTO ? SAP_TRSV_LEVEL : method;
+        S->reason = method == SAP_TRSV_AUTO ? "empty factor" : "requested";
+        t->method = (int)S->method;
+        SAP_CUDA_TRY(ctx, cudaStreamSynchronize(cs));
+        S->t_analysis = sap__wtime() - t0;
+        *out = S;
+        return SAP_OK;
     }
-    SAP_CUDA_TRY(ctx, cudaStreamSynchronize(stream_of(ctx)));
+    /* the host factor as it is (64-bit indices, double values) */
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(n + 1), (void **)&d_rp));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_ci));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_val));
+    SAP_TRY(sap__cuda_h2d(ctx, d_rp, T->rowptr, sizeof(int64_t) * (size_t)(n + 1)));
+    SAP_TRY(sap__cuda_h2d(ctx, d_ci, T->colind, sizeof(int64_t) * (size_t)nnz));
+    SAP_TRY(sap__cuda_h2d(ctx, d_val, T->val, sizeof(double) * (size_t)nnz));
+    S->t_upload = sap__wtime() - t0;
+    /* 1. levels, lengths, diagonal, validation */
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_lev));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_lev2));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_idx));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_len));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)n, (void **)&d_diag));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * 2, (void **)&d_flags));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned int), (void **)&d_tick));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&t->order));
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
+    k_depth<<<blocks_for(n, TRSV_BS), TRSV_BS, 0, cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag,
+                                                       d_flags, d_tick);
+    SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
+    SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
+    if (h_flags[0]) { /* the host analysis names the first offending row like the cpu backend */
+        sap_trsv_host H;
+        st = sap__trsv_host_build(ctx, T, upper, unit, &H);
+        if (st >= 0) {
+            sap__trsv_host_free(ctx, &H);
+            SAP_FAIL(ctx, SAP_ERR_DEVICE, "trsv: the device analysis flagged %d but the host analysis did not",
+                     h_flags[0]);
+        }
+        goto cleanup;
+    }
+    {
+        const int32_t nlevels = h_flags[1] + 1;
+        S->nlevels = nlevels;
+        S->method = method == SAP_TRSV_AUTO ? sap__trsv_pick(n, nlevels, &S->reason) : method;
+        if (method != SAP_TRSV_AUTO) S->reason = "requested";
+        t->method = (int)S->method;
+        const int level = S->method == SAP_TRSV_LEVEL;
+        /* 2. order: stable sort of (level, row) */
+        int end_bit = 1;
+        while (end_bit < 31 && (1 << end_bit) <= nlevels) end_bit++;
+        k_iota<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_idx);
+        SAP_CUDA_TRY_LAUNCH(ctx, "trsv iota");
+        size_t tmp_sort = 0, tmp_scan = 0;
+        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
+                                                          end_bit, cs));
+        SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(NULL, tmp_scan, d_len, d_len, n32, cs));
+        SAP_TRY(sap__cuda_malloc(ctx, tmp_sort > tmp_scan ? tmp_sort : tmp_scan, &d_tmp));
+        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
+                                                          end_bit, cs));
+        /* 3. level pointers, lengths per position */
+        int32_t w = 0;
+        if (level) {
+            SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * (HEC_HIST + 1), (void **)&d_hist));
+            SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_hist, 0, sizeof(int) * (HEC_HIST + 1), cs));
+            k_len_hist<<<blocks_for(n, 1024) < 264 ? blocks_for(n, 1024) : 264, 256, 0, cs>>>(n32, d_len, d_hist);
+            SAP_CUDA_TRY_LAUNCH(ctx, "trsv length histogram");
+            SAP_TRY(sap__cuda_d2h(ctx, h_hist, d_hist, sizeof(h_hist)));
+            /* sap__hec_width: the smallest w with at most half the rows longer than w */
+            long long longer = n;
+            for (w = 0; w < HEC_HIST; w++) {
+                longer -= h_hist[w];
+                if (2 * longer <= n) break;
+            }
+        }
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(nlevels + 1), (void **)&d_lptr));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_plen));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(n + 1), (void **)&d_optr));
+        if (level) SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_rlen));
+        k_positions<<<blocks_for(n, 256), 256, 0, cs>>>(n32, nlevels, w, d_lev2, t->order, d_len, d_lptr, d_plen,
+                                                        d_rlen);
+        SAP_CUDA_TRY_LAUNCH(ctx, "trsv positions");
+        SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_optr, 0, sizeof(int32_t), cs));
+        SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(d_tmp, tmp_scan, d_plen, d_optr + 1, n32, cs));
+        SAP_CUDA_HOST_ALLOC(ctx, t->level_ptr_h, nlevels + 1);
+        SAP_TRY(sap__cuda_d2h(ctx, t->level_ptr_h, d_lptr, sizeof(int32_t) * (size_t)(nlevels + 1)));
+        int32_t nz = 0;
+        SAP_TRY(sap__cuda_d2h(ctx, &nz, d_optr + n, sizeof(int32_t)));
+        S->nnz_offdiag = nz;
+        for (int32_t l = 0; l < nlevels; l++) {
+            const sap_int r = t->level_ptr_h[l + 1] - t->level_ptr_h[l];
+            if (r > S->max_level_rows) S->max_level_rows = r;
+        }
+        SAP_TRY(sap__cuda_malloc(ctx, es * (size_t)n, &t->dinv));
+        if (level) {
+            /* HEC: the remainder's pointers are the scan of the lengths beyond w */
+            t->width = w;
+            SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(n + 1), (void **)&t->rem_ptr));
+            SAP_CUDA_TRY(ctx, cudaMemsetAsync(t->rem_ptr, 0, sizeof(int32_t), cs));
+            SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(d_tmp, tmp_scan, d_rlen, t->rem_ptr + 1, n32, cs));
+            int32_t nr = 0;
+            SAP_TRY(sap__cuda_d2h(ctx, &nr, t->rem_ptr + n, sizeof(int32_t)));
+            const size_t ne = (size_t)w * (size_t)n;
+            SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (ne ? ne : 1), (void **)&t->ell_col));
+            SAP_TRY(sap__cuda_malloc(ctx, es * (ne ? ne : 1), &t->ell_val));
+            SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(nr ? nr : 1), (void **)&t->rem_col));
+            SAP_TRY(sap__cuda_malloc(ctx, es * (size_t)(nr ? nr : 1), &t->rem_val));
+            if (prec == SAP_FLOAT)
+                k_gather<float><<<blocks_for(n, 128), 128, 0, cs>>>(
+                    n32, unit, w, t->order, d_rp, d_ci, d_val, d_diag, t->rem_ptr, t->rem_col, (float *)t->rem_val,
+                    t->ell_col, (float *)t->ell_val, (float *)t->dinv);
+            else
+                k_gather<double><<<blocks_for(n, 128), 128, 0, cs>>>(
+                    n32, unit, w, t->order, d_rp, d_ci, d_val, d_diag, t->rem_ptr, t->rem_col, (double *)t->rem_val,
+                    t->ell_col, (double *)t->ell_val, (double *)t->dinv);
+        } else {
+            t->G = group_for(n, nz);
+            t->rowptr = d_optr;
+            d_optr = NULL;
+            SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(nz ? nz : 1), (void **)&t->colind));
+            SAP_TRY(sap__cuda_malloc(ctx, es * (size_t)(nz ? nz : 1), &t->val));
+            if (prec == SAP_FLOAT)
+                k_gather<float><<<blocks_for(n, 128), 128, 0, cs>>>(n32, unit, 0, t->order, d_rp, d_ci, d_val, d_diag,
+                                                                    t->rowptr, t->colind, (float *)t->val, NULL, NULL,
+                                                                    (float *)t->dinv);
+            else
+                k_gather<double><<<blocks_for(n, 128), 128, 0, cs>>>(n32, unit, 0, t->order, d_rp, d_ci, d_val,
+                                                                     d_diag, t->rowptr, t->colind, (double *)t->val,
+                                                                     NULL, NULL, (double *)t->dinv);
+        }
+        SAP_CUDA_TRY_LAUNCH(ctx, "trsv gather");
+    }
+    SAP_CUDA_TRY(ctx, cudaStreamSynchronize(cs));
     S->t_analysis = sap__wtime() - t0;
     *out = S;
 cleanup:
-    sap__trsv_host_free(ctx, &H);
-    sap__hec_free(ctx, &hec);
+    {
+        void *tmps[] = {d_rp,   d_ci,   d_val,  d_diag, d_lev,  d_lev2,  d_idx, d_len,
+                        d_lptr, d_plen, d_rlen, d_optr, d_flags, d_hist, d_tick, d_tmp};
+        for (size_t k = 0; k < sizeof(tmps) / sizeof(tmps[0]); k++) sap__cuda_free(ctx, tmps[k]);
+    }
     if (st < 0) cuda_trsv_destroy(S);
     return st;
+}
+
+template <typename T, int G>
+void launch_sf(trsv_dev *t, int32_t nrhs, const T *b, T *x, cudaStream_t s)
+{
+    const unsigned int nb = blocks_for(t->n, TRSV_BS / G);
+    k_syncfree<T, G><<<nb, TRSV_BS, 0, s>>>(t->n, nrhs, t->order, t->rowptr, t->colind, (const T *)t->val,
+                                           (const T *)t->dinv, b, x, t->ticket, t->base);
+    t->base += nb;
 }
 
 template <typename T> sap_status solve_t(sap_trsv *S, int32_t nrhs, const T *b, T *x)
@@ -233,15 +550,16 @@ template <typename T> sap_status solve_t(sap_trsv *S, int32_t nrhs, const T *b, 
         }
         SAP_CUDA_LAUNCHED(ctx, "trsv level kernels");
     } else {
-        if (++t->gen <= 0) { /* wrapped: reset the flags */
-            SAP_CUDA_CHECK(ctx, cudaMemsetAsync(t->ready, 0, (size_t)t->n * sizeof(int), s));
-            t->gen = 1;
+        /* x = the sentinel (all bits set) */
+        SAP_CUDA_CHECK(ctx, cudaMemsetAsync(x, 0xff, (size_t)t->n * (size_t)nrhs * sizeof(T), s));
+        switch (t->G) {
+        case 1: launch_sf<T, 1>(t, nrhs, b, x, s); break;
+        case 2: launch_sf<T, 2>(t, nrhs, b, x, s); break;
+        case 4: launch_sf<T, 4>(t, nrhs, b, x, s); break;
+        case 8: launch_sf<T, 8>(t, nrhs, b, x, s); break;
+        case 16: launch_sf<T, 16>(t, nrhs, b, x, s); break;
+        default: launch_sf<T, 32>(t, nrhs, b, x, s); break;
         }
-        SAP_CUDA_CHECK(ctx, cudaMemsetAsync(t->ticket, 0, sizeof(unsigned int), s));
-        const int bs = 128;
-        const long long grid = ((long long)t->n * 32 + bs - 1) / bs;
-        k_syncfree<T><<<(unsigned int)grid, bs, 0, s>>>(t->n, nrhs, t->order, t->rowptr, t->colind, (const T *)t->val,
-                                                        (const T *)t->dinv, b, x, t->ready, t->gen, t->ticket);
         SAP_CUDA_LAUNCHED(ctx, "trsv syncfree kernel");
     }
     return SAP_OK;
