@@ -28,6 +28,7 @@
 #include "device/cuda/cuda_internal.h"
 
 #include <cub/cub.cuh>
+#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -50,6 +51,7 @@ struct trsv_dev {
     void *dinv;
     unsigned int *ticket;
     unsigned int base; /* the ticket's value at the next launch (it only grows, mod 2^32) */
+    int nap;           /* back-off of a failed poll, ns */
 };
 
 inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
@@ -85,54 +87,65 @@ __global__ void k_level(int32_t k0, int32_t k1, int32_t n, int32_t nrhs, const i
     }
 }
 
-/* the synchronization-free solve; x is all sentinel on entry (see the top) */
+/* the synchronization-free solve; x is all sentinel on entry (see the top).  Persistent:
+ * each warp takes the next 32/G positions from the ticket (fetched - base) until they run
+ * out, so a row only ever waits on rows already taken by running warps (no deadlock) and
+ * the rows in flight, which poll memory, are bounded by the grid (sized from the
+ * in-flight cap); a failed poll round sleeps 'nap' ns (0: none).  Every warp fetches
+ * exactly one ticket past the end, so a launch consumes nchunks + warps tickets. */
 template <typename T, int G>
 __global__ void __launch_bounds__(TRSV_BS)
     k_syncfree(int32_t n, int32_t nrhs, const int32_t *__restrict__ order, const int32_t *__restrict__ rowptr,
                const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
-               const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base)
+               const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base, unsigned int nchunks, int nap)
 {
-    __shared__ unsigned int blk;
-    if (threadIdx.x == 0) blk = atomicAdd(ticket, 1u) - base;
-    __syncthreads();
-    const int g = (int)threadIdx.x / G, lane = (int)threadIdx.x % G;
-    const long long pos = (long long)blk * (TRSV_BS / G) + g;
-    if (pos >= n) return;
-    const int32_t i = order[pos];
-    const int32_t p0 = rowptr[pos], p1 = rowptr[pos + 1];
-    const T d = dinv[pos];
-    const unsigned int mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << ((threadIdx.x & 31u) & ~(unsigned)(G - 1)));
+    const int wl = (int)(threadIdx.x & 31u), g = wl / G, lane = wl % G;
+    const unsigned int mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (unsigned)(g * G));
     (void)mask;
-    for (int32_t r = 0; r < nrhs; r++) {
-        const size_t off = (size_t)r * (size_t)n;
-        const T *xr = x + off;
-        T s = T(0);
-        for (int32_t p = p0 + lane; p < p1; p += 4 * G) {
-            int32_t c[4];
-            T v[4], xv[4];
+    for (;;) {
+        unsigned int c = 0;
+        if (wl == 0) c = atomicAdd(ticket, 1u) - base;
+        c = __shfl_sync(0xffffffffu, c, 0);
+        if (c >= nchunks) break;
+        const long long pos = (long long)c * (32 / G) + g;
+        if (pos < n) {
+            const int32_t i = order[pos];
+            const int32_t p0 = rowptr[pos], p1 = rowptr[pos + 1];
+            const T d = dinv[pos];
+            for (int32_t r = 0; r < nrhs; r++) {
+                const size_t off = (size_t)r * (size_t)n;
+                const T *xr = x + off;
+                T s = T(0);
+                for (int32_t p = p0 + lane; p < p1; p += 4 * G) {
+                    int32_t cc[4];
+                    T v[4], xv[4];
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
-                const int32_t q = p + u * G;
-                c[u] = q < p1 ? colind[q] : -1;
-                v[u] = q < p1 ? val[q] : T(0);
-                xv[u] = c[u] >= 0 ? vload(xr + c[u]) : T(0);
-            }
-            for (;;) {
-                bool pending = false;
-#pragma unroll
-                for (int u = 0; u < 4; u++)
-                    if (c[u] >= 0 && is_sentinel(xv[u])) {
-                        xv[u] = vload(xr + c[u]);
-                        pending = true;
+                    for (int u = 0; u < 4; u++) {
+                        const int32_t q = p + u * G;
+                        cc[u] = q < p1 ? colind[q] : -1;
+                        v[u] = q < p1 ? val[q] : T(0);
+                        xv[u] = cc[u] >= 0 ? vload(xr + cc[u]) : T(0);
                     }
-                if (!pending) break;
-            }
+                    for (;;) {
+                        bool pending = false;
 #pragma unroll
-            for (int u = 0; u < 4; u++) s += v[u] * xv[u];
+                        for (int u = 0; u < 4; u++)
+                            if (cc[u] >= 0 && is_sentinel(xv[u])) pending = true;
+                        if (!pending) break;
+                        if (nap > 0) __nanosleep((unsigned)nap);
+#pragma unroll
+                        for (int u = 0; u < 4; u++)
+                            if (cc[u] >= 0 && is_sentinel(xv[u])) xv[u] = vload(xr + cc[u]);
+                    }
+#pragma unroll
+                    for (int u = 0; u < 4; u++) s += v[u] * xv[u];
+                }
+                if (G > 1)
+                    for (int o = G / 2; o > 0; o >>= 1) s += __shfl_down_sync(mask, s, o, G);
+                if (lane == 0) x[off + i] = unsentinel((b[off + i] - s) * d);
+            }
         }
-        if (G > 1)
-            for (int o = G / 2; o > 0; o >>= 1) s += __shfl_down_sync(mask, s, o, G);
-        if (lane == 0) x[off + i] = unsentinel((b[off + i] - s) * d);
+        __syncwarp();
     }
 }
 
@@ -141,70 +154,102 @@ __global__ void __launch_bounds__(TRSV_BS)
 enum { ERR_OUTSIDE = 1, ERR_SINGULAR = 2, ERR_NONFINITE = 4 };
 
 /* levels (-1 on entry), off-diagonal lengths and diagonal values per row; flags[0] |= errors,
- * flags[1] = max level */
+ * flags[1] = max level.  A thread per row, rows in dependency order handed out 32 at a
+ * time from the ticket (as in k_syncfree, starting at 0). */
 __global__ void __launch_bounds__(TRSV_BS)
     k_depth(int32_t n, int upper, int unit, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
             const double *__restrict__ val, int32_t *lev, int32_t *__restrict__ len, double *__restrict__ diag,
-            int *flags, unsigned int *ticket)
+            int *flags, unsigned int *ticket, int nap)
 {
-    __shared__ unsigned int blk;
-    if (threadIdx.x == 0) blk = atomicAdd(ticket, 1u);
-    __syncthreads();
-    const long long s = (long long)blk * TRSV_BS + threadIdx.x;
-    if (s >= n) return;
-    const int32_t i = (int32_t)(upper ? n - 1 - s : s);
-    int l = 0, cnt = 0, err = 0;
-    double dg = 0.0;
-    const int64_t q0 = rp[i], q1 = rp[i + 1];
-    for (int64_t p = q0; p < q1; p += 4) {
-        int32_t c[4];
-        int lv[4];
+    const int wl = (int)(threadIdx.x & 31u);
+    int lmax = 0, eor = 0;
+    for (;;) {
+        unsigned int c = 0;
+        if (wl == 0) c = atomicAdd(ticket, 1u);
+        c = __shfl_sync(0xffffffffu, c, 0);
+        if ((long long)c * 32 >= n) break;
+        const long long s = (long long)c * 32 + wl;
+        if (s < n) {
+            const int32_t i = (int32_t)(upper ? n - 1 - s : s);
+            int l = 0, cnt = 0, err = 0;
+            double dg = 0.0;
+            const int64_t q0 = rp[i], q1 = rp[i + 1];
+            for (int64_t p = q0; p < q1; p += 4) {
+                int32_t cc[4];
+                int lv[4];
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            c[u] = -1;
-            lv[u] = 0;
-            if (p + u >= q1) continue;
-            const int64_t j = ci[p + u];
-            const double v = val[p + u];
-            if (!isfinite(v)) err |= ERR_NONFINITE;
-            if (j == i) {
-                dg = v;
-                continue;
-            }
-            if (j < 0 || j >= n || (upper ? j < i : j > i)) {
-                err |= ERR_OUTSIDE; /* never waited on */
-                continue;
-            }
-            c[u] = (int32_t)j;
-            cnt++;
-            lv[u] = vload(lev + j);
-        }
-        for (;;) {
-            bool pending = false;
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                if (c[u] >= 0 && lv[u] < 0) {
-                    lv[u] = vload(lev + c[u]);
-                    pending = true;
+                for (int u = 0; u < 4; u++) {
+                    cc[u] = -1;
+                    lv[u] = 0;
+                    if (p + u >= q1) continue;
+                    const int64_t j = ci[p + u];
+                    const double v = val[p + u];
+                    if (!isfinite(v)) err |= ERR_NONFINITE;
+                    if (j == i) {
+                        dg = v;
+                        continue;
+                    }
+                    if (j < 0 || j >= n || (upper ? j < i : j > i)) {
+                        err |= ERR_OUTSIDE; /* never waited on */
+                        continue;
+                    }
+                    cc[u] = (int32_t)j;
+                    cnt++;
+                    lv[u] = vload(lev + j);
                 }
-            if (!pending) break;
-        }
+                for (;;) {
+                    bool pending = false;
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            if (c[u] >= 0 && lv[u] + 1 > l) l = lv[u] + 1;
+                    for (int u = 0; u < 4; u++)
+                        if (cc[u] >= 0 && lv[u] < 0) pending = true;
+                    if (!pending) break;
+                    if (nap > 0) __nanosleep((unsigned)nap);
+#pragma unroll
+                    for (int u = 0; u < 4; u++)
+                        if (cc[u] >= 0 && lv[u] < 0) lv[u] = vload(lev + cc[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (cc[u] >= 0 && lv[u] + 1 > l) l = lv[u] + 1;
+            }
+            if (!unit && dg == 0.0) err |= ERR_SINGULAR;
+            len[i] = cnt;
+            diag[i] = dg;
+            *(volatile int32_t *)(lev + i) = l;
+            lmax = l > lmax ? l : lmax;
+            eor |= err;
+        }
+        __syncwarp();
     }
-    if (!unit && dg == 0.0) err |= ERR_SINGULAR;
-    len[i] = cnt;
-    diag[i] = dg;
-    *(volatile int32_t *)(lev + i) = l;
-    /* one atomic per converged group of lanes */
-    const unsigned int am = __activemask();
-    const int lmax = __reduce_max_sync(am, l);
-    const int eor = (int)__reduce_or_sync(am, (unsigned)err);
-    if ((threadIdx.x & 31u) == (unsigned)(__ffs(am) - 1)) {
+    lmax = __reduce_max_sync(0xffffffffu, lmax);
+    eor = (int)__reduce_or_sync(0xffffffffu, (unsigned)eor);
+    if (wl == 0) {
         atomicMax(flags + 1, lmax);
         if (eor) atomicOr(flags, eor);
     }
+}
+
+/* tuning of the synchronization-free kernels: rows in flight (threads of the persistent
+ * grid) and the back-off of a failed poll; SAP_TRSV_INFLIGHT / SAP_TRSV_NAP override
+ * (for measurements) */
+#define TRSV_INFLIGHT_DEFAULT 32768
+#define TRSV_NAP_DEFAULT 0
+int env_int(const char *name, int dflt, int lo, int hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    const long x = strtol(v, NULL, 10);
+    return x < lo ? lo : x > hi ? hi : (int)x;
+}
+
+/* blocks of TRSV_BS threads for 'rows' rows of G threads each, at most the in-flight cap */
+unsigned int persistent_blocks(long long rows, int G)
+{
+    const long long inflight = env_int("SAP_TRSV_INFLIGHT", TRSV_INFLIGHT_DEFAULT, 32, 1 << 24);
+    long long thr = rows * G;
+    if (thr > inflight * G) thr = inflight * G;
+    long long nb = (thr + TRSV_BS - 1) / TRSV_BS;
+    return (unsigned int)(nb > 0 ? nb : 1);
 }
 
 __global__ void k_iota(int32_t n, int32_t *a)
@@ -407,8 +452,8 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
-    k_depth<<<blocks_for(n, TRSV_BS), TRSV_BS, 0, cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag,
-                                                       d_flags, d_tick);
+    k_depth<<<persistent_blocks(n, 1), TRSV_BS, 0, cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag,
+                                                        d_flags, d_tick, env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000));
     SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
     if (h_flags[0]) { /* the host analysis names the first offending row like the cpu backend */
@@ -497,6 +542,7 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
                     t->ell_col, (double *)t->ell_val, (double *)t->dinv);
         } else {
             t->G = group_for(n, nz);
+            t->nap = env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000);
             t->rowptr = d_optr;
             d_optr = NULL;
             SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(nz ? nz : 1), (void **)&t->colind));
@@ -528,10 +574,11 @@ cleanup:
 template <typename T, int G>
 void launch_sf(trsv_dev *t, int32_t nrhs, const T *b, T *x, cudaStream_t s)
 {
-    const unsigned int nb = blocks_for(t->n, TRSV_BS / G);
+    const unsigned int nchunks = (unsigned int)(((long long)t->n * G + 31) / 32);
+    const unsigned int nb = persistent_blocks(t->n, G);
     k_syncfree<T, G><<<nb, TRSV_BS, 0, s>>>(t->n, nrhs, t->order, t->rowptr, t->colind, (const T *)t->val,
-                                           (const T *)t->dinv, b, x, t->ticket, t->base);
-    t->base += nb;
+                                           (const T *)t->dinv, b, x, t->ticket, t->base, nchunks, t->nap);
+    t->base += nchunks + nb * (TRSV_BS / 32);
 }
 
 template <typename T> sap_status solve_t(sap_trsv *S, int32_t nrhs, const T *b, T *x)
