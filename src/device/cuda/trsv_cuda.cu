@@ -17,8 +17,11 @@
  * Solve:
  *   LEVEL     the seed's method: one kernel launch per level, a thread per row, the row
  *             summed in the stored order (ELL, then the remainder).
- *   SYNCFREE  one launch for the whole factor: G threads per row (G = 1, 2, .., 32 from
- *             the mean row length), rows in level order, blocks ordered by a ticket.  The
+ *   SYNCFREE  one launch for the whole factor: G threads per row (G = 1, 2, .., 16 from
+ *             the longest row), rows in level order handed out by a ticket to a persistent
+ *             grid that keeps at most TRSV_INFLIGHT_DEFAULT rows in flight (more rows
+ *             polling at once flood the L2 and slow the critical path: measured on an
+ *             H100, 8192 rows beat 2048, 32768 and 131072 on every matrix of the bench).  The
  *             solution vector itself is the ready flag: x is filled with an all-ones NaN
  *             pattern (the sentinel) before the launch, a row spins on the values x_j it
  *             needs (volatile loads, up to 4 per thread in flight) until none is the
@@ -52,6 +55,7 @@ struct trsv_dev {
     unsigned int *ticket;
     unsigned int base; /* the ticket's value at the next launch (it only grows, mod 2^32) */
     int nap;           /* back-off of a failed poll, ns */
+    int inflight;      /* rows in flight of the synchronization-free solve */
 };
 
 inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
@@ -232,7 +236,8 @@ __global__ void __launch_bounds__(TRSV_BS)
 /* tuning of the synchronization-free kernels: rows in flight (threads of the persistent
  * grid) and the back-off of a failed poll; SAP_TRSV_INFLIGHT / SAP_TRSV_NAP override
  * (for measurements) */
-#define TRSV_INFLIGHT_DEFAULT 32768
+#define TRSV_INFLIGHT_DEFAULT 8192
+#define TRSV_DEPTH_INFLIGHT 32768
 #define TRSV_NAP_DEFAULT 0
 int env_int(const char *name, int dflt, int lo, int hi)
 {
@@ -243,9 +248,8 @@ int env_int(const char *name, int dflt, int lo, int hi)
 }
 
 /* blocks of TRSV_BS threads for 'rows' rows of G threads each, at most the in-flight cap */
-unsigned int persistent_blocks(long long rows, int G)
+unsigned int persistent_blocks(long long rows, int G, long long inflight)
 {
-    const long long inflight = env_int("SAP_TRSV_INFLIGHT", TRSV_INFLIGHT_DEFAULT, 32, 1 << 24);
     long long thr = rows * G;
     if (thr > inflight * G) thr = inflight * G;
     long long nb = (thr + TRSV_BS - 1) / TRSV_BS;
@@ -374,13 +378,14 @@ void cuda_trsv_destroy(sap_trsv *S)
 
 extern const sap_trsv_kernels cuda_trsv_table;
 
-/* threads per row of the synchronization-free solve from the mean off-diagonal row length
- * (each thread keeps up to 4 loads in flight) */
-int group_for(sap_int n, sap_int nnz_off)
+/* threads per row of the synchronization-free solve from the longest off-diagonal row
+ * (HEC_HIST or more: taken as HEC_HIST): each thread keeps up to 4 loads in flight, so a
+ * row of up to 4 G entries costs one memory round trip once its dependencies are done
+ * (measured on an H100: rows of 2-3 round trips made cage11 and Andrews 2x slower) */
+int group_for(int maxlen)
 {
-    const double m = n > 0 ? (double)nnz_off / (double)n : 0.0;
     int G = 1;
-    while (G < 32 && m > 4.0 * G) G *= 2;
+    while (G < 32 && maxlen > 4 * G) G *= 2;
     return G;
 }
 
@@ -452,7 +457,7 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
-    k_depth<<<persistent_blocks(n, 1), TRSV_BS, 0, cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag,
+    k_depth<<<persistent_blocks(n, 1, TRSV_DEPTH_INFLIGHT), TRSV_BS, 0, cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag,
                                                         d_flags, d_tick, env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000));
     SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
@@ -487,7 +492,7 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
                                                           end_bit, cs));
         /* 3. level pointers, lengths per position */
         int32_t w = 0;
-        if (level) {
+        {
             SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * (HEC_HIST + 1), (void **)&d_hist));
             SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_hist, 0, sizeof(int) * (HEC_HIST + 1), cs));
             k_len_hist<<<blocks_for(n, 1024) < 264 ? blocks_for(n, 1024) : 264, 256, 0, cs>>>(n32, d_len, d_hist);
@@ -499,6 +504,7 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
                 longer -= h_hist[w];
                 if (2 * longer <= n) break;
             }
+            if (!level) w = 0;
         }
         SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(nlevels + 1), (void **)&d_lptr));
         SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_plen));
@@ -541,7 +547,11 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
                     n32, unit, w, t->order, d_rp, d_ci, d_val, d_diag, t->rem_ptr, t->rem_col, (double *)t->rem_val,
                     t->ell_col, (double *)t->ell_val, (double *)t->dinv);
         } else {
-            t->G = group_for(n, nz);
+            int maxlen = 0;
+            for (int b = 0; b <= HEC_HIST; b++)
+                if (h_hist[b]) maxlen = b;
+            t->G = group_for(maxlen);
+            t->inflight = env_int("SAP_TRSV_INFLIGHT", TRSV_INFLIGHT_DEFAULT, 32, 1 << 24);
             t->nap = env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000);
             t->rowptr = d_optr;
             d_optr = NULL;
@@ -575,7 +585,7 @@ template <typename T, int G>
 void launch_sf(trsv_dev *t, int32_t nrhs, const T *b, T *x, cudaStream_t s)
 {
     const unsigned int nchunks = (unsigned int)(((long long)t->n * G + 31) / 32);
-    const unsigned int nb = persistent_blocks(t->n, G);
+    const unsigned int nb = persistent_blocks(t->n, G, t->inflight);
     k_syncfree<T, G><<<nb, TRSV_BS, 0, s>>>(t->n, nrhs, t->order, t->rowptr, t->colind, (const T *)t->val,
                                            (const T *)t->dinv, b, x, t->ticket, t->base, nchunks, t->nap);
     t->base += nchunks + nb * (TRSV_BS / 32);
