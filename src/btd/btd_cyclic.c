@@ -119,7 +119,7 @@ static sap_status x_lacpy(const sap_btd *T, int bat, int m, int n, int count, co
                           double *b, int ldb, int64_t sb)
 {
     if (count <= 0) return SAP_OK;
-    if (!T->lanes_on) return T->dk->lacpy(T->ctx, m, n, count, a, lda, sa, b, ldb, sb);
+    if (!T->lanes_on || bat) return T->dk->lacpy(T->ctx, m, n, count, a, lda, sa, b, ldb, sb);
     for (int i = 0; i < count; i++) {
         sap_status st = on_lane(T, i);
         if (st == SAP_OK) st = T->dk->lacpy(T->ctx, m, n, 1, a + i * sa, lda, 0, b + i * sb, ldb, 0);
@@ -356,7 +356,10 @@ static sap_status factor_seg(const seg *s, double *H)
         }
         Hl += (int64_t)L.nK * 2 * kk;
     }
-    if (s->g0 == 0) BC(x_getrf(T, 0, 1, D, 0, piv, 0, info, 0));
+    if (s->g0 == 0) {
+        BC(x_getrf(T, 0, 1, D, 0, piv, 0, info, 0));
+        if (use_getri(T)) BC(x_getri(T, 0, 1, D, 0, piv, 0, Binv, 0)); /* the solves: a product */
+    }
     return SAP_OK;
 fail:
     if (T->lanes_on) {
@@ -393,6 +396,9 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
     const int32_t *piv = T->piv + o * k;
     const double *Hl = H;
     sap_status st = SAP_OK;
+    /* the products of a solve are matrix-vector sized: one strided call per step in every
+     * variant (the non-batched variants keep their getrs per block) */
+    const int bp = 1;
     int64_t hs[64];
     int nl = 0;
     for (int64_t h = 1; h < s->gn; h *= 2) hs[nl++] = h;
@@ -401,16 +407,16 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
         lvl L = level_of(s, h);
         const int64_t le = L.le, lk = L.lk;
         /* z^_i = B_i^{-1} z_i for the eliminated rows */
-        BC(lanes_begin(T, bat, L.nE));
+        BC(lanes_begin(T, bat || use_getri(T), L.nE));
         if (!use_getri(T)) {
             BC(x_getrs(T, bat, nrhs, L.nE, D + le * kk, 2 * h * kk, piv + le * k, 2 * h * k, z + le * k, ldz,
                        2 * h * k));
         } else {
             /* Zw has the layout of z (ld ldz) */
             double *w = T->Zw;
-            BC(x_gemm(T, bat, k, nrhs, 1.0, Binv + le * kk, k, 2 * h * kk, z + le * k, ldz, 2 * h * k, 0.0, w + le * k,
+            BC(x_gemm(T, bp, k, nrhs, 1.0, Binv + le * kk, k, 2 * h * kk, z + le * k, ldz, 2 * h * k, 0.0, w + le * k,
                       ldz, 2 * h * k, L.nE));
-            BC(x_lacpy(T, bat, k, nrhs, L.nE, w + le * k, ldz, 2 * h * k, z + le * k, ldz, 2 * h * k));
+            BC(x_lacpy(T, bp, k, nrhs, L.nE, w + le * k, ldz, 2 * h * k, z + le * k, ldz, 2 * h * k));
         }
         BC(lanes_end(T));
         const double *rm, *rp;
@@ -421,14 +427,10 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
         split(s, h, L.lk, L.nK, 0, &ja, &na, &ra);
         split(s, h, L.lk, L.nK, 1, &jc, &nc, &rc);
         const int64_t la = lk + 2 * h * ja;
-        BC(lanes_begin(T, bat, na));
-        BC(x_gemm(T, bat, k, nrhs, -1.0, Hl + 2 * ja * kk, k, 2 * kk, z + (la - h) * k, ldz, 2 * h * k, 1.0,
+        BC(x_gemm(T, bp, k, nrhs, -1.0, Hl + 2 * ja * kk, k, 2 * kk, z + (la - h) * k, ldz, 2 * h * k, 1.0,
                   z + la * k, ldz, 2 * h * k, na));
-        BC(lanes_end(T)); /* the two updates write the same rows */
-        BC(lanes_begin(T, bat, nc));
-        BC(x_gemm(T, bat, k, nrhs, -1.0, Hl + kk, k, 2 * kk, z + (lk + h) * k, ldz, 2 * h * k, 1.0, z + lk * k, ldz,
+        BC(x_gemm(T, bp, k, nrhs, -1.0, Hl + kk, k, 2 * kk, z + (lk + h) * k, ldz, 2 * h * k, 1.0, z + lk * k, ldz,
                   2 * h * k, nc));
-        BC(lanes_end(T));
         if (ra) BC(T->dk->gemm(ctx, k, nrhs, k, -1.0, Hl, k, 0, rm, k, 0, 1.0, z + lk * k, ldz, 0, 1));
         if (rc) {
             const int64_t j = L.nK - 1, l = lk + 2 * h * j;
@@ -436,7 +438,12 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
         }
         Hl += (int64_t)L.nK * 2 * kk;
     }
-    if (s->g0 == 0) BC(T->dk->getrs(ctx, k, nrhs, 1, D, 0, piv, 0, z, ldz, 0));
+    if (s->g0 == 0 && use_getri(T)) {
+        BC(T->dk->gemm(ctx, k, nrhs, k, 1.0, Binv, k, 0, z, ldz, 0, 0.0, T->Zw, ldz, 0, 1));
+        BC(T->dk->lacpy(ctx, k, nrhs, 1, T->Zw, ldz, 0, z, ldz, 0));
+    } else if (s->g0 == 0) {
+        BC(T->dk->getrs(ctx, k, nrhs, 1, D, 0, piv, 0, z, ldz, 0));
+    }
     for (int li = nl - 1; li >= 0; li--) {
         const int64_t h = hs[li];
         lvl L = level_of(s, h);
@@ -449,14 +456,10 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
         split(s, h, L.le, L.nE, 0, &ja, &na, &ra);
         split(s, h, L.le, L.nE, 1, &jc, &nc, &rc);
         const int64_t la = le + 2 * h * ja;
-        BC(lanes_begin(T, bat, na));
-        BC(x_gemm(T, bat, k, nrhs, -1.0, AC + 2 * la * kk, k, 4 * h * kk, z + (la - h) * k, ldz, 2 * h * k, 1.0,
+        BC(x_gemm(T, bp, k, nrhs, -1.0, AC + 2 * la * kk, k, 4 * h * kk, z + (la - h) * k, ldz, 2 * h * k, 1.0,
                   z + la * k, ldz, 2 * h * k, na));
-        BC(lanes_end(T));
-        BC(lanes_begin(T, bat, nc));
-        BC(x_gemm(T, bat, k, nrhs, -1.0, AC + 2 * le * kk + kk, k, 4 * h * kk, z + (le + h) * k, ldz, 2 * h * k, 1.0,
+        BC(x_gemm(T, bp, k, nrhs, -1.0, AC + 2 * le * kk + kk, k, 4 * h * kk, z + (le + h) * k, ldz, 2 * h * k, 1.0,
                   z + le * k, ldz, 2 * h * k, nc));
-        BC(lanes_end(T));
         if (ra) BC(T->dk->gemm(ctx, k, nrhs, k, -1.0, AC + 2 * le * kk, k, 0, rm, k, 0, 1.0, z + le * k, ldz, 0, 1));
         if (rc) {
             const int64_t l = le + 2 * h * (L.nE - 1);

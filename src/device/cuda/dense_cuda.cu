@@ -14,7 +14,7 @@
 /* A lane: a stream with its own cuSOLVER / cuBLAS handles and device scratch.  Lanes
  * 0 .. NLANES-1 are created at the first fork; lane NLANES is the context's stream (its
  * cuBLAS handle is the context's). */
-#define NLANES 8
+#define NLANES 16
 typedef struct lane_state {
     cudaStream_t s;
     cusolverDnHandle_t solver;
@@ -361,6 +361,13 @@ static sap_status cu_gemm(sap_context *ctx, int m, int n, int kk, double alpha, 
     sap_status st = state(ctx, 0, 0, &d);
     if (st == SAP_OK) st = cur_blas(ctx, d, &h);
     if (st != SAP_OK) return st;
+    if (n == 1) { /* one column: the matrix-vector kernels (memory-bound, what a solve is) */
+        if (count == 1) BLAS_CHECK(ctx, cublasDgemv(h, CUBLAS_OP_N, m, kk, &alpha, a, lda, b, 1, &beta, c, 1));
+        else
+            BLAS_CHECK(ctx, cublasDgemvStridedBatched(h, CUBLAS_OP_N, m, kk, &alpha, a, lda, sa, b, 1, sb, &beta, c,
+                                                      1, sc, count));
+        return SAP_OK;
+    }
     if (count == 1) {
         BLAS_CHECK(ctx, cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, kk, &alpha, a, lda, b, ldb, &beta, c, ldc));
         return SAP_OK;
