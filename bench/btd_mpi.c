@@ -15,6 +15,7 @@
  * --scale S divides the block rows per process by S.  Writes <out>/btd_mpi_P<P>.csv and .md
  * (process 0). */
 #include "sap.h"
+#include "bench_out.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -212,20 +213,14 @@ int main(int argc, char **argv)
     }
     for (size_t ci = 0; ci < sizeof ks_all / sizeof *ks_all; ci++) {
         int k = ks_all[ci];
-        if (ks_arg) {
-            char key[16];
-            snprintf(key, sizeof key, "%d", k);
-            const char *f = strstr(ks_arg, key);
-            size_t l = strlen(key);
-            if (!f || (f != ks_arg && f[-1] != ',') || (f[l] && f[l] != ',')) continue;
-        }
+        char key[16];
+        snprintf(key, sizeof key, "%d", k);
+        if (!bench_in_list(ks_arg, key)) continue;
         int nbp = (int)(rows_all[ci] / scale + 0.5);
         if (nbp < 2) nbp = 2;
         for (int ai = SAP_BTD_BCYCLIC; ai <= SAP_BTD_REDUCED_SPIKE; ai++) {
             const char *an = sap_btd_algo_name((sap_btd_algo)ai);
-            const char *f = strstr(algos, an);
-            size_t l = strlen(an);
-            if (!f || (f != algos && f[-1] != ',') || (f[l] && f[l] != ',')) continue;
+            if (!bench_in_list(algos, an)) continue;
             result r[2];
             for (int pass = 0; pass < 2; pass++) {
                 int np = pass == 0 ? 1 : p;

@@ -385,6 +385,33 @@ sap_status sap__bc_factor(sap_btd *T, sap_int o, sap_int m, double *H)
 
 /* ---- solve ----------------------------------------------------------------------- */
 
+/* z_l -= M-_j z_{l-h} + M+_j z_{l+h} for the rows l = l0 + 2h j (cnt of them), M-_j at
+ * M + j sm and M+_j at M + j sm + k^2, where the neighbours exist: a neighbour held by another
+ * process was received into rm (below the first row) / rp (above the last). */
+static sap_status update_rows(const seg *s, int64_t h, sap_int l0, sap_int cnt, const double *M, int64_t sm,
+                              double *z, int ldz, int nrhs, const double *rm, const double *rp)
+{
+    sap_btd *T = s->T;
+    const int k = (int)T->k;
+    const int64_t kk = T->kk;
+    sap_int ja, na, jc, nc;
+    int ra, rc;
+    split(s, h, l0, cnt, 0, &ja, &na, &ra);
+    split(s, h, l0, cnt, 1, &jc, &nc, &rc);
+    const int64_t la = l0 + 2 * h * ja;
+    sap_status st = x_gemm(T, 1, k, nrhs, -1.0, M + ja * sm, k, sm, z + (la - h) * k, ldz, 2 * h * k, 1.0, z + la * k,
+                           ldz, 2 * h * k, na);
+    if (st == SAP_OK)
+        st = x_gemm(T, 1, k, nrhs, -1.0, M + kk, k, sm, z + (l0 + h) * k, ldz, 2 * h * k, 1.0, z + l0 * k, ldz,
+                    2 * h * k, nc);
+    if (st == SAP_OK && ra) st = T->dk->gemm(T->ctx, k, nrhs, k, -1.0, M, k, 0, rm, k, 0, 1.0, z + l0 * k, ldz, 0, 1);
+    if (st == SAP_OK && rc) {
+        const int64_t j = cnt - 1, l = l0 + 2 * h * j;
+        st = T->dk->gemm(T->ctx, k, nrhs, k, -1.0, M + j * sm + kk, k, 0, rp, k, 0, 1.0, z + l * k, ldz, 0, 1);
+    }
+    return st;
+}
+
 static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, int nrhs)
 {
     sap_btd *T = s->T;
@@ -405,7 +432,7 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
     for (int li = 0; li < nl; li++) {
         const int64_t h = hs[li];
         lvl L = level_of(s, h);
-        const int64_t le = L.le, lk = L.lk;
+        const int64_t le = L.le;
         /* z^_i = B_i^{-1} z_i for the eliminated rows */
         BC(lanes_begin(T, bat || use_getri(T), L.nE));
         if (!use_getri(T)) {
@@ -422,20 +449,7 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
         const double *rm, *rp;
         BC(exchange(s, 200 + li, h, L.le, L.nE, z, k, ldz, k, nrhs, L.lk, L.nK, &rm, &rp));
         /* kept rows: z_i -= A_i z^_{i-h} + C_i z^_{i+h} with this level's A_i, C_i */
-        sap_int ja, na, jc, nc;
-        int ra, rc;
-        split(s, h, L.lk, L.nK, 0, &ja, &na, &ra);
-        split(s, h, L.lk, L.nK, 1, &jc, &nc, &rc);
-        const int64_t la = lk + 2 * h * ja;
-        BC(x_gemm(T, bp, k, nrhs, -1.0, Hl + 2 * ja * kk, k, 2 * kk, z + (la - h) * k, ldz, 2 * h * k, 1.0,
-                  z + la * k, ldz, 2 * h * k, na));
-        BC(x_gemm(T, bp, k, nrhs, -1.0, Hl + kk, k, 2 * kk, z + (lk + h) * k, ldz, 2 * h * k, 1.0, z + lk * k, ldz,
-                  2 * h * k, nc));
-        if (ra) BC(T->dk->gemm(ctx, k, nrhs, k, -1.0, Hl, k, 0, rm, k, 0, 1.0, z + lk * k, ldz, 0, 1));
-        if (rc) {
-            const int64_t j = L.nK - 1, l = lk + 2 * h * j;
-            BC(T->dk->gemm(ctx, k, nrhs, k, -1.0, Hl + 2 * j * kk + kk, k, 0, rp, k, 0, 1.0, z + l * k, ldz, 0, 1));
-        }
+        BC(update_rows(s, h, L.lk, L.nK, Hl, 2 * kk, z, ldz, nrhs, rm, rp));
         Hl += (int64_t)L.nK * 2 * kk;
     }
     if (s->g0 == 0 && use_getri(T)) {
@@ -447,24 +461,10 @@ static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, i
     for (int li = nl - 1; li >= 0; li--) {
         const int64_t h = hs[li];
         lvl L = level_of(s, h);
-        const int64_t le = L.le;
         const double *rm, *rp;
         BC(exchange(s, 300 + li, h, L.lk, L.nK, z, k, ldz, k, nrhs, L.le, L.nE, &rm, &rp));
         /* x_i = z^_i - A^_i x_{i-h} - C^_i x_{i+h} */
-        sap_int ja, na, jc, nc;
-        int ra, rc;
-        split(s, h, L.le, L.nE, 0, &ja, &na, &ra);
-        split(s, h, L.le, L.nE, 1, &jc, &nc, &rc);
-        const int64_t la = le + 2 * h * ja;
-        BC(x_gemm(T, bp, k, nrhs, -1.0, AC + 2 * la * kk, k, 4 * h * kk, z + (la - h) * k, ldz, 2 * h * k, 1.0,
-                  z + la * k, ldz, 2 * h * k, na));
-        BC(x_gemm(T, bp, k, nrhs, -1.0, AC + 2 * le * kk + kk, k, 4 * h * kk, z + (le + h) * k, ldz, 2 * h * k, 1.0,
-                  z + le * k, ldz, 2 * h * k, nc));
-        if (ra) BC(T->dk->gemm(ctx, k, nrhs, k, -1.0, AC + 2 * le * kk, k, 0, rm, k, 0, 1.0, z + le * k, ldz, 0, 1));
-        if (rc) {
-            const int64_t l = le + 2 * h * (L.nE - 1);
-            BC(T->dk->gemm(ctx, k, nrhs, k, -1.0, AC + 2 * l * kk + kk, k, 0, rp, k, 0, 1.0, z + l * k, ldz, 0, 1));
-        }
+        BC(update_rows(s, h, L.le, L.nE, AC + 2 * L.le * kk, 4 * h * kk, z, ldz, nrhs, rm, rp));
     }
     return SAP_OK;
 fail:
