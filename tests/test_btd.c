@@ -194,6 +194,29 @@ static void test_singular_and_refactor(sap_context *ctx)
     for (int i = 0; i < n; i++) b[i] = 1.0 + i % 3;
     sap_btd_options o;
     sap_btd_options_init(&o);
+    /* every variant finds the singular block: one met on the first level (row 3) and, with
+     * row 0's diagonal and upper blocks zeroed as well, still row 3 (the first level comes
+     * first); row 0 alone is met last (the row left by the reduction) */
+    for (int v = SAP_BTD_GETRS_BATCHED; v <= SAP_BTD_GETRI; v++)
+        for (int rep = 0; rep < 3; rep++) {
+            sys R = make_sys(k, nb, 1, 7);
+            if (rep < 2) {
+                memset(R.di + 3 * k * k, 0, (size_t)k * k * 8);
+                memset(R.lo + 3 * k * k, 0, (size_t)k * k * 8);
+                memset(R.up + 3 * k * k, 0, (size_t)k * k * 8);
+            }
+            if (rep > 0) memset(R.di, 0, (size_t)k * k * 8), memset(R.up, 0, (size_t)k * k * 8);
+            o.variant = (sap_btd_variant)v;
+            sap_btd *T = NULL;
+            CHECK_OK(ctx, sap_btd_create(ctx, k, nb, R.lo, R.di, R.up, &o, &T));
+            CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_SINGULAR);
+            sap_btd_stats st;
+            CHECK_OK(ctx, sap_btd_get_stats(T, &st));
+            CHECK_MSG(st.singular_block == (rep < 2 ? 3 : 0), "variant %d case %d: singular block %lld", v, rep,
+                      (long long)st.singular_block);
+            sap_btd_destroy(T);
+            free_sys(&R);
+        }
     o.variant = SAP_BTD_GETRS_BATCHED;
     sap_btd *T = NULL;
     CHECK_OK(ctx, sap_btd_create(ctx, k, nb, S.lo, S.di, S.up, &o, &T));
@@ -268,6 +291,30 @@ static void test_csr_and_errors(sap_context *ctx)
     o.partitions = -1;
     blk[1] = 0;
     CHECK_STATUS(ctx, sap_btd_create(ctx, 2, 1, NULL, blk, NULL, &o, &T), SAP_ERR_INVALID);
+    sap_btd_options_init(&o);
+    CHECK(o.solves == 16);
+    o.solves = -1;
+    CHECK_STATUS(ctx, sap_btd_create(ctx, 2, 1, NULL, blk, NULL, &o, &T), SAP_ERR_INVALID);
+    /* the automatic variant for a factorization alone (no solves) and for 16 solves */
+    for (int ns = 0; ns <= 16; ns += 16) {
+        sap_csr *G = NULL;
+        CHECK_OK(ctx, sap_gen_blocktridiag(ctx, 6, 5, 1.5, 3, &G));
+        sap_btd_options_init(&o);
+        o.solves = ns;
+        T = NULL;
+        CHECK_OK(ctx, sap_btd_create_csr(ctx, G, 5, &o, &T));
+        CHECK_OK(ctx, sap_btd_factor(T));
+        sap_btd_stats st;
+        CHECK_OK(ctx, sap_btd_get_stats(T, &st));
+        CHECK(st.variant >= SAP_BTD_GETRS_BATCHED && st.variant <= SAP_BTD_GETRI);
+        double *gb = malloc((size_t)G->nrows * 8), *gx = malloc((size_t)G->nrows * 8);
+        for (sap_int i = 0; i < G->nrows; i++) gb[i] = cos((double)i);
+        CHECK_OK(ctx, sap_btd_solve(T, gb, gx));
+        CHECK(sap_test_rel_residual(G, gx, gb) < 1e-12);
+        free(gb), free(gx);
+        sap_btd_destroy(T);
+        sap_csr_destroy(G);
+    }
     sap_btd_algo a;
     sap_btd_variant v;
     CHECK(sap_btd_algo_parse("reduced-spike", &a) == SAP_OK && a == SAP_BTD_REDUCED_SPIKE);
