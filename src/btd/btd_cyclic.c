@@ -49,7 +49,7 @@ static sap_status lanes_end(sap_btd *T)
     return T->dk->join(T->ctx);
 }
 
-static sap_status on_lane(const sap_btd *T, int i) { return T->lanes_on ? T->dk->lane(T->ctx, i) : SAP_OK; }
+static sap_status on_lane(const sap_btd *T, int i) { return T->lanes_on ? T->dk->lane(T->ctx, T->lane0 + i) : SAP_OK; }
 
 #define BC(x)                                                                                                     \
     do {                                                                                                          \
@@ -329,15 +329,16 @@ static sap_status factor_seg(const seg *s, double *H)
         int ra, rc;
         split(s, h, L.lk, L.nK, 0, &ja, &na, &ra);
         split(s, h, L.lk, L.nK, 1, &jc, &nc, &rc);
-        BC(lanes_begin(T, bat, na));
+        /* kept row j on lane j in both updates (they write B_i in turn) */
+        BC(lanes_begin(T, bat, L.nK));
+        T->lane0 = (int)ja;
         /* kept i with i - h >= 0: B_i -= A_i C^_{i-h};  A_i := -A_i A^_{i-h} */
         const int64_t la = lk + 2 * h * ja;
         BC(x_gemm(T, bat, k, k, -1.0, Hl + 2 * ja * kk, k, 2 * kk, AC + 2 * (la - h) * kk + kk, k, 4 * h * kk, 1.0,
                   D + la * kk, k, 2 * h * kk, na));
         BC(x_gemm(T, bat, k, k, -1.0, Hl + 2 * ja * kk, k, 2 * kk, AC + 2 * (la - h) * kk, k, 4 * h * kk, 0.0,
                   AC + 2 * la * kk, k, 4 * h * kk, na));
-        BC(lanes_end(T)); /* both updates write B_i: lanes apart */
-        BC(lanes_begin(T, bat, nc));
+        T->lane0 = 0;
         /* kept i with i + h < gn: B_i -= C_i A^_{i+h};  C_i := -C_i C^_{i+h} */
         BC(x_gemm(T, bat, k, k, -1.0, Hl + kk, k, 2 * kk, AC + 2 * (lk + h) * kk, k, 4 * h * kk, 1.0, D + lk * kk, k,
                   2 * h * kk, nc));
@@ -362,6 +363,7 @@ static sap_status factor_seg(const seg *s, double *H)
     }
     return SAP_OK;
 fail:
+    T->lane0 = 0;
     if (T->lanes_on) {
         T->lanes_on = 0;
         T->dk->join(ctx);

@@ -51,6 +51,7 @@ struct sap_btd {
     double *xb, *xh;   /* distributed BCYCLIC: 4 exchange blocks in backend / host memory */
     int64_t xcap;      /* doubles per block of xb / xh */
     int lanes_on;      /* between dk->fork and dk->join (btd_cyclic.c) */
+    int lane0;         /* block i of a per-block step runs on lane lane0 + i */
     double *hA1, *hCl; /* host: A of the first local row, C of the last (the coupling) */
 };
 
