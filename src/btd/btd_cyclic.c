@@ -189,7 +189,7 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
     sap_status st = SAP_OK;
     *rm = *rp = NULL;
     if (!s->c) return SAP_OK;
-    const int64_t cnt = (int64_t)rows * cols, me = s->c->rank;
+    const int64_t cnt = (int64_t)rows * cols;
     if (cnt > T->xcap) {
         T->ops->mem_free(ctx, T->xb);
         sap__free(ctx, T->xh);
@@ -224,7 +224,6 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
         rslot[nrecv] = 2 + side;
         rbuf[nrecv++] = T->xh + (2 + side) * T->xcap;
     }
-    (void)me;
     SAP_TRY(s->c->exchange(s->c, ctx, tag, nsend, dst, sbuf, scnt, nrecv, src, rbuf, rcnt));
     for (int i = 0; i < nrecv; i++) {
         double *d = T->xb + rslot[i] * T->xcap;
