@@ -1,8 +1,8 @@
 /* bench_out.h -- what the benchmark programs share: say() prints a line and keeps it, so
  * that the program can copy its whole output into its markdown report (bench_out_text,
- * bench_out_free), bench_cmp_double for qsort, and, in a CUDA build, bench_time_calls (median
- * seconds per call of a queued operation), CU() and (after cusparse.h) CUSP(), which stop the
- * program on a CUDA runtime or cuSPARSE error.  Header-only (static functions): each benchmark is one program. */
+ * bench_out_free), bench_cmp_double for qsort, bench_in_list (an item of a comma list), and,
+ * in a CUDA build, bench_time_calls (median seconds per call of a queued operation), CU() and
+ * (after cusparse.h) CUSP(), which stop the program on a CUDA runtime or cuSPARSE error.  Header-only (static functions): each benchmark is one program. */
 #ifndef SAP_BENCH_OUT_H
 #define SAP_BENCH_OUT_H
 
@@ -35,6 +35,16 @@ static inline void say(const char *fmt, ...)
     }
     memcpy(bench_outbuf + bench_outlen, line, l + 1);
     bench_outlen += l;
+}
+
+/* 1 when word is one of the comma-separated items of list (NULL list: every word is). */
+static inline int bench_in_list(const char *list, const char *word)
+{
+    if (!list) return 1;
+    size_t l = strlen(word);
+    for (const char *f = strstr(list, word); f; f = strstr(f + 1, word))
+        if ((f == list || f[-1] == ',') && (f[l] == '\0' || f[l] == ',')) return 1;
+    return 0;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

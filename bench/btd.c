@@ -16,6 +16,7 @@
  * of the blocks, calibration excluded and shown apart; solves: host vector in, host vector
  * out, as an Arnoldi step sees them). */
 #include "sap.h"
+#include "bench_out.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -271,13 +272,9 @@ int main(int argc, char **argv)
            "solves", "total", "residual");
     for (size_t ci = 0; ci < sizeof ks_all / sizeof *ks_all; ci++) {
         int k = ks_all[ci];
-        if (ks_arg) {
-            char key[16];
-            snprintf(key, sizeof key, "%d", k);
-            const char *f = strstr(ks_arg, key);
-            size_t l = strlen(key);
-            if (!f || (f != ks_arg && f[-1] != ',') || (f[l] && f[l] != ',')) continue;
-        }
+        char key[16];
+        snprintf(key, sizeof key, "%d", k);
+        if (!bench_in_list(ks_arg, key)) continue;
         int nb = (int)((weak128[ci] / 128.0) / scale + 0.5);
         if (nb < 2) nb = 2;
         sap_int n = (sap_int)k * nb;

@@ -1334,8 +1334,7 @@ SAP_API sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *s
  * met during the reduction to be nonsingular, which diagonal dominance guarantees).
  * Block operations run on the context's backend (cpu: LAPACK/BLAS + OpenMP over batches;
  * cuda: cuBLAS/cuSOLVER batched and non-batched).  Over MPI processes: sap_btd_create_dist
- * below (PARTIAL: Spike and reduced Spike only; no distributed BCYCLIC).  Blocks are given
- * in host memory. */
+ * below (BCYCLIC, Spike and reduced Spike).  Blocks are given in host memory. */
 
 typedef enum sap_btd_algo {
     SAP_BTD_AUTO = 0,          /* BCYCLIC */
@@ -1348,11 +1347,13 @@ typedef enum sap_btd_algo {
 
 /* How BCYCLIC applies the inverse of the eliminated diagonal blocks. */
 typedef enum sap_btd_variant {
-    SAP_BTD_VARIANT_AUTO = 0,  /* the fastest of the four, measured once per block size on
-                                  the context's device (a short calibration, cached in the
-                                  context) */
+    SAP_BTD_VARIANT_AUTO = 0,  /* the fastest of the four for one factorization followed by
+                                  opt.solves single right-hand-side solves, measured once per
+                                  block size and solve count on the context's device (a
+                                  short calibration, cached in the context) */
     SAP_BTD_GETRS_BATCHED = 1, /* getrf + getrs, one batched call per level */
-    SAP_BTD_GETRS = 2,         /* getrf + getrs, one call per block */
+    SAP_BTD_GETRS = 2,         /* getrf + getrs, one call per block (cuda: the blocks of a
+                                  level run concurrently on several streams) */
     SAP_BTD_GETRI_BATCHED = 3, /* getrf + getri (explicit inverse) + gemm, batched */
     SAP_BTD_GETRI = 4          /* the same, one call per block */
 } sap_btd_variant;
@@ -1373,6 +1374,9 @@ typedef struct sap_btd_options {
                                   truncated Spike M until ||b - T x|| <= tol ||b|| (default 0) */
     double tol;                /* inexact: default 1e-12 */
     int maxit;                 /* inexact: default 50 */
+    int solves;                /* variant AUTO: the variant minimising the time of one
+                                  factorization + this many single right-hand-side solves
+                                  (default 16, as SLEPc's shift-and-invert Krylov-Schur) */
 } sap_btd_options;
 
 SAP_API void sap_btd_options_init(sap_btd_options *opt);
@@ -1441,9 +1445,11 @@ SAP_API void sap_mpi_finalize(void);
  * sap_btd_create but lower block 0 is the coupling to the previous process' last row and
  * upper block nb_local - 1 the coupling to the next process' first row.  Each process
  * factors its rows (BCYCLIC) and its spikes on its context's device; the reduced system is
- * gathered and solved on every process.  Algorithms: spike (default) and reduced-spike
- * (direct); bcyclic and the inexact reduced Spike return SAP_ERR_UNSUPPORTED over more than
- * one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
+ * gathered and solved on every process.  Algorithms: spike (default), reduced-spike
+ * (direct) and bcyclic (the cyclic reduction over the global block rows: each level's
+ * boundary rows are sent to the neighbouring process that needs them, point to point; the
+ * last row is solved by process 0); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
+ * over more than one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
  * stats.time_comm is the time spent in MPI.  Host staging: device buffers go through host
  * memory.  SAP_ERR_NOT_COMPILED without MPI. */
 SAP_API sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_int nb_local,

@@ -194,6 +194,29 @@ static void test_singular_and_refactor(sap_context *ctx)
     for (int i = 0; i < n; i++) b[i] = 1.0 + i % 3;
     sap_btd_options o;
     sap_btd_options_init(&o);
+    /* every variant finds the singular block: one met on the first level (row 3) and, with
+     * row 0's diagonal and upper blocks zeroed as well, still row 3 (the first level comes
+     * first); row 0 alone is met last (the row left by the reduction) */
+    for (int v = SAP_BTD_GETRS_BATCHED; v <= SAP_BTD_GETRI; v++)
+        for (int rep = 0; rep < 3; rep++) {
+            sys R = make_sys(k, nb, 1, 7);
+            if (rep < 2) {
+                memset(R.di + 3 * k * k, 0, (size_t)k * k * 8);
+                memset(R.lo + 3 * k * k, 0, (size_t)k * k * 8);
+                memset(R.up + 3 * k * k, 0, (size_t)k * k * 8);
+            }
+            if (rep > 0) memset(R.di, 0, (size_t)k * k * 8), memset(R.up, 0, (size_t)k * k * 8);
+            o.variant = (sap_btd_variant)v;
+            sap_btd *T = NULL;
+            CHECK_OK(ctx, sap_btd_create(ctx, k, nb, R.lo, R.di, R.up, &o, &T));
+            CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_SINGULAR);
+            sap_btd_stats st;
+            CHECK_OK(ctx, sap_btd_get_stats(T, &st));
+            CHECK_MSG(st.singular_block == (rep < 2 ? 3 : 0), "variant %d case %d: singular block %lld", v, rep,
+                      (long long)st.singular_block);
+            sap_btd_destroy(T);
+            free_sys(&R);
+        }
     o.variant = SAP_BTD_GETRS_BATCHED;
     sap_btd *T = NULL;
     CHECK_OK(ctx, sap_btd_create(ctx, k, nb, S.lo, S.di, S.up, &o, &T));
@@ -268,6 +291,30 @@ static void test_csr_and_errors(sap_context *ctx)
     o.partitions = -1;
     blk[1] = 0;
     CHECK_STATUS(ctx, sap_btd_create(ctx, 2, 1, NULL, blk, NULL, &o, &T), SAP_ERR_INVALID);
+    sap_btd_options_init(&o);
+    CHECK(o.solves == 16);
+    o.solves = -1;
+    CHECK_STATUS(ctx, sap_btd_create(ctx, 2, 1, NULL, blk, NULL, &o, &T), SAP_ERR_INVALID);
+    /* the automatic variant for a factorization alone (no solves) and for 16 solves */
+    for (int ns = 0; ns <= 16; ns += 16) {
+        sap_csr *G = NULL;
+        CHECK_OK(ctx, sap_gen_blocktridiag(ctx, 6, 5, 1.5, 3, &G));
+        sap_btd_options_init(&o);
+        o.solves = ns;
+        T = NULL;
+        CHECK_OK(ctx, sap_btd_create_csr(ctx, G, 5, &o, &T));
+        CHECK_OK(ctx, sap_btd_factor(T));
+        sap_btd_stats st;
+        CHECK_OK(ctx, sap_btd_get_stats(T, &st));
+        CHECK(st.variant >= SAP_BTD_GETRS_BATCHED && st.variant <= SAP_BTD_GETRI);
+        double *gb = malloc((size_t)G->nrows * 8), *gx = malloc((size_t)G->nrows * 8);
+        for (sap_int i = 0; i < G->nrows; i++) gb[i] = cos((double)i);
+        CHECK_OK(ctx, sap_btd_solve(T, gb, gx));
+        CHECK(sap_test_rel_residual(G, gx, gb) < 1e-12);
+        free(gb), free(gx);
+        sap_btd_destroy(T);
+        sap_csr_destroy(G);
+    }
     sap_btd_algo a;
     sap_btd_variant v;
     CHECK(sap_btd_algo_parse("reduced-spike", &a) == SAP_OK && a == SAP_BTD_REDUCED_SPIKE);
@@ -326,15 +373,11 @@ static void test_distributed(sap_context *ctx)
             sap_btd_options_init(&o);
             o.algo = (sap_btd_algo)algo;
             o.variant = ci % 2 ? SAP_BTD_GETRI_BATCHED : SAP_BTD_VARIANT_AUTO;
+            if (algo == SAP_BTD_BCYCLIC) o.variant = (sap_btd_variant)(1 + ci % 4); /* each variant */
             sap_btd *T = NULL;
             CHECK_OK(ctx, sap_btd_create_dist(ctx, NULL, k, cnt, S.lo + first * kk, S.di + first * kk,
                                               S.up + first * kk, &o, &T));
             if (!T) continue;
-            if (algo == SAP_BTD_BCYCLIC && p > 1) {
-                CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_UNSUPPORTED);
-                sap_btd_destroy(T);
-                continue;
-            }
             CHECK(sap_btd_processes(T) == p);
             sap_int r0, nl;
             CHECK_OK(ctx, sap_btd_dist_range(T, &r0, &nl));
@@ -354,22 +397,47 @@ static void test_distributed(sap_context *ctx)
         free(B), free(ref), free(M);
         free_sys(&S);
     }
-    /* a singular diagonal block on the last process is reported by every process */
+    /* a singular diagonal block on the last process is reported by every process (Spike,
+     * BCYCLIC), and a refactor with regular values solves again (BCYCLIC) */
     int k = 3, nb = 4 * p;
     sys S = make_sys(k, nb, 1, 3);
     size_t kk = (size_t)k * k;
+    sys R = make_sys(k, nb, 1, 4);
     memset(S.di + (size_t)(nb - 2) * kk, 0, kk * 8);
     memset(S.lo + (size_t)(nb - 2) * kk, 0, kk * 8);
     memset(S.up + (size_t)(nb - 2) * kk, 0, kk * 8);
     sap_btd *T = NULL;
-    CHECK_OK(ctx, sap_btd_create_dist(ctx, NULL, k, 4, S.lo + rank * 4 * kk, S.di + rank * 4 * kk,
-                                      S.up + rank * 4 * kk, NULL, &T));
-    CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_SINGULAR);
-    sap_btd_stats st;
-    sap_btd_get_stats(T, &st);
-    CHECK_MSG(st.singular_block == nb - 2, "rank %d: singular block %lld, expected %d", rank,
-              (long long)st.singular_block, nb - 2);
-    sap_btd_destroy(T);
+    for (int algo = SAP_BTD_AUTO; algo <= SAP_BTD_BCYCLIC; algo++) {
+        sap_btd_options o;
+        sap_btd_options_init(&o);
+        o.algo = (sap_btd_algo)algo;
+        T = NULL;
+        CHECK_OK(ctx, sap_btd_create_dist(ctx, NULL, k, 4, S.lo + rank * 4 * kk, S.di + rank * 4 * kk,
+                                          S.up + rank * 4 * kk, &o, &T));
+        if (!T) continue;
+        CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_SINGULAR);
+        sap_btd_stats st;
+        sap_btd_get_stats(T, &st);
+        CHECK_MSG(st.singular_block == nb - 2, "rank %d %s: singular block %lld, expected %d", rank,
+                  sap_btd_algo_name((sap_btd_algo)algo), (long long)st.singular_block, nb - 2);
+        if (algo == SAP_BTD_BCYCLIC) {
+            int n = k * nb;
+            double *M = dense_of(&R), *ref = malloc((size_t)n * 8), *X = malloc((size_t)n * 8);
+            uint64_t sd = 77;
+            for (int i = 0; i < n; i++) ref[i] = urand(&sd);
+            double *BL = malloc((size_t)4 * k * 8), *XL = malloc((size_t)4 * k * 8);
+            memcpy(BL, ref + (size_t)rank * 4 * k, (size_t)4 * k * 8);
+            CHECK(dense_solve(n, 1, M, ref) == 0);
+            CHECK_OK(ctx, sap_btd_refactor(T, R.lo + rank * 4 * kk, R.di + rank * 4 * kk, R.up + rank * 4 * kk));
+            CHECK_OK(ctx, sap_btd_solve(T, BL, XL));
+            CHECK_OK(ctx, sap_btd_gather(T, XL, X));
+            double e = rel_err(n, 1, X, ref);
+            CHECK_MSG(e <= 1e-10, "rank %d: bcyclic refactor error %.3g", rank, e);
+            free(M), free(ref), free(X), free(BL), free(XL);
+        }
+        sap_btd_destroy(T);
+    }
+    free_sys(&R);
     /* bad values on the last process only: every process fails creation (none waits) */
     if (p > 1) {
         if (rank == p - 1) S.di[(size_t)(nb - 1) * kk] = NAN;

@@ -22,10 +22,11 @@ static void usage(FILE *f)
             "shift-and-invert Krylov-Schur with basis 16 does per restart).  Prints the block width,\n"
             "the algorithm and variant used, and the profile: factor, solve, communication.\n"
             "Under mpiexec (a build with MPI) the block rows are spread over the processes: spike\n"
-            "(default there) and reduced-spike; PARTIAL: no distributed bcyclic.\n\n"
+            "(default there), reduced-spike and bcyclic.\n\n"
             "  --algo A         bcyclic (block cyclic reduction; auto), spike (exact reduced system),\n"
             "                   reduced-spike (truncated reduced system)\n"
-            "  --variant V      BCYCLIC kernels: auto (measured on the device once per block size),\n"
+            "  --variant V      BCYCLIC kernels: auto (factor + S solves measured on the device once\n"
+            "                   per block size and S),\n"
             "                   getrs-batched, getrs, getri-batched, getri\n"
             "  --block K        block width (default: detected from the pattern)\n"
             "  --partitions P   Spike partitions (default 4, each >= 2 block rows)\n"
@@ -64,7 +65,7 @@ static int take(void *state, int val, const char *arg)
     if (val == OPT_BLOCK) s->block = v;
     else if (val == OPT_PARTS) s->opt.partitions = (sap_int)v;
     else if (val == OPT_NRHS) s->nrhs = v;
-    else s->solves = v;
+    else s->solves = v, s->opt.solves = v > 1000000 ? 1000000 : (int)v;
     if ((val == OPT_NRHS || val == OPT_SOLVES) && v < 1) {
         fprintf(stderr, "sap btd: --nrhs and --solves must be >= 1\n");
         return 2;

@@ -46,6 +46,7 @@ void sap_btd_options_init(sap_btd_options *opt)
     opt->inexact = 0;
     opt->tol = 1e-12;
     opt->maxit = 50;
+    opt->solves = 16;
 }
 
 static sap_status check_options(sap_context *ctx, const sap_btd_options *o)
@@ -60,6 +61,8 @@ static sap_status check_options(sap_context *ctx, const sap_btd_options *o)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd: tol %g outside (0, 1)", o->tol);
     if (o->maxit < 0 || o->maxit > 100000)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd: maxit %d outside 0..100000", o->maxit);
+    if (o->solves < 0 || o->solves > 1000000)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd: solves %d outside 0..10^6", o->solves);
     return SAP_OK;
 }
 
@@ -75,6 +78,7 @@ void sap_btd_destroy(sap_btd *T)
     double *arrays[] = {T->D0, T->AC0, T->D, T->AC, T->Binv, T->H, T->W, T->Z, T->Zw, T->eye};
     for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) ops->mem_free(ctx, arrays[i]);
     ops->mem_free(ctx, T->piv);
+    ops->mem_free(ctx, T->info);
     sap__free(ctx, T);
 }
 
@@ -110,6 +114,7 @@ sap_status sap__btd_alloc(sap_context *ctx, sap_int k, sap_int nb, const sap_btd
     SAP_TRY(T->ops->mem_alloc(ctx, nd, (void **)&T->D));
     SAP_TRY(T->ops->mem_alloc(ctx, 2 * nd, (void **)&T->AC));
     SAP_TRY(T->ops->mem_alloc(ctx, (size_t)nb * (size_t)k * 4, (void **)&T->piv));
+    SAP_TRY(T->ops->mem_alloc(ctx, (size_t)nb * 4, (void **)&T->info));
     SAP_TRY(T->dk->zero(ctx, (int)k, (int)k, (int)nb, T->D0, (int)k, T->kk));
     SAP_TRY(T->dk->zero(ctx, (int)k, 2 * (int)k, (int)nb, T->AC0, (int)k, 2 * T->kk));
     *out = T;
@@ -276,9 +281,6 @@ sap_status sap_btd_factor(sap_btd *T)
     T->st.singular_block = -1;
     T->st.solves = 0;
     T->algo = T->opt.algo == SAP_BTD_AUTO ? (T->comm ? SAP_BTD_SPIKE : SAP_BTD_BCYCLIC) : T->opt.algo;
-    if (T->comm && T->algo == SAP_BTD_BCYCLIC && T->comm->size > 1)
-        SAP_FAIL(ctx, SAP_ERR_UNSUPPORTED, "sap_btd: BCYCLIC distributed over processes is not implemented (spike and "
-                 "reduced-spike are)");
     if (T->comm && T->opt.inexact && T->comm->size > 1)
         SAP_FAIL(ctx, SAP_ERR_UNSUPPORTED, "sap_btd: the inexact reduced Spike is not implemented over processes");
     T->variant = T->opt.variant;
@@ -299,7 +301,10 @@ sap_status sap_btd_factor(sap_btd *T)
     }
     SAP_TRY(T->dk->lacpy(ctx, k, k, (int)T->nb, T->D0, k, T->kk, T->D, k, T->kk));
     SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, (int)T->nb, T->AC0, k, 2 * T->kk, T->AC, k, 2 * T->kk));
-    if (T->comm) {
+    if (T->comm && T->algo == SAP_BTD_BCYCLIC) {
+        T->P = T->comm->size;
+        SAP_TRY(sap__bc_factor_dist(T));
+    } else if (T->comm) {
         T->P = T->comm->size;
         SAP_TRY(sap__dist_factor(T));
     } else if (T->algo == SAP_BTD_BCYCLIC) {
@@ -328,6 +333,10 @@ sap_status sap_btd_refactor(sap_btd *T, const double *lower, const double *diag,
 {
     if (!T) return SAP_ERR_INVALID;
     sap_status st = set_values(T, lower, diag, upper);
+    if (st == SAP_OK && T->comm && T->hA1 && T->hCl) { /* the couplings to the neighbouring processes */
+        if (T->comm->rank > 0) memcpy(T->hA1, lower, (size_t)T->kk * 8);
+        if (T->comm->rank + 1 < T->comm->size) memcpy(T->hCl, upper + (T->nb - 1) * T->kk, (size_t)T->kk * 8);
+    }
     return st != SAP_OK ? st : sap_btd_factor(T);
 }
 
@@ -380,6 +389,7 @@ sap_status sap__btd_apply(sap_btd *T, const double *x, double *y, int nrhs)
 /* z (backend, n x nrhs, ld n) := T^{-1} z with the factors */
 static sap_status solve_direct(sap_btd *T, double *z, int nrhs)
 {
+    if (T->comm && T->algo == SAP_BTD_BCYCLIC) return sap__bc_solve_dist(T, z, nrhs);
     if (T->comm) return sap__dist_solve(T, z, nrhs);
     if (T->algo == SAP_BTD_BCYCLIC) return sap__bc_solve(T, 0, T->nb, T->H, z, (int)(T->k * T->nb), nrhs);
     return sap__spike_solve(T, z, nrhs);

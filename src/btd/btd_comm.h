@@ -1,6 +1,6 @@
 /* btd_comm.h -- the communicator the distributed block-tridiagonal solvers are written
- * against (btd_dist.c): an all-gather of doubles, a minimum over ranks, a broadcast of the
- * failing status; one implementation over MPI (btd_mpi.c, built when MPI is found).  Data
+ * against (btd_dist.c, btd_cyclic.c): an all-gather of doubles, a minimum over ranks, point
+ * to point exchanges; one implementation over MPI (btd_mpi.c, built when MPI is found).  Data
  * are staged through host memory.  Internal. */
 #ifndef SAP_BTD_COMM_H
 #define SAP_BTD_COMM_H
@@ -15,6 +15,12 @@ typedef struct sap__btd_comm {
                             double *recv);
     /* *v := the minimum of *v over the ranks */
     sap_status (*allreduce_min)(struct sap__btd_comm *c, sap_context *ctx, int64_t *v);
+    /* point to point: the nsend messages (rank dst[i], host sbuf[i], scount[i] doubles) and
+     * the nrecv receptions (rank src[i] into host rbuf[i], rcount[i] doubles) are posted at
+     * once with the tag, then waited for (nsend, nrecv <= 8) */
+    sap_status (*exchange)(struct sap__btd_comm *c, sap_context *ctx, int tag, int nsend, const int *dst,
+                           const double *const *sbuf, const int64_t *scount, int nrecv, const int *src,
+                           double *const *rbuf, const int64_t *rcount);
     void (*destroy)(struct sap__btd_comm *c, sap_context *ctx);
     double seconds; /* spent in the calls above */
 } sap__btd_comm;

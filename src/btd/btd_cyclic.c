@@ -1,16 +1,27 @@
-/* btd_cyclic.c -- BCYCLIC: block cyclic reduction of a block-tridiagonal segment (Lamas
+/* btd_cyclic.c -- BCYCLIC: block cyclic reduction of a block-tridiagonal system (Lamas
  * Davina and Roman 2018, section 3.1), factor and solve, written once over the dense
- * kernels of the device table.
+ * kernels of the device table, in one process or over MPI processes.
  *
- * Level h = 1, 2, 4, ... (while h < m): the rows i = h, 3h, 5h, ... are eliminated, the
- * rows 0, 2h, 4h, ... kept.  For an eliminated row: B_i = LU, [A_i C_i] := B_i^{-1} [A_i C_i]
- * (getrs variants: getrs with 2k right-hand sides; getri variants: B_i^{-1} explicitly, then
- * a gemm).  For a kept row i: B_i -= A_i C^_{i-h} + C_i A^_{i+h}, A_i := -A_i A^_{i-h},
- * C_i := -C_i C^_{i+h}; the kept rows' A|C before the update are saved (history) for the
- * solve.  Every step is one strided batched call over the level's rows (batched variants) or
- * one call per block (non-batched variants).  The last row left (row 0) is factored alone.
- * Solve: the same levels forward on the right-hand side, row 0, then back substitution
- * x_i = z^_i - A^_i x_{i-h} - C^_i x_{i+h} level by level downwards. */
+ * Level h = 1, 2, 4, ... (while h < the number of rows): the rows i = h, 3h, 5h, ... are
+ * eliminated, the rows 0, 2h, 4h, ... kept (global numbering).  For an eliminated row:
+ * B_i = LU, [A_i C_i] := B_i^{-1} [A_i C_i] (getrs variants: getrs with 2k right-hand sides;
+ * getri variants: B_i^{-1} explicitly, then a gemm).  For a kept row i:
+ * B_i -= A_i C^_{i-h} + C_i A^_{i+h}, A_i := -A_i A^_{i-h}, C_i := -C_i C^_{i+h}; the kept
+ * rows' A|C before the update are saved (history) for the solve.  Every step is one strided
+ * batched call over the level's rows (batched variants) or one call per block (non-batched
+ * variants; on a backend with lanes, cuda, the blocks of a step run concurrently on several
+ * streams).  The last row left (row 0) is factored alone.  The singularity flags of the
+ * diagonal blocks stay in backend memory and are read once at the end (no host round trip
+ * inside a factorization).  Solve: the same levels forward on the right-hand side, row 0,
+ * then back substitution x_i = z^_i - A^_i x_{i-h} - C^_i x_{i+h} level by level downwards.
+ *
+ * A segment is a run of consecutive global rows held here: the whole system (one process),
+ * a Spike partition, or this process' rows of a distributed system.  Over processes, a kept
+ * row's neighbour i -+ h (factor, forward solve) or an eliminated row's (back substitution)
+ * may be held by another process: only the first and the last row of a level can have one,
+ * so each level sends at most two blocks and receives at most two (point to point, host
+ * staging), and the rest of the level is the same strided calls as in one process. */
+#include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
 #include <math.h>
@@ -20,18 +31,41 @@
 static int batched(const sap_btd *T) { return T->variant == SAP_BTD_GETRS_BATCHED || T->variant == SAP_BTD_GETRI_BATCHED; }
 static int use_getri(const sap_btd *T) { return T->variant == SAP_BTD_GETRI_BATCHED || T->variant == SAP_BTD_GETRI; }
 
-/* ---- the kernels, one batched call or one call per block ---------------------------- */
+/* ---- the kernels, one batched call or one call per block (on lanes when forked) ------ */
+
+/* Non-batched steps of count > 1 blocks run on the backend's lanes (when it has them). */
+static sap_status lanes_begin(sap_btd *T, int bat, int count)
+{
+    if (bat || count <= 1 || !T->dk->fork || T->lanes_on) return SAP_OK;
+    sap_status st = T->dk->fork(T->ctx);
+    if (st == SAP_OK) T->lanes_on = 1;
+    return st;
+}
+
+static sap_status lanes_end(sap_btd *T)
+{
+    if (!T->lanes_on) return SAP_OK;
+    T->lanes_on = 0;
+    return T->dk->join(T->ctx);
+}
+
+static sap_status on_lane(const sap_btd *T, int i) { return T->lanes_on ? T->dk->lane(T->ctx, T->lane0 + i) : SAP_OK; }
+
+#define BC(x)                                                                                                     \
+    do {                                                                                                          \
+        if ((st = (x)) != SAP_OK) goto fail;                                                                      \
+    } while (0)
 
 static sap_status x_getrf(const sap_btd *T, int bat, int count, double *a, int64_t sa, int32_t *piv, int64_t sp,
-                          int64_t *bad)
+                          int32_t *info, int64_t si)
 {
-    if (bat || count <= 1) return T->dk->getrf(T->ctx, (int)T->k, count, a, sa, piv, sp, bad);
-    *bad = -1;
+    int64_t bad;
+    if (count <= 0) return SAP_OK;
+    if (bat && count > 1) return T->dk->getrf(T->ctx, (int)T->k, count, a, sa, piv, sp, info, si, &bad);
     for (int i = 0; i < count; i++) {
-        int64_t b1;
-        sap_status st = T->dk->getrf(T->ctx, (int)T->k, 1, a + i * sa, 0, piv + i * sp, 0, &b1);
+        sap_status st = on_lane(T, i);
+        if (st == SAP_OK) st = T->dk->getrf(T->ctx, (int)T->k, 1, a + i * sa, 0, piv + i * sp, 0, info + i * si, 0, &bad);
         if (st != SAP_OK) return st;
-        if (b1 >= 0 && *bad < 0) *bad = i;
     }
     return SAP_OK;
 }
@@ -39,9 +73,12 @@ static sap_status x_getrf(const sap_btd *T, int bat, int count, double *a, int64
 static sap_status x_getrs(const sap_btd *T, int bat, int nrhs, int count, const double *a, int64_t sa,
                           const int32_t *piv, int64_t sp, double *b, int ldb, int64_t sb)
 {
-    if (bat || count <= 1) return T->dk->getrs(T->ctx, (int)T->k, nrhs, count, a, sa, piv, sp, b, ldb, sb);
+    if (count <= 0) return SAP_OK;
+    if (bat && count > 1) return T->dk->getrs(T->ctx, (int)T->k, nrhs, count, a, sa, piv, sp, b, ldb, sb);
     for (int i = 0; i < count; i++) {
-        sap_status st = T->dk->getrs(T->ctx, (int)T->k, nrhs, 1, a + i * sa, 0, piv + i * sp, 0, b + i * sb, ldb, 0);
+        sap_status st = on_lane(T, i);
+        if (st == SAP_OK)
+            st = T->dk->getrs(T->ctx, (int)T->k, nrhs, 1, a + i * sa, 0, piv + i * sp, 0, b + i * sb, ldb, 0);
         if (st != SAP_OK) return st;
     }
     return SAP_OK;
@@ -50,9 +87,11 @@ static sap_status x_getrs(const sap_btd *T, int bat, int nrhs, int count, const 
 static sap_status x_getri(const sap_btd *T, int bat, int count, const double *a, int64_t sa, const int32_t *piv,
                           int64_t sp, double *c, int64_t sc)
 {
-    if (bat || count <= 1) return T->dk->getri(T->ctx, (int)T->k, count, a, sa, piv, sp, c, sc);
+    if (count <= 0) return SAP_OK;
+    if (bat && count > 1) return T->dk->getri(T->ctx, (int)T->k, count, a, sa, piv, sp, c, sc);
     for (int i = 0; i < count; i++) {
-        sap_status st = T->dk->getri(T->ctx, (int)T->k, 1, a + i * sa, 0, piv + i * sp, 0, c + i * sc, 0);
+        sap_status st = on_lane(T, i);
+        if (st == SAP_OK) st = T->dk->getri(T->ctx, (int)T->k, 1, a + i * sa, 0, piv + i * sp, 0, c + i * sc, 0);
         if (st != SAP_OK) return st;
     }
     return SAP_OK;
@@ -63,24 +102,161 @@ static sap_status x_gemm(const sap_btd *T, int bat, int m, int n, double alpha, 
                          int64_t sc, int count)
 {
     int kk = (int)T->k;
-    if (bat || count <= 1)
+    if (count <= 0) return SAP_OK;
+    if (bat && count > 1)
         return T->dk->gemm(T->ctx, m, n, kk, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count);
     for (int i = 0; i < count; i++) {
-        sap_status st =
-            T->dk->gemm(T->ctx, m, n, kk, alpha, a + i * sa, lda, 0, b + i * sb, ldb, 0, beta, c + i * sc, ldc, 0, 1);
+        sap_status st = on_lane(T, i);
+        if (st == SAP_OK)
+            st = T->dk->gemm(T->ctx, m, n, kk, alpha, a + i * sa, lda, 0, b + i * sb, ldb, 0, beta, c + i * sc, ldc,
+                             0, 1);
         if (st != SAP_OK) return st;
     }
     return SAP_OK;
 }
 
-/* ---- factor ---------------------------------------------------------------------- */
-
-int64_t sap__bc_history(const sap_btd *T, sap_int m)
+static sap_status x_lacpy(const sap_btd *T, int bat, int m, int n, int count, const double *a, int lda, int64_t sa,
+                          double *b, int ldb, int64_t sb)
 {
+    if (count <= 0) return SAP_OK;
+    if (!T->lanes_on || bat) return T->dk->lacpy(T->ctx, m, n, count, a, lda, sa, b, ldb, sb);
+    for (int i = 0; i < count; i++) {
+        sap_status st = on_lane(T, i);
+        if (st == SAP_OK) st = T->dk->lacpy(T->ctx, m, n, 1, a + i * sa, lda, 0, b + i * sb, ldb, 0);
+        if (st != SAP_OK) return st;
+    }
+    return SAP_OK;
+}
+
+/* ---- segments, levels, the exchange with other processes --------------------------- */
+
+typedef struct seg {
+    sap_btd *T;
+    sap_int o, m;   /* local rows o .. o + m - 1 of T's arrays */
+    sap_int g0, gn; /* the global number of local row 0 (of the segment); rows in all */
+    sap__btd_comm *c; /* NULL: the segment is the whole system */
+} seg;
+
+typedef struct lvl {
+    int64_t h;
+    sap_int le, nE; /* first local eliminated row, count (stride 2h) */
+    sap_int lk, nK; /* first local kept row, count */
+} lvl;
+
+static lvl level_of(const seg *s, int64_t h)
+{
+    lvl L;
+    int64_t r = s->g0 % (2 * h);
+    L.h = h;
+    L.le = (sap_int)((3 * h - r) % (2 * h));
+    L.lk = (sap_int)((2 * h - r) % (2 * h));
+    L.nE = sap__btd_count(L.le, 2 * h, s->m);
+    L.nK = sap__btd_count(L.lk, 2 * h, s->m);
+    return L;
+}
+
+int64_t sap__bc_history_g(const sap_btd *T, sap_int m, sap_int g0, sap_int gn)
+{
+    seg s = {.m = m, .g0 = g0, .gn = gn};
     int64_t blocks = 0;
-    for (int64_t h = 1; h < m; h *= 2) blocks += sap__btd_count(0, 2 * h, m);
+    for (int64_t h = 1; h < gn; h *= 2) blocks += level_of(&s, h).nK;
     return blocks * 2 * T->kk;
 }
+
+int64_t sap__bc_history(const sap_btd *T, sap_int m) { return sap__bc_history_g(T, m, 0, m); }
+
+static int owner(const sap_btd *T, sap_int g)
+{
+    int lo = 0, hi = T->comm->size - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (T->roff[mid] <= g) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The exchange of a level: the blocks (rows x cols, ld) of the local source rows ls, ls + 2h,
+ * ... (ns of them; local row l's block at base + l rs) that rows -+ h held by other
+ * processes need are sent there; the blocks that the local consumer rows lc, ..., (nc of
+ * them) need from rows -+ h held elsewhere are received into xb block 2 (the row before
+ * the first consumer: *rm) and 3 (after the last: *rp), contiguous (ld rows). */
+static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int ns, const double *base, int64_t rs,
+                           int ld, int rows, int cols, sap_int lc, sap_int nc, const double **rm, const double **rp)
+{
+    sap_btd *T = s->T;
+    sap_context *ctx = T->ctx;
+    sap_status st = SAP_OK;
+    *rm = *rp = NULL;
+    if (!s->c) return SAP_OK;
+    const int64_t cnt = (int64_t)rows * cols;
+    if (cnt > T->xcap) {
+        T->ops->mem_free(ctx, T->xb);
+        sap__free(ctx, T->xh);
+        T->xb = T->xh = NULL;
+        T->xcap = 0;
+        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
+        SAP_ALLOC(ctx, T->xh, (size_t)cnt * 4);
+        if (!T->xh) goto cleanup;
+        T->xcap = cnt;
+    }
+    int dst[2], src[2], nsend = 0, nrecv = 0;
+    const double *sbuf[2];
+    double *rbuf[2];
+    int64_t scnt[2] = {cnt, cnt}, rcnt[2] = {cnt, cnt};
+    int rslot[2];
+    for (int side = 0; side < 2 && ns > 0; side++) {
+        sap_int l = side == 0 ? ls : ls + (sap_int)(2 * h) * (ns - 1);
+        int64_t t = s->g0 + l + (side == 0 ? -h : h);
+        if (t < 0 || t >= s->gn || (t >= s->g0 && t < s->g0 + s->m)) continue;
+        double *hb = T->xh + nsend * T->xcap;
+        SAP_TRY(T->dk->lacpy(ctx, rows, cols, 1, base + l * rs, ld, 0, T->xb + nsend * T->xcap, rows, 0));
+        sap_vec v = {.n = (sap_int)cnt, .prec = SAP_DOUBLE, .data = T->xb + nsend * T->xcap};
+        SAP_TRY(T->ops->vec_download(ctx, &v, hb));
+        dst[nsend] = owner(T, (sap_int)t);
+        sbuf[nsend++] = hb;
+    }
+    for (int side = 0; side < 2 && nc > 0; side++) {
+        sap_int l = side == 0 ? lc : lc + (sap_int)(2 * h) * (nc - 1);
+        int64_t t = s->g0 + l + (side == 0 ? -h : h);
+        if (t < 0 || t >= s->gn || (t >= s->g0 && t < s->g0 + s->m)) continue;
+        src[nrecv] = owner(T, (sap_int)t);
+        rslot[nrecv] = 2 + side;
+        rbuf[nrecv++] = T->xh + (2 + side) * T->xcap;
+    }
+    SAP_TRY(s->c->exchange(s->c, ctx, tag, nsend, dst, sbuf, scnt, nrecv, src, rbuf, rcnt));
+    for (int i = 0; i < nrecv; i++) {
+        double *d = T->xb + rslot[i] * T->xcap;
+        SAP_TRY(T->ops->mem_upload(ctx, d, rbuf[i], (size_t)cnt * 8));
+        if (rslot[i] == 2) *rm = d;
+        else *rp = d;
+    }
+cleanup:
+    return st;
+}
+
+/* The kept rows lk + 2h j whose neighbour below (side 0: row - h) or above (side 1: + h)
+ * exists and is held here: j in [*j0, *j0 + *n); *remote: the first (side 0) / last (side 1)
+ * kept row's neighbour exists but is held elsewhere.  Works alike for the eliminated rows. */
+static void split(const seg *s, int64_t h, sap_int l0, sap_int cnt, int side, sap_int *j0, sap_int *n, int *remote)
+{
+    *j0 = 0;
+    *n = cnt;
+    *remote = 0;
+    if (cnt <= 0) return;
+    if (side == 0) {
+        if (l0 - h >= 0) return;
+        *j0 = 1, *n = cnt - 1;
+        *remote = s->g0 + l0 - h >= 0;
+    } else {
+        sap_int l = l0 + (sap_int)(2 * h) * (cnt - 1);
+        if (l + h < s->m) return;
+        *n = cnt - 1;
+        *remote = s->g0 + l + h < s->gn;
+    }
+}
+
+/* ---- factor ---------------------------------------------------------------------- */
 
 /* [A_i C_i] := B_i^{-1} [A_i C_i] for the count rows at AC (stride sac), B_i factored at D
  * (stride sd), pivots at piv (stride sp); Binv / W at the same row offsets (getri). */
@@ -93,114 +269,288 @@ static sap_status hat_rows(sap_btd *T, int count, double *D, int64_t sd, const i
     if (st != SAP_OK) return st;
     st = x_gemm(T, bat, k, 2 * k, 1.0, Binv, k, sd, AC, k, sac, 0.0, W, k, sac, count);
     if (st != SAP_OK) return st;
-    return T->dk->lacpy(T->ctx, k, 2 * k, count, W, k, sac, AC, k, sac);
+    return x_lacpy(T, bat, k, 2 * k, count, W, k, sac, AC, k, sac);
+}
+
+/* The first exactly singular block of the segment in elimination order (level, then row):
+ * *key = level index * gn + global row, INT64_MAX when none. */
+static sap_status first_singular(const seg *s, int64_t *key, int *lev)
+{
+    sap_btd *T = s->T;
+    sap_context *ctx = T->ctx;
+    sap_status st = SAP_OK;
+    int32_t *f = NULL;
+    *key = INT64_MAX;
+    SAP_ALLOC(ctx, f, (size_t)s->m);
+    if (!f) goto cleanup;
+    SAP_TRY(T->dk->get_ints(ctx, T->info + s->o, s->m, f));
+    int li = 0;
+    for (int64_t h = 1; h < s->gn && *key == INT64_MAX; h *= 2, li++) {
+        lvl L = level_of(s, h);
+        for (sap_int j = 0; j < L.nE; j++)
+            if (f[L.le + 2 * h * j] != 0) {
+                *key = (int64_t)li * s->gn + s->g0 + L.le + 2 * h * j, *lev = li;
+                break;
+            }
+    }
+    if (*key == INT64_MAX && s->g0 == 0 && f[0] != 0) *key = (int64_t)li * s->gn, *lev = li;
+cleanup:
+    sap__free(ctx, f);
+    return st;
+}
+
+static sap_status factor_seg(const seg *s, double *H)
+{
+    sap_btd *T = s->T;
+    sap_context *ctx = T->ctx;
+    const int k = (int)T->k, bat = batched(T);
+    const int64_t kk = T->kk, o = s->o;
+    double *D = T->D + o * kk, *AC = T->AC + 2 * o * kk;
+    double *Binv = T->Binv ? T->Binv + o * kk : NULL, *W = T->W ? T->W + 2 * o * kk : NULL;
+    int32_t *piv = T->piv + o * k, *info = T->info + o;
+    double *Hl = H;
+    sap_status st = SAP_OK;
+    int li = 0;
+    for (int64_t h = 1; h < s->gn; h *= 2, li++) {
+        lvl L = level_of(s, h);
+        const int64_t le = L.le, lk = L.lk;
+        /* eliminated rows: factor, hat */
+        BC(lanes_begin(T, bat, L.nE));
+        BC(x_getrf(T, bat, L.nE, D + le * kk, 2 * h * kk, piv + le * k, 2 * h * k, info + le, 2 * h));
+        BC(hat_rows(T, L.nE, D + le * kk, 2 * h * kk, piv + le * k, 2 * h * k, AC + 2 * le * kk, 4 * h * kk,
+                    Binv ? Binv + le * kk : NULL, W ? W + 2 * le * kk : NULL));
+        BC(lanes_end(T));
+        const double *rm, *rp;
+        BC(exchange(s, 100 + li, h, L.le, L.nE, AC, 2 * kk, k, k, 2 * k, L.lk, L.nK, &rm, &rp));
+        /* history: the kept rows' A|C of this level */
+        BC(T->dk->lacpy(ctx, k, 2 * k, L.nK, AC + 2 * lk * kk, k, 4 * h * kk, Hl, k, 2 * kk));
+        sap_int ja, na, jc, nc;
+        int ra, rc;
+        split(s, h, L.lk, L.nK, 0, &ja, &na, &ra);
+        split(s, h, L.lk, L.nK, 1, &jc, &nc, &rc);
+        /* kept row j on lane j in both updates (they write B_i in turn) */
+        BC(lanes_begin(T, bat, L.nK));
+        T->lane0 = (int)ja;
+        /* kept i with i - h >= 0: B_i -= A_i C^_{i-h};  A_i := -A_i A^_{i-h} */
+        const int64_t la = lk + 2 * h * ja;
+        BC(x_gemm(T, bat, k, k, -1.0, Hl + 2 * ja * kk, k, 2 * kk, AC + 2 * (la - h) * kk + kk, k, 4 * h * kk, 1.0,
+                  D + la * kk, k, 2 * h * kk, na));
+        BC(x_gemm(T, bat, k, k, -1.0, Hl + 2 * ja * kk, k, 2 * kk, AC + 2 * (la - h) * kk, k, 4 * h * kk, 0.0,
+                  AC + 2 * la * kk, k, 4 * h * kk, na));
+        T->lane0 = 0;
+        /* kept i with i + h < gn: B_i -= C_i A^_{i+h};  C_i := -C_i C^_{i+h} */
+        BC(x_gemm(T, bat, k, k, -1.0, Hl + kk, k, 2 * kk, AC + 2 * (lk + h) * kk, k, 4 * h * kk, 1.0, D + lk * kk, k,
+                  2 * h * kk, nc));
+        BC(x_gemm(T, bat, k, k, -1.0, Hl + kk, k, 2 * kk, AC + 2 * (lk + h) * kk + kk, k, 4 * h * kk, 0.0,
+                  AC + 2 * lk * kk + kk, k, 4 * h * kk, nc));
+        BC(lanes_end(T));
+        if (ra) { /* the first kept row's neighbour below is elsewhere (rm) */
+            BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl, k, 0, rm + kk, k, 0, 1.0, D + lk * kk, k, 0, 1));
+            BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl, k, 0, rm, k, 0, 0.0, AC + 2 * lk * kk, k, 0, 1));
+        }
+        if (rc) { /* the last kept row's neighbour above is elsewhere (rp) */
+            const int64_t l = lk + 2 * h * (L.nK - 1), j = L.nK - 1;
+            BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl + 2 * j * kk + kk, k, 0, rp, k, 0, 1.0, D + l * kk, k, 0, 1));
+            BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl + 2 * j * kk + kk, k, 0, rp + kk, k, 0, 0.0, AC + 2 * l * kk + kk,
+                           k, 0, 1));
+        }
+        Hl += (int64_t)L.nK * 2 * kk;
+    }
+    if (s->g0 == 0) {
+        BC(x_getrf(T, 0, 1, D, 0, piv, 0, info, 0));
+        if (use_getri(T)) BC(x_getri(T, 0, 1, D, 0, piv, 0, Binv, 0)); /* the solves: a product */
+    }
+    return SAP_OK;
+fail:
+    T->lane0 = 0;
+    if (T->lanes_on) {
+        T->lanes_on = 0;
+        T->dk->join(ctx);
+    }
+    return st;
 }
 
 sap_status sap__bc_factor(sap_btd *T, sap_int o, sap_int m, double *H)
 {
-    sap_context *ctx = T->ctx;
-    const int k = (int)T->k, bat = batched(T);
-    const int64_t kk = T->kk;
-    double *D = T->D + o * kk, *AC = T->AC + 2 * o * kk;
-    double *Binv = T->Binv ? T->Binv + o * kk : NULL, *W = T->W ? T->W + 2 * o * kk : NULL;
-    int32_t *piv = T->piv + o * k;
-    double *Hl = H;
-    int64_t bad;
-    sap_status st;
-#define BC(x)                                                                                                     \
-    do {                                                                                                          \
-        if ((st = (x)) != SAP_OK) return st;                                                                      \
-    } while (0)
-    for (int64_t h = 1; h < m; h *= 2) {
-        int nE = sap__btd_count(h, 2 * h, m), nK = sap__btd_count(0, 2 * h, m);
-        int nKa = sap__btd_count(2 * h, 2 * h, m), nKc = sap__btd_count(0, 2 * h, m - h);
-        BC(x_getrf(T, bat, nE, D + h * kk, 2 * h * kk, piv + h * k, 2 * h * k, &bad));
-        if (bad >= 0) {
-            T->st.singular_block = o + h + bad * 2 * h;
-            return SAP_ERROR(ctx, SAP_ERR_SINGULAR, "sap_btd: diagonal block of block row %lld is singular (level %lld "
-                             "of the cyclic reduction)", (long long)T->st.singular_block, (long long)h);
-        }
-        BC(hat_rows(T, nE, D + h * kk, 2 * h * kk, piv + h * k, 2 * h * k, AC + 2 * h * kk, 4 * h * kk,
-                    Binv ? Binv + h * kk : NULL, W ? W + 2 * h * kk : NULL));
-        /* history: the kept rows' A|C of this level */
-        BC(T->dk->lacpy(ctx, k, 2 * k, nK, AC, k, 4 * h * kk, Hl, k, 2 * kk));
-        /* kept i >= 2h: B_i -= A_i C^_{i-h};  A_i := -A_i A^_{i-h} */
-        BC(x_gemm(T, bat, k, k, -1.0, Hl + 2 * kk, k, 2 * kk, AC + 2 * h * kk + kk, k, 4 * h * kk, 1.0,
-                  D + 2 * h * kk, k, 2 * h * kk, nKa));
-        BC(x_gemm(T, bat, k, k, -1.0, Hl + 2 * kk, k, 2 * kk, AC + 2 * h * kk, k, 4 * h * kk, 0.0, AC + 4 * h * kk, k,
-                  4 * h * kk, nKa));
-        /* kept i with i + h < m: B_i -= C_i A^_{i+h};  C_i := -C_i C^_{i+h} */
-        BC(x_gemm(T, bat, k, k, -1.0, Hl + kk, k, 2 * kk, AC + 2 * h * kk, k, 4 * h * kk, 1.0, D, k, 2 * h * kk, nKc));
-        BC(x_gemm(T, bat, k, k, -1.0, Hl + kk, k, 2 * kk, AC + 2 * h * kk + kk, k, 4 * h * kk, 0.0, AC + kk, k,
-                  4 * h * kk, nKc));
-        Hl += (int64_t)nK * 2 * kk;
-    }
-    BC(T->dk->getrf(ctx, k, 1, D, 0, piv, 0, &bad));
-    if (bad >= 0) {
-        T->st.singular_block = o;
-        return SAP_ERROR(ctx, SAP_ERR_SINGULAR, "sap_btd: diagonal block of block row %lld is singular (last level "
-                         "of the cyclic reduction)", (long long)o);
-    }
-    return SAP_OK;
+    seg s = {.T = T, .o = o, .m = m, .g0 = 0, .gn = m, .c = NULL};
+    sap_status st = factor_seg(&s, H);
+    if (st != SAP_OK) return st;
+    int64_t key;
+    int lev = 0;
+    if ((st = first_singular(&s, &key, &lev)) != SAP_OK) return st;
+    if (key == INT64_MAX) return SAP_OK;
+    T->st.singular_block = o + key % m;
+    return SAP_ERROR(T->ctx, SAP_ERR_SINGULAR, "sap_btd: diagonal block of block row %lld is singular (level %d of "
+                     "the cyclic reduction)", (long long)T->st.singular_block, lev + 1);
 }
 
 /* ---- solve ----------------------------------------------------------------------- */
 
-sap_status sap__bc_solve(sap_btd *T, sap_int o, sap_int m, const double *H, double *z, int ldz, int nrhs)
+/* z_l -= M-_j z_{l-h} + M+_j z_{l+h} for the rows l = l0 + 2h j (cnt of them), M-_j at
+ * M + j sm and M+_j at M + j sm + k^2, where the neighbours exist: a neighbour held by another
+ * process was received into rm (below the first row) / rp (above the last). */
+static sap_status update_rows(const seg *s, int64_t h, sap_int l0, sap_int cnt, const double *M, int64_t sm,
+                              double *z, int ldz, int nrhs, const double *rm, const double *rp)
 {
+    sap_btd *T = s->T;
+    const int k = (int)T->k;
+    const int64_t kk = T->kk;
+    sap_int ja, na, jc, nc;
+    int ra, rc;
+    split(s, h, l0, cnt, 0, &ja, &na, &ra);
+    split(s, h, l0, cnt, 1, &jc, &nc, &rc);
+    const int64_t la = l0 + 2 * h * ja;
+    sap_status st = x_gemm(T, 1, k, nrhs, -1.0, M + ja * sm, k, sm, z + (la - h) * k, ldz, 2 * h * k, 1.0, z + la * k,
+                           ldz, 2 * h * k, na);
+    if (st == SAP_OK)
+        st = x_gemm(T, 1, k, nrhs, -1.0, M + kk, k, sm, z + (l0 + h) * k, ldz, 2 * h * k, 1.0, z + l0 * k, ldz,
+                    2 * h * k, nc);
+    if (st == SAP_OK && ra) st = T->dk->gemm(T->ctx, k, nrhs, k, -1.0, M, k, 0, rm, k, 0, 1.0, z + l0 * k, ldz, 0, 1);
+    if (st == SAP_OK && rc) {
+        const int64_t j = cnt - 1, l = l0 + 2 * h * j;
+        st = T->dk->gemm(T->ctx, k, nrhs, k, -1.0, M + j * sm + kk, k, 0, rp, k, 0, 1.0, z + l * k, ldz, 0, 1);
+    }
+    return st;
+}
+
+static sap_status solve_seg(const seg *s, const double *H, double *z, int ldz, int nrhs)
+{
+    sap_btd *T = s->T;
     sap_context *ctx = T->ctx;
     const int k = (int)T->k, bat = batched(T);
-    const int64_t kk = T->kk;
+    const int64_t kk = T->kk, o = s->o;
     const double *D = T->D + o * kk, *AC = T->AC + 2 * o * kk;
     const double *Binv = T->Binv ? T->Binv + o * kk : NULL;
     const int32_t *piv = T->piv + o * k;
     const double *Hl = H;
-    sap_status st;
-    int64_t top = 1;
-    while (top < m) top *= 2;
-    for (int64_t h = 1; h < m; h *= 2) {
-        int nE = sap__btd_count(h, 2 * h, m), nK = sap__btd_count(0, 2 * h, m);
-        int nKa = sap__btd_count(2 * h, 2 * h, m);
+    sap_status st = SAP_OK;
+    /* the products of a solve are matrix-vector sized: one strided call per step in every
+     * variant (the non-batched variants keep their getrs per block) */
+    const int bp = 1;
+    int64_t hs[64];
+    int nl = 0;
+    for (int64_t h = 1; h < s->gn; h *= 2) hs[nl++] = h;
+    for (int li = 0; li < nl; li++) {
+        const int64_t h = hs[li];
+        lvl L = level_of(s, h);
+        const int64_t le = L.le;
         /* z^_i = B_i^{-1} z_i for the eliminated rows */
+        BC(lanes_begin(T, bat || use_getri(T), L.nE));
         if (!use_getri(T)) {
-            BC(x_getrs(T, bat, nrhs, nE, D + h * kk, 2 * h * kk, piv + h * k, 2 * h * k, z + h * k, ldz, 2 * h * k));
+            BC(x_getrs(T, bat, nrhs, L.nE, D + le * kk, 2 * h * kk, piv + le * k, 2 * h * k, z + le * k, ldz,
+                       2 * h * k));
         } else {
             /* Zw has the layout of z (ld ldz) */
             double *w = T->Zw;
-            BC(x_gemm(T, bat, k, nrhs, 1.0, Binv + h * kk, k, 2 * h * kk, z + h * k, ldz, 2 * h * k, 0.0, w + h * k,
-                      ldz, 2 * h * k, nE));
-            BC(T->dk->lacpy(ctx, k, nrhs, nE, w + h * k, ldz, 2 * h * k, z + h * k, ldz, 2 * h * k));
+            BC(x_gemm(T, bp, k, nrhs, 1.0, Binv + le * kk, k, 2 * h * kk, z + le * k, ldz, 2 * h * k, 0.0, w + le * k,
+                      ldz, 2 * h * k, L.nE));
+            BC(x_lacpy(T, bp, k, nrhs, L.nE, w + le * k, ldz, 2 * h * k, z + le * k, ldz, 2 * h * k));
         }
+        BC(lanes_end(T));
+        const double *rm, *rp;
+        BC(exchange(s, 200 + li, h, L.le, L.nE, z, k, ldz, k, nrhs, L.lk, L.nK, &rm, &rp));
         /* kept rows: z_i -= A_i z^_{i-h} + C_i z^_{i+h} with this level's A_i, C_i */
-        BC(x_gemm(T, bat, k, nrhs, -1.0, Hl + 2 * kk, k, 2 * kk, z + h * k, ldz, 2 * h * k, 1.0, z + 2 * h * k, ldz,
-                  2 * h * k, nKa));
-        BC(x_gemm(T, bat, k, nrhs, -1.0, Hl + kk, k, 2 * kk, z + h * k, ldz, 2 * h * k, 1.0, z, ldz, 2 * h * k, nE));
-        Hl += (int64_t)nK * 2 * kk;
+        BC(update_rows(s, h, L.lk, L.nK, Hl, 2 * kk, z, ldz, nrhs, rm, rp));
+        Hl += (int64_t)L.nK * 2 * kk;
     }
-    BC(T->dk->getrs(ctx, k, nrhs, 1, D, 0, piv, 0, z, ldz, 0));
-    for (int64_t h = top / 2; h >= 1; h /= 2) {
-        int nE = sap__btd_count(h, 2 * h, m), nEc = sap__btd_count(h, 2 * h, m - h);
+    if (s->g0 == 0 && use_getri(T)) {
+        BC(T->dk->gemm(ctx, k, nrhs, k, 1.0, Binv, k, 0, z, ldz, 0, 0.0, T->Zw, ldz, 0, 1));
+        BC(T->dk->lacpy(ctx, k, nrhs, 1, T->Zw, ldz, 0, z, ldz, 0));
+    } else if (s->g0 == 0) {
+        BC(T->dk->getrs(ctx, k, nrhs, 1, D, 0, piv, 0, z, ldz, 0));
+    }
+    for (int li = nl - 1; li >= 0; li--) {
+        const int64_t h = hs[li];
+        lvl L = level_of(s, h);
+        const double *rm, *rp;
+        BC(exchange(s, 300 + li, h, L.lk, L.nK, z, k, ldz, k, nrhs, L.le, L.nE, &rm, &rp));
         /* x_i = z^_i - A^_i x_{i-h} - C^_i x_{i+h} */
-        BC(x_gemm(T, bat, k, nrhs, -1.0, AC + 2 * h * kk, k, 4 * h * kk, z, ldz, 2 * h * k, 1.0, z + h * k, ldz,
-                  2 * h * k, nE));
-        BC(x_gemm(T, bat, k, nrhs, -1.0, AC + 2 * h * kk + kk, k, 4 * h * kk, z + 2 * h * k, ldz, 2 * h * k, 1.0,
-                  z + h * k, ldz, 2 * h * k, nEc));
+        BC(update_rows(s, h, L.le, L.nE, AC + 2 * L.le * kk, 4 * h * kk, z, ldz, nrhs, rm, rp));
     }
     return SAP_OK;
-#undef BC
+fail:
+    if (T->lanes_on) {
+        T->lanes_on = 0;
+        T->dk->join(ctx);
+    }
+    return st;
+}
+
+sap_status sap__bc_solve(sap_btd *T, sap_int o, sap_int m, const double *H, double *z, int ldz, int nrhs)
+{
+    seg s = {.T = T, .o = o, .m = m, .g0 = 0, .gn = m, .c = NULL};
+    return solve_seg(&s, H, z, ldz, nrhs);
+}
+
+/* ---- over processes -------------------------------------------------------------- */
+
+static seg dist_seg(sap_btd *T)
+{
+    seg s = {.T = T, .o = 0, .m = T->nb, .g0 = T->row0, .gn = T->nbg, .c = T->comm};
+    return s;
+}
+
+sap_status sap__bc_factor_dist(sap_btd *T)
+{
+    sap_context *ctx = T->ctx;
+    sap__btd_comm *c = T->comm;
+    sap_status st = SAP_OK, lst = SAP_OK;
+    const int64_t kk = T->kk;
+    double t0 = c->seconds;
+    seg s = dist_seg(T);
+    if (!T->H) {
+        int64_t hb = sap__bc_history_g(T, T->nb, T->row0, T->nbg);
+        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)(hb > 0 ? hb : 1) * 8, (void **)&T->H));
+    }
+    /* the couplings to the neighbouring processes take their places in the rows */
+    if (c->rank > 0) SAP_TRY(T->ops->mem_upload(ctx, T->AC, T->hA1, (size_t)kk * 8));
+    if (c->rank + 1 < c->size)
+        SAP_TRY(T->ops->mem_upload(ctx, T->AC + 2 * (T->nb - 1) * kk + kk, T->hCl, (size_t)kk * 8));
+    lst = factor_seg(&s, T->H);
+    int64_t key = INT64_MAX;
+    int lev = 0;
+    if (lst == SAP_OK) lst = first_singular(&s, &key, &lev);
+    if (lst != SAP_OK) key = -1;
+    /* every process learns the first singular block (or a failure elsewhere) */
+    SAP_TRY(c->allreduce_min(c, ctx, &key));
+    if (key < 0) SAP_FAIL(ctx, lst != SAP_OK ? lst : SAP_ERR_DEVICE, "sap_btd: the distributed cyclic reduction failed "
+                          "on a process");
+    if (key != INT64_MAX) {
+        T->st.singular_block = key % T->nbg;
+        SAP_FAIL(ctx, SAP_ERR_SINGULAR, "sap_btd: diagonal block of block row %lld is singular (level %lld of the "
+                 "cyclic reduction over %d processes)", (long long)T->st.singular_block, (long long)(key / T->nbg + 1),
+                 c->size);
+    }
+cleanup:
+    T->st.time_comm = c->seconds - t0;
+    return st;
+}
+
+sap_status sap__bc_solve_dist(sap_btd *T, double *z, int nrhs)
+{
+    sap__btd_comm *c = T->comm;
+    double t0 = c->seconds;
+    seg s = dist_seg(T);
+    sap_status st = solve_seg(&s, T->H, z, (int)(T->k * T->nb), nrhs);
+    T->st.time_comm = c->seconds - t0;
+    return st;
 }
 
 /* ---- the automatic variant ------------------------------------------------------- */
 
-/* Times factor-like work of each variant on a small batch of random diagonally dominant
- * blocks on the context's device (the second of two runs), keeps the fastest per block
- * size in the context. */
+/* Models one factorization followed by opt.solves single-column solves on a small batch of
+ * random diagonally dominant blocks on the context's device: per block, the elimination
+ * step of the variant (getrf, then getrs with 2k columns or getri + gemm) and two k x k x 2k
+ * updates, then per solve the block's solve step (getrs or a gemm with the inverse) and two
+ * k x k x 1 updates, each step as the variant runs it (one batched call or one call per
+ * block, on lanes).  The second of two runs counts; the fastest total is kept per block
+ * size and solve count in the context. */
 sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *seconds)
 {
     sap_context *ctx = T->ctx;
-    const int k = (int)T->k;
+    const int k = (int)T->k, ns = T->opt.solves;
     const int64_t kk = T->kk;
-    int64_t key = ((int64_t)1 << 40) | (int64_t)k;
+    int64_t key = ((int64_t)1 << 41) | ((int64_t)ns << 20) | (int64_t)k;
     int cached;
     *seconds = 0.0;
     if (sap__tune_get(ctx, key, &cached)) {
@@ -211,8 +561,8 @@ sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *second
     int cnt = (int)(T->nb / 2 > 8 ? 8 : (T->nb / 2 > 1 ? T->nb / 2 : 2));
     sap_status st = SAP_OK;
     sap_btd_variant save = T->variant;
-    double *h = NULL, *dA = NULL, *dF = NULL, *dX = NULL, *dI = NULL, *dO = NULL;
-    int32_t *dp = NULL;
+    double *h = NULL, *dA = NULL, *dF = NULL, *dX = NULL, *dI = NULL, *dO = NULL, *dU = NULL, *dz = NULL, *dw = NULL;
+    int32_t *dp = NULL, *di = NULL;
     SAP_ALLOC(ctx, h, (size_t)cnt * 3 * kk);
     if (!h) goto cleanup;
     sap_rng rng;
@@ -225,28 +575,48 @@ sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *second
     SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 2 * kk * 8, (void **)&dX));
     SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * kk * 8, (void **)&dI));
     SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 2 * kk * 8, (void **)&dO));
+    SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 2 * kk * 8, (void **)&dU));
+    SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * k * 8, (void **)&dz));
+    SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * k * 8, (void **)&dw));
     SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * k * 4, (void **)&dp));
+    SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4, (void **)&di));
     SAP_TRY(T->ops->mem_upload(ctx, dA, h, (size_t)cnt * kk * 8));
     SAP_TRY(T->ops->mem_upload(ctx, dX, h + cnt * kk, (size_t)cnt * 2 * kk * 8));
+    SAP_TRY(T->ops->mem_upload(ctx, dz, h + cnt * kk, (size_t)cnt * k * 8));
     double best = INFINITY;
     sap_btd_variant bestv = SAP_BTD_GETRS_BATCHED;
+    const int reps = ns < 4 ? ns : 4; /* solve steps timed, scaled to ns */
     for (int rep = 0; rep < 2; rep++)
         for (int vi = SAP_BTD_GETRS_BATCHED; vi <= SAP_BTD_GETRI; vi++) {
             T->variant = (sap_btd_variant)vi;
             int bat = batched(T);
-            int64_t bad;
             SAP_TRY(T->ops->synchronize(ctx));
             double ts = sap__wtime();
             SAP_TRY(T->dk->lacpy(ctx, k, k, cnt, dA, k, kk, dF, k, kk));
-            SAP_TRY(x_getrf(T, bat, cnt, dF, kk, dp, k, &bad));
+            SAP_TRY(lanes_begin(T, bat, cnt));
+            SAP_TRY(x_getrf(T, bat, cnt, dF, kk, dp, k, di, 1));
             if (!use_getri(T)) {
                 SAP_TRY(x_getrs(T, bat, 2 * k, cnt, dF, kk, dp, k, dX, k, 2 * kk));
             } else {
                 SAP_TRY(x_getri(T, bat, cnt, dF, kk, dp, k, dI, kk));
                 SAP_TRY(x_gemm(T, bat, k, 2 * k, 1.0, dI, k, kk, dX, k, 2 * kk, 0.0, dO, k, 2 * kk, cnt));
             }
+            SAP_TRY(x_gemm(T, bat, k, 2 * k, -1.0, dA, k, kk, dX, k, 2 * kk, 0.0, dU, k, 2 * kk, cnt));
+            SAP_TRY(x_gemm(T, bat, k, 2 * k, -1.0, dA, k, kk, dX, k, 2 * kk, 1.0, dU, k, 2 * kk, cnt));
+            SAP_TRY(lanes_end(T));
             SAP_TRY(T->ops->synchronize(ctx));
-            double t = sap__wtime() - ts;
+            double tf = sap__wtime() - ts;
+            ts = sap__wtime();
+            for (int r = 0; r < reps; r++) {
+                SAP_TRY(lanes_begin(T, bat, cnt));
+                if (!use_getri(T)) SAP_TRY(x_getrs(T, bat, 1, cnt, dF, kk, dp, k, dz, k, k));
+                else SAP_TRY(x_gemm(T, bat, k, 1, 1.0, dI, k, kk, dz, k, k, 0.0, dw, k, k, cnt));
+                SAP_TRY(x_gemm(T, bat, k, 1, -1.0, dA, k, kk, dz, k, k, 1.0, dw, k, k, cnt));
+                SAP_TRY(x_gemm(T, bat, k, 1, -1.0, dA, k, kk, dz, k, k, 1.0, dw, k, k, cnt));
+                SAP_TRY(lanes_end(T));
+            }
+            SAP_TRY(T->ops->synchronize(ctx));
+            double t = tf + (reps > 0 ? (sap__wtime() - ts) * ns / reps : 0.0);
             if (rep == 1 && t < best) best = t, bestv = (sap_btd_variant)vi;
         }
     T->variant = save;
@@ -254,13 +624,16 @@ sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *second
     sap__tune_put(ctx, key, (int)bestv);
     *seconds = sap__wtime() - t0;
 cleanup:
+    if (T->lanes_on) {
+        T->lanes_on = 0;
+        T->dk->join(ctx);
+    }
     T->variant = save;
     sap__free(ctx, h);
-    T->ops->mem_free(ctx, dA);
-    T->ops->mem_free(ctx, dF);
-    T->ops->mem_free(ctx, dX);
-    T->ops->mem_free(ctx, dI);
-    T->ops->mem_free(ctx, dO);
+    double *bufs[] = {dA, dF, dX, dI, dO, dU, dz, dw};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) T->ops->mem_free(ctx, bufs[i]);
     T->ops->mem_free(ctx, dp);
+    T->ops->mem_free(ctx, di);
     return st;
 }
+#undef BC

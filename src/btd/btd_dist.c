@@ -12,9 +12,8 @@
  * solve.  The processes agree on the outcome of creation and of the local factorizations
  * (a singular block anywhere fails everywhere); an error later inside a factorization or a
  * solve on one process only (out of memory, a device error) is not agreed on and leaves the
- * others waiting in the next collective.  PARTIAL: the distributed BCYCLIC (cyclic levels
- * exchanged between ranks) is not implemented; device buffers are staged through the host
- * (no CUDA-aware MPI / NCCL). */
+ * others waiting in the next collective.  The distributed BCYCLIC is in btd_cyclic.c.
+ * Device buffers are staged through the host (no CUDA-aware MPI / NCCL). */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
@@ -228,14 +227,20 @@ sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_
     /* global numbering of the block rows */
     double mine = (double)nb_local, *counts = NULL;
     SAP_ALLOC(ctx, counts, (size_t)B->comm->size);
-    if (!counts) goto cleanup;
+    SAP_ALLOC(ctx, B->roff, (size_t)B->comm->size + 1);
+    if (!counts || !B->roff) {
+        sap__free(ctx, counts);
+        goto cleanup;
+    }
     st = B->comm->allgather(B->comm, ctx, &mine, 1, counts);
     B->row0 = 0;
     B->nbg = 0;
     for (int q = 0; q < B->comm->size; q++) {
+        B->roff[q] = B->nbg;
         if (q < B->comm->rank) B->row0 += (sap_int)counts[q];
         B->nbg += (sap_int)counts[q];
     }
+    B->roff[B->comm->size] = B->nbg;
     sap__free(ctx, counts);
     if (st != SAP_OK) goto cleanup;
     *T = B;
@@ -325,4 +330,10 @@ void sap__dist_free(sap_btd *T)
     sap__free(T->ctx, T->hA1);
     sap__free(T->ctx, T->hCl);
     T->hA1 = T->hCl = NULL;
+    sap__free(T->ctx, T->roff);
+    T->roff = NULL;
+    T->ops->mem_free(T->ctx, T->xb);
+    sap__free(T->ctx, T->xh);
+    T->xb = T->xh = NULL;
+    T->xcap = 0;
 }

@@ -24,6 +24,7 @@ struct sap_btd {
     double *D0, *AC0; /* the values given (matvec, refinement, refactor) */
     double *D, *AC;   /* working copies: factors, hatted blocks */
     int32_t *piv;     /* nb k pivots of the diagonal blocks */
+    int32_t *info;    /* nb singularity flags of the diagonal blocks (read after a factor) */
     double *Binv;     /* getri variants: inverses of the eliminated blocks (nb k^2) */
     double *H;        /* BCYCLIC history: the kept rows' A|C of every level */
     double *W;        /* nb 2k^2 work (getri variants) */
@@ -46,6 +47,11 @@ struct sap_btd {
     /* distributed (btd_dist.c): this process holds block rows row0 .. row0 + nb - 1 of nbg */
     struct sap__btd_comm *comm;
     sap_int row0, nbg;
+    sap_int *roff;     /* host: size + 1 first block rows of the processes */
+    double *xb, *xh;   /* distributed BCYCLIC: 4 exchange blocks in backend / host memory */
+    int64_t xcap;      /* doubles per block of xb / xh */
+    int lanes_on;      /* between dk->fork and dk->join (btd_cyclic.c) */
+    int lane0;         /* block i of a per-block step runs on lane lane0 + i */
     double *hA1, *hCl; /* host: A of the first local row, C of the last (the coupling) */
 };
 
@@ -57,12 +63,20 @@ static inline int sap__btd_count(int64_t start, int64_t step, int64_t limit)
 
 /* Doubles of BCYCLIC history for a segment of m block rows. */
 int64_t sap__bc_history(const sap_btd *T, sap_int m);
+/* The same for the m rows from global row g0 of a system of gn rows (distributed). */
+int64_t sap__bc_history_g(const sap_btd *T, sap_int m, sap_int g0, sap_int gn);
 /* BCYCLIC on the block rows o .. o + m - 1 of T->D / T->AC (A_o and C_{o+m-1} must be
  * zero), history at H.  A singular block: SAP_ERR_SINGULAR naming its global row. */
 sap_status sap__bc_factor(sap_btd *T, sap_int o, sap_int m, double *H);
 /* z (backend memory, the segment's first row, ld ldz, nrhs columns) := E^{-1} z. */
 sap_status sap__bc_solve(sap_btd *T, sap_int o, sap_int m, const double *H, double *z, int ldz, int nrhs);
-/* The variant for T->k on this context: measured once per block size (cached). */
+/* Distributed BCYCLIC (T->comm: this process' rows row0 .. row0 + nb - 1 of nbg, the
+ * couplings to the neighbouring processes included): factor (collective; the processes
+ * agree on a singular block) and solve of the local rows of z (ld k nb). */
+sap_status sap__bc_factor_dist(sap_btd *T);
+sap_status sap__bc_solve_dist(sap_btd *T, double *z, int nrhs);
+/* The variant for T->k and T->opt.solves on this context: one factorization + opt.solves
+ * single-column solves modelled on a small batch of blocks, measured once (cached). */
 sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *seconds);
 
 /* Spike: partitions, coupling, spikes, reduced system (T->D/AC hold the values). */

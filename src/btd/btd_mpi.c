@@ -36,6 +36,28 @@ static sap_status c_allreduce_min(sap__btd_comm *c, sap_context *ctx, int64_t *v
     return rc == MPI_SUCCESS ? SAP_OK : mpi_fail(ctx, rc, "MPI_Allreduce");
 }
 
+static sap_status c_exchange(sap__btd_comm *c, sap_context *ctx, int tag, int nsend, const int *dst,
+                             const double *const *sbuf, const int64_t *scount, int nrecv, const int *src,
+                             double *const *rbuf, const int64_t *rcount)
+{
+    MPI_Request req[16];
+    int nr = 0, rc = MPI_SUCCESS;
+    if (nsend > 8 || nrecv > 8) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd: %d / %d messages", nsend, nrecv);
+    for (int i = 0; i < nsend + nrecv; i++) {
+        int64_t cnt = i < nrecv ? rcount[i] : scount[i - nrecv];
+        if (cnt > INT32_MAX) return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "MPI message of %lld doubles", (long long)cnt);
+    }
+    double t0 = sap__wtime();
+    MPI_Comm comm = *(MPI_Comm *)c->impl;
+    for (int i = 0; i < nrecv && rc == MPI_SUCCESS; i++)
+        rc = MPI_Irecv(rbuf[i], (int)rcount[i], MPI_DOUBLE, src[i], tag, comm, &req[nr++]);
+    for (int i = 0; i < nsend && rc == MPI_SUCCESS; i++)
+        rc = MPI_Isend((void *)sbuf[i], (int)scount[i], MPI_DOUBLE, dst[i], tag, comm, &req[nr++]);
+    if (rc == MPI_SUCCESS) rc = MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+    c->seconds += sap__wtime() - t0;
+    return rc == MPI_SUCCESS ? SAP_OK : mpi_fail(ctx, rc, "MPI_Isend/Irecv");
+}
+
 static void c_destroy(sap__btd_comm *c, sap_context *ctx)
 {
     if (!c) return;
@@ -61,6 +83,7 @@ sap_status sap__btd_comm_mpi(sap_context *ctx, void *mpi_comm, sap__btd_comm **o
     c->impl = mc;
     c->allgather = c_allgather;
     c->allreduce_min = c_allreduce_min;
+    c->exchange = c_exchange;
     c->destroy = c_destroy;
     *out = c;
     return SAP_OK;

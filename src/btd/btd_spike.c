@@ -163,7 +163,7 @@ sap_status sap__spike_factor(sap_btd *T)
                               k2, 0));
             SAP_TRY(dk->lacpy(ctx, k, k, 1, T->Wsp + po[i + 1] * kk, (int)(nj * k), 0, Ri + k, k2, 0));
         }
-        SAP_TRY(dk->getrf(ctx, k2, nI, T->R, kk2, T->rpiv, k2, &bad));
+        SAP_TRY(dk->getrf(ctx, k2, nI, T->R, kk2, T->rpiv, k2, NULL, 0, &bad));
         if (bad >= 0)
             SAP_FAIL(ctx, SAP_ERR_SINGULAR, "sap_btd reduced-spike: the interface system between partitions %lld "
                      "and %lld is singular", (long long)bad, (long long)bad + 1);

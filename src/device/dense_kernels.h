@@ -19,11 +19,24 @@
 
 typedef struct sap_dense_kernels {
     const char *name;
-    /* LU with partial pivoting of count n x n matrices (lda = n) in place.  *bad (host) is
-     * the index of the first matrix of the batch with an exactly zero pivot, -1 if none
-     * (the factors of the others are complete). */
+    /* LU with partial pivoting of count n x n matrices (lda = n) in place.  info == NULL:
+     * *bad (host) is the index of the first matrix of the batch with an exactly zero pivot,
+     * -1 if none (the factors of the others are complete); the call waits for the device.
+     * info != NULL (backend memory, matrix b's flag at info + b si): the flags are written
+     * there (0, or > 0 for an exactly zero pivot), *bad = -1, and nothing waits: the caller
+     * reads the flags later with get_ints (a factorization without host round trips). */
     sap_status (*getrf)(sap_context *ctx, int n, int count, double *a, int64_t sa, int32_t *piv, int64_t sp,
-                        int64_t *bad);
+                        int32_t *info, int64_t si, int64_t *bad);
+    /* host[0 .. count) := src[0 .. count) (backend memory; waits for the device) */
+    sap_status (*get_ints)(sap_context *ctx, const int32_t *src, int64_t count, int32_t *host);
+    /* Concurrent lanes (NULL where the backend has none: cpu): fork makes the work queued so
+     * far visible to every lane, lane(i) sends the calls that follow to lane i mod L (cuda:
+     * L streams, each with its cuSOLVER/cuBLAS handle and workspace), join makes the
+     * context's stream wait for every lane and sends the calls back to it.  Only count == 1
+     * calls, lacpy and zero may run on a lane; calls on different lanes must be independent. */
+    sap_status (*fork)(sap_context *ctx);
+    sap_status (*lane)(sap_context *ctx, int i);
+    sap_status (*join)(sap_context *ctx);
     /* B := A^{-1} B with A's factors (lda = n); B is n x nrhs with leading dimension ldb */
     sap_status (*getrs)(sap_context *ctx, int n, int nrhs, int count, const double *a, int64_t sa,
                         const int32_t *piv, int64_t sp, double *b, int ldb, int64_t sb);

@@ -155,7 +155,7 @@ static void getri1(int n, const double *a, const int32_t *piv, double *c, double
 /* ---- the table ------------------------------------------------------------------- */
 
 static sap_status cpu_getrf(sap_context *ctx, int n, int count, double *a, int64_t sa, int32_t *piv, int64_t sp,
-                            int64_t *bad)
+                            int32_t *info, int64_t si, int64_t *bad)
 {
     *bad = -1;
     if (count <= 0 || n <= 0) return SAP_OK;
@@ -163,13 +163,22 @@ static sap_status cpu_getrf(sap_context *ctx, int n, int count, double *a, int64
     int blas, nt = batch_threads(ctx, count, 0.67 * (double)n * n * n, &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int b = 0; b < count; b++) {
-        if (getrf1(n, a + b * sa, piv + b * sp)) {
+        int z = getrf1(n, a + b * sa, piv + b * sp);
+        if (info) info[b * si] = z;
+        if (z && !info) {
             SAP_OMP("omp critical(sap_dense_bad)")
             if (b < first) first = b;
         }
     }
     if (first != INT64_MAX) *bad = first;
     batch_done(blas);
+    return SAP_OK;
+}
+
+static sap_status cpu_get_ints(sap_context *ctx, const int32_t *src, int64_t count, int32_t *host)
+{
+    (void)ctx;
+    if (count > 0) memmove(host, src, (size_t)count * sizeof *host);
     return SAP_OK;
 }
 
@@ -247,6 +256,7 @@ static sap_status cpu_zero(sap_context *ctx, int m, int n, int count, double *a,
 const sap_dense_kernels sap__cpu_dense_kernels = {
     .name = "cpu",
     .getrf = cpu_getrf,
+    .get_ints = cpu_get_ints,
     .getrs = cpu_getrs,
     .getri = cpu_getri,
     .gemm = cpu_gemm,
