@@ -51,7 +51,8 @@ struct bj_dev {
 };
 
 /* warps of one launch by width class: class c (W = 4 << c) has the warps
- * [w[c], w[c + 1]) and the blocks list[l[c] .. l[c + 1]) */
+ * [w[c + 1], w[c]) (the widest class first: the longest work starts first) and the blocks
+ * list[l[c] .. l[c + 1]) */
 struct classes {
     int w[5];
     int l[5];
@@ -69,6 +70,7 @@ struct cuda_bj {
     void *mem[24];
     int nmem;
     long long nnz;
+    int maxeb; /* the bytes of the widest precision stored (8 unless factor returned them) */
 };
 
 static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
@@ -95,7 +97,7 @@ template <int W> __device__ inline unsigned group_umax(unsigned v, unsigned gm)
 /* shared memory of one warp of the factor kernel: the groups' tiles (W x (W + 1) doubles
  * each, 32 (W + 1) in all), the pivot rows (32 doubles), and per group the row starts of
  * the flattened extraction, the rows' first entries and the pivot order (3 W + 2 ints) */
-static inline size_t factor_smem_warp(int W) { return (size_t)(32 * (W + 1) + 32) * 8 + 112 * 4; }
+static inline size_t factor_smem_warp(int W, int) { return (size_t)(32 * (W + 1) + 32) * 8 + 112 * 4; }
 
 #define TILE(i, j) tile[(i) * (W + 1) + (j)]
 
@@ -347,24 +349,28 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
 /* the group of W lanes of this thread in class c: its block, or -1 */
 template <int W> __device__ __forceinline__ int group_block(const classes &cl, const int32_t *list, int c, int w)
 {
-    const int gi = (w - cl.w[c]) * (32 / W) + (threadIdx.x & 31) / W;
+    const int gi = (w - cl.w[c + 1]) * (32 / W) + (threadIdx.x & 31) / W;
     return gi < cl.l[c + 1] - cl.l[c] ? list[cl.l[c] + gi] : -1;
 }
 
 /* every block of the batch in one launch: each warp takes one width class (4 warps a
- * thread block, smem_warp bytes of shared memory each) */
-template <bool LU>
+ * thread block, smem_warp bytes of shared memory each); MAXC, the widest class of the
+ * batch, leaves the wider paths out (their registers would cut the occupancy of the
+ * narrow ones) */
+template <bool LU, int MAXC>
 __global__ void __launch_bounds__(128) k_factor(bj_dev d, unsigned char *out, const int32_t *list, classes cl,
                                                 int smem_warp, double c16, double c32, int adaptive)
 {
     extern __shared__ __align__(16) unsigned char smraw[];
     const int w = blockIdx.x * 4 + threadIdx.x / 32;
-    if (w >= cl.w[4]) return; /* whole warps */
+    if (w >= cl.w[0]) return; /* whole warps */
     unsigned char *sm = smraw + (size_t)(threadIdx.x / 32) * smem_warp;
-    if (w < cl.w[1]) factor_group<4, LU>(d, out, group_block<4>(cl, list, 0, w), sm, c16, c32, adaptive);
-    else if (w < cl.w[2]) factor_group<8, LU>(d, out, group_block<8>(cl, list, 1, w), sm, c16, c32, adaptive);
-    else if (w < cl.w[3]) factor_group<16, LU>(d, out, group_block<16>(cl, list, 2, w), sm, c16, c32, adaptive);
-    else factor_group<32, LU>(d, out, group_block<32>(cl, list, 3, w), sm, c16, c32, adaptive);
+    if (MAXC >= 3 && w < cl.w[3]) factor_group<32, LU>(d, out, group_block<32>(cl, list, 3, w), sm, c16, c32, adaptive);
+    else if (MAXC >= 2 && w < cl.w[2])
+        factor_group<16, LU>(d, out, group_block<16>(cl, list, 2, w), sm, c16, c32, adaptive);
+    else if (MAXC >= 1 && w < cl.w[1])
+        factor_group<8, LU>(d, out, group_block<8>(cl, list, 1, w), sm, c16, c32, adaptive);
+    else factor_group<4, LU>(d, out, group_block<4>(cl, list, 0, w), sm, c16, c32, adaptive);
 }
 
 __device__ __host__ inline long long slot_bytes(long long s, int prec)
@@ -398,17 +404,19 @@ __global__ void k_compact(bj_dev d, int nb, const unsigned char *from, unsigned 
  * (read once: streaming), r_(block) is read by lane k = row k; then lane k computes
  * z_k = scale sum_j inv(k, j) r_j from the staged column-major values (consecutive lanes,
  * consecutive addresses). */
-template <int W> __host__ __device__ inline size_t apply_smem_group() { return (size_t)W * W * 8 + W * 8; }
-static inline size_t apply_smem_warp(int W) { return (size_t)(32 / W) * ((size_t)W * W * 8 + W * 8); }
+/* the staging area of a group: W^2 values of eb bytes (the widest precision of the batch:
+ * fp16-only storage takes a quarter of fp64's shared memory, so more warps run) + r */
+template <int W> __host__ __device__ inline size_t apply_smem_group(int eb) { return (size_t)W * W * eb + W * 8; }
+static inline size_t apply_smem_warp(int W, int eb) { return (size_t)(32 / W) * ((size_t)W * W * eb + W * 8); }
 
 template <int W, typename T>
 __device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char *store, int b, const T *__restrict__ r,
-                                            T *__restrict__ z, unsigned char *sm)
+                                            T *__restrict__ z, unsigned char *sm, int eb)
 {
     const int lane = threadIdx.x & 31, grp = lane / W, gbase = grp * W, l = lane - gbase;
     const unsigned gm = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << gbase;
-    unsigned char *stage = sm + grp * apply_smem_group<W>();
-    double *xs = (double *)(stage + W * W * 8);
+    unsigned char *stage = sm + grp * apply_smem_group<W>(eb);
+    double *xs = (double *)(stage + W * W * eb);
     int o = 0, s = 0, prec = SAP_BJ_FP64;
     long long so = 0, so1 = 0;
     double sc = 1.0;
@@ -450,16 +458,17 @@ __device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char
 
 template <typename T>
 __global__ void __launch_bounds__(128) k_apply_gj(bj_dev d, const unsigned char *store, const int32_t *list, classes cl,
-                                                  int smem_warp, const T *__restrict__ r, T *__restrict__ z)
+                                                  int smem_warp, int eb, const T *__restrict__ r,
+                                                  T *__restrict__ z)
 {
     extern __shared__ __align__(16) unsigned char smraw[];
     const int w = blockIdx.x * 4 + threadIdx.x / 32;
-    if (w >= cl.w[4]) return;
+    if (w >= cl.w[0]) return;
     unsigned char *sm = smraw + (size_t)(threadIdx.x / 32) * smem_warp;
-    if (w < cl.w[1]) apply_group<4>(d, store, group_block<4>(cl, list, 0, w), r, z, sm);
-    else if (w < cl.w[2]) apply_group<8>(d, store, group_block<8>(cl, list, 1, w), r, z, sm);
-    else if (w < cl.w[3]) apply_group<16>(d, store, group_block<16>(cl, list, 2, w), r, z, sm);
-    else apply_group<32>(d, store, group_block<32>(cl, list, 3, w), r, z, sm);
+    if (w < cl.w[3]) apply_group<32>(d, store, group_block<32>(cl, list, 3, w), r, z, sm, eb);
+    else if (w < cl.w[2]) apply_group<16>(d, store, group_block<16>(cl, list, 2, w), r, z, sm, eb);
+    else if (w < cl.w[1]) apply_group<8>(d, store, group_block<8>(cl, list, 1, w), r, z, sm, eb);
+    else apply_group<4>(d, store, group_block<4>(cl, list, 0, w), r, z, sm, eb);
 }
 
 __device__ inline double load_val(const unsigned char *slot, int prec, int idx)
@@ -518,10 +527,10 @@ static int width_class(long long s) { return s <= 4 ? 0 : s <= 8 ? 1 : s <= 16 ?
 static classes make_classes(const cuda_bj *pv)
 {
     classes cl;
-    cl.w[0] = 0;
-    for (int c = 0; c < 4; c++) {
+    cl.w[4] = 0;
+    for (int c = 3; c >= 0; c--) {
         const long long cnt = pv->cls[c + 1] - pv->cls[c], per = 32 >> (2 + c); /* blocks a warp */
-        cl.w[c + 1] = cl.w[c] + (int)((cnt + per - 1) / per);
+        cl.w[c] = cl.w[c + 1] + (int)((cnt + per - 1) / per);
     }
     for (int c = 0; c < 5; c++) cl.l[c] = (int)pv->cls[c];
     return cl;
@@ -630,11 +639,11 @@ static sap_status c_load(sap_bj_fact *F, const sap_csr *A)
 }
 
 /* the largest per-warp shared memory over the classes present */
-static size_t max_smem_warp(const cuda_bj *pv, size_t (*per)(int))
+static size_t max_smem_warp(const cuda_bj *pv, size_t (*per)(int, int), int eb)
 {
     size_t m = 16;
     for (int c = 0; c < 4; c++)
-        if (pv->cls[c + 1] > pv->cls[c] && per(4 << c) > m) m = per(4 << c);
+        if (pv->cls[c + 1] > pv->cls[c] && per(4 << c, eb) > m) m = per(4 << c, eb);
     return m;
 }
 
@@ -668,6 +677,7 @@ static sap_status c_factor(sap_bj_fact *F)
     cuda_bj *pv = (cuda_bj *)F->dev;
     sap_status st = SAP_OK;
     SAP_TRY(sap__cuda_enter(ctx));
+    pv->maxeb = 8; /* unless the precisions come back */
     {
         const int nb = (int)F->nb;
         cudaStream_t s = stream_of(ctx);
@@ -675,15 +685,24 @@ static sap_status c_factor(sap_bj_fact *F)
         unsigned char *out = F->adaptive ? pv->scratch : pv->store;
         pv->d.soff = pv->slot;
         const classes cl = make_classes(pv);
-        if (cl.w[4] > 0) {
-            const size_t sw = max_smem_warp(pv, factor_smem_warp);
-            const unsigned grid = (unsigned)((cl.w[4] + 3) / 4);
+        if (cl.w[0] > 0) {
+            const size_t sw = max_smem_warp(pv, factor_smem_warp, 8);
+            const unsigned grid = (unsigned)((cl.w[0] + 3) / 4);
+            int maxc = 0;
+            for (int c = 0; c < 4; c++)
+                if (pv->cls[c + 1] > pv->cls[c]) maxc = c;
+            void (*kern)(bj_dev, unsigned char *, const int32_t *, classes, int, double, double, int);
             if (F->variant == SAP_BJ_LU)
-                k_factor<true><<<grid, 128, 4 * sw, s>>>(pv->d, out, pv->list, cl, (int)sw, F->cond_fp16, F->cond_fp32,
-                                                         F->adaptive);
+                kern = maxc == 0   ? k_factor<true, 0>
+                       : maxc == 1 ? k_factor<true, 1>
+                       : maxc == 2 ? k_factor<true, 2>
+                                   : k_factor<true, 3>;
             else
-                k_factor<false><<<grid, 128, 4 * sw, s>>>(pv->d, out, pv->list, cl, (int)sw, F->cond_fp16,
-                                                          F->cond_fp32, F->adaptive);
+                kern = maxc == 0   ? k_factor<false, 0>
+                       : maxc == 1 ? k_factor<false, 1>
+                       : maxc == 2 ? k_factor<false, 2>
+                                   : k_factor<false, 3>;
+            kern<<<grid, 128, 4 * sw, s>>>(pv->d, out, pv->list, cl, (int)sw, F->cond_fp16, F->cond_fp32, F->adaptive);
             SAP_CUDA_LAUNCHED(ctx, "block-Jacobi factor");
         }
         if (F->adaptive && nb > 0) {
@@ -703,6 +722,12 @@ static sap_status c_factor(sap_bj_fact *F)
     SAP_TRY(sap__cuda_d2h(ctx, F->cond, pv->d.cond, sizeof(double) * (size_t)F->nb));
     SAP_TRY(sap__cuda_d2h(ctx, F->scale, pv->d.scale, sizeof(double) * (size_t)F->nb));
     SAP_TRY(sap__cuda_d2h(ctx, F->soff, pv->d.soff, sizeof(long long) * (size_t)(F->nb + 1)));
+    /* the widest precision stored (the apply's staging) */
+    pv->maxeb = 2;
+    for (sap_int b = 0; b < F->nb && pv->maxeb < 8; b++) {
+        const int eb = F->bprec[b] == SAP_BJ_FP64 ? 8 : F->bprec[b] == SAP_BJ_FP32 ? 4 : 2;
+        if (eb > pv->maxeb) pv->maxeb = eb;
+    }
 cleanup:
     return st;
 }
@@ -717,14 +742,14 @@ static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision 
     if (F->n == 0) return SAP_OK;
     if (F->variant == SAP_BJ_GJ) {
         const classes cl = make_classes(pv);
-        const size_t sw = max_smem_warp(pv, apply_smem_warp);
-        const unsigned grid = (unsigned)((cl.w[4] + 3) / 4);
+        const size_t sw = max_smem_warp(pv, apply_smem_warp, pv->maxeb);
+        const unsigned grid = (unsigned)((cl.w[0] + 3) / 4);
         if (prec == SAP_FLOAT)
-            k_apply_gj<float><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->list, cl, (int)sw, (const float *)r,
-                                                        (float *)z);
+            k_apply_gj<float><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->list, cl, (int)sw, pv->maxeb,
+                                                        (const float *)r, (float *)z);
         else
-            k_apply_gj<double><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->list, cl, (int)sw, (const double *)r,
-                                                         (double *)z);
+            k_apply_gj<double><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->list, cl, (int)sw, pv->maxeb,
+                                                         (const double *)r, (double *)z);
     } else {
         const unsigned grid = (unsigned)((F->nb + 127) / 128);
         if (prec == SAP_FLOAT)
