@@ -66,6 +66,8 @@ struct cuda_bj {
     void *scan_tmp;
     size_t scan_bytes;
     int32_t *list;    /* blocks grouped by width class */
+    int4 *meta;       /* nb: the apply's record of list position g (k_meta) */
+    double *gscale;   /* nb: the scale of list position g */
     long long cls[5]; /* class c holds list[cls[c] .. cls[c+1]) */
     void *mem[24];
     int nmem;
@@ -409,8 +411,31 @@ __global__ void k_compact(bj_dev d, int nb, const unsigned char *from, unsigned 
 template <int W> __host__ __device__ inline size_t apply_smem_group(int eb) { return (size_t)W * W * eb + W * 8; }
 static inline size_t apply_smem_warp(int W, int eb) { return (size_t)(32 / W) * ((size_t)W * W * eb + W * 8); }
 
+/* the apply's record of the block at list position g (written after each factor): its
+ * compact offset (low, high 32 bits), first row position, size | precision << 8; the scale
+ * beside it.  One 16-byte load instead of list -> off, soff, bprec, scale (a shorter chain
+ * of dependent loads before the block's storage is read). */
+__global__ void k_meta(bj_dev d, const int32_t *list, int nb, int4 *meta, double *gscale)
+{
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= nb) return;
+    const int b = list[g];
+    const long long so = d.soff[b];
+    const int o = d.off[b];
+    meta[g] = make_int4((int)(unsigned)(so & 0xffffffffLL), (int)(so >> 32), o, (d.off[b + 1] - o) | (int)d.bprec[b] << 8);
+    gscale[g] = d.scale[b];
+}
+
+/* the list position of this thread's group in class c, or -1 */
+template <int W> __device__ __forceinline__ int group_index(const classes &cl, int c, int w)
+{
+    const int gi = (w - cl.w[c + 1]) * (32 / W) + (threadIdx.x & 31) / W;
+    return gi < cl.l[c + 1] - cl.l[c] ? cl.l[c] + gi : -1;
+}
+
 template <int W, typename T>
-__device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char *store, int b, const T *__restrict__ r,
+__device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char *store, const int4 *__restrict__ meta,
+                                            const double *__restrict__ gscale, int g, const T *__restrict__ r,
                                             T *__restrict__ z, unsigned char *sm, int eb)
 {
     const int lane = threadIdx.x & 31, grp = lane / W, gbase = grp * W, l = lane - gbase;
@@ -418,15 +443,15 @@ __device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char
     unsigned char *stage = sm + grp * apply_smem_group<W>(eb);
     double *xs = (double *)(stage + W * W * eb);
     int o = 0, s = 0, prec = SAP_BJ_FP64;
-    long long so = 0, so1 = 0;
+    long long so = 0;
     double sc = 1.0;
-    if (b >= 0) {
-        o = d.off[b];
-        s = d.off[b + 1] - o;
-        so = d.soff[b];
-        so1 = d.soff[b + 1];
-        prec = d.bprec[b];
-        sc = d.scale[b];
+    if (g >= 0) {
+        const int4 m = __ldg(meta + g);
+        so = (long long)(unsigned)m.x | (long long)m.y << 32;
+        o = m.z;
+        s = m.w & 0xff;
+        prec = m.w >> 8;
+        sc = __ldg(gscale + g);
     }
     const bool mine = l < s;
     int row = 0;
@@ -434,7 +459,7 @@ __device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char
         row = d.ident ? o + l : d.rows[o + l];
         xs[l] = (double)r[row];
     }
-    const int nv = (int)((so1 - so) / 16);
+    const int nv = (int)(slot_bytes(s, prec) / 16);
     const uint4 *src = (const uint4 *)(store + so);
     uint4 *dst = (uint4 *)stage;
 #pragma unroll 4
@@ -457,7 +482,8 @@ __device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char
 }
 
 template <typename T>
-__global__ void __launch_bounds__(128) k_apply_gj(bj_dev d, const unsigned char *store, const int32_t *list, classes cl,
+__global__ void __launch_bounds__(128) k_apply_gj(bj_dev d, const unsigned char *store, const int4 *meta,
+                                                  const double *gscale, classes cl,
                                                   int smem_warp, int eb, const T *__restrict__ r,
                                                   T *__restrict__ z)
 {
@@ -465,10 +491,10 @@ __global__ void __launch_bounds__(128) k_apply_gj(bj_dev d, const unsigned char 
     const int w = blockIdx.x * 4 + threadIdx.x / 32;
     if (w >= cl.w[0]) return;
     unsigned char *sm = smraw + (size_t)(threadIdx.x / 32) * smem_warp;
-    if (w < cl.w[3]) apply_group<32>(d, store, group_block<32>(cl, list, 3, w), r, z, sm, eb);
-    else if (w < cl.w[2]) apply_group<16>(d, store, group_block<16>(cl, list, 2, w), r, z, sm, eb);
-    else if (w < cl.w[1]) apply_group<8>(d, store, group_block<8>(cl, list, 1, w), r, z, sm, eb);
-    else apply_group<4>(d, store, group_block<4>(cl, list, 0, w), r, z, sm, eb);
+    if (w < cl.w[3]) apply_group<32>(d, store, meta, gscale, group_index<32>(cl, 3, w), r, z, sm, eb);
+    else if (w < cl.w[2]) apply_group<16>(d, store, meta, gscale, group_index<16>(cl, 2, w), r, z, sm, eb);
+    else if (w < cl.w[1]) apply_group<8>(d, store, meta, gscale, group_index<8>(cl, 1, w), r, z, sm, eb);
+    else apply_group<4>(d, store, meta, gscale, group_index<4>(cl, 0, w), r, z, sm, eb);
 }
 
 __device__ inline double load_val(const unsigned char *slot, int prec, int idx)
@@ -621,6 +647,10 @@ static sap_status c_prepare(sap_bj_fact *F, const sap_csr *A)
     pv->d.cond = (double *)p;
     SAP_TRY(dev_array(ctx, pv, NULL, sizeof(double) * (size_t)nb, &p));
     pv->d.scale = (double *)p;
+    SAP_TRY(dev_array(ctx, pv, NULL, sizeof(int4) * (size_t)nb, &p));
+    pv->meta = (int4 *)p;
+    SAP_TRY(dev_array(ctx, pv, NULL, sizeof(double) * (size_t)nb, &p));
+    pv->gscale = (double *)p;
 cleanup:
     sap__free(ctx, h32);
     sap__free(ctx, h8);
@@ -715,6 +745,10 @@ static sap_status c_factor(sap_bj_fact *F)
             k_compact<<<(unsigned)(((long long)nb * 8 + 255) / 256), 256, 0, s>>>(pv->d, nb, pv->scratch, pv->store);
             SAP_CUDA_LAUNCHED(ctx, "block-Jacobi compaction");
         }
+        if (nb > 0) {
+            k_meta<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->d, pv->list, nb, pv->meta, pv->gscale);
+            SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply records");
+        }
     }
     if (F->no_results) goto cleanup;
     SAP_TRY(sap__cuda_d2h(ctx, F->bprec, pv->d.bprec, (size_t)F->nb));
@@ -745,10 +779,11 @@ static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision 
         const size_t sw = max_smem_warp(pv, apply_smem_warp, pv->maxeb);
         const unsigned grid = (unsigned)((cl.w[0] + 3) / 4);
         if (prec == SAP_FLOAT)
-            k_apply_gj<float><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->list, cl, (int)sw, pv->maxeb,
+            k_apply_gj<float><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw, pv->maxeb,
                                                         (const float *)r, (float *)z);
         else
-            k_apply_gj<double><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->list, cl, (int)sw, pv->maxeb,
+            k_apply_gj<double><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw,
+                                                         pv->maxeb,
                                                          (const double *)r, (double *)z);
     } else {
         const unsigned grid = (unsigned)((F->nb + 127) / 128);
