@@ -482,6 +482,20 @@ static void test_adaptive(void)
                       variant ? "lu" : "gj", cases[b].a, f.F.cond[b], f.F.bprec[b], cases[b].prec);
             CHECK_CLOSE(f.F.cond[b], (1 + cases[b].a) * (1 + cases[b].a), 1e-14);
         }
+        /* compact storage: s^2 values of each block's precision (16-byte aligned), fewer
+         * bytes than fp64 blocks; a second factor (new values, same pattern) writes the
+         * fp64-sized slots again and compacts them the same way */
+        for (int rep = 0; rep < 2; rep++) {
+            if (rep) CHECK_OK(C, f.F.kt->factor(&f.F));
+            int64_t fp64 = 0;
+            for (int b = 0; b < nb; b++) {
+                CHECK(f.F.soff[b + 1] - f.F.soff[b] == sap__bj_slot_bytes(2, f.F.bprec[b]));
+                fp64 += sap__bj_slot_bytes(2, SAP_BJ_FP64);
+            }
+            CHECK(f.F.soff[0] == 0 && f.F.soff[nb] < fp64);
+        }
+        CHECK(sap__bj_slot_bytes(3, SAP_BJ_FP16) == 32 && sap__bj_slot_bytes(32, SAP_BJ_FP16) == 2048 &&
+              sap__bj_slot_bytes(1, SAP_BJ_FP64) == 16);
         /* the error of the apply stays within kappa * u of the storage */
         double r[16], z[16];
         for (int i = 0; i < 2 * nb; i++) r[i] = urand();
@@ -676,20 +690,21 @@ static sap_int compare_backends(sap_context *G, const sap_csr *A, int variant, i
     fact fc, fg;
     CHECK_OK(C, fact_build(C, A, maxb, uniform, variant, adaptive, &fc));
     CHECK_OK(G, fact_build(G, A, maxb, uniform, variant, adaptive, &fg));
-    sap_int dprec = 0, dinfo = 0, nfail = 0;
+    sap_int dprec = 0, dinfo = 0, dsoff = 0, nfail = 0;
     double dcond = 0;
     for (sap_int b = 0; b < fc.F.nb; b++) {
         nfail += fc.F.info[b] != 0;
         dprec += fc.F.bprec[b] != fg.F.bprec[b];
+        dsoff += fc.F.soff[b + 1] != fg.F.soff[b + 1]; /* the same compact storage */
         dinfo += fc.F.info[b] != fg.F.info[b];
         if (!fc.F.info[b]) {
             double e = fabs(fc.F.cond[b] - fg.F.cond[b]) / fc.F.cond[b];
             if (e > dcond) dcond = e;
         }
     }
-    CHECK_MSG(dprec == 0 && dinfo == 0 && dcond < 1e-10,
-              "variant %d adaptive %d: %lld precisions, %lld infos differ, kappa rel. diff %.3g", variant, adaptive,
-              (long long)dprec, (long long)dinfo, dcond);
+    CHECK_MSG(dprec == 0 && dinfo == 0 && dsoff == 0 && dcond < 1e-10,
+              "variant %d adaptive %d: %lld precisions, %lld infos, %lld offsets differ, kappa rel. diff %.3g", variant,
+              adaptive, (long long)dprec, (long long)dinfo, (long long)dsoff, dcond);
     const sap_int n = A->nrows;
     double *r = malloc(sizeof(double) * (size_t)n), *zc = malloc(sizeof(double) * (size_t)n),
            *zg = malloc(sizeof(double) * (size_t)n);

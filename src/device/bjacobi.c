@@ -1,6 +1,6 @@
 /* bjacobi.c -- backend-independent helpers of the batched block-Jacobi kernels
  * (device/bjacobi_kernels.h): the software binary16 conversion of the cpu reference and
- * the bytes floor of an apply. */
+ * the bytes floor of an apply, the compact storage offsets. */
 #include "device/device.h"
 
 #include <math.h>
@@ -55,6 +55,19 @@ double sap__bj_apply_bytes(const sap_bj_fact *F, size_t elem)
     return bytes;
 }
 
+int64_t sap__bj_slot_bytes(int64_t s, int prec)
+{
+    const int64_t eb = prec == SAP_BJ_FP16 ? 2 : prec == SAP_BJ_FP32 ? 4 : 8;
+    return (s * s * eb + 15) / 16 * 16;
+}
+
+void sap__bj_compact_offsets(sap_bj_fact *F)
+{
+    F->soff[0] = 0;
+    for (sap_int b = 0; b < F->nb; b++)
+        F->soff[b + 1] = F->soff[b] + sap__bj_slot_bytes(F->off[b + 1] - F->off[b], F->bprec[b]);
+}
+
 sap_status sap__bj_init(sap_context *ctx, sap_bj_fact *F, const sap_csr *A, sap_int nb, const sap_int *rows,
                         const sap_int *off)
 {
@@ -75,12 +88,9 @@ sap_status sap__bj_init(sap_context *ctx, sap_bj_fact *F, const sap_csr *A, sap_
     SAP_CALLOC(ctx, F->info, nb > 0 ? nb : 1);
     SAP_CALLOC(ctx, F->cond, nb > 0 ? nb : 1);
     SAP_CALLOC(ctx, F->scale, nb > 0 ? nb : 1);
-    F->soff[0] = 0;
-    for (sap_int b = 0; b < nb; b++) {
-        const int64_t s = off[b + 1] - off[b];
-        F->soff[b + 1] = F->soff[b] + s * s * 8;
-        if (s > F->maxb) F->maxb = (int)s;
-    }
+    for (sap_int b = 0; b < nb; b++)
+        if (off[b + 1] - off[b] > F->maxb) F->maxb = (int)(off[b + 1] - off[b]);
+    sap__bj_compact_offsets(F); /* bprec all SAP_BJ_FP64 (0): the fp64 slots */
     SAP_TRY(kt->prepare(F, A));
     F->kt = kt;
 cleanup:

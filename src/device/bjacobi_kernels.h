@@ -3,7 +3,7 @@
  * blocks (<= 32 rows, arbitrary row sets) from a CSR, their factorization in double with
  * implicit pivoting (Gauss-Jordan inversion or LU), the choice of each block's storage
  * precision from its 1-norm condition number, and the apply z = D^{-1} r reading the
- * mixed-precision storage in one pass.  The preconditioner that drives them is
+ * mixed-precision storage (compact: s^2 values of the block's precision) in one pass.  The preconditioner that drives them is
  * src/precond/pc_bjacobi.c.  cpu: src/device/cpu/bjacobi_cpu.c (OpenMP across blocks, the
  * reference); cuda: src/device/cuda/bjacobi_cuda.cu (a group of 4/8/16/32 lanes of a warp
  * per block, one row per lane in registers, warp shuffles).  Internal. */
@@ -34,7 +34,11 @@ typedef struct sap_bj_fact {
     /* layout (host, set before prepare) */
     const sap_int *rows;  /* n: rows of block b = rows[off[b] .. off[b+1]), ascending */
     const sap_int *off;   /* nb + 1 */
-    int64_t *soff;        /* nb + 1: byte offsets of the block slots (s^2 * 8 bytes each) */
+    int64_t *soff;        /* nb + 1: byte offsets of the blocks' compact storage: block b takes
+                           * sap__bj_slot_bytes(s, bprec[b]) (s^2 values in its precision,
+                           * rounded up to 16 bytes).  Set by sap__bj_init for fp64 blocks
+                           * (the slots a factor writes before it compacts adaptive storage),
+                           * by factor for the precisions chosen (unless no_results) */
     /* results of factor (host) */
     uint8_t *bprec;       /* nb: SAP_BJ_FP* */
     uint8_t *info;        /* nb: SAP_BJ_OK, ... */
@@ -69,6 +73,12 @@ typedef struct sap_bjacobi_kernels {
 sap_status sap__bj_init(sap_context *ctx, sap_bj_fact *F, const sap_csr *A, sap_int nb, const sap_int *rows,
                         const sap_int *off);
 void sap__bj_fini(sap_bj_fact *F);
+
+/* The bytes of a block of s rows stored in precision prec (SAP_BJ_FP*): s^2 values rounded
+ * up to 16 bytes (aligned 16-byte loads). */
+int64_t sap__bj_slot_bytes(int64_t s, int prec);
+/* soff[0..nb] from the blocks' sizes and bprec (a prefix sum of sap__bj_slot_bytes). */
+void sap__bj_compact_offsets(sap_bj_fact *F);
 
 /* Bytes one apply reads and writes at least: every block's storage in its precision, r
  * read once, z written once (vectors of elem bytes). */

@@ -1,6 +1,7 @@
 /* bjacobi_cpu.c -- the cpu implementation of the batched block-Jacobi kernels
  * (device/bjacobi_kernels.h), the reference of the cuda one: OpenMP across blocks, every
- * block in a 32 x 32 double scratch.  The arithmetic follows the cuda kernels step by step
+ * block in a 32 x 32 double scratch, written to an fp64-sized slot, then moved down to the
+ * compact storage of its precision.  The arithmetic follows the cuda kernels step by step
  * (implicit pivoting: the row with the largest |a(i, k)| among the rows not yet pivoted,
  * the first on ties; no rows are swapped) so both backends choose the same pivots and the
  * same storage precisions. */
@@ -17,7 +18,8 @@ typedef struct cpu_bj {
     int32_t *blk;   /* n: block of each row */
     uint8_t *pos;   /* n: local index of each row in its block */
     uint8_t *piv;   /* n: LU pivots, block b at off[b] (local row of step k) */
-    unsigned char *store;
+    int64_t *slot;  /* nb + 1: the fp64-sized slots factor writes (F->soff at prepare) */
+    unsigned char *store; /* the blocks at slot[b] during factor, at F->soff[b] after it */
     const sap_csr *A; /* the loaded values (host: the caller's matrix) */
 } cpu_bj;
 
@@ -28,6 +30,7 @@ static void bj_release(sap_bj_fact *F)
     sap__free(F->ctx, d->blk);
     sap__free(F->ctx, d->pos);
     sap__free(F->ctx, d->piv);
+    sap__free(F->ctx, d->slot);
     sap__free(F->ctx, d->store);
     sap__free(F->ctx, d);
     F->dev = NULL;
@@ -47,6 +50,8 @@ static sap_status bj_prepare(sap_bj_fact *F, const sap_csr *A)
     SAP_ALLOC(ctx, d->pos, n > 0 ? n : 1);
     SAP_CALLOC(ctx, d->piv, n > 0 ? n : 1);
     SAP_ALLOC(ctx, d->store, F->soff[F->nb] > 0 ? F->soff[F->nb] : 1);
+    SAP_ALLOC(ctx, d->slot, F->nb + 1);
+    memcpy(d->slot, F->soff, sizeof(int64_t) * (size_t)(F->nb + 1));
     for (sap_int b = 0; b < F->nb; b++)
         for (sap_int k = F->off[b]; k < F->off[b + 1]; k++) {
             d->blk[F->rows[k]] = (int32_t)b;
@@ -218,7 +223,7 @@ static void factor_block(const sap_bj_fact *F, const cpu_bj *d, sap_int b)
     double kappa = fail ? INFINITY : nA * nInv;
     uint8_t info = nonfinite ? SAP_BJ_NONFINITE : fail ? SAP_BJ_SINGULAR : SAP_BJ_OK;
     if (!info && !(kappa * DBL_EPSILON < 1.0)) info = SAP_BJ_ILL;
-    unsigned char *slot = d->store + F->soff[b];
+    unsigned char *slot = d->store + d->slot[b];
     int prec = SAP_BJ_FP64;
     double sc = 1.0;
     if (info) {
@@ -253,6 +258,11 @@ static sap_status bj_factor(sap_bj_fact *F)
     if (!d || !d->A) return SAP_ERROR(F->ctx, SAP_ERR_INVALID, "block-Jacobi: factor before load");
 #pragma omp parallel for schedule(dynamic, 64) num_threads(sap__threads(F->ctx)) if (F->nb > 256)
     for (sap_int b = 0; b < F->nb; b++) factor_block(F, d, b);
+    /* the compact storage: each block moves down to its offset for its precision */
+    sap__bj_compact_offsets(F);
+    for (sap_int b = 0; b < F->nb; b++)
+        if (F->soff[b] != d->slot[b])
+            memmove(d->store + F->soff[b], d->store + d->slot[b], (size_t)(F->soff[b + 1] - F->soff[b]));
     return SAP_OK;
 }
 

@@ -1,28 +1,38 @@
 /* bjacobi_cuda.cu -- the cuda implementation of the batched block-Jacobi kernels
  * (device/bjacobi_kernels.h).
  *
- * factor   one kernel per group width W = 4, 8, 16, 32 (blocks of <= 4, 5..8, 9..16 and
- *          17..32 rows: 8, 4, 2 or 1 blocks per warp), all blocks of a width in one
- *          launch.  A group of W lanes owns one block, one row per lane: the lanes gather
- *          their rows from the CSR (the columns of the block found through the row ->
- *          block map) into a shared-memory tile, take their row into registers, and run
+ * factor   one launch for the whole variable-size batch: every warp takes one width class
+ *          W = 4, 8, 16, 32 (blocks of <= 4, 5..8, 9..16 and 17..32 rows: 8, 4, 2 or 1
+ *          blocks a warp).  A group of W lanes owns one block: the lanes read the entries
+ *          of the block's rows together (the rows flattened, W consecutive entries a load,
+ *          4 loads in flight; the columns of the block found through the row -> block map)
+ *          into a shared-memory tile (rows padded to W + 1: no bank conflict), each lane
+ *          takes its row into registers (double a[W], W a template argument), and runs
  *          Gauss-Jordan inversion or LU with implicit pivoting: the pivot of step k is the
- *          lane with the largest |a(., k)| among the lanes not pivoted yet (butterfly
- *          argmax over the group, the lowest lane on ties, as the cpu reference), its row
- *          is broadcast by warp shuffles, and no row moves.  kappa_1 comes from the
- *          column sums of the block and of its inverse (GJ: the inverse itself; LU: each
- *          lane solves for one column of the inverse from the factors in shared memory),
- *          summed in the cpu's order; then the storage precision and its power-of-two
- *          scale, and every lane writes its row of the result in that precision
- *          (cuda_fp16.h for fp16), column-major (coalesced across the lanes).
- * apply    GJ: one thread per row, z_i = scale * sum_j inv(k, j) r_(rows j) reading the
- *          block's column j (consecutive rows of a block read consecutive addresses), the
- *          storage precision switched per block.  LU: one thread per block (forward and
- *          backward substitution from its factors).
- * Not done: one launch for all widths; a warp-cooperative LU apply. */
+ *          lane with the largest |a(., k)| among the lanes not pivoted yet (two 32-bit max
+ *          reductions of the bits of |a| and a ballot: the lowest lane on ties, as the cpu
+ *          reference); the pivot lane writes its (scaled) row to the group's pivot row in
+ *          shared memory, the others read it back as broadcast 16-byte loads, and no row
+ *          moves.  kappa_1 comes from the column sums of the block and of its inverse (GJ:
+ *          the inverse itself; LU: each lane solves for one column of the inverse from the
+ *          factors in shared memory), summed in the cpu's order; then the storage
+ *          precision and its power-of-two scale, and every lane writes its row of the
+ *          result in that precision (cuda_fp16.h for fp16), column-major (coalesced).
+ * storage  compact: block b holds s^2 values in its precision at soff[b] (16-byte
+ *          aligned).  Without adaptive precision every block is fp64 and the factor writes
+ *          there directly; with it the factor writes fp64-sized slots of a scratch buffer,
+ *          then the compact offsets (cub scan of the sizes) and a 16-byte copy.
+ * apply    GJ: one launch, a group of W lanes a block (the factor's classes): the block's
+ *          storage staged into shared memory by 16-byte coalesced streaming loads, r of
+ *          the block's rows read by lane k = row k; lane k computes z_k from the staged
+ *          column-major values (consecutive lanes, consecutive addresses), the precision
+ *          switched per block.  LU: one thread per block (forward and backward
+ *          substitution from its factors).
+ * Not done: a warp-cooperative LU apply. */
 #include "device/cuda/cuda_internal.h"
 #include "device/bjacobi_kernels.h"
 
+#include <cub/cub.cuh>
 #include <cuda_fp16.h>
 #include <float.h>
 #include <string.h>
@@ -32,167 +42,268 @@ namespace {
 struct bj_dev {
     const int32_t *rows, *off, *blk, *rowptr, *col;
     const uint8_t *pos;
-    const long long *soff;
+    const long long *slot; /* nb + 1: byte offsets of the fp64-sized slots the factor writes */
+    const long long *soff; /* nb + 1: byte offsets of the compact storage the apply reads */
     const double *val;
-    unsigned char *store;
     uint8_t *piv, *bprec, *info;
     double *cond, *scale;
+    int ident; /* rows[k] == k for every k: the row indirection is skipped */
+};
+
+/* warps of one launch by width class: class c (W = 4 << c) has the warps
+ * [w[c + 1], w[c]) (the widest class first: the longest work starts first) and the blocks
+ * list[l[c] .. l[c + 1]) */
+struct classes {
+    int w[5];
+    int l[5];
 };
 
 struct cuda_bj {
     bj_dev d;
-    int32_t *list;     /* blocks grouped by width class */
-    long long cls[5];  /* class c holds list[cls[c] .. cls[c+1]) */
-    void *mem[16];
+    unsigned char *store;   /* the apply's storage (compact) */
+    unsigned char *scratch; /* adaptive: the factor's fp64-sized slots, compacted into store */
+    long long *slot, *soff, *csize;
+    void *scan_tmp;
+    size_t scan_bytes;
+    int32_t *list;    /* blocks grouped by width class */
+    int4 *meta;       /* nb: the apply's record of list position g (k_meta) */
+    double *gscale;   /* nb: the scale of list position g */
+    long long cls[5]; /* class c holds list[cls[c] .. cls[c+1]) */
+    void *mem[24];
     int nmem;
     long long nnz;
+    int maxeb; /* the bytes of the widest precision stored (8 unless factor returned them) */
 };
 
 static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
 
-/* the maximum over the group of W lanes; the shuffles name the whole warp, so every lane of
- * the warp calls this from the same place (never under a branch that is uniform over the
- * group only: undefined behaviour) */
-template <int W> __device__ inline double group_max(double v)
+/* the maximum over the group of W lanes (mask gm, the group's lanes) */
+template <int W> __device__ inline double group_max(double v, unsigned gm)
 {
 #pragma unroll
-    for (int o = W / 2; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o, W));
+    for (int o = W / 2; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(gm, v, o, W));
     return v;
 }
 
+template <int W> __device__ inline unsigned group_umax(unsigned v, unsigned gm)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(gm, v);
+#else
+#pragma unroll
+    for (int o = W / 2; o > 0; o /= 2) v = max(v, __shfl_xor_sync(gm, v, o, W));
+    return v;
+#endif
+}
+
+/* shared memory of one warp of the factor kernel: the groups' tiles (W x (W + 1) doubles
+ * each, 32 (W + 1) in all), the pivot rows (32 doubles), and per group the row starts of
+ * the flattened extraction, the rows' first entries and the pivot order (3 W + 2 ints) */
+static inline size_t factor_smem_warp(int W, int) { return (size_t)(32 * (W + 1) + 32) * 8 + 112 * 4; }
+
 #define TILE(i, j) tile[(i) * (W + 1) + (j)]
 
+/* One group of W lanes factors block b (b < 0: an idle group that only takes part in the
+ * group-wide operations).  Lane l owns row l in registers; the pivot of step k is the row
+ * not pivoted yet with the largest |a(., k)| (the lowest lane on ties: two 32-bit max
+ * reductions of the bits of |a| and a ballot), its row goes to the group's pivot row in
+ * shared memory (one writer, broadcast reads: no bank conflict) and no row moves. */
 template <int W, bool LU>
-__global__ void __launch_bounds__(128) k_factor(bj_dev d, const int32_t *list, int nlist, double c16, double c32,
-                                                int adaptive)
+__device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out, int b, unsigned char *sm, double c16,
+                                             double c32, int adaptive)
 {
-    extern __shared__ double smem[];
-    const int gtid = blockIdx.x * blockDim.x + threadIdx.x;
-    const int grp = gtid / W, lane = threadIdx.x % W;
-    double *tile = smem + (threadIdx.x / W) * W * (W + 1);
-    const bool valid = grp < nlist;
-    const int b = valid ? list[grp] : 0;
+    const int lane = threadIdx.x & 31, grp = lane / W, gbase = grp * W, l = lane - gbase;
+    const unsigned gm = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << gbase;
+    double *tile = (double *)sm + grp * W * (W + 1);
+    double *prow = (double *)sm + 32 * (W + 1) + gbase;
+    int *istart = (int *)((double *)sm + 32 * (W + 1) + 32) + grp * (3 * W + 2);
+    int *ip0 = istart + W + 1, *iperm = ip0 + W;
+    const bool valid = b >= 0;
     const int o = valid ? d.off[b] : 0;
     const int s = valid ? d.off[b + 1] - o : 0;
-    const bool mine = lane < s;
-    /* extraction into the tile */
-#pragma unroll
-    for (int j = 0; j < W; j++) TILE(lane, j) = 0.0;
-    int nonfinite = 0;
+    const bool mine = l < s;
+    /* extraction: the entries of the block's rows, flattened, read by the group's lanes
+     * together (coalesced), 4 W entries in flight */
+    int p0 = 0, len = 0;
     if (mine) {
-        const int r = d.rows[o + lane];
-        for (int p = d.rowptr[r]; p < d.rowptr[r + 1]; p++) {
-            const int c = d.col[p];
-            if (d.blk[c] == b) {
-                const double v = d.val[p];
-                TILE(lane, d.pos[c]) = v;
-                if (!isfinite(v)) nonfinite = 1;
+        const int r = d.ident ? o + l : d.rows[o + l];
+        p0 = d.rowptr[r];
+        len = d.rowptr[r + 1] - p0;
+    }
+    int inc = len;
+#pragma unroll
+    for (int x = 1; x < W; x <<= 1) {
+        const int t = __shfl_up_sync(gm, inc, x, W);
+        if (l >= x) inc += t;
+    }
+    const int E = __shfl_sync(gm, inc, W - 1, W);
+    if (mine) {
+        istart[l + 1] = inc;
+        ip0[l] = p0;
+    }
+    if (l == 0) istart[0] = 0;
+#pragma unroll
+    for (int j = 0; j < W; j++) TILE(l, j) = 0.0;
+    __syncwarp(gm);
+    int nonfinite = 0;
+    for (int e0 = 0; e0 < E; e0 += 4 * W) {
+        int cc[4], ii[4], bb[4], pp[4];
+        double vv[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int e = e0 + u * W + l;
+            cc[u] = -1;
+            if (e < E) {
+                int lo = 0, hi = s;
+                while (hi - lo > 1) {
+                    const int mid = (lo + hi) >> 1;
+                    if (istart[mid] <= e) lo = mid;
+                    else hi = mid;
+                }
+                const int p = ip0[lo] + e - istart[lo];
+                ii[u] = lo;
+                cc[u] = __ldg(d.col + p);
+                vv[u] = __ldg(d.val + p);
             }
         }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (cc[u] >= 0) {
+                bb[u] = __ldg(d.blk + cc[u]);
+                pp[u] = __ldg(d.pos + cc[u]);
+            }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (cc[u] >= 0 && bb[u] == b) {
+                TILE(ii[u], pp[u]) = vv[u];
+                if (!isfinite(vv[u])) nonfinite = 1;
+            }
     }
-    __syncwarp();
+    nonfinite = __any_sync(gm, nonfinite);
+    __syncwarp(gm);
     double a[W];
 #pragma unroll
-    for (int j = 0; j < W; j++) a[j] = TILE(lane, j);
-    const double dii = mine ? TILE(lane, lane) : 0.0;
+    for (int j = 0; j < W; j++) a[j] = TILE(l, j);
+    const double dii = TILE(l, l);
     /* ||A_b||_1: lane j sums column j in row order (the cpu's order) */
     double cs = 0;
     if (mine)
-        for (int i = 0; i < s; i++) cs += fabs(TILE(i, lane));
-    const double nA = group_max<W>(cs);
-    nonfinite = group_max<W>((double)nonfinite) > 0;
+        for (int i = 0; i < s; i++) cs += fabs(TILE(i, l));
+    const double nA = group_max<W>(cs, gm);
     const double tiny = (double)s * DBL_EPSILON * nA;
-    /* the warp's largest block bounds the steps (shuffles need the whole warp) */
-    const int smax = __reduce_max_sync(0xffffffffu, s);
-    int perm[W];
     int fail = nonfinite, mystep = -1;
     bool done = false;
 #pragma unroll
     for (int k = 0; k < W; k++) {
-        if (k >= smax) break;
-        double cv = (mine && !done && k < s) ? fabs(a[k]) : -1.0;
-        int ci = lane;
-#pragma unroll
-        for (int off = W / 2; off > 0; off /= 2) {
-            const double ov = __shfl_xor_sync(0xffffffffu, cv, off, W);
-            const int oi = __shfl_xor_sync(0xffffffffu, ci, off, W);
-            if (ov > cv || (ov == cv && oi < ci)) cv = ov, ci = oi;
+        if (k >= s || fail) break; /* uniform over the group */
+        const double av = fabs(a[k]);
+        unsigned key = 0, lo = 0;
+        if (mine && !done && !isnan(av)) {
+            const unsigned long long u = (unsigned long long)__double_as_longlong(av);
+            key = (unsigned)(u >> 32) + 1u;
+            lo = (unsigned)u;
         }
-        const int p = ci;
-        perm[k] = p;
-        const double pv = __shfl_sync(0xffffffffu, a[k], p, W);
-        const bool act = k < s && !fail;
-        if (act && !(fabs(pv) > tiny)) fail = k + 1;
-        const bool upd = k < s && !fail;
+        const unsigned m1 = group_umax<W>(key, gm);
+        if (m1 == 0) { /* every candidate NaN */
+            fail = k + 1;
+            break;
+        }
+        unsigned bal = __ballot_sync(gm, key == m1) & gm;
+        if (__popc(bal) > 1) {
+            const unsigned m2 = group_umax<W>(key == m1 ? lo : 0u, gm);
+            bal = __ballot_sync(gm, key == m1 && lo == m2) & gm;
+        }
+        const int p = __ffs(bal) - 1 - gbase;
+        const double pv = __shfl_sync(gm, a[k], p, W);
+        if (!(fabs(pv) > tiny)) {
+            fail = k + 1;
+            break;
+        }
+        if (l == 0) iperm[k] = p;
         if (!LU) {
             const double dinv = 1.0 / pv;
-            const double f = a[k];
+            if (l == p) {
 #pragma unroll
-            for (int j = 0; j < W; j++) {
-                const double t = __shfl_sync(0xffffffffu, a[j], p, W) * dinv;
-                if (upd) {
-                    if (lane == p) a[j] = j == k ? dinv : t;
-                    else if (mine) a[j] = j == k ? -f * dinv : a[j] - f * t;
+                for (int j = 0; j < W; j += 2) {
+                    const double t0 = j == k ? dinv : a[j] * dinv, t1 = j + 1 == k ? dinv : a[j + 1] * dinv;
+                    a[j] = t0;
+                    a[j + 1] = t1;
+                    *(double2 *)(prow + j) = make_double2(t0, t1);
+                }
+                done = true;
+                mystep = k;
+            }
+            __syncwarp(gm);
+            if (l != p && mine) {
+                const double f = a[k];
+                a[k] = 0.0;
+#pragma unroll
+                for (int j = 0; j < W; j += 2) {
+                    const double2 t = *(const double2 *)(prow + j);
+                    a[j] -= f * t.x;
+                    a[j + 1] -= f * t.y;
                 }
             }
         } else {
-            const bool elim = upd && mine && !done && lane != p;
-            const double l = a[k] / pv;
-            if (elim) a[k] = l;
+            if (l == p) {
 #pragma unroll
-            for (int j = 0; j < W; j++) {
-                const double pj = __shfl_sync(0xffffffffu, a[j], p, W);
-                if (elim && j > k) a[j] -= l * pj;
+                for (int j = 0; j < W; j += 2) *(double2 *)(prow + j) = make_double2(a[j], a[j + 1]);
+                done = true;
+                mystep = k;
+            }
+            __syncwarp(gm);
+            if (mine && !done) {
+                const double lk = a[k] / pv;
+                a[k] = lk;
+#pragma unroll
+                for (int j = 0; j < W; j += 2) {
+                    const double2 t = *(const double2 *)(prow + j);
+                    if (j > k) a[j] -= lk * t.x;
+                    if (j + 1 > k) a[j + 1] -= lk * t.y;
+                }
             }
         }
-        if (upd && lane == p) {
-            done = true;
-            mystep = k;
-        }
+        __syncwarp(gm);
     }
-    __syncwarp();
+    __syncwarp(gm);
     /* the result into the tile: GJ inv(k, perm[j]) = X(perm[k], j); LU row k of L\U */
     if (!fail && mine) {
 #pragma unroll
         for (int j = 0; j < W; j++)
             if (j < s) {
-                if (!LU) TILE(mystep, perm[j]) = a[j];
+                if (!LU) TILE(mystep, iperm[j]) = a[j];
                 else TILE(mystep, j) = a[j];
             }
     }
-    __syncwarp();
-    /* (fail is uniform over the group but not over the warp: the warp-wide shuffles of
-     * group_max run outside the branches, every lane of the warp at the same call site) */
+    __syncwarp(gm);
     double c = 0;
-    if (!fail) {
-        if (mine) {
-            if (!LU) {
-                for (int i = 0; i < s; i++) c += fabs(TILE(i, lane));
-            } else {
-                double y[W];
+    if (!fail && mine) {
+        if (!LU) {
+            for (int i = 0; i < s; i++) c += fabs(TILE(i, l));
+        } else {
+            double y[W];
 #pragma unroll
-                for (int k = 0; k < W; k++)
-                    if (k < s) {
-                        double v = perm[k] == lane ? 1.0 : 0.0;
+            for (int k = 0; k < W; k++)
+                if (k < s) {
+                    double v = iperm[k] == l ? 1.0 : 0.0;
 #pragma unroll
-                        for (int i = 0; i < k; i++) v -= TILE(k, i) * y[i];
-                        y[k] = v;
-                    }
+                    for (int i = 0; i < k; i++) v -= TILE(k, i) * y[i];
+                    y[k] = v;
+                }
 #pragma unroll
-                for (int k = W - 1; k >= 0; k--)
-                    if (k < s) {
-                        double v = y[k];
+            for (int k = W - 1; k >= 0; k--)
+                if (k < s) {
+                    double v = y[k];
 #pragma unroll
-                        for (int j = k + 1; j < W; j++)
-                            if (j < s) v -= TILE(k, j) * y[j];
-                        y[k] = v / TILE(k, k);
-                        c += fabs(y[k]);
-                    }
-            }
+                    for (int j = k + 1; j < W; j++)
+                        if (j < s) v -= TILE(k, j) * y[j];
+                    y[k] = v / TILE(k, k);
+                    c += fabs(y[k]);
+                }
         }
     }
-    const double nInv = group_max<W>(c);
-    __syncwarp();
+    const double nInv = group_max<W>(c, gm);
+    __syncwarp(gm);
     const double kappa = fail ? (double)INFINITY : nA * nInv;
     int info = nonfinite ? SAP_BJ_NONFINITE : fail ? SAP_BJ_SINGULAR : SAP_BJ_OK;
     if (!info && !(kappa * DBL_EPSILON < 1.0)) info = SAP_BJ_ILL;
@@ -203,37 +314,187 @@ __global__ void __launch_bounds__(128) k_factor(bj_dev d, const int32_t *list, i
         if (mine) {
             const double aii = dii == 0.0 || !isfinite(dii) ? 1.0 : dii;
 #pragma unroll
-            for (int j = 0; j < W; j++) TILE(lane, j) = 0.0;
-            TILE(lane, lane) = LU ? aii : 1.0 / aii;
+            for (int j = 0; j < W; j++) TILE(l, j) = 0.0;
+            TILE(l, l) = LU ? aii : 1.0 / aii;
         }
     } else if (adaptive) {
         if (kappa <= c16) prec = SAP_BJ_FP16;
         else if (kappa <= c32) prec = SAP_BJ_FP32;
     }
-    __syncwarp();
-    /* (prec is uniform over the group only: the reduction unconditional, as above) */
-    double m = 0;
-    if (prec != SAP_BJ_FP64 && mine)
-        for (int j = LU ? lane : 0; j < s; j++) m = fmax(m, fabs(TILE(lane, j)));
-    m = group_max<W>(m);
-    if (prec != SAP_BJ_FP64) sc = m > 0 && isfinite(m) ? ldexp(1.0, ilogb(m) - 13) : 1.0;
+    __syncwarp(gm);
+    if (prec != SAP_BJ_FP64) { /* uniform over the group */
+        double m = 0;
+        if (mine)
+            for (int j = LU ? l : 0; j < s; j++) m = fmax(m, fabs(TILE(l, j)));
+        m = group_max<W>(m, gm);
+        sc = m > 0 && isfinite(m) ? ldexp(1.0, ilogb(m) - 13) : 1.0;
+    }
     if (valid && mine) {
-        unsigned char *slot = d.store + d.soff[b];
+        unsigned char *slot = out + d.slot[b];
         for (int j = 0; j < s; j++) {
-            const double x = (LU && j < lane) ? TILE(lane, j) : TILE(lane, j) / sc;
-            const int idx = j * s + lane;
+            const double x = (LU && j < l) ? TILE(l, j) : TILE(l, j) / sc;
+            const int idx = j * s + l;
             if (prec == SAP_BJ_FP64) ((double *)slot)[idx] = x;
             else if (prec == SAP_BJ_FP32) ((float *)slot)[idx] = __double2float_rn(x);
             else ((__half *)slot)[idx] = __double2half(x);
         }
-        if (LU) d.piv[o + (info ? lane : mystep)] = (uint8_t)lane;
-        if (lane == 0) {
+        if (LU) d.piv[o + (info ? l : mystep)] = (uint8_t)l;
+        if (l == 0) {
             d.bprec[b] = (uint8_t)prec;
             d.info[b] = (uint8_t)info;
             d.cond[b] = kappa;
             d.scale[b] = sc;
         }
     }
+}
+
+/* the group of W lanes of this thread in class c: its block, or -1 */
+template <int W> __device__ __forceinline__ int group_block(const classes &cl, const int32_t *list, int c, int w)
+{
+    const int gi = (w - cl.w[c + 1]) * (32 / W) + (threadIdx.x & 31) / W;
+    return gi < cl.l[c + 1] - cl.l[c] ? list[cl.l[c] + gi] : -1;
+}
+
+/* every block of the batch in one launch: each warp takes one width class (4 warps a
+ * thread block, smem_warp bytes of shared memory each); MAXC, the widest class of the
+ * batch, leaves the wider paths out (their registers would cut the occupancy of the
+ * narrow ones) */
+template <bool LU, int MAXC>
+__global__ void __launch_bounds__(128) k_factor(bj_dev d, unsigned char *out, const int32_t *list, classes cl,
+                                                int smem_warp, double c16, double c32, int adaptive)
+{
+    extern __shared__ __align__(16) unsigned char smraw[];
+    const int w = blockIdx.x * 4 + threadIdx.x / 32;
+    if (w >= cl.w[0]) return; /* whole warps */
+    unsigned char *sm = smraw + (size_t)(threadIdx.x / 32) * smem_warp;
+    if (MAXC >= 3 && w < cl.w[3]) factor_group<32, LU>(d, out, group_block<32>(cl, list, 3, w), sm, c16, c32, adaptive);
+    else if (MAXC >= 2 && w < cl.w[2])
+        factor_group<16, LU>(d, out, group_block<16>(cl, list, 2, w), sm, c16, c32, adaptive);
+    else if (MAXC >= 1 && w < cl.w[1])
+        factor_group<8, LU>(d, out, group_block<8>(cl, list, 1, w), sm, c16, c32, adaptive);
+    else factor_group<4, LU>(d, out, group_block<4>(cl, list, 0, w), sm, c16, c32, adaptive);
+}
+
+__device__ __host__ inline long long slot_bytes(long long s, int prec)
+{
+    const long long eb = prec == SAP_BJ_FP64 ? 8 : prec == SAP_BJ_FP32 ? 4 : 2;
+    return (s * s * eb + 15) / 16 * 16;
+}
+
+/* adaptive storage: the compact size of every block (csize[nb] = 0 for the scan) */
+__global__ void k_csize(bj_dev d, int nb, long long *csize)
+{
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < nb) csize[b] = slot_bytes(d.off[b + 1] - d.off[b], d.bprec[b]);
+    else if (b == nb) csize[b] = 0;
+}
+
+/* the blocks from their fp64-sized slots to the compact storage: 8 lanes a block, 16 bytes a
+ * lane and a load */
+__global__ void k_compact(bj_dev d, int nb, const unsigned char *from, unsigned char *to)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x, b = t / 8, l = t % 8;
+    if (b >= nb) return;
+    const uint4 *src = (const uint4 *)(from + d.slot[b]);
+    uint4 *dst = (uint4 *)(to + d.soff[b]);
+    const int nv = (int)((d.soff[b + 1] - d.soff[b]) / 16);
+    for (int i = l; i < nv; i += 8) dst[i] = __ldcs(src + i);
+}
+
+/* apply, GJ: a group of W lanes per block.  The block's storage (s^2 values in its
+ * precision, 16-byte aligned) is staged into shared memory with 16-byte coalesced loads
+ * (read once: streaming), r_(block) is read by lane k = row k; then lane k computes
+ * z_k = scale sum_j inv(k, j) r_j from the staged column-major values (consecutive lanes,
+ * consecutive addresses). */
+/* the staging area of a group: W^2 values of eb bytes (the widest precision of the batch:
+ * fp16-only storage takes a quarter of fp64's shared memory, so more warps run) + r */
+template <int W> __host__ __device__ inline size_t apply_smem_group(int eb) { return (size_t)W * W * eb + W * 8; }
+static inline size_t apply_smem_warp(int W, int eb) { return (size_t)(32 / W) * ((size_t)W * W * eb + W * 8); }
+
+/* the apply's record of the block at list position g (written after each factor): its
+ * compact offset (low, high 32 bits), first row position, size | precision << 8; the scale
+ * beside it.  One 16-byte load instead of list -> off, soff, bprec, scale (a shorter chain
+ * of dependent loads before the block's storage is read). */
+__global__ void k_meta(bj_dev d, const int32_t *list, int nb, int4 *meta, double *gscale)
+{
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= nb) return;
+    const int b = list[g];
+    const long long so = d.soff[b];
+    const int o = d.off[b];
+    meta[g] = make_int4((int)(unsigned)(so & 0xffffffffLL), (int)(so >> 32), o, (d.off[b + 1] - o) | (int)d.bprec[b] << 8);
+    gscale[g] = d.scale[b];
+}
+
+/* the list position of this thread's group in class c, or -1 */
+template <int W> __device__ __forceinline__ int group_index(const classes &cl, int c, int w)
+{
+    const int gi = (w - cl.w[c + 1]) * (32 / W) + (threadIdx.x & 31) / W;
+    return gi < cl.l[c + 1] - cl.l[c] ? cl.l[c] + gi : -1;
+}
+
+template <int W, typename T>
+__device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char *store, const int4 *__restrict__ meta,
+                                            const double *__restrict__ gscale, int g, const T *__restrict__ r,
+                                            T *__restrict__ z, unsigned char *sm, int eb)
+{
+    const int lane = threadIdx.x & 31, grp = lane / W, gbase = grp * W, l = lane - gbase;
+    const unsigned gm = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << gbase;
+    unsigned char *stage = sm + grp * apply_smem_group<W>(eb);
+    double *xs = (double *)(stage + W * W * eb);
+    int o = 0, s = 0, prec = SAP_BJ_FP64;
+    long long so = 0;
+    double sc = 1.0;
+    if (g >= 0) {
+        const int4 m = __ldg(meta + g);
+        so = (long long)(unsigned)m.x | (long long)m.y << 32;
+        o = m.z;
+        s = m.w & 0xff;
+        prec = m.w >> 8;
+        sc = __ldg(gscale + g);
+    }
+    const bool mine = l < s;
+    int row = 0;
+    if (mine) {
+        row = d.ident ? o + l : d.rows[o + l];
+        xs[l] = (double)r[row];
+    }
+    const int nv = (int)(slot_bytes(s, prec) / 16);
+    const uint4 *src = (const uint4 *)(store + so);
+    uint4 *dst = (uint4 *)stage;
+#pragma unroll 4
+    for (int i = l; i < nv; i += W) dst[i] = __ldcs(src + i);
+    __syncwarp(gm);
+    if (mine) {
+        double y = 0;
+        if (prec == SAP_BJ_FP64) {
+            const double *m = (const double *)stage;
+            for (int j = 0; j < s; j++) y += m[j * s + l] * xs[j];
+        } else if (prec == SAP_BJ_FP32) {
+            const float *m = (const float *)stage;
+            for (int j = 0; j < s; j++) y += (double)m[j * s + l] * xs[j];
+        } else {
+            const __half *m = (const __half *)stage;
+            for (int j = 0; j < s; j++) y += (double)__half2float(m[j * s + l]) * xs[j];
+        }
+        z[row] = (T)(y * sc);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(128) k_apply_gj(bj_dev d, const unsigned char *store, const int4 *meta,
+                                                  const double *gscale, classes cl,
+                                                  int smem_warp, int eb, const T *__restrict__ r,
+                                                  T *__restrict__ z)
+{
+    extern __shared__ __align__(16) unsigned char smraw[];
+    const int w = blockIdx.x * 4 + threadIdx.x / 32;
+    if (w >= cl.w[0]) return;
+    unsigned char *sm = smraw + (size_t)(threadIdx.x / 32) * smem_warp;
+    if (w < cl.w[3]) apply_group<32>(d, store, meta, gscale, group_index<32>(cl, 3, w), r, z, sm, eb);
+    else if (w < cl.w[2]) apply_group<16>(d, store, meta, gscale, group_index<16>(cl, 2, w), r, z, sm, eb);
+    else if (w < cl.w[1]) apply_group<8>(d, store, meta, gscale, group_index<8>(cl, 1, w), r, z, sm, eb);
+    else apply_group<4>(d, store, meta, gscale, group_index<4>(cl, 0, w), r, z, sm, eb);
 }
 
 __device__ inline double load_val(const unsigned char *slot, int prec, int idx)
@@ -243,35 +504,14 @@ __device__ inline double load_val(const unsigned char *slot, int prec, int idx)
     return (double)__half2float(((const __half *)slot)[idx]);
 }
 
-template <typename T> __global__ void k_apply_gj(bj_dev d, int n, const T *__restrict__ r, T *__restrict__ z)
-{
-    const int q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= n) return;
-    const int i = d.rows[q];
-    const int b = d.blk[i];
-    const int o = d.off[b], s = d.off[b + 1] - o, k = q - o;
-    const unsigned char *slot = d.store + d.soff[b];
-    const int prec = d.bprec[b];
-    double y = 0;
-    if (prec == SAP_BJ_FP64) {
-        const double *m = (const double *)slot;
-        for (int j = 0; j < s; j++) y += m[j * s + k] * (double)r[d.rows[o + j]];
-    } else if (prec == SAP_BJ_FP32) {
-        const float *m = (const float *)slot;
-        for (int j = 0; j < s; j++) y += (double)m[j * s + k] * (double)r[d.rows[o + j]];
-    } else {
-        const __half *m = (const __half *)slot;
-        for (int j = 0; j < s; j++) y += (double)__half2float(m[j * s + k]) * (double)r[d.rows[o + j]];
-    }
-    z[i] = (T)(y * d.scale[b]);
-}
-
-template <typename T> __global__ void k_apply_lu(bj_dev d, int nb, const T *__restrict__ r, T *__restrict__ z)
+/* apply, LU: one thread per block (forward and backward substitution from its factors) */
+template <typename T>
+__global__ void k_apply_lu(bj_dev d, const unsigned char *store, int nb, const T *__restrict__ r, T *__restrict__ z)
 {
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nb) return;
     const int o = d.off[b], s = d.off[b + 1] - o;
-    const unsigned char *slot = d.store + d.soff[b];
+    const unsigned char *slot = store + d.soff[b];
     const int prec = d.bprec[b];
     const double sc = d.scale[b];
     double y[32];
@@ -309,6 +549,19 @@ static sap_status dev_array(sap_context *ctx, cuda_bj *pv, const void *host, siz
 
 static int width_class(long long s) { return s <= 4 ? 0 : s <= 8 ? 1 : s <= 16 ? 2 : 3; }
 
+/* the warps of one launch over the class lists */
+static classes make_classes(const cuda_bj *pv)
+{
+    classes cl;
+    cl.w[4] = 0;
+    for (int c = 3; c >= 0; c--) {
+        const long long cnt = pv->cls[c + 1] - pv->cls[c], per = 32 >> (2 + c); /* blocks a warp */
+        cl.w[c] = cl.w[c + 1] + (int)((cnt + per - 1) / per);
+    }
+    for (int c = 0; c < 5; c++) cl.l[c] = (int)pv->cls[c];
+    return cl;
+}
+
 static sap_status c_prepare(sap_bj_fact *F, const sap_csr *A)
 {
     sap_context *ctx = F->ctx;
@@ -318,7 +571,8 @@ static sap_status c_prepare(sap_bj_fact *F, const sap_csr *A)
     uint8_t *h8 = NULL;
     long long *h64 = NULL;
     cuda_bj *pv = NULL;
-    if (n >= INT32_MAX || nnz >= INT32_MAX || F->soff[nb] >= (long long)INT32_MAX * 8)
+    /* (the launch counts warps in an int: 4 nb < 2^31) */
+    if (n >= INT32_MAX || nnz >= INT32_MAX || nb >= INT32_MAX / 4 || F->soff[nb] >= (long long)INT32_MAX * 8)
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "block-Jacobi on cuda: %lld rows, %lld entries exceed 32-bit indices",
                          n, nnz);
     SAP_TRY(sap__cuda_enter(ctx));
@@ -334,8 +588,12 @@ static sap_status c_prepare(sap_bj_fact *F, const sap_csr *A)
         SAP_CUDA_HOST_ALLOC(ctx, h64, nb + 1);
     }
     void *p;
-    /* rows */
-    for (long long i = 0; i < n; i++) h32[i] = (int32_t)F->rows[i];
+    /* rows (and whether they are the identity) */
+    pv->d.ident = 1;
+    for (long long i = 0; i < n; i++) {
+        h32[i] = (int32_t)F->rows[i];
+        if (F->rows[i] != i) pv->d.ident = 0;
+    }
     SAP_TRY(dev_array(ctx, pv, h32, sizeof(int32_t) * (size_t)n, &p));
     pv->d.rows = (const int32_t *)p;
     for (long long b = 0; b <= nb; b++) h32[b] = (int32_t)F->off[b];
@@ -371,11 +629,14 @@ static sap_status c_prepare(sap_bj_fact *F, const sap_csr *A)
         SAP_TRY(dev_array(ctx, pv, h32, sizeof(int32_t) * (size_t)nb, &p));
         pv->list = (int32_t *)p;
     }
+    /* the fp64-sized slots (F->soff as sap__bj_init set it): also the compact offsets while
+     * every block is fp64 */
     for (long long b = 0; b <= nb; b++) h64[b] = F->soff[b];
     SAP_TRY(dev_array(ctx, pv, h64, sizeof(long long) * (size_t)(nb + 1), &p));
-    pv->d.soff = (const long long *)p;
+    pv->slot = (long long *)p;
+    pv->d.slot = pv->d.soff = pv->slot;
     SAP_TRY(dev_array(ctx, pv, NULL, (size_t)F->soff[nb], &p));
-    pv->d.store = (unsigned char *)p;
+    pv->store = (unsigned char *)p;
     SAP_TRY(dev_array(ctx, pv, NULL, (size_t)n, &p));
     pv->d.piv = (uint8_t *)p;
     SAP_TRY(dev_array(ctx, pv, NULL, (size_t)nb, &p));
@@ -386,6 +647,10 @@ static sap_status c_prepare(sap_bj_fact *F, const sap_csr *A)
     pv->d.cond = (double *)p;
     SAP_TRY(dev_array(ctx, pv, NULL, sizeof(double) * (size_t)nb, &p));
     pv->d.scale = (double *)p;
+    SAP_TRY(dev_array(ctx, pv, NULL, sizeof(int4) * (size_t)nb, &p));
+    pv->meta = (int4 *)p;
+    SAP_TRY(dev_array(ctx, pv, NULL, sizeof(double) * (size_t)nb, &p));
+    pv->gscale = (double *)p;
 cleanup:
     sap__free(ctx, h32);
     sap__free(ctx, h8);
@@ -403,21 +668,36 @@ static sap_status c_load(sap_bj_fact *F, const sap_csr *A)
     return sap__cuda_h2d(F->ctx, (void *)pv->d.val, A->val, sizeof(double) * (size_t)A->nnz);
 }
 
-template <int W> static sap_status launch_factor(sap_bj_fact *F, cuda_bj *pv, int c)
+/* the largest per-warp shared memory over the classes present */
+static size_t max_smem_warp(const cuda_bj *pv, size_t (*per)(int, int), int eb)
 {
-    const long long nl = pv->cls[c + 1] - pv->cls[c];
-    if (nl == 0) return SAP_OK;
-    const int threads = 128;
-    const size_t smem = sizeof(double) * (size_t)(threads / W) * W * (W + 1);
-    const long long grid = (nl * W + threads - 1) / threads;
-    cudaStream_t s = stream_of(F->ctx);
-    if (F->variant == SAP_BJ_LU)
-        k_factor<W, true><<<(unsigned)grid, threads, smem, s>>>(pv->d, pv->list + pv->cls[c], (int)nl, F->cond_fp16,
-                                                                 F->cond_fp32, F->adaptive);
-    else
-        k_factor<W, false><<<(unsigned)grid, threads, smem, s>>>(pv->d, pv->list + pv->cls[c], (int)nl, F->cond_fp16,
-                                                                  F->cond_fp32, F->adaptive);
-    SAP_CUDA_LAUNCHED(F->ctx, "block-Jacobi factor");
+    size_t m = 16;
+    for (int c = 0; c < 4; c++)
+        if (pv->cls[c + 1] > pv->cls[c] && per(4 << c, eb) > m) m = per(4 << c, eb);
+    return m;
+}
+
+/* adaptive storage: the compaction's buffers (the fp64-sized scratch the factor writes, the
+ * sizes and the scan), made at the first adaptive factor */
+static sap_status adaptive_buffers(sap_bj_fact *F, cuda_bj *pv)
+{
+    if (pv->scratch) return SAP_OK;
+    sap_context *ctx = F->ctx;
+    const int nb = (int)F->nb;
+    void *p;
+    sap_status st = dev_array(ctx, pv, NULL, (size_t)F->soff[nb] > 0 ? (size_t)F->soff[nb] : 16, &p);
+    if (st < 0) return st;
+    unsigned char *scratch = (unsigned char *)p;
+    if ((st = dev_array(ctx, pv, NULL, sizeof(long long) * (size_t)(nb + 1), &p)) < 0) return st;
+    pv->csize = (long long *)p;
+    if ((st = dev_array(ctx, pv, NULL, sizeof(long long) * (size_t)(nb + 1), &p)) < 0) return st;
+    pv->soff = (long long *)p;
+    size_t tb = 0;
+    SAP_CUDA_CHECK(ctx, cub::DeviceScan::ExclusiveSum(NULL, tb, pv->csize, pv->soff, nb + 1, stream_of(ctx)));
+    if ((st = dev_array(ctx, pv, NULL, tb, &p)) < 0) return st;
+    pv->scan_tmp = p;
+    pv->scan_bytes = tb;
+    pv->scratch = scratch;
     return SAP_OK;
 }
 
@@ -427,15 +707,61 @@ static sap_status c_factor(sap_bj_fact *F)
     cuda_bj *pv = (cuda_bj *)F->dev;
     sap_status st = SAP_OK;
     SAP_TRY(sap__cuda_enter(ctx));
-    SAP_TRY(launch_factor<4>(F, pv, 0));
-    SAP_TRY(launch_factor<8>(F, pv, 1));
-    SAP_TRY(launch_factor<16>(F, pv, 2));
-    SAP_TRY(launch_factor<32>(F, pv, 3));
+    pv->maxeb = 8; /* unless the precisions come back */
+    {
+        const int nb = (int)F->nb;
+        cudaStream_t s = stream_of(ctx);
+        if (F->adaptive) SAP_TRY(adaptive_buffers(F, pv));
+        unsigned char *out = F->adaptive ? pv->scratch : pv->store;
+        pv->d.soff = pv->slot;
+        const classes cl = make_classes(pv);
+        if (cl.w[0] > 0) {
+            const size_t sw = max_smem_warp(pv, factor_smem_warp, 8);
+            const unsigned grid = (unsigned)((cl.w[0] + 3) / 4);
+            int maxc = 0;
+            for (int c = 0; c < 4; c++)
+                if (pv->cls[c + 1] > pv->cls[c]) maxc = c;
+            void (*kern)(bj_dev, unsigned char *, const int32_t *, classes, int, double, double, int);
+            if (F->variant == SAP_BJ_LU)
+                kern = maxc == 0   ? k_factor<true, 0>
+                       : maxc == 1 ? k_factor<true, 1>
+                       : maxc == 2 ? k_factor<true, 2>
+                                   : k_factor<true, 3>;
+            else
+                kern = maxc == 0   ? k_factor<false, 0>
+                       : maxc == 1 ? k_factor<false, 1>
+                       : maxc == 2 ? k_factor<false, 2>
+                                   : k_factor<false, 3>;
+            kern<<<grid, 128, 4 * sw, s>>>(pv->d, out, pv->list, cl, (int)sw, F->cond_fp16, F->cond_fp32, F->adaptive);
+            SAP_CUDA_LAUNCHED(ctx, "block-Jacobi factor");
+        }
+        if (F->adaptive && nb > 0) {
+            /* the compact storage: sizes by precision, their scan, the copy */
+            k_csize<<<(unsigned)((nb + 1 + 255) / 256), 256, 0, s>>>(pv->d, nb, pv->csize);
+            SAP_CUDA_LAUNCHED(ctx, "block-Jacobi storage sizes");
+            size_t tb = pv->scan_bytes;
+            SAP_CUDA_CHECK(ctx, cub::DeviceScan::ExclusiveSum(pv->scan_tmp, tb, pv->csize, pv->soff, nb + 1, s));
+            pv->d.soff = pv->soff;
+            k_compact<<<(unsigned)(((long long)nb * 8 + 255) / 256), 256, 0, s>>>(pv->d, nb, pv->scratch, pv->store);
+            SAP_CUDA_LAUNCHED(ctx, "block-Jacobi compaction");
+        }
+        if (nb > 0) {
+            k_meta<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->d, pv->list, nb, pv->meta, pv->gscale);
+            SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply records");
+        }
+    }
     if (F->no_results) goto cleanup;
     SAP_TRY(sap__cuda_d2h(ctx, F->bprec, pv->d.bprec, (size_t)F->nb));
     SAP_TRY(sap__cuda_d2h(ctx, F->info, pv->d.info, (size_t)F->nb));
     SAP_TRY(sap__cuda_d2h(ctx, F->cond, pv->d.cond, sizeof(double) * (size_t)F->nb));
     SAP_TRY(sap__cuda_d2h(ctx, F->scale, pv->d.scale, sizeof(double) * (size_t)F->nb));
+    SAP_TRY(sap__cuda_d2h(ctx, F->soff, pv->d.soff, sizeof(long long) * (size_t)(F->nb + 1)));
+    /* the widest precision stored (the apply's staging) */
+    pv->maxeb = 2;
+    for (sap_int b = 0; b < F->nb && pv->maxeb < 8; b++) {
+        const int eb = F->bprec[b] == SAP_BJ_FP64 ? 8 : F->bprec[b] == SAP_BJ_FP32 ? 4 : 2;
+        if (eb > pv->maxeb) pv->maxeb = eb;
+    }
 cleanup:
     return st;
 }
@@ -447,16 +773,23 @@ static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision 
     sap_status st = sap__cuda_enter(ctx);
     if (st < 0) return st;
     cudaStream_t s = stream_of(ctx);
-    const int threads = 256;
     if (F->n == 0) return SAP_OK;
     if (F->variant == SAP_BJ_GJ) {
-        const unsigned grid = (unsigned)((F->n + threads - 1) / threads);
-        if (prec == SAP_FLOAT) k_apply_gj<float><<<grid, threads, 0, s>>>(pv->d, (int)F->n, (const float *)r, (float *)z);
-        else k_apply_gj<double><<<grid, threads, 0, s>>>(pv->d, (int)F->n, (const double *)r, (double *)z);
+        const classes cl = make_classes(pv);
+        const size_t sw = max_smem_warp(pv, apply_smem_warp, pv->maxeb);
+        const unsigned grid = (unsigned)((cl.w[0] + 3) / 4);
+        if (prec == SAP_FLOAT)
+            k_apply_gj<float><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw, pv->maxeb,
+                                                        (const float *)r, (float *)z);
+        else
+            k_apply_gj<double><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw,
+                                                         pv->maxeb,
+                                                         (const double *)r, (double *)z);
     } else {
         const unsigned grid = (unsigned)((F->nb + 127) / 128);
-        if (prec == SAP_FLOAT) k_apply_lu<float><<<grid, 128, 0, s>>>(pv->d, (int)F->nb, (const float *)r, (float *)z);
-        else k_apply_lu<double><<<grid, 128, 0, s>>>(pv->d, (int)F->nb, (const double *)r, (double *)z);
+        if (prec == SAP_FLOAT)
+            k_apply_lu<float><<<grid, 128, 0, s>>>(pv->d, pv->store, (int)F->nb, (const float *)r, (float *)z);
+        else k_apply_lu<double><<<grid, 128, 0, s>>>(pv->d, pv->store, (int)F->nb, (const double *)r, (double *)z);
     }
     SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply");
     return SAP_OK;
