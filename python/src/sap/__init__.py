@@ -173,6 +173,22 @@ def _options(options: Dict[str, Any]) -> Tuple[list, str, int]:
     return pairs, backend, threads
 
 
+def _columns(xp: Any, b: Any, x0: Optional[Any], n: int) -> Tuple[Any, Any, int]:
+    """(B, X, k): b and x0 (zeros when None) of shape (n,) or (n, k) as float64 arrays of the
+    array module xp (numpy or cupy) in column-major order (C-ordered (k, n) arrays)."""
+    bd = xp.asarray(b, dtype=xp.float64)
+    if bd.ndim not in (1, 2) or bd.shape[0] != n:
+        raise _make_error(-1, "SAP_ERR_INVALID", f"b has shape {bd.shape}; expected ({n},) or ({n}, k)")
+    k = 1 if bd.ndim == 1 else bd.shape[1]
+    bt = xp.ascontiguousarray(bd.T)
+    if x0 is None:
+        return bt, xp.zeros_like(bt), k
+    xt = xp.array(xp.asarray(x0, dtype=xp.float64).T, order="C", copy=True)
+    if xt.shape != bt.shape:
+        raise _make_error(-1, "SAP_ERR_INVALID", f"x0 has shape {xt.T.shape}; expected {bd.shape}")
+    return bt, xt, k
+
+
 # ---- the solver ------------------------------------------------------------------------------
 
 class Solver(LinearOperator):
@@ -235,25 +251,11 @@ class Solver(LinearOperator):
     def _solve_device(self, b: Any, x0: Optional[Any]) -> Any:
         """The device path: b, x0 and x in GPU memory; NumPy b comes back as NumPy x."""
         import cupy
-        on_host = not _is_cupy(b)
-        bd = cupy.asarray(b, dtype=cupy.float64)
-        n = self.shape[0]
-        if bd.ndim not in (1, 2) or bd.shape[0] != n:
-            raise _make_error(-1, "SAP_ERR_INVALID", f"b has shape {bd.shape}; expected ({n},) or ({n}, k)")
-        k = 1 if bd.ndim == 1 else bd.shape[1]
-        # column-major: the transpose of a C-ordered (k, n) array
-        bt = cupy.ascontiguousarray(bd.T)
-        if x0 is None:
-            xt = cupy.zeros_like(bt)
-        else:
-            xt = cupy.array(cupy.asarray(x0, dtype=cupy.float64).T, order="C", copy=True)
-            if xt.shape != bt.shape:
-                raise _make_error(-1, "SAP_ERR_INVALID", f"x0 has shape {xt.T.shape}; expected {bd.shape}")
+        bt, xt, k = _columns(cupy, b, x0, self.shape[0])
         if k > 0:
             _sync_cupy()
             self.last_status = _warn(self._core.solve_device(bt.data.ptr, xt.data.ptr, k), "sap solve")
-        x = xt.T
-        return x.get() if on_host else x
+        return xt.T if _is_cupy(b) else xt.T.get()
 
     def solve(self, b: Any, x0: Optional[Any] = None) -> Any:
         """x with A x = b; b 1-D (n) or 2-D (n, k: k right-hand sides).  NumPy in, NumPy out
@@ -262,19 +264,7 @@ class Solver(LinearOperator):
         if self._device:
             return self._solve_device(b, x0)
         on_gpu = _is_cupy(b)
-        bh = np.asarray(_to_host(b), dtype=np.float64)
-        n = self.shape[0]
-        if bh.ndim not in (1, 2) or bh.shape[0] != n:
-            raise _make_error(-1, "SAP_ERR_INVALID", f"b has shape {bh.shape}; expected ({n},) or ({n}, k)")
-        k = 1 if bh.ndim == 1 else bh.shape[1]
-        # column-major: the transpose of a C-ordered (k, n) array
-        bt = np.ascontiguousarray(bh.T)
-        if x0 is None:
-            xt = np.zeros_like(bt)
-        else:
-            xt = np.array(np.asarray(_to_host(x0), dtype=np.float64).T, order="C", copy=True)
-            if xt.shape != bt.shape:
-                raise _make_error(-1, "SAP_ERR_INVALID", f"x0 has shape {xt.T.shape}; expected {bh.shape}")
+        bt, xt, k = _columns(np, _to_host(b), None if x0 is None else _to_host(x0), self.shape[0])
         if k > 0:
             self.last_status = _warn(self._core.solve(bt, xt, k), "sap solve")
         x = xt.T
