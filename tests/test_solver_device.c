@@ -46,29 +46,26 @@ typedef struct dev_case {
     sap_solver_options opt;
 } dev_case;
 
+/* c->A made (status st) with method m and P partitions (0: auto); 1 when made. */
+static int set_case(dev_case *c, sap_status st, const char *what, sap_solver_method m, sap_int P)
+{
+    if (st < 0) return 0;
+    c->what = what;
+    sap_solver_options_init(&c->opt);
+    c->opt.method = m;
+    c->opt.partitions = P;
+    c->opt.third_stage = P > 1 ? 1 : -1;
+    return 1;
+}
+
 static int make_cases(sap_context *ctx, dev_case *c)
 {
     int k = 0;
-    sap_status st = sap_gen_poisson2d(ctx, 40, 40, &c[k].A);
-    if (st < 0) return -1;
-    c[k].what = "poisson2d 40x40, sap-d (CG)";
-    sap_solver_options_init(&c[k].opt);
-    c[k].opt.method = SAP_METHOD_SAPD;
-    k++;
-    st = sap_gen_synthetic(ctx, 1500, 8, 1.2, 0.6, 7, &c[k].A, NULL, NULL);
-    if (st < 0) return -1;
-    c[k].what = "synthetic 1500 (DB + CM)";
-    sap_solver_options_init(&c[k].opt);
-    c[k].opt.method = SAP_METHOD_SAPD;
-    k++;
-    st = sap_gen_synthetic(ctx, 2000, 6, 1.5, 0.8, 11, &c[k].A, NULL, NULL);
-    if (st < 0) return -1;
-    c[k].what = "synthetic 2000, sap-d P = 4 (third stage)";
-    sap_solver_options_init(&c[k].opt);
-    c[k].opt.method = SAP_METHOD_SAPD;
-    c[k].opt.partitions = 4;
-    c[k].opt.third_stage = 1;
-    k++;
+    k += set_case(&c[k], sap_gen_poisson2d(ctx, 40, 40, &c[k].A), "poisson2d 40x40, sap-d (CG)", SAP_METHOD_SAPD, 0);
+    k += set_case(&c[k], sap_gen_synthetic(ctx, 1500, 8, 1.2, 0.6, 7, &c[k].A, NULL, NULL),
+                  "synthetic 1500 (DB + CM)", SAP_METHOD_SAPD, 0);
+    k += set_case(&c[k], sap_gen_synthetic(ctx, 2000, 6, 1.5, 0.8, 11, &c[k].A, NULL, NULL),
+                  "synthetic 2000, sap-d P = 4 (third stage)", SAP_METHOD_SAPD, 4);
     return k;
 }
 
