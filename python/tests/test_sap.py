@@ -322,7 +322,7 @@ def test_cupy_solve_reads_no_host_copy_of_a(spec, method):
     assert st["times"]["download"] > 0
     assert rel_res(A, cupy.asnumpy(x), b) < 1e-8
     xh = sap.solve(A, b, method=method, backend="cuda")
-    assert np.linalg.norm(cupy.asnumpy(x) - xh) <= 1e-6 * np.linalg.norm(xh)
+    assert np.linalg.norm(cupy.asnumpy(x) - xh) <= 1e-5 * np.linalg.norm(xh)
     # reuse, two right-hand sides, new values on the same pattern
     x2 = S.solve(cupy.stack([bd, 2 * bd], axis=1))
     assert x2.shape == (n, 2) and rel_res(A, cupy.asnumpy(x2[:, 1]), 2 * b) < 1e-8
