@@ -433,6 +433,11 @@ void sap__solver_try_end(sap_solver *S, int on);
 /* Frees what the device solves built for attempt a (its permutations); a NULL: all of
  * the device state (the solver's destroy). */
 void sap__solver_dev_forget(sap_solver *S, const sap__attempt *a);
+/* sap_solver_create_device; check = 0 takes the arrays as backend memory without the
+ * pointer check (host arrays on a cpu context: the cpu tests of the device logic). */
+sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, const sap_int *rowptr,
+                                  const sap_int *colind, const double *val, const sap_solver_options *opt, int check,
+                                  sap_solver **out);
 /* Bytes a host solve sent up for the solver's own Krylov matrix (a copy of A). */
 void sap__solver_dev_count_a(sap_solver *S, int64_t bytes);
 
