@@ -6,9 +6,14 @@ the same solver: a solve with reuse (setup done once), x starting from 0 each ca
     python3 bench/python_overhead.py [--backend cpu|cuda] [--sizes 1000,100000] [--reps 200]
 
 Prints a table and writes bench/results/python_overhead_<backend>.csv and .md.  With
---backend cuda and CuPy installed it also times sap.solve-style calls on CuPy arrays
-(partial: the package copies CuPy arrays through the host today, so that row shows the
-copies; the transfer counters of Solver.stats are printed for each case).
+--backend cuda and CuPy installed it also times the device path: sap.Solver over a CuPy
+CSR matrix and CuPy right-hand sides (sap_solver_create_device / _solve_device: A, b and
+x stay on the GPU) against sap_solver_solve_device called in a loop from C, both starting
+from the solution (x0 = x*: the same library work on both sides, so the difference is the
+Python layer: argument checks, the CuPy x allocation and copy of x0, the stream sync).
+The row also gives the host->device bytes per solve (0: nothing went up) and the bytes of
+A that ever went up (a_h2d_bytes, 0 when the Krylov matrix was built from the caller's
+arrays), from Solver.stats.
 
 The overhead is  t_python - t_C  per call (median of --rounds rounds of --reps calls);
 the target is < 50 microseconds.  Run on the GPU machine with the package installed
@@ -58,28 +63,43 @@ def bench_case(spec, backend, reps, rounds, method):
     res["h2d_bytes_per_solve"] = tr["h2d_bytes"]
     res["d2h_bytes_per_solve"] = tr["d2h_bytes"]
     res["input"] = "numpy"
+    res["a_h2d_bytes"] = ""
+    res["host_solves"] = ""
     rows = [res]
     try:
         import cupy
     except ImportError:
         cupy = None
     if cupy is not None and backend != "cpu":
+        import cupyx.scipy.sparse as csp
+        import scipy.sparse as sp
+        Ad = csp.csr_matrix(sp.csr_matrix(A))
         bd = cupy.asarray(b)
-        S.solve(bd)
-        t_cp = []
+        D = sap.Solver(Ad, **opts).setup()
+        xs = D.solve(bd)  # warm-up; x* for both sides
+        xd = xs.copy()
+        D._core._bench_solve_device(bd.data.ptr, xd.data.ptr, 3)
+        t_c, t_cp = [], []
         for _ in range(rounds):
+            st, sec = D._core._bench_solve_device(bd.data.ptr, xd.data.ptr, reps)
+            t_c.append(sec / reps)
             cupy.cuda.runtime.deviceSynchronize()
             t0 = time.perf_counter()
             for _ in range(reps):
-                S.solve(bd)
+                D.solve(bd, x0=xs)
             cupy.cuda.runtime.deviceSynchronize()
             t_cp.append((time.perf_counter() - t0) / reps)
-        S._core.reset_transfers()
-        S.solve(bd)
-        tr = S.stats["transfers"]
-        r2 = dict(res, input="cupy (partial: host copies)", py_us=statistics.median(t_cp) * 1e6,
-                  h2d_bytes_per_solve=tr["h2d_bytes"], d2h_bytes_per_solve=tr["d2h_bytes"])
+        D._core.reset_transfers()
+        D.solve(bd)
+        st = D.stats
+        tr, dv = st["transfers"], st["device_arrays"]
+        r2 = dict(res, input="cupy (device arrays, x0=x*)", method=st["method"], on_host=st["on_host"],
+                  c_us=statistics.median(t_c) * 1e6, py_us=statistics.median(t_cp) * 1e6,
+                  relres=st["relative_residual"], h2d_bytes_per_solve=tr["h2d_bytes"],
+                  d2h_bytes_per_solve=tr["d2h_bytes"])
         r2["overhead_us"] = r2["py_us"] - r2["c_us"]
+        r2["a_h2d_bytes"] = dv["a_h2d_bytes"]
+        r2["host_solves"] = dv["host_solves"]
         rows.append(r2)
     return rows
 
@@ -98,7 +118,7 @@ def main():
     for N in [int(s) for s in a.sizes.split(",") if s]:
         rows += bench_case(f"banded:N={N},K={a.K},d=1", a.backend, a.reps, a.rounds, a.method)
     cols = ["spec", "n", "input", "backend", "method", "on_host", "c_us", "py_us", "overhead_us", "relres",
-            "h2d_bytes_per_solve", "d2h_bytes_per_solve"]
+            "h2d_bytes_per_solve", "d2h_bytes_per_solve", "a_h2d_bytes", "host_solves"]
     head = f"sap {sap.__version__} python overhead, {platform.node()}, {platform.processor() or platform.machine()}"
     print(head)
     print(f"{'matrix':28} {'input':28} {'method':11} {'C API us':>10} {'Python us':>10} {'overhead us':>12} {'h2d B':>10}")
@@ -119,6 +139,12 @@ def main():
             f.write("| " + " | ".join(f"{r[k]:.3g}" if isinstance(r[k], float) else str(r[k]) for k in cols) + " |\n")
         worst = max(r["overhead_us"] for r in rows if r["input"] == "numpy")
         f.write(f"\nLargest overhead with NumPy inputs: {worst:.1f} us per call (target < 50 us).\n")
+        dev = [r for r in rows if r["input"].startswith("cupy")]
+        if dev:
+            f.write(f"Largest overhead with CuPy device arrays: {max(r['overhead_us'] for r in dev):.1f} us per call "
+                    f"(target < 50 us); bytes of A sent host->device: "
+                    f"{', '.join(str(r['a_h2d_bytes']) for r in dev)}; host solves: "
+                    f"{', '.join(str(r['host_solves']) for r in dev)}.\n")
     print(f"wrote {base}.csv and {base}.md")
 
 

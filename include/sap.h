@@ -1323,6 +1323,63 @@ SAP_API sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const doub
                                          sap_int ldx);
 SAP_API sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats);
 
+/* ---- the caller's device arrays (a cuda context: CuPy, PyTorch, the application's own
+ * CUDA memory).  The pointers are device memory of the context's device (checked with
+ * cudaPointerGetAttributes: a host pointer, memory of another device or a cpu context
+ * give SAP_ERR_INVALID with a message).  The caller's work on them must be complete (its
+ * streams synchronized); each call returns after sap's stream finished with them.
+ *
+ * Data flow: sap_solver_create_device downloads the CSR ONCE into sap's own host memory
+ * (the host stages: statistics, DB and CM reorderings, the preconditioner's band; counted
+ * as device->host bytes, T_download) and builds the Krylov matrix on the device from the
+ * caller's arrays (indices converted to 32 bits and values copied device->device, CSR
+ * format): no byte of A goes host->device.  Only the preconditioner's own data (band,
+ * factors, diagonal) and the reorderings' permutations and scaling factors go up.  The
+ * arrays are read during the call only.  sap_solver_solve_device: b and x stay on the
+ * device; the method's Krylov iteration runs in the original order with the reorderings
+ * applied inside the preconditioner (device gathers), and the true residual and the
+ * iterative refinement are computed on the device.  Methods without a device-vector
+ * solve (band-pivot, the sparse direct methods, a system the solver moved to the host,
+ * Krylov methods that build A^T or a float copy on the host: bicg, qmr, ir) solve through
+ * the host instead: b and x are copied, the solver builds its own copy of A on the device
+ * where the method needs one, and sap_solver_device_stats says so (host_solves,
+ * host_reason, a_h2d_bytes).  The automatic host_small rule is off for these solvers (the
+ * caller's data is on the device).  Not for a solver made by sap_solver_create. */
+SAP_API sap_status sap_solver_create_device(sap_context *ctx, sap_int n, sap_int nnz, const sap_int *d_rowptr,
+                                            const sap_int *d_colind, const double *d_val,
+                                            const sap_solver_options *opt, sap_solver **S);
+/* x = A^{-1} b with device vectors of length n; d_x holds the initial guess (0 is fine).
+ * Statuses as sap_solver_solve; the statistics (sap_solver_get_stats) as for a host solve. */
+SAP_API sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x);
+/* nrhs columns (column k at d_B + k * ldb, ldb >= n; likewise d_X), one after another. */
+SAP_API sap_status sap_solver_solve_many_device(sap_solver *S, sap_int nrhs, const double *d_B, sap_int ldb,
+                                                double *d_X, sap_int ldx);
+/* New values (device memory, the CSR order of create): downloaded once for the host
+ * stages (the preconditioner's numeric setup), copied device->device into the Krylov
+ * matrix. */
+SAP_API sap_status sap_solver_refactor_device(sap_solver *S, const double *d_val);
+
+/* Where the data of a device-array solver went (context transfer counters split by
+ * phase).  All zero for a solver made by sap_solver_create. */
+typedef struct sap_solver_device_stats {
+    int device_arrays;          /* 1: made by sap_solver_create_device */
+    int64_t device_solves;      /* right-hand sides solved on the device */
+    int64_t host_solves;        /* right-hand sides solved through the host (see host_reason) */
+    char host_reason[160];      /* why the last one went through the host ("" when none did) */
+    double time_download;       /* T_download: seconds of the copies of A to sap's host memory */
+    int64_t download_bytes;     /* device->host bytes of A (create and every refactor) */
+    double time_matrix;         /* seconds building the Krylov matrix from the caller's arrays */
+    int64_t a_h2d_bytes;        /* host->device bytes of A: 0 unless a host solve needed the
+                                   solver's own device copy of A (then its size) */
+    int64_t setup_h2d_bytes;    /* host->device bytes of create, setups and refactors: the
+                                   preconditioner's data and the permutations (never A) */
+    int64_t perm_h2d_bytes;     /* of which the reorderings' permutations and scaling factors */
+    int64_t solve_h2d_bytes;    /* host->device bytes during device solves (0: nothing went up) */
+    int64_t solve_d2h_bytes;    /* device->host bytes during device solves (reduction scalars) */
+    int64_t host_solve_bytes;   /* host<->device bytes of the host solves (b, x, what they built) */
+} sap_solver_device_stats;
+SAP_API sap_status sap_solver_get_device_stats(const sap_solver *S, sap_solver_device_stats *stats);
+
 /* ------------------------------------------------------------------------------ */
 /* Block-tridiagonal direct solvers (src/btd/): T has nb block rows of dense k x k blocks,
  *   row i:  A_i x_{i-1} + B_i x_i + C_i x_{i+1} = b_i   (A_0 and C_{nb-1} absent),

@@ -280,3 +280,68 @@ def test_cupy_krylov_preconditioner():
     x, info = cspla.gmres(Ad, b, M=M, **kw)
     assert info == 0
     assert rel_res(A, cupy.asnumpy(x), np.ones(A.shape[0])) < 1e-8
+
+
+def test_device_entry_refuses_a_cpu_context():
+    # the C layer of Solver(cupy matrix): on a cpu context the device pointers are refused
+    # with a clear error before anything reads them
+    A = sp.csr_matrix(sap.gen("poisson2d:n=5"))
+    rp, ci, va = (np.ascontiguousarray(A.indptr, np.int64), np.ascontiguousarray(A.indices, np.int64),
+                  np.ascontiguousarray(A.data, np.float64))
+    with pytest.raises(sap.InvalidError, match="cuda context"):
+        sap._sap.device_solver(A.shape[0], A.nnz, rp.ctypes.data, ci.ctypes.data, va.ctypes.data, [], "cpu", 0)
+
+
+def _cupy_system(spec):
+    import cupy
+    import cupyx.scipy.sparse as csp
+    A = sp.csr_matrix(sap.gen(spec))
+    b = np.sin(0.37 * np.arange(A.shape[0])) + 1.5
+    return A, b, csp.csr_matrix(A), cupy.asarray(b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spec,method", [("banded:N=20000,K=20,d=1", "sap-d"), ("poisson2d:n=120", "sap-d"),
+                                         ("poisson2d:n=120", "jacobi")])
+def test_cupy_solve_reads_no_host_copy_of_a(spec, method):
+    import cupy
+    A, b, Ad, bd = _cupy_system(spec)
+    n, nnz = A.shape[0], A.nnz
+    S = sap.Solver(Ad, method=method, backend="cuda")
+    x = S.solve(bd)
+    assert isinstance(x, cupy.ndarray)
+    st = S.stats
+    dv = st["device_arrays"]
+    # A came down once (int64 indices, float64 values), none of it went up, nothing went up
+    # during the solve, b and x never went through the host
+    assert dv["download_bytes"] == 8 * (n + 1 + 2 * nnz)
+    assert dv["a_h2d_bytes"] == 0 and dv["solve_h2d_bytes"] == 0 and dv["host_solve_bytes"] == 0
+    assert dv["device_solves"] == 1 and dv["host_solves"] == 0, dv["host_reason"]
+    # every byte that went up is the preconditioner's data or the permutations
+    assert st["transfers"]["h2d_bytes"] == dv["setup_h2d_bytes"]
+    assert st["times"]["download"] > 0
+    assert rel_res(A, cupy.asnumpy(x), b) < 1e-8
+    xh = sap.solve(A, b, method=method, backend="cuda")
+    assert np.linalg.norm(cupy.asnumpy(x) - xh) <= 1e-5 * np.linalg.norm(xh)
+    # reuse, two right-hand sides, new values on the same pattern
+    x2 = S.solve(cupy.stack([bd, 2 * bd], axis=1))
+    assert x2.shape == (n, 2) and rel_res(A, cupy.asnumpy(x2[:, 1]), 2 * b) < 1e-8
+    S.refactor(2 * Ad.data)
+    x3 = S.solve(bd)
+    assert rel_res(A, 2 * cupy.asnumpy(x3), b) < 1e-8
+    dv = S.stats["device_arrays"]
+    assert dv["a_h2d_bytes"] == 0 and dv["solve_h2d_bytes"] == 0 and dv["host_solves"] == 0
+    assert dv["device_solves"] == 4
+
+
+@pytest.mark.gpu
+def test_cupy_method_without_device_solve_says_so():
+    import cupy
+    A, b, Ad, bd = _cupy_system("banded:N=3000,K=10,d=1")
+    S = sap.Solver(Ad, method="band-pivot", backend="cuda")
+    x = S.solve(bd)
+    assert isinstance(x, cupy.ndarray) and rel_res(A, cupy.asnumpy(x), b) < 1e-8
+    dv = S.stats["device_arrays"]
+    assert dv["host_solves"] == 1 and dv["device_solves"] == 0
+    assert "band-pivot" in dv["host_reason"]
+    assert dv["host_solve_bytes"] > 0  # b and x went through the host, and the stats say so

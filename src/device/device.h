@@ -175,6 +175,23 @@ typedef struct sap_backend_ops {
      * Jacobi, no global synchronisation: nondeterministic by design); scratch unused. */
     sap_status (*block_relax)(sap_context *ctx, const sap_spmat *M, int sweeps, const sap_vec *b, sap_vec *x,
                               sap_vec *scratch);
+    /* The caller's device arrays (the device-pointer entry points, solver_device.c).
+     * ptr_check: SAP_OK when p is memory of the context's device (device or managed
+     * memory), else SAP_ERR_INVALID naming 'what' (cpu: always, it has no device memory).
+     * mem_download: backend -> host, counted as d2h (cpu: a copy).  mem_copy: within
+     * backend memory, queued on the context's stream.  gather: y[i] = s[i] x[p[i]] (p or s
+     * NULL: identity / 1; p, s in backend memory; x, y double).  spmat_create_dev: a CSR
+     * double matrix from backend arrays (rowptr, colind as sap_int, val) of the matrix A
+     * whose host copy (same pattern and values) gives the row statistics; nothing of A is
+     * uploaded (cuda: indices converted to 32 bits and values copied on the device).
+     * spmat_values_dev: new values (backend memory, the CSR order of A) of such a matrix. */
+    sap_status (*ptr_check)(sap_context *ctx, const void *p, const char *what);
+    sap_status (*mem_download)(sap_context *ctx, void *host, const void *src, size_t bytes);
+    sap_status (*mem_copy)(sap_context *ctx, void *dst, const void *src, size_t bytes);
+    sap_status (*gather)(sap_context *ctx, const sap_vec *x, const sap_int *p, const double *s, sap_vec *y);
+    sap_status (*spmat_create_dev)(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
+                                   const double *val, sap_spmat **M);
+    sap_status (*spmat_values_dev)(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val);
 } sap_backend_ops;
 
 /* Rows per block of block_relax (a cuda thread block of that many threads). */

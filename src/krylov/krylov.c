@@ -576,8 +576,10 @@ static sap_status early(sap_krylov_stats *stats, sap_status st)
     return st;
 }
 
-sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
-                            sap_krylov_stats *stats)
+/* The solve: host arrays b, x (sap_krylov_solve) or backend vectors vb, vx
+ * (sap__krylov_solve_vec; b and x NULL then). */
+static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
+                             const sap_vec *vb, sap_vec *vx, sap_krylov_stats *stats)
 {
     if (stats) memset(stats, 0, sizeof(*stats));
     if (!K) return early(stats, SAP_ERR_INVALID);
@@ -590,7 +592,13 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
         return early(stats, SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "sap_krylov_solve: the matrix is %lld x %lld",
                                       (long long)A->nrows, (long long)A->ncols));
     const sap_int n = A->nrows;
-    if (n > 0 && (!b || !x)) return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: b or x is NULL"));
+    if (vb || vx) {
+        if (!vb || !vx || vb->n != n || vx->n != n || vb->prec != SAP_DOUBLE || vx->prec != SAP_DOUBLE)
+            return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: b and x must be double vectors of "
+                                                                "length %lld", (long long)n));
+    } else if (n > 0 && (!b || !x)) {
+        return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: b or x is NULL"));
+    }
     if (P && P->ctx != ctx)
         return early(stats, SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_krylov_solve: preconditioner of another context"));
     sap_status st = sap__precond_check_ready(P, n);
@@ -640,8 +648,13 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     s.w = &K->vec[3];
     s.nw = nw;
     for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &s.w[i], 0.0));
-    SAP_TRY(ops->vec_upload(ctx, s.b, b));
-    SAP_TRY(ops->vec_upload(ctx, s.x, x));
+    if (vb) {
+        SAP_TRY(ops->copy(ctx, vb, s.b));
+        SAP_TRY(ops->copy(ctx, vx, s.x));
+    } else {
+        SAP_TRY(ops->vec_upload(ctx, s.b, b));
+        SAP_TRY(ops->vec_upload(ctx, s.x, x));
+    }
     SAP_TRY(ops->nrm2(ctx, s.b, &s.bnorm));
     if (!isfinite(s.bnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the right-hand side b contains NaN or Inf", s.method);
     double sysscale = 1.0; /* the system solved is A (s x) = s b */
@@ -649,7 +662,13 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
         /* ||b|| may underflow for a nonzero b (entries below ~1e-162): scale b and x0 by a
          * power of two that brings max |b_i| near 1, and x back at the end */
         double bmax = 0.0;
-        for (sap_int i = 0; i < n; i++) bmax = fmax(bmax, fabs(b[i]));
+        for (sap_int i = 0; b && i < n; i++) bmax = fmax(bmax, fabs(b[i]));
+        for (int r = 0; vb && r < 2 && s.bnorm == 0.0; r++) { /* backend b: by 2^500 steps */
+            sysscale *= 0x1p500;
+            SAP_TRY(ops->scale(ctx, s.b, 0x1p500));
+            SAP_TRY(ops->scale(ctx, s.x, 0x1p500));
+            SAP_TRY(ops->nrm2(ctx, s.b, &s.bnorm));
+        }
         if (bmax > 0.0) {
             int e = 0;
             frexp(bmax, &e);
@@ -661,7 +680,8 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
     }
     if (s.bnorm == 0.0) {
         /* b = 0: x = 0 is the solution */
-        for (sap_int i = 0; i < n; i++) x[i] = 0.0;
+        if (vx) SAP_TRY(ops->set(ctx, vx, 0.0));
+        for (sap_int i = 0; x && i < n; i++) x[i] = 0.0;
         S.status = SAP_OK;
         S.time_setup = S.time_total = sap__wtime() - t_start;
         S.history = K->hist;
@@ -714,8 +734,19 @@ sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const 
         double f = K->opt.tol / truerel;
         s.tol *= f < 1e-3 ? 1e-3 : (f > 0.5 ? 0.5 : f);
     }
-    SAP_TRY(ops->vec_download(ctx, s.x, x));
-    for (sap_int i = 0; i < n; i++) {
+    if (vx) {
+        double xn = 0.0;
+        SAP_TRY(ops->copy(ctx, s.x, vx));
+        if (sysscale != 1.0) SAP_TRY(ops->scale(ctx, vx, 1.0 / sysscale));
+        SAP_TRY(ops->nrm2(ctx, vx, &xn));
+        if (!isfinite(xn) && s.reason != KRY_NONFINITE && s.reason != KRY_ERROR) {
+            s.reason = KRY_NONFINITE;
+            snprintf(s.msg, sizeof(s.msg), "%s: the iterate x became NaN or Inf at iteration %g", s.method, s.iter);
+        }
+    } else {
+        SAP_TRY(ops->vec_download(ctx, s.x, x));
+    }
+    for (sap_int i = 0; x && i < n; i++) {
         if (sysscale != 1.0) x[i] /= sysscale;
         if (!isfinite(x[i]) && s.reason != KRY_NONFINITE && s.reason != KRY_ERROR) {
             /* a warning (or a recursive convergence) must not hand back a non-finite x */
@@ -744,4 +775,20 @@ cleanup:
     if (S.time_vector < 0.0) S.time_vector = 0.0;
     if (stats) *stats = S;
     return st;
+}
+
+sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
+                            sap_krylov_stats *stats)
+{
+    return solve_core(K, A, P, b, x, NULL, NULL, stats);
+}
+
+sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, const sap_vec *b, sap_vec *x,
+                                 sap_krylov_stats *stats)
+{
+    if (!b || !x) {
+        if (stats) memset(stats, 0, sizeof(*stats));
+        return K ? SAP_ERROR(K->ctx, SAP_ERR_INVALID, "sap_krylov_solve: b or x is NULL") : SAP_ERR_INVALID;
+    }
+    return solve_core(K, A, P, NULL, NULL, b, x, stats);
 }

@@ -132,6 +132,12 @@ struct kry_solve {
     double inner_scale; /* sap__krylov_inner_solve: inner residual -> outer estimate */
 };
 
+/* sap_krylov_solve with b and x as double vectors of the context's backend (device
+ * memory on cuda): nothing is copied to or from the host; x holds the initial guess on
+ * entry and the solution on return. */
+sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, const sap_vec *b, sap_vec *x,
+                                 sap_krylov_stats *stats);
+
 /* ---- helpers (krylov.c) ---------------------------------------------------------------- */
 
 /* y = A x (timed, counted). */

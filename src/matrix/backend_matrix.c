@@ -29,6 +29,48 @@ void sap_matrix_options_init(sap_matrix_options *opt)
     opt->precision = SAP_DOUBLE;
 }
 
+/* The host copy of A in a new matrix object of ctx (M->sm not yet set). */
+static sap_status host_copy(sap_context *ctx, const sap_csr *A, sap_matrix **out)
+{
+    sap_status st = SAP_OK;
+    sap_matrix *M = NULL;
+    SAP_CALLOC(ctx, M, 1);
+    M->ctx = ctx;
+    M->nrows = A->nrows;
+    M->ncols = A->ncols;
+    M->nnz = A->nnz;
+    SAP_ALLOC(ctx, M->rowptr, A->nrows + 1);
+    SAP_ALLOC(ctx, M->colind, A->nnz);
+    SAP_ALLOC(ctx, M->val, A->nnz);
+    sap__par_memcpy(ctx, M->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
+    if (A->nnz > 0) sap__par_memcpy(ctx, M->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+    if (A->nnz > 0) sap__par_memcpy(ctx, M->val, A->val, sizeof(double) * (size_t)A->nnz);
+    *out = M;
+    return SAP_OK;
+cleanup:
+    sap_matrix_destroy(M);
+    return st;
+}
+
+sap_status sap__matrix_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
+                                  const double *val, sap_matrix **out)
+{
+    *out = NULL;
+    sap_matrix *M = NULL;
+    sap_status st = sap_csr_check(A);
+    if (st < 0) return st;
+    if (!sap__ops(ctx)->spmat_create_dev)
+        return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "the %s backend builds no matrix from device arrays",
+                         sap__ops(ctx)->name);
+    SAP_TRY(host_copy(ctx, A, &M));
+    SAP_TRY(sap__ops(ctx)->spmat_create_dev(ctx, A, rowptr, colind, val, &M->sm));
+    *out = M;
+    return SAP_OK;
+cleanup:
+    sap_matrix_destroy(M);
+    return st;
+}
+
 sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt_in, sap_matrix **out)
 {
     SAP_CHECK_CTX(ctx);
@@ -46,17 +88,7 @@ sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matri
     if (st < 0) return st;
 
     sap_matrix *M = NULL;
-    SAP_CALLOC(ctx, M, 1);
-    M->ctx = ctx;
-    M->nrows = A->nrows;
-    M->ncols = A->ncols;
-    M->nnz = A->nnz;
-    SAP_ALLOC(ctx, M->rowptr, A->nrows + 1);
-    SAP_ALLOC(ctx, M->colind, A->nnz);
-    SAP_ALLOC(ctx, M->val, A->nnz);
-    sap__par_memcpy(ctx, M->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(A->nrows + 1));
-    if (A->nnz > 0) sap__par_memcpy(ctx, M->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
-    if (A->nnz > 0) sap__par_memcpy(ctx, M->val, A->val, sizeof(double) * (size_t)A->nnz);
+    SAP_TRY(host_copy(ctx, A, &M));
     SAP_TRY(sap__ops(ctx)->spmat_create(ctx, A, opt.format, opt.precision, &M->sm));
     *out = M;
     return SAP_OK;
@@ -153,6 +185,18 @@ sap_status sap_matrix_update_values(sap_matrix *M, const double *val)
     if (st < 0) return st;
     drop_derived(M);
     if (M->nnz > 0) sap__par_memcpy(ctx, M->val, val, sizeof(double) * (size_t)M->nnz);
+    return st;
+}
+
+sap_status sap__matrix_values_dev(sap_matrix *M, const double *host_val, const double *val)
+{
+    sap_context *ctx = M->ctx;
+    sap_csr A;
+    host_view(M, &A);
+    sap_status st = sap__ops(ctx)->spmat_values_dev(ctx, M->sm, &A, val);
+    if (st < 0) return st;
+    drop_derived(M);
+    if (M->nnz > 0) sap__par_memcpy(ctx, M->val, host_val, sizeof(double) * (size_t)M->nnz);
     return st;
 }
 

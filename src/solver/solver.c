@@ -196,6 +196,7 @@ void sap_solver_destroy(sap_solver *S)
 {
     if (!S) return;
     free_setup(S);
+    if (S->dev) sap__solver_dev_forget(S, NULL);
     if (S->A_owned) sap_csr_destroy(S->A);
     sap__free(S->ctx, S);
 }

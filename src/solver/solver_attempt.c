@@ -30,6 +30,7 @@ void sap__solver_att_destroy(sap_solver *S, sap__attempt *a)
 {
     if (!a) return;
     sap_context *ctx = S->ctx;
+    if (S->dev) sap__solver_dev_forget(S, a);
     if (a->type && a->type->destroy) a->type->destroy(S, a);
     sap_csr_destroy(a->A_att);
     sap_csr_destroy(a->A_pc);

@@ -169,6 +169,10 @@ struct sap_solver {
     int nchain, ichain;
     sap__attempt *att;
     double *w; /* 6 n work */
+    /* created from the caller's device arrays (solver_device.c); NULL otherwise.  Its
+     * attempts build no Krylov matrix of their own (the device one is in the original
+     * order) until a solve through the host needs it. */
+    struct sap__solver_dev *dev;
     sap_solver_stats stats;
     int interrupted; /* a monitor asked to stop during this call (setup, solve, refactor) */
     /* the time box of the current attempt (solver_monitor.c): 1 it ran out of time, 2 its
@@ -424,6 +428,18 @@ int sap__solver_can_fall_back(const sap_solver *S);
  * errors but do not print them.  end takes the same on. */
 void sap__solver_try_begin(sap_solver *S, int on);
 void sap__solver_try_end(sap_solver *S, int on);
+
+/* solver_device.c: the device-pointer entry points' state */
+/* Frees what the device solves built for attempt a (its permutations); a NULL: all of
+ * the device state (the solver's destroy). */
+void sap__solver_dev_forget(sap_solver *S, const sap__attempt *a);
+/* sap_solver_create_device; check = 0 takes the arrays as backend memory without the
+ * pointer check (host arrays on a cpu context: the cpu tests of the device logic). */
+sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, const sap_int *rowptr,
+                                  const sap_int *colind, const double *val, const sap_solver_options *opt, int check,
+                                  sap_solver **out);
+/* Bytes a host solve sent up for the solver's own Krylov matrix (a copy of A). */
+void sap__solver_dev_count_a(sap_solver *S, int64_t bytes);
 
 /* solver.c: a borrowed A becomes the solver's own copy (before anything writes it) */
 sap_status sap__solver_own_matrix(sap_solver *S);

@@ -117,7 +117,10 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
      * second band on the host, no second upload) */
     const sap_csr *full = sap__solver_att_full(S, a);
     sap_band_source src;
-    SAP_TRY(sap__solver_band_matrix(x, full, &a->M, &src));
+    memset(&src, 0, sizeof(src));
+    /* a solver on the caller's device arrays has its Krylov matrix there already (in the
+     * original order, solver_device.c): no copy of A goes up unless a host solve asks */
+    if (!S->dev || x != S->ctx) SAP_TRY(sap__solver_band_matrix(x, full, &a->M, &src));
     a->m_fresh = 1;
     if (src.val && a->pc && sap__solver_att_pcm(S, a) == full) {
         sap_status ss = sap__pc_sap_set_source(a->pc, &src); /* not a SaP preconditioner: no source */
@@ -223,6 +226,15 @@ sap_status sap__solver_krylov_solve(sap_solver *S, sap__attempt *a, sap_int m, c
                                     double *tkry)
 {
     sap_status st = SAP_OK;
+    if (!a->M) { /* a device-array solver solving through the host: its own copy of A now */
+        sap_context_stats c0, c1;
+        sap_band_source src;
+        sap_context_get_stats(S->x, &c0);
+        st = sap__solver_band_matrix(S->x, sap__solver_att_full(S, a), &a->M, &src);
+        if (st < 0) return st;
+        sap_context_get_stats(S->x, &c1);
+        sap__solver_dev_count_a(S, c1.h2d_bytes - c0.h2d_bytes);
+    }
     for (sap_int c = 0; c < m; c++) {
         sap_status sc = krylov_pass(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, X + c * ldx, iters, tkry);
         if (sc < 0 && sc != SAP_ERR_BREAKDOWN) return sc;

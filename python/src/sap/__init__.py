@@ -103,9 +103,41 @@ def _is_cupy(obj: Any) -> bool:
 
 
 def _to_host(obj: Any) -> Any:
-    # Partial: CuPy inputs are copied to the host (the library has no device-pointer entry
-    # point yet); the result goes back to the GPU.
+    # The host functions (info, reorder) and a Solver over a SciPy matrix read host arrays:
+    # a CuPy input is copied there.  A Solver over a CuPy matrix never does (_device_csr).
     return obj.get() if _is_cupy(obj) else obj
+
+
+def _device_csr(A: Any) -> Tuple[int, int, Any, Any, Any]:
+    """(n, nnz, indptr, indices, data) of a CuPy matrix as canonical CSR arrays on its GPU
+    (int64 indices, float64 values: converted there, never through the host)."""
+    import cupy
+    import cupyx.scipy.sparse as csp
+    if not csp.issparse(A):
+        arr = cupy.asarray(A)
+        if arr.ndim != 2:
+            raise _make_error(-1, "SAP_ERR_INVALID", f"expected a 2-D matrix, got {arr.ndim} dimension(s)")
+        A = csp.csr_matrix(arr)
+    if A.dtype.kind == "c":
+        raise _make_error(-16, "SAP_ERR_UNSUPPORTED", "complex matrices are not supported (float64 only)")
+    if A.format != "csr":
+        A = A.tocsr()
+    nrows, ncols = A.shape
+    if nrows != ncols:
+        raise _make_error(-15, "SAP_ERR_NOT_SQUARE", f"the matrix is {nrows} x {ncols}, not square")
+    if not A.has_canonical_format:
+        A = A.copy()
+        A.sum_duplicates()  # sorted column indices, no duplicates (on the GPU)
+    indptr = cupy.ascontiguousarray(A.indptr, dtype=cupy.int64)
+    indices = cupy.ascontiguousarray(A.indices, dtype=cupy.int64)
+    data = cupy.ascontiguousarray(A.data, dtype=cupy.float64)
+    return nrows, int(indices.shape[0]), indptr, indices, data
+
+
+def _sync_cupy() -> None:
+    # the library works on its own stream: the caller's queued work on the arrays first
+    import cupy
+    cupy.cuda.get_current_stream().synchronize()
 
 
 def _csr_arrays(A: Any) -> Tuple[int, int, np.ndarray, np.ndarray, np.ndarray, bool]:
@@ -141,6 +173,22 @@ def _options(options: Dict[str, Any]) -> Tuple[list, str, int]:
     return pairs, backend, threads
 
 
+def _columns(xp: Any, b: Any, x0: Optional[Any], n: int) -> Tuple[Any, Any, int]:
+    """(B, X, k): b and x0 (zeros when None) of shape (n,) or (n, k) as float64 arrays of the
+    array module xp (numpy or cupy) in column-major order (C-ordered (k, n) arrays)."""
+    bd = xp.asarray(b, dtype=xp.float64)
+    if bd.ndim not in (1, 2) or bd.shape[0] != n:
+        raise _make_error(-1, "SAP_ERR_INVALID", f"b has shape {bd.shape}; expected ({n},) or ({n}, k)")
+    k = 1 if bd.ndim == 1 else bd.shape[1]
+    bt = xp.ascontiguousarray(bd.T)
+    if x0 is None:
+        return bt, xp.zeros_like(bt), k
+    xt = xp.array(xp.asarray(x0, dtype=xp.float64).T, order="C", copy=True)
+    if xt.shape != bt.shape:
+        raise _make_error(-1, "SAP_ERR_INVALID", f"x0 has shape {xt.T.shape}; expected {bd.shape}")
+    return bt, xt, k
+
+
 # ---- the solver ------------------------------------------------------------------------------
 
 class Solver(LinearOperator):
@@ -154,10 +202,20 @@ class Solver(LinearOperator):
     """
 
     def __init__(self, A: Any, **options: Any) -> None:
-        nrows, ncols, indptr, indices, data, canonical = _csr_arrays(A)
         pairs, backend, threads = _options(dict(options))
-        self._core = _sap.Solver(nrows, ncols, indptr, indices, data, canonical, pairs, backend, threads)
-        self._nnz = int(indices.shape[0])
+        self._device = _is_cupy(A)
+        if self._device:
+            # a CuPy matrix: the library reads the device arrays (sap_solver_create_device)
+            n, nnz, indptr, indices, data = _device_csr(A)
+            _sync_cupy()
+            self._core = _sap.device_solver(n, nnz, indptr.data.ptr, indices.data.ptr, data.data.ptr, pairs,
+                                            backend, threads)
+            nrows = ncols = n
+        else:
+            nrows, ncols, indptr, indices, data, canonical = _csr_arrays(A)
+            self._core = _sap.Solver(nrows, ncols, indptr, indices, data, canonical, pairs, backend, threads)
+            nnz = int(indices.shape[0])
+        self._nnz = nnz
         self.last_status = 0
         super().__init__(dtype=np.float64, shape=(nrows, ncols))
 
@@ -170,29 +228,43 @@ class Solver(LinearOperator):
         """New values on the pattern given at creation: a float64 array of the stored entries
         in that CSR order, or a sparse matrix with the same pattern.  Redoes the numeric
         setup only."""
+        if self._device:
+            import cupy
+            import cupyx.scipy.sparse as csp
+            if _sp.issparse(values):
+                values = csp.csr_matrix(values)
+            if csp.issparse(values):
+                values = _device_csr(values)[4]
+            values = cupy.ascontiguousarray(cupy.asarray(values), dtype=cupy.float64).ravel()
+            if values.shape[0] != self._nnz:
+                raise _make_error(-1, "SAP_ERR_INVALID", f"refactor: expected {self._nnz} values (the matrix's "
+                                  f"stored entries), got {values.shape[0]}")
+            _sync_cupy()
+            self.last_status = _warn(self._core.refactor_device(values.data.ptr), "sap refactor")
+            return self
         if _sp.issparse(values) or _is_cupy(values):
             _, _, _, _, values, _ = _csr_arrays(values)
         values = np.ascontiguousarray(values, dtype=np.float64)
         self.last_status = _warn(self._core.refactor(values), "sap refactor")
         return self
 
+    def _solve_device(self, b: Any, x0: Optional[Any]) -> Any:
+        """The device path: b, x0 and x in GPU memory; NumPy b comes back as NumPy x."""
+        import cupy
+        bt, xt, k = _columns(cupy, b, x0, self.shape[0])
+        if k > 0:
+            _sync_cupy()
+            self.last_status = _warn(self._core.solve_device(bt.data.ptr, xt.data.ptr, k), "sap solve")
+        return xt.T if _is_cupy(b) else xt.T.get()
+
     def solve(self, b: Any, x0: Optional[Any] = None) -> Any:
         """x with A x = b; b 1-D (n) or 2-D (n, k: k right-hand sides).  NumPy in, NumPy out
-        (CuPy in, CuPy out)."""
+        (CuPy in, CuPy out).  A Solver over a CuPy matrix solves on the GPU: b and x
+        never leave it (``stats["device_arrays"]`` tells where the data went)."""
+        if self._device:
+            return self._solve_device(b, x0)
         on_gpu = _is_cupy(b)
-        bh = np.asarray(_to_host(b), dtype=np.float64)
-        n = self.shape[0]
-        if bh.ndim not in (1, 2) or bh.shape[0] != n:
-            raise _make_error(-1, "SAP_ERR_INVALID", f"b has shape {bh.shape}; expected ({n},) or ({n}, k)")
-        k = 1 if bh.ndim == 1 else bh.shape[1]
-        # column-major: the transpose of a C-ordered (k, n) array
-        bt = np.ascontiguousarray(bh.T)
-        if x0 is None:
-            xt = np.zeros_like(bt)
-        else:
-            xt = np.array(np.asarray(_to_host(x0), dtype=np.float64).T, order="C", copy=True)
-            if xt.shape != bt.shape:
-                raise _make_error(-1, "SAP_ERR_INVALID", f"x0 has shape {xt.T.shape}; expected {bh.shape}")
+        bt, xt, k = _columns(np, _to_host(b), None if x0 is None else _to_host(x0), self.shape[0])
         if k > 0:
             self.last_status = _warn(self._core.solve(bt, xt, k), "sap solve")
         x = xt.T
@@ -205,13 +277,16 @@ class Solver(LinearOperator):
     def stats(self) -> Dict[str, Any]:
         """The profile and the choices of the last setup/solve: method, reason, bandwidths,
         partitions, precision, Krylov method, iterations, residual, times (s) with the
-        papers' names, every attempt tried, and the host<->device transfer counters."""
+        papers' names, every attempt tried, and the host<->device transfer counters; for a
+        Solver over a CuPy matrix also ``device_arrays`` (sap_solver_device_stats: the
+        download of A, the bytes that went up by phase, ``a_h2d_bytes`` = 0 when no byte of
+        A went host->device, device and host solves) and ``times["download"]``."""
         return self._core.stats()
 
     def as_cupy_operator(self) -> Any:
         """This solver as a ``cupyx.scipy.sparse.linalg.LinearOperator`` (CuPy vectors in and
-        out), the preconditioner ``M=`` of CuPy's Krylov solvers (partial: through host
-        copies, see the README)."""
+        out), the preconditioner ``M=`` of CuPy's Krylov solvers: on the GPU for a Solver
+        over a CuPy matrix (through host copies for one over a SciPy matrix)."""
         from cupyx.scipy.sparse.linalg import LinearOperator as CupyOperator
         return CupyOperator(self.shape, matvec=self.solve, matmat=self.solve, dtype=np.float64)
 
@@ -235,8 +310,10 @@ def solve(A: Any, b: Any, **options: Any) -> Any:
     boost_value, krylov, tol, maxit, memory_limit, host_small, host_direct, long_step;
     see :func:`options_help`) plus ``backend`` and ``threads``.
 
-    CuPy inputs are accepted and give CuPy results, but (partial) they are copied through
-    the host: the library has no device-pointer entry point yet."""
+    A CuPy sparse matrix (``cupyx.scipy.sparse``) and CuPy b give a CuPy x without copies
+    of A, b or x through the host: the library reads the device arrays (a one-time download
+    of A for the host stages of the setup, ``stats["times"]["download"]``; the Krylov
+    iteration, the preconditioner's apply and the residual checks on the GPU)."""
     return Solver(A, **options).solve(b)
 
 

@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -456,12 +457,38 @@ typedef struct {
     PyThread_type_lock lock; /* one library call at a time on this solver */
 } SolverObject;
 
+static PyTypeObject SolverType;
+
 static void Solver_dealloc(SolverObject *self)
 {
     if (self->S) sap_solver_destroy(self->S);
     if (self->ctx) sap_context_destroy(self->ctx);
     if (self->lock) PyThread_free_lock(self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* opt from a sequence of (name, value) strings for sap_solver_options_set; -1 raised. */
+static int parse_options(PyObject *options, sap_solver_options *opt)
+{
+    sap_solver_options_init(opt);
+    PyObject *seq = PySequence_Fast(options, "options must be a sequence of (name, value) pairs");
+    if (!seq) return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        const char *name, *value;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss", &name, &value)) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        char msg[512];
+        sap_status st = sap_solver_options_set_msg(opt, name, value, msg, sizeof msg);
+        if (st != SAP_OK) {
+            Py_DECREF(seq);
+            raise_status(st, msg);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
 }
 
 /* Solver(nrows, ncols, indptr, indices, data, canonical, options, backend, threads)
@@ -480,24 +507,7 @@ static int Solver_init(SolverObject *self, PyObject *args, PyObject *kw)
         return -1;
     }
     sap_solver_options opt;
-    sap_solver_options_init(&opt);
-    PyObject *seq = PySequence_Fast(options, "options must be a sequence of (name, value) pairs");
-    if (!seq) return -1;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        const char *name, *value;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss", &name, &value)) {
-            Py_DECREF(seq);
-            return -1;
-        }
-        char msg[512];
-        sap_status st = sap_solver_options_set_msg(&opt, name, value, msg, sizeof msg);
-        if (st != SAP_OK) {
-            Py_DECREF(seq);
-            raise_status(st, msg);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
+    if (parse_options(options, &opt) != 0) return -1;
     self->ctx = make_context(backend, threads);
     if (!self->ctx) return -1;
     self->lock = PyThread_allocate_lock();
@@ -634,14 +644,108 @@ static PyObject *Solver_bench_solve(SolverObject *self, PyObject *args)
     return Py_BuildValue("(id)", (int)st, s);
 }
 
+/* The device-array entry points (CuPy): device pointers arrive as integers. */
+
+/* solve_device(b_ptr, x_ptr, nrhs): nrhs columns of length n one after another in device
+ * memory (column-major); x holds the initial guess and receives the solution. */
+static PyObject *Solver_solve_device(SolverObject *self, PyObject *args)
+{
+    unsigned long long pb, px;
+    Py_ssize_t nrhs;
+    if (!PyArg_ParseTuple(args, "KKn", &pb, &px, &nrhs)) return NULL;
+    if (!solver_ready(self)) return NULL;
+    if (nrhs < 1) return raise_status(SAP_ERR_INVALID, "solve: at least one right-hand side is needed");
+    const double *b = (const double *)(uintptr_t)pb;
+    double *x = (double *)(uintptr_t)px;
+    sap_status st;
+    sap_int n = self->n;
+    if (nrhs == 1) SOLVER_CALL(self, st, sap_solver_solve_device(self->S, b, x));
+    else SOLVER_CALL(self, st, sap_solver_solve_many_device(self->S, nrhs, b, n, x, n));
+    return status_result(self, st);
+}
+
+/* refactor_device(values_ptr): nnz float64 values in device memory. */
+static PyObject *Solver_refactor_device(SolverObject *self, PyObject *arg)
+{
+    if (!solver_ready(self)) return NULL;
+    unsigned long long pv = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    sap_status st;
+    SOLVER_CALL(self, st, sap_solver_refactor_device(self->S, (const double *)(uintptr_t)pv));
+    return status_result(self, st);
+}
+
+/* _bench_solve_device(b_ptr, x_ptr, reps) -> (status, seconds): reps calls of
+ * sap_solver_solve_device from C, timed inside the extension (x as it is: the caller gives
+ * the same start for both sides of the comparison). */
+static PyObject *Solver_bench_solve_device(SolverObject *self, PyObject *args)
+{
+    unsigned long long pb, px;
+    Py_ssize_t reps;
+    if (!PyArg_ParseTuple(args, "KKn", &pb, &px, &reps)) return NULL;
+    if (!solver_ready(self)) return NULL;
+    sap_status st = SAP_OK;
+    struct timespec t0, t1;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    timespec_get(&t0, TIME_UTC);
+    for (Py_ssize_t r = 0; r < reps && st >= 0; r++)
+        st = sap_solver_solve_device(self->S, (const double *)(uintptr_t)pb, (double *)(uintptr_t)px);
+    timespec_get(&t1, TIME_UTC);
+    PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS
+    if (st < 0) return raise_ctx(st, self->ctx);
+    double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return Py_BuildValue("(id)", (int)st, sec);
+}
+
+/* device_solver(n, nnz, indptr_ptr, indices_ptr, data_ptr, options, backend, threads): a
+ * Solver over a CSR in device memory (int64 indices, float64 values), read during the call
+ * only (sap_solver_create_device). */
+static PyObject *py_device_solver(PyObject *mod, PyObject *args)
+{
+    Py_ssize_t n, nnz;
+    unsigned long long prp, pci, pva;
+    PyObject *options;
+    const char *backend;
+    int threads;
+    if (!PyArg_ParseTuple(args, "nnKKKOsi", &n, &nnz, &prp, &pci, &pva, &options, &backend, &threads)) return NULL;
+    sap_solver_options opt;
+    if (parse_options(options, &opt) != 0) return NULL;
+    SolverObject *self = (SolverObject *)PyType_GenericNew(&SolverType, NULL, NULL);
+    if (!self) return NULL;
+    self->ctx = make_context(backend, threads);
+    self->lock = self->ctx ? PyThread_allocate_lock() : NULL;
+    if (!self->ctx || !self->lock) {
+        if (self->ctx && !self->lock) PyErr_NoMemory();
+        Py_DECREF(self);
+        return NULL;
+    }
+    sap_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = sap_solver_create_device(self->ctx, (sap_int)n, (sap_int)nnz, (const sap_int *)(uintptr_t)prp,
+                                  (const sap_int *)(uintptr_t)pci, (const double *)(uintptr_t)pva, &opt, &self->S);
+    Py_END_ALLOW_THREADS
+    if (st < 0) {
+        raise_ctx(st, self->ctx);
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->n = (sap_int)n;
+    self->nnz = (sap_int)nnz;
+    return (PyObject *)self;
+}
+
 static PyObject *Solver_stats(SolverObject *self, PyObject *unused)
 {
     if (!solver_ready(self)) return NULL;
     sap_solver_stats s;
     sap_context_stats cs;
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    sap_solver_device_stats ds;
     sap_status st = sap_solver_get_stats(self->S, &s);
     if (st == SAP_OK) st = sap_context_get_stats(self->ctx, &cs);
+    if (st == SAP_OK) st = sap_solver_get_device_stats(self->S, &ds);
     PyThread_release_lock(self->lock);
     if (st != SAP_OK) return raise_ctx(st, self->ctx);
     PyObject *d = PyDict_New();
@@ -704,6 +808,25 @@ static PyObject *Solver_stats(SolverObject *self, PyObject *unused)
                                  (long long)cs.d2h_copies, "host_bytes_peak", (long long)cs.host_bytes_peak,
                                  "device_bytes_peak", (long long)cs.device_bytes_peak);
     SET_ITEM(d, "transfers", tr);
+    if (ds.device_arrays) {
+        /* where the data of a solver over device arrays went (sap_solver_device_stats) */
+        PyObject *dv = Py_BuildValue(
+            "{s:L,s:L,s:s,s:d,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:L}", "device_solves", (long long)ds.device_solves,
+            "host_solves", (long long)ds.host_solves, "host_reason", ds.host_reason, "time_download",
+            ds.time_download, "download_bytes", (long long)ds.download_bytes, "time_matrix", ds.time_matrix,
+            "a_h2d_bytes", (long long)ds.a_h2d_bytes, "setup_h2d_bytes", (long long)ds.setup_h2d_bytes,
+            "perm_h2d_bytes", (long long)ds.perm_h2d_bytes, "solve_h2d_bytes", (long long)ds.solve_h2d_bytes,
+            "solve_d2h_bytes", (long long)ds.solve_d2h_bytes, "host_solve_bytes", (long long)ds.host_solve_bytes);
+        SET_ITEM(d, "device_arrays", dv);
+        PyObject *times = PyDict_GetItemString(d, "times"); /* borrowed */
+        PyObject *td = PyFloat_FromDouble(ds.time_download);
+        if (!td || PyDict_SetItemString(times, "download", td) != 0) {
+            Py_XDECREF(td);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(td);
+    }
     return d;
 }
 
@@ -722,6 +845,12 @@ static PyMethodDef Solver_methods[] = {
     {"_bench_solve", (PyCFunction)Solver_bench_solve, METH_VARARGS,
      "_bench_solve(b, x, reps) -> (status, seconds): the C API timed from C"},
     {"reset_transfers", (PyCFunction)Solver_reset_transfers, METH_NOARGS, "zero the transfer counters"},
+    {"solve_device", (PyCFunction)Solver_solve_device, METH_VARARGS,
+     "solve_device(b_ptr, x_ptr, nrhs) -> (status, message): device arrays"},
+    {"refactor_device", (PyCFunction)Solver_refactor_device, METH_O,
+     "refactor_device(values_ptr) -> (status, message): device values"},
+    {"_bench_solve_device", (PyCFunction)Solver_bench_solve_device, METH_VARARGS,
+     "_bench_solve_device(b_ptr, x_ptr, reps) -> (status, seconds): the C API timed from C"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject SolverType = {
@@ -774,6 +903,8 @@ static PyMethodDef module_methods[] = {
     {"options_help", py_options_help, METH_NOARGS, "sap_solver_options_help()"},
     {"gen_help", py_gen_help, METH_NOARGS, "sap_gen_spec_help()"},
     {"check_option", py_check_option, METH_VARARGS, "check_option(name, value): raises when refused"},
+    {"device_solver", py_device_solver, METH_VARARGS,
+     "device_solver(n, nnz, indptr_ptr, indices_ptr, data_ptr, options, backend, threads) -> Solver"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef sap_module = {PyModuleDef_HEAD_INIT, "_sap", "The C layer of the sap package.", -1,

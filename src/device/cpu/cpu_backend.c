@@ -494,6 +494,65 @@ static sap_status cpu_mem_info(sap_context *ctx, size_t *free_bytes, size_t *tot
 
 static int cpu_units(const sap_context *ctx) { return sap__threads(ctx); }
 
+/* ---- the device-pointer entry points: host memory is the cpu's backend memory ---------- */
+
+static sap_status cpu_ptr_check(sap_context *ctx, const void *p, const char *what)
+{
+    (void)p;
+    return SAP_ERROR(ctx, SAP_ERR_INVALID,
+                     "%s: the cpu backend has no device memory (a device-pointer entry point needs a cuda context)",
+                     what ? what : "pointer");
+}
+
+static sap_status cpu_mem_copy(sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)ctx;
+    if (bytes && dst != src) memmove(dst, src, bytes);
+    return SAP_OK;
+}
+
+static sap_status cpu_gather(sap_context *ctx, const sap_vec *x, const sap_int *p, const double *s, sap_vec *y)
+{
+    sap_status st = check2(ctx, "gather", x, y, 1);
+    if (st < 0) return st;
+    if (!IS_D(x) || x->data == y->data)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu gather: x and y must be distinct double vectors");
+    const double *xd = x->data;
+    double *yd = y->data;
+    const sap_int n = x->n;
+    int nt = sap__cpu_nt(ctx, n);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (sap_int i = 0; i < n; i++) yd[i] = (s ? s[i] : 1.0) * xd[p ? p[i] : i];
+    return SAP_OK;
+}
+
+/* A CSR view of the pattern of A with the values val. */
+static sap_csr csr_view(const sap_csr *A, const sap_int *rowptr, const sap_int *colind, const double *val)
+{
+    sap_csr V = *A;
+    V.rowptr = (sap_int *)(uintptr_t)rowptr;
+    V.colind = (sap_int *)(uintptr_t)colind;
+    V.val = (double *)(uintptr_t)val;
+    return V;
+}
+
+static sap_status cpu_spmat_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr,
+                                       const sap_int *colind, const double *val, sap_spmat **M)
+{
+    if (!A || !rowptr || (A->nnz > 0 && (!colind || !val)))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_create_dev: NULL argument");
+    sap_csr V = csr_view(A, rowptr, colind, val);
+    return spmat_create(ctx, &V, SAP_FORMAT_CSR, SAP_DOUBLE, M);
+}
+
+static sap_status cpu_spmat_values_dev(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val)
+{
+    if (!A || (A->nnz > 0 && !val)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_values_dev: NULL argument");
+    sap_csr V = csr_view(A, A->rowptr, A->colind, val);
+    return spmat_update_values(ctx, M, &V);
+}
+
 static const sap_backend_ops cpu_ops = {
     .name = "cpu",
     .vec_create = vec_create,
@@ -529,6 +588,12 @@ static const sap_backend_ops cpu_ops = {
     .bjacobi = &sap__cpu_bjacobi_kernels,
     .block_relax = sap__cpu_block_relax,
     .dense = &sap__cpu_dense_kernels,
+    .ptr_check = cpu_ptr_check,
+    .mem_download = cpu_mem_copy,
+    .mem_copy = cpu_mem_copy,
+    .gather = cpu_gather,
+    .spmat_create_dev = cpu_spmat_create_dev,
+    .spmat_values_dev = cpu_spmat_values_dev,
 };
 
 const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }

@@ -53,6 +53,13 @@ __global__ void k_ll_to_int(int32_t n, const long long *__restrict__ in, int32_t
     if (i < n) out[i] = (int32_t)in[i];
 }
 
+/* the device-source build: the caller's sap_int indices in 32 bits */
+__global__ void k_idx_to_int(int64_t n, const sap_int *__restrict__ in, int32_t *__restrict__ out)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (int32_t)in[i];
+}
+
 /* HEC: remainder length of each row beyond width w, and flags for rows with a short
  * (<= long_thr) and a long remainder; the entries past n are 0 so that the scans give
  * the totals */
@@ -189,6 +196,28 @@ static void spmat_free_arrays(sap_context *ctx, cuda_spmat *m)
     for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) dfree(ctx, ps[i]);
 }
 
+/* A CSR double matrix built from the caller's device arrays (sap__cuda_spmat_create_dev):
+ * indices converted and values copied on the device, nothing of A uploaded. */
+typedef struct cuda_dsrc {
+    const sap_int *rowptr, *colind;
+    const double *val;
+} cuda_dsrc;
+
+static sap_status dsrc_index(sap_context *ctx, const sap_int *in, int32_t *out, int64_t n)
+{
+    if (n <= 0) return SAP_OK;
+    k_idx_to_int<<<nblocks(n), BLOCK, 0, STREAM>>>(n, in, out);
+    SAP_CUDA_LAUNCHED(ctx, "k_idx_to_int");
+    return SAP_OK;
+}
+
+static sap_status dsrc_values(sap_context *ctx, const double *in, void *out, int64_t n)
+{
+    if (n <= 0) return SAP_OK;
+    SAP_CUDA_CHECK(ctx, cudaMemcpyAsync(out, in, (size_t)n * sizeof(double), cudaMemcpyDeviceToDevice, STREAM));
+    return SAP_OK;
+}
+
 /* Uploads the values of A in the matrix' precision into a device buffer. */
 static sap_status upload_values(sap_context *ctx, const sap_csr *A, sap_precision prec, void *dst)
 {
@@ -263,7 +292,7 @@ static int choose_sell_tpr(double mean_width, int32_t n)
 }
 
 template <typename T>
-static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool update)
+static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool update, const cuda_dsrc *ds = NULL)
 {
     sap_status st = SAP_OK;
     const int32_t n = (int32_t)A->nrows, ncols = (int32_t)A->ncols;
@@ -283,7 +312,8 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
         for (int32_t i = 0; i < n; i++) maxlen = h_rp[i + 1] - h_rp[i] > maxlen ? h_rp[i + 1] - h_rp[i] : maxlen;
         m->max_row = maxlen;
         SAP_TRY(dalloc(ctx, (void **)&m->rowptr, ((size_t)n + 1) * sizeof(int32_t), &total));
-        SAP_TRY(sap__cuda_h2d(ctx, m->rowptr, h_rp, ((size_t)n + 1) * sizeof(int32_t)));
+        if (ds) SAP_TRY(dsrc_index(ctx, ds->rowptr, m->rowptr, (int64_t)n + 1));
+        else SAP_TRY(sap__cuda_h2d(ctx, m->rowptr, h_rp, ((size_t)n + 1) * sizeof(int32_t)));
         if (nnz > 0) {
             SAP_CUDA_HOST_ALLOC(ctx, h_ci, nnz);
             for (int32_t k = 0; k < nnz; k++) {
@@ -298,7 +328,8 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
     /* values (CSR order) */
     if (fmt == SAP_FORMAT_CSR) {
         if (!update) SAP_TRY(dalloc(ctx, &m->val, (size_t)nnz * sizeof(T), &total));
-        SAP_TRY(upload_values(ctx, A, m->pub.prec, m->val));
+        if (ds) SAP_TRY(dsrc_values(ctx, ds->val, m->val, nnz));
+        else SAP_TRY(upload_values(ctx, A, m->pub.prec, m->val));
     } else {
         SAP_TRY(sap__cuda_malloc(ctx, (size_t)nnz * sizeof(T), (void **)&d_v));
         SAP_TRY(upload_values(ctx, A, m->pub.prec, d_v));
@@ -307,7 +338,8 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
     if (fmt == SAP_FORMAT_CSR) {
         if (!update) {
             SAP_TRY(dalloc(ctx, (void **)&m->colind, (size_t)nnz * sizeof(int32_t), &total));
-            SAP_TRY(sap__cuda_h2d(ctx, m->colind, h_ci, (size_t)nnz * sizeof(int32_t)));
+            if (ds) SAP_TRY(dsrc_index(ctx, ds->colind, m->colind, nnz));
+            else SAP_TRY(sap__cuda_h2d(ctx, m->colind, h_ci, (size_t)nnz * sizeof(int32_t)));
             double mean = n > 0 ? (double)nnz / n : 0.0;
             m->v.csr_tpr = choose_csr_tpr(mean);
             m->fmt_bytes = (4.0 + sizeof(T)) * nnz + 4.0 * ((double)n + 1);
@@ -540,8 +572,8 @@ cleanup:
     return st;
 }
 
-extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_format fmt,
-                                             sap_precision prec, sap_spmat **out)
+static sap_status create_impl(sap_context *ctx, const sap_csr *A, sap_spmv_format fmt, sap_precision prec,
+                              const cuda_dsrc *ds, sap_spmat **out)
 {
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output matrix pointer is NULL");
     *out = NULL;
@@ -557,7 +589,7 @@ extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A,
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR row pointer does not run from 0 to nnz");
     sap_status st = sap__cuda_enter(ctx);
     if (st != SAP_OK) return st;
-    const char *reason = "requested";
+    const char *reason = ds ? "CSR from the caller's device arrays" : "requested";
     if (fmt == SAP_FORMAT_AUTO) fmt = sap__spmv_auto_format(A, SAP_BACKEND_CUDA, &reason);
     cuda_spmat *m = (cuda_spmat *)sap__alloc(ctx, 1, sizeof(cuda_spmat), true, __FILE__, __LINE__);
     if (!m) return SAP_ERR_OUT_OF_MEMORY;
@@ -573,7 +605,11 @@ extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A,
     m->rem_tpr = 32;
     if (fmt == SAP_FORMAT_BAND)
         st = prec == SAP_DOUBLE ? build_band<double>(ctx, A, m, false) : build_band<float>(ctx, A, m, false);
-    else st = prec == SAP_DOUBLE ? build<double>(ctx, A, m, false) : build<float>(ctx, A, m, false);
+    else st = prec == SAP_DOUBLE ? build<double>(ctx, A, m, false, ds) : build<float>(ctx, A, m, false);
+    if (st == SAP_OK && ds) { /* the caller's arrays are read before the call returns */
+        cudaError_t e = cudaStreamSynchronize(STREAM);
+        if (e != cudaSuccess) st = sap__cuda_error(ctx, e, "spmat_create_dev", __FILE__, __LINE__);
+    }
     if (st < 0) {
         cudaStreamSynchronize(STREAM);
         spmat_free_arrays(ctx, m);
@@ -584,6 +620,31 @@ extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A,
     fill_view(m);
     *out = &m->pub;
     return SAP_OK;
+}
+
+extern "C" sap_status sap__cuda_spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_format fmt,
+                                             sap_precision prec, sap_spmat **out)
+{
+    return create_impl(ctx, A, fmt, prec, NULL, out);
+}
+
+extern "C" sap_status sap__cuda_spmat_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr,
+                                                 const sap_int *colind, const double *val, sap_spmat **out)
+{
+    if (!rowptr || (A && A->nnz > 0 && (!colind || !val)))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmat_create_dev: NULL device array");
+    const cuda_dsrc ds = {rowptr, colind, val};
+    return create_impl(ctx, A, SAP_FORMAT_CSR, SAP_DOUBLE, &ds, out);
+}
+
+extern "C" sap_status sap__cuda_spmat_values_dev(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val)
+{
+    if (!M || !M->impl || !A || (A->nnz > 0 && !val)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmat_values_dev: NULL");
+    if (M->format != SAP_FORMAT_CSR || M->prec != SAP_DOUBLE || A->nnz != M->nnz)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmat_values_dev: needs the CSR double matrix of this pattern");
+    sap_status st = sap__cuda_enter(ctx);
+    if (st != SAP_OK) return st;
+    return dsrc_values(ctx, val, ((cuda_spmat *)M->impl)->val, M->nnz);
 }
 
 extern "C" sap_status sap__cuda_spmat_update_values(sap_context *ctx, sap_spmat *M, const sap_csr *A)

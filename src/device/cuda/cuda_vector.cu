@@ -328,6 +328,28 @@ static sap_status vcopy(sap_context *ctx, const sap_vec *x, sap_vec *y)
     return SAP_OK;
 }
 
+__global__ void k_gather(sap_int n, const double *__restrict__ x, const sap_int *__restrict__ p,
+                         const double *__restrict__ s, double *__restrict__ y)
+{
+    for (sap_int i = blockIdx.x * (sap_int)blockDim.x + threadIdx.x; i < n; i += (sap_int)gridDim.x * blockDim.x)
+        y[i] = (s ? s[i] : 1.0) * x[p ? p[i] : i];
+}
+
+static sap_status vgather(sap_context *ctx, const sap_vec *x, const sap_int *p, const double *s, sap_vec *y)
+{
+    CHECK_VEC(x);
+    CHECK_VEC(y);
+    sap_status st = check_pair(ctx, x, y, true);
+    if (st != SAP_OK) return st;
+    if (x->prec != SAP_DOUBLE || x->data == y->data)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "gather: x and y must be distinct double vectors");
+    if (x->n == 0) return SAP_OK;
+    ENTER();
+    k_gather<<<grid_for(x->n), BLOCK, 0, STREAM>>>(x->n, (const double *)x->data, p, s, (double *)y->data);
+    SAP_CUDA_LAUNCHED(ctx, "k_gather");
+    return SAP_OK;
+}
+
 static sap_status vset(sap_context *ctx, sap_vec *x, double a)
 {
     CHECK_VEC(x);
@@ -588,6 +610,48 @@ void sap__cuda_spmat_destroy(sap_context *ctx, sap_spmat *M);
 sap_status sap__cuda_spmv(sap_context *ctx, const sap_spmat *M, double alpha, const sap_vec *x, double beta,
                           sap_vec *y);
 sap_status sap__cuda_spmat_band(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w);
+sap_status sap__cuda_spmat_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
+                                      const double *val, sap_spmat **M);
+sap_status sap__cuda_spmat_values_dev(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val);
+}
+
+/* The caller's device arrays (device.h): where a pointer lives, copies out of and within
+ * device memory. */
+static sap_status ptr_check(sap_context *ctx, const void *p, const char *what)
+{
+    ENTER();
+    if (!what) what = "pointer";
+    if (!p) return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s is NULL", what);
+    cudaPointerAttributes at;
+    memset(&at, 0, sizeof(at));
+    cudaError_t e = cudaPointerGetAttributes(&at, p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s (%p) is not memory CUDA knows: %s", what, p, cudaGetErrorString(e));
+    }
+    if (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s (%p) is host memory; the device entry points take device pointers",
+                         what, p);
+    int cur = -1;
+    SAP_CUDA_CHECK(ctx, cudaGetDevice(&cur));
+    if (at.type == cudaMemoryTypeDevice && at.device != cur)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s (%p) is memory of device %d; the context uses device %d", what, p,
+                         at.device, cur);
+    return SAP_OK;
+}
+
+static sap_status mem_download(sap_context *ctx, void *host, const void *src, size_t bytes)
+{
+    ENTER();
+    return sap__cuda_d2h(ctx, host, src, bytes);
+}
+
+static sap_status mem_copy(sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    if (!bytes || dst == src) return SAP_OK;
+    ENTER();
+    SAP_CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, STREAM));
+    return SAP_OK;
 }
 
 static sap_status mem_alloc(sap_context *ctx, size_t bytes, void **p) { return sap__cuda_malloc(ctx, bytes, p); }
@@ -638,6 +702,12 @@ static sap_backend_ops make_ops()
     t.scale_rows_cols = sap__cuda_scale_rows_cols;
     t.sym_graph = sap__cuda_sym_graph;
     t.block_relax = sap__cuda_block_relax;
+    t.ptr_check = ptr_check;
+    t.mem_download = mem_download;
+    t.mem_copy = mem_copy;
+    t.gather = vgather;
+    t.spmat_create_dev = sap__cuda_spmat_create_dev;
+    t.spmat_values_dev = sap__cuda_spmat_values_dev;
     return t;
 }
 

@@ -1,0 +1,588 @@
+/* solver_device.c -- the device-pointer entry points of sap_solver (sap.h: the caller's
+ * device arrays): create from a device CSR, solve and refactor with device vectors.
+ *
+ * create: the CSR is downloaded once into the solver's own host matrix S->A (the host
+ *   stages of setup need it: statistics, DB, CM, the preconditioner's band) and the Krylov
+ *   matrix D->M is built on the device from the caller's arrays (device -> device).  The
+ *   attempts then build no Krylov matrix of their own (solver_method_krylov.c).
+ * solve: the current attempt's Krylov method runs on D->M, in the ORIGINAL order, with
+ *   the attempt's preconditioner Pc (built for R->A = Dr P A Q Dc, then the third stage
+ *   t) applied as M^-1 = Q Dc T^T Pc^-1 T Dr P: two device gathers around Pc (wrap_apply),
+ *   so A M^-1 is similar to the attempt's preconditioned matrix and the iteration behaves
+ *   alike.  The true residual and the refinement passes run on the device too.  What has
+ *   no device-vector solve goes through the host (host_solve) and the statistics say so.
+ * Every phase is measured with the context's transfer counters (sap_solver_device_stats). */
+#include "krylov/krylov_impl.h"
+#include "solver/solver_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+struct sap__solver_dev {
+    sap_matrix *M;           /* A on the device, original order, from the caller's arrays */
+    const sap__attempt *att; /* the attempt the gathers below were built for (NULL: none) */
+    int identity;            /* the attempt's order is the original one: Pc applies as is */
+    sap_int *p_r, *p_c;      /* backend memory: the gathers in and out of the attempt's order */
+    double *s_r, *s_c;       /* their scaling (NULL: none) */
+    sap_vec t1, t2;          /* the attempt's order */
+    sap_vec r, d, xn, x0;    /* refinement, the initial guess */
+    sap_precond wrap;        /* Pc in the original order (wrap_type) */
+    int check;               /* the caller's pointers are checked (0: the cpu tests) */
+    sap_solver_device_stats st;
+};
+
+/* ---- transfer accounting ---------------------------------------------------------------- */
+
+typedef struct dev_mark {
+    int64_t h2d, d2h;
+} dev_mark;
+
+static dev_mark mark(const sap_context *ctx)
+{
+    sap_context_stats c;
+    dev_mark m = {0, 0};
+    if (sap_context_get_stats(ctx, &c) == SAP_OK) {
+        m.h2d = c.h2d_bytes;
+        m.d2h = c.d2h_bytes;
+    }
+    return m;
+}
+
+void sap__solver_dev_count_a(sap_solver *S, int64_t bytes)
+{
+    if (S->dev) S->dev->st.a_h2d_bytes += bytes;
+}
+
+/* The host stages of a device-array solver stay on the host: the offloaded reordering
+ * stages (device.h: sap__offload) would upload A's pattern to a device that has it. */
+typedef struct offload_save {
+    sap_int v[SAP_OFFLOAD_COUNT];
+} offload_save;
+
+static offload_save host_stages_begin(sap_solver *S)
+{
+    offload_save o;
+    for (int i = 0; i < SAP_OFFLOAD_COUNT; i++) {
+        o.v[i] = S->ctx->offload_min_nnz[i];
+        sap__offload_set_min_nnz(S->ctx, (sap_offload_op)i, INT64_MAX);
+    }
+    return o;
+}
+
+static void host_stages_end(sap_solver *S, offload_save o)
+{
+    for (int i = 0; i < SAP_OFFLOAD_COUNT; i++) sap__offload_set_min_nnz(S->ctx, (sap_offload_op)i, o.v[i]);
+}
+
+/* ---- the attempt's preconditioner in the original order --------------------------------- */
+
+static sap_status wrap_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
+{
+    struct sap__solver_dev *D = P->data;
+    sap_precond *pc = ((const sap__attempt *)D->att)->pc;
+    sap_context *ctx = P->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_status st = ops->gather(ctx, r, D->p_r, D->s_r, &D->t1);
+    if (st < 0) return st;
+    if (sap__precond_is_identity(pc)) st = ops->copy(ctx, &D->t1, &D->t2);
+    else st = sap__precond_apply_vec(pc, &D->t1, &D->t2);
+    if (st < 0) return st;
+    return ops->gather(ctx, &D->t2, D->p_c, D->s_c, z);
+}
+
+static const sap_precond_type wrap_type = {
+    .name = "device-order", .help = "the attempt's preconditioner between the gathers of its order",
+    .mixed_precision_apply = 1, .apply = wrap_apply};
+
+static void free_gathers(sap_solver *S, struct sap__solver_dev *D)
+{
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    void *ps[] = {D->p_r, D->p_c, D->s_r, D->s_c};
+    for (int i = 0; i < 4; i++)
+        if (ps[i]) ops->mem_free(ctx, ps[i]);
+    D->p_r = D->p_c = NULL;
+    D->s_r = D->s_c = NULL;
+    D->att = NULL;
+}
+
+void sap__solver_dev_forget(sap_solver *S, const sap__attempt *a)
+{
+    struct sap__solver_dev *D = S->dev;
+    if (!D) return;
+    if (D->att && (!a || a == D->att)) free_gathers(S, D);
+    if (a) return;
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_vec *vs[] = {&D->t1, &D->t2, &D->r, &D->d, &D->xn, &D->x0};
+    for (int i = 0; i < 6; i++)
+        if (vs[i]->data) ops->vec_destroy(ctx, vs[i]);
+    sap_matrix_destroy(D->M);
+    sap__free(ctx, D);
+    S->dev = NULL;
+}
+
+/* Uploads n entries (sap_int or double) into new backend memory. */
+static sap_status up(sap_context *ctx, const void *h, size_t bytes, void **d)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_status st = ops->mem_alloc(ctx, bytes ? bytes : 1, d);
+    if (st < 0) return st;
+    return ops->mem_upload(ctx, *d, h, bytes);
+}
+
+/* The gathers of attempt a: in, r_att[i] = s_r[i] r[p_r[i]] with p_r[i] = row_perm[t[i]]
+ * and s_r[i] = row_scale[p_r[i]] (sap_reorder_apply_rhs, then t); out, z[o] = s_c[o]
+ * y[p_c[o]] with p_c = tinv[cinv[o]] and s_c[o] = col_scale[o] (t undone, then
+ * sap_reorder_undo_solution). */
+static sap_status build_gathers(sap_solver *S, struct sap__solver_dev *D, const sap__attempt *a)
+{
+    sap_context *ctx = S->ctx;
+    const sap_reorder_result *R = S->R;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    sap_int *pr = NULL, *pc = NULL, *tinv = NULL;
+    double *sr = NULL;
+    const dev_mark m0 = mark(S->ctx);
+    free_gathers(S, D);
+    D->att = a;
+    D->identity = R->A == S->A && !a->t && !R->row_scale && !R->col_scale;
+    if (D->identity) return SAP_OK;
+    SAP_ALLOC(ctx, pr, n > 0 ? n : 1);
+    SAP_ALLOC(ctx, pc, n > 0 ? n : 1);
+    SAP_ALLOC(ctx, tinv, n > 0 ? n : 1);
+    for (sap_int i = 0; i < n; i++) {
+        pr[i] = R->row_perm[a->t ? a->t[i] : i];
+        tinv[a->t ? a->t[i] : i] = i;
+    }
+    for (sap_int j = 0; j < n; j++) pc[R->col_perm[j]] = tinv[j];
+    SAP_TRY(up(ctx, pr, sizeof(sap_int) * (size_t)n, (void **)&D->p_r));
+    SAP_TRY(up(ctx, pc, sizeof(sap_int) * (size_t)n, (void **)&D->p_c));
+    if (R->row_scale) {
+        SAP_ALLOC(ctx, sr, n > 0 ? n : 1);
+        for (sap_int i = 0; i < n; i++) sr[i] = R->row_scale[pr[i]];
+        SAP_TRY(up(ctx, sr, sizeof(double) * (size_t)n, (void **)&D->s_r));
+    }
+    if (R->col_scale) SAP_TRY(up(ctx, R->col_scale, sizeof(double) * (size_t)n, (void **)&D->s_c));
+cleanup:
+    sap__free(ctx, pr);
+    sap__free(ctx, pc);
+    sap__free(ctx, tinv);
+    sap__free(ctx, sr);
+    {
+        const dev_mark m1 = mark(S->ctx);
+        D->st.perm_h2d_bytes += m1.h2d - m0.h2d;
+        D->st.setup_h2d_bytes += m1.h2d - m0.h2d;
+    }
+    if (st < 0) free_gathers(S, D);
+    return st;
+}
+
+/* ---- create --------------------------------------------------------------------------------- */
+
+static sap_status vec_ready(sap_context *ctx, sap_int n, sap_vec *v)
+{
+    if (v->data || n == 0) return SAP_OK;
+    return sap__ops(ctx)->vec_create(ctx, n, SAP_DOUBLE, v);
+}
+
+/* check = 0: the arrays are taken as backend memory without the device check (the cpu
+ * tests of this file, whose "device" is the host). */
+sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, const sap_int *rowptr,
+                                  const sap_int *colind, const double *val, const sap_solver_options *opt, int check,
+                                  sap_solver **out)
+{
+    SAP_CHECK_CTX(ctx);
+    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create_device: output pointer is NULL");
+    *out = NULL;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (n < 0 || nnz < 0)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create_device: n = %lld, nnz = %lld", (long long)n,
+                         (long long)nnz);
+    sap_status st = SAP_OK;
+    sap_csr *H = NULL;
+    sap_solver *S = NULL;
+    struct sap__solver_dev *D = NULL;
+    if (check) {
+        if (!ops->ptr_check)
+            return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create_device: the %s backend takes no device arrays",
+                             ops->name);
+        SAP_TRY(ops->ptr_check(ctx, rowptr, "sap_solver_create_device: d_rowptr"));
+        if (nnz > 0) {
+            SAP_TRY(ops->ptr_check(ctx, colind, "sap_solver_create_device: d_colind"));
+            SAP_TRY(ops->ptr_check(ctx, val, "sap_solver_create_device: d_val"));
+        }
+    } else if (!rowptr || (nnz > 0 && (!colind || !val))) {
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create_device: NULL array");
+    }
+    SAP_CALLOC(ctx, D, 1);
+    D->st.device_arrays = 1;
+    D->check = check;
+    dev_mark m0 = mark(ctx);
+    double t0 = sap__wtime();
+    SAP_TRY(sap_csr_create(ctx, n, n, nnz, &H));
+    SAP_TRY(ops->mem_download(ctx, H->rowptr, rowptr, sizeof(sap_int) * (size_t)(n + 1)));
+    if (H->rowptr[0] != 0 || H->rowptr[n] != nnz)
+        SAP_FAIL(ctx, SAP_ERR_INVALID,
+                 "sap_solver_create_device: the row pointer runs from %lld to %lld (need 0 to nnz = %lld)",
+                 (long long)H->rowptr[0], (long long)H->rowptr[n], (long long)nnz);
+    if (nnz > 0) {
+        SAP_TRY(ops->mem_download(ctx, H->colind, colind, sizeof(sap_int) * (size_t)nnz));
+        SAP_TRY(ops->mem_download(ctx, H->val, val, sizeof(double) * (size_t)nnz));
+    }
+    D->st.time_download = sap__wtime() - t0;
+    D->st.download_bytes = mark(ctx).d2h - m0.d2h;
+    sap_solver_options o;
+    if (opt) o = *opt;
+    else sap_solver_options_init(&o);
+    o.host_small = 0; /* the caller's data is on the device */
+    /* the solver takes H (checks: square, indices, NaN/Inf) */
+    SAP_TRY(sap_solver_create_borrowed(ctx, H, &o, &S));
+    S->A_owned = 1;
+    H = NULL;
+    S->dev = D;
+    D = NULL;
+    m0 = mark(S->ctx);
+    t0 = sap__wtime();
+    SAP_TRY(sap__matrix_create_dev(ctx, S->A, rowptr, colind, val, &S->dev->M));
+    S->dev->st.time_matrix = sap__wtime() - t0;
+    S->dev->st.setup_h2d_bytes += mark(S->ctx).h2d - m0.h2d;
+    *out = S;
+    return SAP_OK;
+cleanup:
+    sap_csr_destroy(H);
+    sap__free(ctx, D);
+    sap_solver_destroy(S);
+    return st;
+}
+
+sap_status sap_solver_create_device(sap_context *ctx, sap_int n, sap_int nnz, const sap_int *d_rowptr,
+                                    const sap_int *d_colind, const double *d_val, const sap_solver_options *opt,
+                                    sap_solver **S)
+{
+    return sap__solver_create_dev(ctx, n, nnz, d_rowptr, d_colind, d_val, opt, 1, S);
+}
+
+/* ---- solve ---------------------------------------------------------------------------------- */
+
+static sap_status need_dev(sap_solver *S, const char *fn)
+{
+    if (!S) return SAP_ERR_INVALID;
+    if (!S->dev)
+        return SAP_ERROR(S->ctx, SAP_ERR_INVALID, "%s: the solver was not made by sap_solver_create_device", fn);
+    return SAP_OK;
+}
+
+/* Why the current attempt cannot solve with device vectors (NULL: it can). */
+static const char *device_unfit(const sap_solver *S, char *buf, size_t size)
+{
+    const sap__attempt *a = S->att;
+    if (!a) return "no method is built (the chain restarts on the host)";
+    if (S->x != S->ctx) {
+        snprintf(buf, size, "the system is solved on the host (%s)", S->mem_why);
+        return buf;
+    }
+    if (!a->kry) {
+        snprintf(buf, size, "%s has no device-vector solve", sap_solver_method_name(a->method));
+        return buf;
+    }
+    if (a->kry->method->dual || a->kry->method->param_is_method) {
+        snprintf(buf, size, "Krylov method %s builds a copy of A on the host", a->kry->method->name);
+        return buf;
+    }
+    return NULL;
+}
+
+/* One device column through the current attempt, refined on the true residual in the
+ * original system (as solve_col of solver_solve.c). */
+static sap_status dev_col(sap_solver *S, const sap_vec *b, sap_vec *x, double *iters, double *res, double *tkry)
+{
+    struct sap__solver_dev *D = S->dev;
+    sap__attempt *a = S->att;
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = S->A->nrows;
+    const double tol = S->opt.krylov.tol;
+    sap_status st = SAP_OK;
+    if (D->att != a) SAP_TRY(build_gathers(S, D, a));
+    if (!D->identity) {
+        SAP_TRY(vec_ready(ctx, n, &D->t1));
+        SAP_TRY(vec_ready(ctx, n, &D->t2));
+        memset(&D->wrap, 0, sizeof(D->wrap));
+        D->wrap.ctx = ctx;
+        D->wrap.type = &wrap_type;
+        D->wrap.data = D;
+        D->wrap.prec = SAP_DOUBLE;
+        D->wrap.n = n;
+        D->wrap.state = SAP_PC_NUMERIC;
+    }
+    sap_precond *P = D->identity ? a->pc : &D->wrap;
+    SAP_TRY(vec_ready(ctx, n, &D->r));
+    SAP_TRY(vec_ready(ctx, n, &D->d));
+    SAP_TRY(vec_ready(ctx, n, &D->xn));
+    sap_krylov_stats ks;
+    double t0 = sap__wtime();
+    sap_status kst = sap__krylov_solve_vec(a->kry, D->M, P, b, x, &ks);
+    *iters += ks.iterations;
+    *tkry += sap__wtime() - t0;
+    if (kst < 0 && kst != SAP_ERR_BREAKDOWN) return kst;
+    double bn = 0, rel = 0;
+    SAP_TRY(ops->nrm2(ctx, b, &bn));
+    if (bn == 0) { /* x = 0 (the Krylov solve set it) */
+        *res = 0;
+        return SAP_OK;
+    }
+    SAP_TRY(ops->copy(ctx, b, &D->r));
+    SAP_TRY(ops->spmv(ctx, D->M->sm, -1.0, x, 1.0, &D->r));
+    SAP_TRY(ops->nrm2(ctx, &D->r, &rel));
+    rel /= bn;
+    for (int pass = 0; pass < a->type->refine_passes && rel > tol && isfinite(rel) && kst != SAP_WARN_INTERRUPTED;
+         pass++) {
+        SAP_TRY(ops->set(ctx, &D->d, 0.0));
+        t0 = sap__wtime();
+        sap_status ps = sap__krylov_solve_vec(a->kry, D->M, P, &D->r, &D->d, &ks);
+        *iters += ks.iterations;
+        *tkry += sap__wtime() - t0;
+        if (ps < 0 && ps != SAP_ERR_BREAKDOWN) return ps;
+        double rel2 = 0;
+        SAP_TRY(ops->copy(ctx, x, &D->xn));
+        SAP_TRY(ops->axpby(ctx, 1.0, &D->d, 1.0, &D->xn));
+        SAP_TRY(ops->copy(ctx, b, &D->d));
+        SAP_TRY(ops->spmv(ctx, D->M->sm, -1.0, &D->xn, 1.0, &D->d));
+        SAP_TRY(ops->nrm2(ctx, &D->d, &rel2));
+        rel2 /= bn;
+        if (!(rel2 < rel)) break; /* no progress: keep x */
+        const int slow = rel2 > 0.5 * rel;
+        SAP_TRY(ops->copy(ctx, &D->xn, x));
+        SAP_TRY(ops->copy(ctx, &D->d, &D->r));
+        rel = rel2;
+        kst = ps;
+        if (slow && a->type->refine_slow == SAP__REFINE_SLOW_STOPS_COLUMN) break;
+    }
+    *res = rel;
+    if (!isfinite(rel))
+        return SAP_ERROR(ctx, SAP_ERR_BREAKDOWN, "sap_solver %s: non-finite residual", sap_solver_method_name(a->method));
+    if (rel <= tol) return SAP_OK;
+    if (S->interrupted || kst == SAP_WARN_INTERRUPTED)
+        return SAP_ERROR(ctx, SAP_WARN_INTERRUPTED,
+                         "sap_solver %s: interrupted by the monitor; x returned: the best so far, true residual "
+                         "||b - A x|| / ||b|| = %.3e",
+                         sap_solver_method_name(a->method), rel);
+    if (kst > 0 || kst == SAP_ERR_BREAKDOWN) return kst;
+    return SAP_ERROR(ctx, SAP_WARN_INEXACT, "sap_solver %s: residual %.3g of the original system above tol %.3g",
+                     sap_solver_method_name(a->method), rel, tol);
+cleanup:
+    return st;
+}
+
+/* Through the host: b and x copied, sap_solver_solve, x back. */
+static sap_status host_solve(sap_solver *S, const double *d_b, double *d_x, const char *why)
+{
+    struct sap__solver_dev *D = S->dev;
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = S->A->nrows;
+    const size_t vb = sizeof(double) * (size_t)n;
+    sap_status st = SAP_OK;
+    double *hb = NULL, *hx = NULL;
+    const dev_mark m0 = mark(S->ctx);
+    const int64_t a0 = D->st.a_h2d_bytes;
+    snprintf(D->st.host_reason, sizeof(D->st.host_reason), "%s", why);
+    sap__log(ctx, SAP_PRINT_INFO, "sap_solver_solve_device: through the host: %s", why);
+    SAP_ALLOC(ctx, hb, n > 0 ? n : 1);
+    SAP_ALLOC(ctx, hx, n > 0 ? n : 1);
+    SAP_TRY(ops->mem_download(ctx, hb, d_b, vb));
+    SAP_TRY(ops->mem_download(ctx, hx, d_x, vb));
+    {
+        const offload_save o = host_stages_begin(S);
+        st = sap_solver_solve(S, hb, hx);
+        host_stages_end(S, o);
+    }
+    if (st < 0) goto cleanup;
+    {
+        sap_status su = ops->mem_upload(ctx, d_x, hx, vb);
+        if (su < 0) st = su;
+    }
+    D->st.host_solves++;
+cleanup:
+    {
+        const dev_mark m1 = mark(S->ctx);
+        D->st.host_solve_bytes += (m1.h2d - m0.h2d) - (D->st.a_h2d_bytes - a0) + (m1.d2h - m0.d2h);
+    }
+    sap__free(ctx, hb);
+    sap__free(ctx, hx);
+    return st;
+}
+
+/* The statistics of a device solve of one column (as solve_col_chain and solve_many). */
+static void col_stats(sap_solver *S, sap_status st, double ia, double it, double res, double tkry, double t0)
+{
+    sap__attempt *a = S->att;
+    sap_solver_stats *s = &S->stats;
+    s->nrhs = 1;
+    s->iterations = it;
+    s->relative_residual = res;
+    s->time_kry = tkry;
+    s->time_solve = sap__wtime() - t0;
+    s->time_refine = s->time_solve - tkry;
+    s->status = st;
+    if (a->itry >= 0 && a->itry < s->ntries) {
+        sap_solver_try *t = &s->tried[a->itry];
+        t->status = st;
+        t->iterations += ia;
+        t->time += s->time_solve;
+        sap__solver_try_note(S, a->itry, "device: %s, %.4g it, res %.1e%s%s", sap_status_name(st), t->iterations, res,
+                             a->note[0] ? "; " : "", a->note);
+    }
+    sap__solver_att_stats(S, a);
+    if (st != SAP_OK) sap__solver_relay(S);
+}
+
+sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x)
+{
+    sap_status st = need_dev(S, "sap_solver_solve_device");
+    if (st < 0) return st;
+    struct sap__solver_dev *D = S->dev;
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = S->A->nrows;
+    if (n > 0 && (!d_b || !d_x)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_solve_device: NULL vector");
+    if (n > 0 && D->check) {
+        SAP_TRY(ops->ptr_check(ctx, d_b, "sap_solver_solve_device: d_b"));
+        SAP_TRY(ops->ptr_check(ctx, d_x, "sap_solver_solve_device: d_x"));
+    }
+    sap_vec b = {n, SAP_DOUBLE, (void *)(uintptr_t)d_b}, x = {n, SAP_DOUBLE, d_x};
+    if (n > 0) {
+        double bn = 0, xn = 0;
+        SAP_TRY(ops->nrm2(ctx, &b, &bn));
+        SAP_TRY(ops->nrm2(ctx, &x, &xn));
+        if (!isfinite(bn)) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve_device: b contains NaN or Inf");
+        if (!isfinite(xn))
+            return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve_device: the initial x contains NaN or Inf");
+    }
+    S->interrupted = 0;
+    if (!S->setup_done) {
+        const dev_mark m0 = mark(S->ctx);
+        const offload_save o = host_stages_begin(S);
+        sap_status ss = sap_solver_setup(S);
+        host_stages_end(S, o);
+        D->st.setup_h2d_bytes += mark(S->ctx).h2d - m0.h2d;
+        if (ss < 0) return ss;
+    }
+    const double t0 = sap__wtime();
+    double it = 0, res = 0, tkry = 0;
+    SAP_TRY(vec_ready(ctx, n, &D->x0));
+    if (n > 0) SAP_TRY(ops->copy(ctx, &x, &D->x0));
+    char buf[160];
+    for (;;) {
+        const char *why = device_unfit(S, buf, sizeof(buf));
+        if (why) return host_solve(S, d_b, d_x, why);
+        const dev_mark m0 = mark(S->ctx);
+        const int expected = sap__solver_can_fall_back(S);
+        sap__solver_try_begin(S, expected);
+        double ia = 0;
+        st = dev_col(S, &b, &x, &ia, &res, &tkry);
+        it += ia;
+        sap__solver_try_end(S, expected);
+        const dev_mark m1 = mark(S->ctx);
+        D->st.solve_h2d_bytes += m1.h2d - m0.h2d;
+        D->st.solve_d2h_bytes += m1.d2h - m0.d2h;
+        if (st == SAP_OK) { /* the solver's method now: not time-boxed */
+            S->att->budget_set = 1;
+            S->att->budget = 0;
+        }
+        col_stats(S, st, ia, it, res, tkry, t0);
+        if (st == SAP_OK || st == SAP_WARN_INTERRUPTED || st == SAP_ERR_NONFINITE || st == SAP_ERR_INVALID ||
+            !expected)
+            break;
+        /* the next method of the chain, from the initial guess (its setup on the host) */
+        sap__log(ctx, SAP_PRINT_INFO, "sap_solver_solve_device: %s failed (%s, residual %.2e), trying %s",
+                 sap_solver_method_name(S->att->method), sap_status_name(st), res,
+                 sap_solver_method_name(S->chain[S->ichain + 1]));
+        const dev_mark m2 = mark(S->ctx);
+        const offload_save o = host_stages_begin(S);
+        sap_status cb = sap__solver_chain_build(S, S->ichain + 1);
+        host_stages_end(S, o);
+        D->st.setup_h2d_bytes += mark(S->ctx).h2d - m2.h2d;
+        if (cb < 0 || cb == SAP_WARN_INTERRUPTED) return cb;
+        if (n > 0) SAP_TRY(ops->copy(ctx, &D->x0, &x));
+    }
+    D->st.device_solves++;
+    if (n > 0) SAP_TRY(ops->synchronize(ctx));
+    return st;
+cleanup:
+    return st;
+}
+
+sap_status sap_solver_solve_many_device(sap_solver *S, sap_int nrhs, const double *d_B, sap_int ldb, double *d_X,
+                                        sap_int ldx)
+{
+    sap_status st = need_dev(S, "sap_solver_solve_many_device");
+    if (st < 0) return st;
+    const sap_int n = S->A->nrows;
+    if (nrhs < 0 || ldb < n || ldx < n)
+        return SAP_ERROR(S->ctx, SAP_ERR_INVALID, "sap_solver_solve_many_device: nrhs = %lld, ldb = %lld, ldx = %lld, "
+                         "n = %lld", (long long)nrhs, (long long)ldb, (long long)ldx, (long long)n);
+    sap_status worst = SAP_OK;
+    double worst_res = 0, iters = 0;
+    for (sap_int j = 0; j < nrhs; j++) {
+        sap_status sj = sap_solver_solve_device(S, d_B + j * ldb, d_X + j * ldx);
+        if (sj < 0) return sj;
+        iters += S->stats.iterations;
+        if (S->stats.relative_residual > worst_res || !isfinite(S->stats.relative_residual))
+            worst_res = S->stats.relative_residual;
+        if (sj != SAP_OK && worst == SAP_OK) worst = sj;
+    }
+    S->stats.nrhs = nrhs;
+    S->stats.iterations = iters;
+    S->stats.relative_residual = worst_res;
+    S->stats.status = worst;
+    return worst;
+}
+
+/* ---- refactor, statistics ------------------------------------------------------------------- */
+
+sap_status sap_solver_refactor_device(sap_solver *S, const double *d_val)
+{
+    sap_status st = need_dev(S, "sap_solver_refactor_device");
+    if (st < 0) return st;
+    struct sap__solver_dev *D = S->dev;
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int nnz = S->A->nnz;
+    double *hv = NULL;
+    if (nnz > 0) {
+        if (!d_val) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_refactor_device: d_val is NULL");
+        if (D->check) SAP_TRY(ops->ptr_check(ctx, d_val, "sap_solver_refactor_device: d_val"));
+    }
+    dev_mark m0 = mark(S->ctx);
+    double t0 = sap__wtime();
+    SAP_ALLOC(ctx, hv, nnz > 0 ? nnz : 1);
+    SAP_TRY(ops->mem_download(ctx, hv, d_val, sizeof(double) * (size_t)nnz));
+    D->st.time_download += sap__wtime() - t0;
+    D->st.download_bytes += mark(S->ctx).d2h - m0.d2h;
+    for (sap_int p = 0; p < nnz; p++)
+        if (!isfinite(hv[p]))
+            SAP_FAIL(ctx, SAP_ERR_NONFINITE, "sap_solver_refactor_device: value %lld is %g", (long long)p, hv[p]);
+    m0 = mark(S->ctx);
+    SAP_TRY(sap__matrix_values_dev(D->M, hv, d_val));
+    {
+        const offload_save o = host_stages_begin(S);
+        st = sap_solver_refactor(S, hv);
+        host_stages_end(S, o);
+    }
+    /* the permutations are the setup's: kept (a new attempt rebuilds them) */
+    D->st.setup_h2d_bytes += mark(S->ctx).h2d - m0.h2d;
+cleanup:
+    sap__free(ctx, hv);
+    return st;
+}
+
+sap_status sap_solver_get_device_stats(const sap_solver *S, sap_solver_device_stats *stats)
+{
+    if (!S || !stats) return SAP_ERR_INVALID;
+    if (S->dev) *stats = S->dev->st;
+    else memset(stats, 0, sizeof(*stats));
+    return SAP_OK;
+}
