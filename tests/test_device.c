@@ -763,6 +763,48 @@ static void test_block_relax(void)
     sap_context_destroy(c2);
 }
 
+/* a BAND matrix larger than one staging buffer of the cuda upload (16 MB: 24,000 rows x
+ * 181 diagonals in double are 35 MB, three chunks; the last one partial), in both
+ * precisions, created and then updated with new values, against sap_csr_spmv */
+static void test_band_streamed(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    const sap_int n = 24000;
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, 90, 1.0, 0, 7, &A));
+    if (!A) return;
+    double *v2 = malloc(sizeof(double) * (size_t)A->nnz), *x = malloc(sizeof(double) * (size_t)n);
+    double *y = malloc(sizeof(double) * (size_t)n), *r = malloc(sizeof(double) * (size_t)n);
+    double *z = calloc((size_t)n, sizeof(double));
+    for (sap_int p = 0; p < A->nnz; p++) v2[p] = urand();
+    for (sap_int i = 0; i < n; i++) x[i] = urand();
+    for (int prec = 0; prec < 2; prec++) {
+        sap_matrix_options mo;
+        sap_matrix_options_init(&mo);
+        mo.format = SAP_FORMAT_BAND;
+        mo.precision = prec ? SAP_FLOAT : SAP_DOUBLE;
+        sap_matrix *M = NULL;
+        CHECK_OK(ctx, sap_matrix_create(ctx, A, &mo, &M));
+        if (!M) continue;
+        CHECK_OK(ctx, sap_matrix_spmv(M, 1.0, x, 0.0, y));
+        sap_csr_spmv(A, 1.0, x, 0.0, r);
+        CHECK_MSG(close_rows(A, x, 0.0, z, y, r, prec ? 1e-6 : 1e-14), "band streamed create %d", prec);
+        double *save = A->val;
+        CHECK_OK(ctx, sap_matrix_update_values(M, v2));
+        A->val = v2;
+        CHECK_OK(ctx, sap_matrix_spmv(M, 1.0, x, 0.0, y));
+        sap_csr_spmv(A, 1.0, x, 0.0, r);
+        CHECK_MSG(close_rows(A, x, 0.0, z, y, r, prec ? 1e-6 : 1e-14), "band streamed update %d", prec);
+        A->val = save;
+        sap_matrix_destroy(M);
+    }
+    free(v2);
+    free(x);
+    free(y);
+    free(r);
+    free(z);
+    sap_csr_destroy(A);
+}
+
 static int cpu_part(void)
 {
     sap__rng_seed(&rng, 12345);
@@ -776,6 +818,7 @@ static int cpu_part(void)
     test_formats(ctx);
     test_wide(ctx);
     test_update_values(ctx);
+    test_band_streamed(ctx);
     test_blas(ctx);
     test_errors(ctx);
     sap_context_destroy(ctx);
@@ -1669,6 +1712,9 @@ static int gpu_part(void)
     printf("matrices: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     test_block_relax_gpu();
     printf("block_relax: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
+    sap__rng_seed(&rng, 4242);
+    test_band_streamed(G.ctx);
+    printf("band streamed: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     if (!dryrun) {
         test_stats_and_pool();
         test_invalid();
