@@ -247,30 +247,35 @@ static void test_conversions(sap_context *ctx)
     CHECK(sap__hec_width(rp, 0) == 0);
 }
 
-static void test_update_values(sap_context *ctx)
+/* for each format of fl[nf] and both precisions: the SpMV of A's sap_matrix, then of the
+ * same matrix with new values (sap_matrix_update_values), against sap_csr_spmv */
+static void check_update_values(sap_context *ctx, sap_csr *A, const sap_spmv_format *fl, size_t nf, const char *what)
 {
-    sap_csr *A = random_csr(ctx, 300, 300, 8, 2, 200);
-    if (!A) return;
-    double *v2 = malloc(sizeof(double) * (size_t)A->nnz), *x = malloc(sizeof(double) * 300);
-    double *y = malloc(sizeof(double) * 300), *r = malloc(sizeof(double) * 300), *z = calloc(300, sizeof(double));
+    const sap_int n = A->nrows, m = A->ncols;
+    double *v2 = malloc(sizeof(double) * (size_t)(A->nnz + 1)), *x = malloc(sizeof(double) * (size_t)(m + 1));
+    double *y = malloc(sizeof(double) * (size_t)(n + 1)), *r = malloc(sizeof(double) * (size_t)(n + 1));
+    double *z = calloc((size_t)(n + 1), sizeof(double));
     for (sap_int p = 0; p < A->nnz; p++) v2[p] = urand();
-    for (int i = 0; i < 300; i++) x[i] = urand();
-    for (size_t f = 0; f < 5; f++)
+    for (sap_int i = 0; i < m; i++) x[i] = urand();
+    for (size_t f = 0; f < nf; f++)
         for (int prec = 0; prec < 2; prec++) {
+            const double tol = prec ? 1e-6 : 1e-14;
             sap_matrix_options mo;
             sap_matrix_options_init(&mo);
-            mo.format = formats[f];
+            mo.format = fl[f];
             mo.precision = prec ? SAP_FLOAT : SAP_DOUBLE;
             sap_matrix *M = NULL;
             CHECK_OK(ctx, sap_matrix_create(ctx, A, &mo, &M));
             if (!M) continue;
+            CHECK_OK(ctx, sap_matrix_spmv(M, 1.0, x, 0.0, y));
+            sap_csr_spmv(A, 1.0, x, 0.0, r);
+            CHECK_MSG(close_rows(A, x, 0.0, z, y, r, tol), "%s: create %s %d", what, sap_spmv_format_name(fl[f]), prec);
             double *save = A->val;
             CHECK_OK(ctx, sap_matrix_update_values(M, v2));
             A->val = v2;
             CHECK_OK(ctx, sap_matrix_spmv(M, 1.0, x, 0.0, y));
             sap_csr_spmv(A, 1.0, x, 0.0, r);
-            CHECK_MSG(close_rows(A, x, 0.0, z, y, r, prec ? 1e-6 : 1e-14), "update_values %s %d",
-                      sap_spmv_format_name(formats[f]), prec);
+            CHECK_MSG(close_rows(A, x, 0.0, z, y, r, tol), "%s: update %s %d", what, sap_spmv_format_name(fl[f]), prec);
             A->val = save;
             sap_matrix_destroy(M);
         }
@@ -279,6 +284,13 @@ static void test_update_values(sap_context *ctx)
     free(y);
     free(r);
     free(z);
+}
+
+static void test_update_values(sap_context *ctx)
+{
+    sap_csr *A = random_csr(ctx, 300, 300, 8, 2, 200);
+    if (!A) return;
+    check_update_values(ctx, A, formats, 5, "update_values");
     sap_csr_destroy(A);
 }
 
@@ -763,6 +775,19 @@ static void test_block_relax(void)
     sap_context_destroy(c2);
 }
 
+/* a BAND matrix larger than one staging buffer of the cuda upload (16 MB: 24,000 rows x
+ * 181 diagonals in double are 35 MB, three chunks; the last one partial), in both
+ * precisions, created and then updated with new values, against sap_csr_spmv */
+static void test_band_streamed(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, 24000, 90, 1.0, 0, 7, &A));
+    if (!A) return;
+    const sap_spmv_format band = SAP_FORMAT_BAND;
+    check_update_values(ctx, A, &band, 1, "band streamed");
+    sap_csr_destroy(A);
+}
+
 static int cpu_part(void)
 {
     sap__rng_seed(&rng, 12345);
@@ -776,6 +801,7 @@ static int cpu_part(void)
     test_formats(ctx);
     test_wide(ctx);
     test_update_values(ctx);
+    test_band_streamed(ctx);
     test_blas(ctx);
     test_errors(ctx);
     sap_context_destroy(ctx);
@@ -1669,6 +1695,9 @@ static int gpu_part(void)
     printf("matrices: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     test_block_relax_gpu();
     printf("block_relax: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
+    sap__rng_seed(&rng, 4242);
+    test_band_streamed(G.ctx);
+    printf("band streamed: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     if (!dryrun) {
         test_stats_and_pool();
         test_invalid();

@@ -46,9 +46,14 @@ typedef struct sap_band_factor_opts {
 
 /* The layout of A (square CSR) split into P partitions (sap_partition_offsets sizes).
  * K_cap > 0 limits every half-bandwidth (entries beyond it are dropped); 0 = none.
- * Each K_i is the largest |r - c| of the entries of diagonal block i (<= K_cap). */
-sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap,
-                                   sap_band_layout *L);
+ * Each K_i is the largest |r - c| of the entries of diagonal block i (<= K_cap).
+ * K_known >= 0: A's half-bandwidth max(kl, ku) is known (a band source's), no pass over A
+ * to find it; < 0: found here.  dropped != NULL: the same pass also counts the entries a
+ * decoupled fill drops (outside the diagonal blocks or beyond K_cap: what sap__band_fill
+ * with coupled = 0 counts) and checks the values (SAP_ERR_NONFINITE), so that a fill from
+ * a band source needs no second pass over A. */
+sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_int K_known,
+                                   sap_int *dropped, sap_band_layout *L);
 void sap__band_layout_free(sap_context *ctx, sap_band_layout *L);
 /* Fills band (boff[P] doubles) and, when B and C are non-NULL, the coupling blocks
  * (coff[P-1] doubles each) from A; *dropped receives the entries represented nowhere

@@ -205,7 +205,13 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     F->ops = host_only ? sap__backend_cpu_ops() : sap__ops(ctx);
     F->kt = F->ops->band;
     if (src && !F->kt->fill_from_band) src = NULL;
-    SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, &F->L));
+    /* from a band source: A's half-bandwidth is the source's, and a decoupled fill counts
+     * its dropped entries in the layout's pass over A */
+    const int one_pass = src && !(o->coupled && P > 1);
+    const sap_int K_known = src ? (src->kl > src->w - 1 - src->kl ? src->kl : src->w - 1 - src->kl) : -1;
+    sap_int ndrop = 0; /* counted by the layout's pass (one_pass) */
+    SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, K_known, one_pass ? &ndrop : NULL, &F->L));
+    if (one_pass && dropped) *dropped = ndrop;
     const sap_band_layout *L = &F->L;
     F->coupled = o->coupled && L->P > 1;
     const size_t es = prec_size(prec);
@@ -218,7 +224,7 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     if (src) {
         /* everything on the backend from the source band: the host only counts the dropped
          * entries (and checks the values) */
-        SAP_TRY(sap__band_fill(ctx, A, L, NULL, NULL, NULL, F->coupled, dropped));
+        if (!one_pass) SAP_TRY(sap__band_fill(ctx, A, L, NULL, NULL, NULL, F->coupled, dropped));
         SAP_TRY(alloc_dev(F, (size_t)L->boff[L->P], es, &F->lu));
         if (F->coupled) {
             SAP_TRY(alloc_dev(F, (size_t)F->uoff[L->P], es, &F->ul));

@@ -17,8 +17,8 @@ void sap__band_layout_free(sap_context *ctx, sap_band_layout *L)
     memset(L, 0, sizeof(*L));
 }
 
-sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap,
-                                   sap_band_layout *L)
+sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_int K_known,
+                                   sap_int *dropped, sap_band_layout *L)
 {
     sap_status st = SAP_OK;
     memset(L, 0, sizeof(*L));
@@ -37,24 +37,40 @@ sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P
     SAP_TRY(sap_partition_offsets(n, P, L->off));
     /* K_i: the widest entry of diagonal block i (rows are sorted) */
     const int nt = sap__threads(ctx);
-    sap_int Kmax = 0;
-    SAP_OMP_FOR(nt)
+    sap_int Kmax = 0, nskip = 0, nbad = 0;
+    const int count = dropped != NULL;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(+ : nskip, nbad)
+#endif
     for (sap_int b = 0; b < P; b++) {
         sap_int kb = 0;
         for (sap_int r = L->off[b]; r < L->off[b + 1]; r++)
             for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
+                if (count && !isfinite(A->val[p])) nbad++;
                 sap_int c = A->colind[p];
-                if (c < L->off[b] || c >= L->off[b + 1]) continue;
+                if (c < L->off[b] || c >= L->off[b + 1]) {
+                    nskip++;
+                    continue;
+                }
                 sap_int dd = c > r ? c - r : r - c;
-                if (K_cap > 0 && dd > K_cap) continue;
+                if (K_cap > 0 && dd > K_cap) {
+                    nskip++;
+                    continue;
+                }
                 if (dd > kb) kb = dd;
             }
         L->Ki[b] = kb;
     }
+    if (dropped) *dropped = nskip;
+    if (nbad) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "band: the matrix has %lld NaN/Inf entries", (long long)nbad);
     /* K: the half-bandwidth of the whole matrix (capped) */
-    sap_int kl = 0, ku = 0;
-    sap__csr_lower_upper(A, nt, &kl, &ku);
-    Kmax = kl > ku ? kl : ku;
+    if (K_known >= 0) {
+        Kmax = K_known;
+    } else {
+        sap_int kl = 0, ku = 0;
+        sap__csr_lower_upper(A, nt, &kl, &ku);
+        Kmax = kl > ku ? kl : ku;
+    }
     if (K_cap > 0 && Kmax > K_cap) Kmax = K_cap;
     L->K = Kmax;
     L->boff[0] = 0;

@@ -80,6 +80,11 @@ void sap__hec_free(sap_context *ctx, sap_hec_host *H);
  * values (every slot: zeros included) in parallel into val (double or float by prec). */
 sap_status sap__band_dims(sap_context *ctx, const sap_csr *A, sap_int *kl, sap_int *ku, int64_t *slots);
 void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, void *val);
+/* Rows i0 .. i1 - 1 of that band into val with leading dimension ld (>= i1 - i0): A(i, j)
+ * at (j - i + kl) * ld + (i - i0), every slot of those rows written (a chunk of a
+ * streamed upload). */
+void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, sap_int i0,
+                         sap_int i1, int64_t ld, void *val);
 /* Memory-parallel copy (OpenMP for large sizes). */
 void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes);
 

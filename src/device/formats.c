@@ -214,25 +214,35 @@ sap_status sap__band_dims(sap_context *ctx, const sap_csr *A, sap_int *kl_out, s
     return SAP_OK;
 }
 
-void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, void *val)
+void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, sap_int i0,
+                         sap_int i1, int64_t ld, void *val)
 {
-    const sap_int n = A->nrows, w = kl + ku + 1, B = 256, nb = (n + B - 1) / B;
+    const int nt = (int64_t)(i1 - i0) * (kl + ku + 1) < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);
+    /* blocks of B rows, at least 4 per thread (a chunk of a streamed upload of a wide band
+     * has only a few thousand rows: 256-row blocks left half the threads idle), 16 to 256 */
+    sap_int B = (i1 - i0) / (4 * (sap_int)nt);
+    B = B < 16 ? 16 : B > 256 ? 256 : B;
+    const sap_int w = kl + ku + 1, nb = (i1 - i0 + B - 1) / B;
     const size_t es = prec == SAP_DOUBLE ? sizeof(double) : sizeof(float);
-    const int nt = (int64_t)n * w < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);
-    (void)nt;
-    /* blocks of B rows: each thread zeroes the (contiguous) slots of its rows on every
-     * diagonal, then scatters the rows' entries */
+    /* each thread zeroes the (contiguous) slots of its rows on every diagonal, then
+     * scatters the rows' entries */
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int b = 0; b < nb; b++) {
-        const sap_int i0 = b * B, i1 = i0 + B < n ? i0 + B : n;
-        for (sap_int t = 0; t < w; t++) memset((char *)val + ((size_t)t * n + i0) * es, 0, (size_t)(i1 - i0) * es);
-        for (sap_int i = i0; i < i1; i++)
+        const sap_int r0 = i0 + b * B, r1 = r0 + B < i1 ? r0 + B : i1;
+        for (sap_int t = 0; t < w; t++)
+            memset((char *)val + ((size_t)t * (size_t)ld + (size_t)(r0 - i0)) * es, 0, (size_t)(r1 - r0) * es);
+        for (sap_int i = r0; i < r1; i++)
             for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
-                const size_t q = (size_t)(A->colind[p] - i + kl) * n + i;
+                const size_t q = (size_t)(A->colind[p] - i + kl) * (size_t)ld + (size_t)(i - i0);
                 if (prec == SAP_DOUBLE) ((double *)val)[q] = A->val[p];
                 else ((float *)val)[q] = (float)A->val[p];
             }
     }
+}
+
+void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, void *val)
+{
+    sap__band_fill_rows(ctx, A, kl, ku, prec, 0, A->nrows, A->nrows, val);
 }
 
 void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes)

@@ -126,8 +126,11 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
         if (type->direct && !final && a->predicted > SV_DIRECT_CMP_MIN && md != SAP_METHOD_AUTO &&
             S->opt.time_budget >= 0 && !(i == 0 && S->opt.method != SAP_METHOD_AUTO)) {
             /* a band direct solve (band-pivot) against the sparse direct one after it: both
-             * costs are predicted, without a floor; the cheaper one runs */
-            const double pd = sap__solver_direct_predict(S, md);
+             * costs are predicted, without a floor; the cheaper one runs.  The analysis
+             * behind the direct prediction (seconds on a large band) is skipped when the
+             * band-pivot prediction is below the least the direct one can be */
+            const double pd =
+                a->predicted <= sap__solver_direct_floor(S, md) ? -1 : sap__solver_direct_predict(S, md);
             if (pd > 0 && a->predicted > pd) {
                 snprintf(note, nl, "setup predicted %.2g s > %s's %.2g s: skip", a->predicted,
                          sap_solver_method_name(md), pd);

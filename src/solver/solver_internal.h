@@ -359,6 +359,10 @@ void sap__solver_direct_destroy(sap_solver *S, sap__attempt *a);
  * (done once, kept in S->dpre for direct-host); < 0 when it cannot be predicted (no
  * SuiteSparse, the analysis failed, m not a direct method). */
 double sap__solver_direct_predict(sap_solver *S, sap_solver_method m);
+/* A lower bound of sap__solver_direct_predict(S, m) from the sizes of A alone, with no
+ * analysis (0 when m is not a direct method): a cost predicted below it needs no
+ * analysis to be the cheaper one. */
+double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m);
 /* Frees the kept analysis (setup, destroy). */
 void sap__solver_direct_forget(sap_solver *S);
 

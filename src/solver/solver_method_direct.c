@@ -69,6 +69,18 @@ static double predicted_seconds(const sap_solver *S, int gpu)
            bytes * SV_DIRECT_BYTE_TIME;
 }
 
+double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
+{
+    if (m != SAP_METHOD_DIRECT_HOST && m != SAP_METHOD_DIRECT_CUDSS) return 0;
+    /* predicted_seconds with t_analyse = 0, no flops and the fewest factor entries any
+     * analysis can report: L + U (or L of a Cholesky) hold at least half of A's
+     * off-diagonal entries plus nothing else (lu_nnz >= (nnz - n) / 2) */
+    const double nnz = (double)S->A->nnz, n = (double)S->A->nrows;
+    const double lu = nnz > n ? 0.5 * (nnz - n) : 0.0, bytes = 12.0 * (lu + nnz);
+    if (m == SAP_METHOD_DIRECT_CUDSS) return SV_DIRECT_GPU_FIXED + bytes * 1e-10;
+    return bytes * SV_DIRECT_BYTE_TIME;
+}
+
 double sap__solver_direct_predict(sap_solver *S, sap_solver_method m)
 {
     if (m != SAP_METHOD_DIRECT_HOST && m != SAP_METHOD_DIRECT_CUDSS) return -1;

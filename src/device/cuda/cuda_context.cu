@@ -224,6 +224,83 @@ extern "C" sap_status sap__cuda_h2d(sap_context *ctx, void *dst, const void *src
     return SAP_OK;
 }
 
+/* The staging ring, once per context; 0 when pinned memory is not to be had. */
+static int stage_ring(sap_context *ctx, sap_cuda_state *cs)
+{
+    if (cs->stage_ready) return 1;
+    if (cs->stage_failed) return 0;
+    for (int i = 0; i < SAP_CUDA_STAGE_BUFS; i++) {
+        if (!cs->stage[i] && cudaHostAlloc(&cs->stage[i], SAP_CUDA_STAGE_BYTES, cudaHostAllocDefault) != cudaSuccess) {
+            cs->stage[i] = NULL;
+            cs->stage_failed = 1;
+        }
+        if (!cs->stage_ev[i] && cudaEventCreateWithFlags(&cs->stage_ev[i], cudaEventDisableTiming) != cudaSuccess) {
+            cs->stage_ev[i] = NULL;
+            cs->stage_failed = 1;
+        }
+    }
+    (void)cudaGetLastError();
+    if (cs->stage_failed)
+        sap__log(ctx, SAP_PRINT_DEBUG, "sap: no pinned staging memory (%zu bytes): uploads from pageable memory",
+                 (size_t)SAP_CUDA_STAGE_BUFS * SAP_CUDA_STAGE_BYTES);
+    cs->stage_ready = !cs->stage_failed;
+    return cs->stage_ready;
+}
+
+extern "C" sap_status sap__cuda_h2d_streamed(sap_context *ctx, void *dst, int64_t ld, int64_t rows, int64_t cols,
+                                             size_t es, sap_cuda_fill_fn fill, void *arg, double *t_fill)
+{
+    if (t_fill) *t_fill = 0;
+    if (rows <= 0 || cols <= 0) return SAP_OK;
+    if (ld < rows) return SAP_ERROR(ctx, SAP_ERR_INVALID, "streamed upload: leading dimension %lld < %lld rows",
+                                    (long long)ld, (long long)rows);
+    sap_cuda_state *cs = sap__cuda_state(ctx);
+    sap_status st = SAP_OK;
+    const size_t row_bytes = (size_t)cols * es;
+    double tf = 0;
+    if (row_bytes > SAP_CUDA_STAGE_BYTES || !stage_ring(ctx, cs)) {
+        /* the whole array in pageable memory, one copy */
+        void *h = sap__alloc(ctx, (size_t)rows, row_bytes, false, __FILE__, __LINE__);
+        if (!h)
+            return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "out of host memory for an upload of %lld bytes",
+                             (long long)rows * (long long)row_bytes);
+        const double t0 = sap__wtime();
+        fill(arg, 0, rows, h);
+        tf = sap__wtime() - t0;
+        cudaError_t e = cudaMemcpy2DAsync(dst, (size_t)ld * es, h, (size_t)rows * es, (size_t)rows * es, (size_t)cols,
+                                          cudaMemcpyHostToDevice, cs->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(cs->stream);
+        sap__free(ctx, h);
+        if (e != cudaSuccess) return sap__cuda_error(ctx, e, "cudaMemcpy2DAsync (pageable)", __FILE__, __LINE__);
+        ctx->stats.h2d_bytes += (int64_t)((size_t)rows * row_bytes);
+        ctx->stats.h2d_copies++;
+        if (t_fill) *t_fill = tf;
+        return SAP_OK;
+    }
+    const int64_t R = (int64_t)(SAP_CUDA_STAGE_BYTES / row_bytes); /* rows per chunk, >= 1 */
+    int64_t c = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += R, c++) {
+        const int64_t r1 = r0 + R < rows ? r0 + R : rows, nr = r1 - r0;
+        const int j = (int)(c % SAP_CUDA_STAGE_BUFS);
+        /* the copy that last read buffer j (this call's or an earlier one's) is done */
+        SAP_CUDA_TRY(ctx, cudaEventSynchronize(cs->stage_ev[j]));
+        const double t0 = sap__wtime();
+        fill(arg, r0, r1, cs->stage[j]);
+        tf += sap__wtime() - t0;
+        SAP_CUDA_TRY(ctx, cudaMemcpy2DAsync((char *)dst + (size_t)r0 * es, (size_t)ld * es, cs->stage[j],
+                                            (size_t)nr * es, (size_t)nr * es, (size_t)cols, cudaMemcpyHostToDevice,
+                                            cs->stream));
+        SAP_CUDA_TRY(ctx, cudaEventRecord(cs->stage_ev[j], cs->stream));
+        ctx->stats.h2d_bytes += (int64_t)((size_t)nr * row_bytes);
+        ctx->stats.h2d_copies++;
+    }
+    SAP_CUDA_TRY(ctx, cudaStreamSynchronize(cs->stream));
+    if (t_fill) *t_fill = tf;
+cleanup:
+    if (st != SAP_OK) (void)cudaStreamSynchronize(cs->stream); /* no copy left reading the ring */
+    return st;
+}
+
 extern "C" sap_status sap__cuda_d2h(sap_context *ctx, void *dst, const void *src, size_t bytes)
 {
     if (bytes == 0) return SAP_OK;
@@ -311,6 +388,10 @@ extern "C" void sap__cuda_context_free(sap_context *ctx)
     cs->nlive = 0;
     sap__cuda_pool_trim(ctx);
     if (cs->h_results) cudaFreeHost(cs->h_results);
+    for (int i = 0; i < SAP_CUDA_STAGE_BUFS; i++) {
+        if (cs->stage[i]) cudaFreeHost(cs->stage[i]);
+        if (cs->stage_ev[i]) cudaEventDestroy(cs->stage_ev[i]);
+    }
     if (cs->stream) cudaStreamDestroy(cs->stream);
     (void)cudaGetLastError();
     sap__free(ctx, cs->live);

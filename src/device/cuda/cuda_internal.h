@@ -57,6 +57,20 @@ size_t sap__cuda_alloc_size(size_t bytes);
 /* Counted transfers: host <-> device copies on the context's stream, synchronous. */
 sap_status sap__cuda_h2d(sap_context *ctx, void *dst, const void *src, size_t bytes);
 sap_status sap__cuda_d2h(sap_context *ctx, void *dst, const void *src, size_t bytes);
+/* A streamed upload: the column-major rows x cols array of es-byte elements at dst
+ * (leading dimension ld >= rows elements) is produced on the host chunk by chunk of rows by
+ * fill(arg, r0, r1, buf) (rows r0 .. r1 - 1 into buf with leading dimension r1 - r0) in a
+ * ring of SAP_CUDA_STAGE_BUFS pinned staging buffers of the context, each copied with an
+ * asynchronous 2D copy on the context's stream while the next chunk is filled (an event
+ * per buffer says when it may be refilled).  The ring is allocated on first use and kept
+ * with the context.  Where it cannot be (no pinned memory, a row wider than a buffer) the
+ * whole array is filled into pageable memory and uploaded at once.  Synchronous: dst holds
+ * the array on return.  *t_fill (may be NULL) receives the host seconds spent in fill. */
+#define SAP_CUDA_STAGE_BUFS 4
+#define SAP_CUDA_STAGE_BYTES ((size_t)16 << 20)
+typedef void (*sap_cuda_fill_fn)(void *arg, int64_t r0, int64_t r1, void *buf);
+sap_status sap__cuda_h2d_streamed(sap_context *ctx, void *dst, int64_t ld, int64_t rows, int64_t cols, size_t es,
+                                  sap_cuda_fill_fn fill, void *arg, double *t_fill);
 
 /* The context's cuBLAS / cuSPARSE handles (cublasHandle_t / cusparseHandle_t), created on
  * first use, bound to the context's stream, destroyed with the context. */
@@ -142,6 +156,11 @@ typedef struct sap_cuda_state {
     void *cublas;
     void *cusparse;
     void *dense; /* dense_cuda.cu's state: cuSOLVER handle, scratch (lazy) */
+    /* the pinned staging ring of sap__cuda_h2d_streamed (lazy; stage_failed: pinned
+     * memory was refused once, do not ask again) */
+    void *stage[SAP_CUDA_STAGE_BUFS];
+    cudaEvent_t stage_ev[SAP_CUDA_STAGE_BUFS];
+    int stage_ready, stage_failed;
 } sap_cuda_state;
 
 static inline sap_cuda_state *sap__cuda_state(const sap_context *ctx) { return (sap_cuda_state *)ctx->cuda; }

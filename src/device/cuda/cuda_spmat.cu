@@ -540,14 +540,29 @@ static void fill_view(cuda_spmat *m)
     v->rem_long = m->rem_long;
 }
 
-/* BAND: the band is filled on the host (in parallel, in the matrix' precision) and
- * uploaded; an update rewrites it the same way. */
+/* BAND: the band is filled on the host (in parallel, in the matrix' precision) chunk by
+ * chunk of rows into the context's pinned staging ring and streamed to the device, the
+ * fill of a chunk overlapping the copy of the one before (sap__cuda_h2d_streamed); an
+ * update rewrites it the same way. */
+typedef struct band_fill_arg {
+    sap_context *ctx;
+    const sap_csr *A;
+    sap_int kl, ku;
+    sap_precision prec;
+} band_fill_arg;
+
+static void band_fill_chunk(void *arg, int64_t r0, int64_t r1, void *buf)
+{
+    const band_fill_arg *f = (const band_fill_arg *)arg;
+    sap__band_fill_rows(f->ctx, f->A, f->kl, f->ku, f->prec, (sap_int)r0, (sap_int)r1, r1 - r0, buf);
+}
+
 template <typename T> static sap_status build_band(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool update)
 {
     sap_status st = SAP_OK;
-    void *h = NULL;
     sap_int kl = 0, ku = 0;
     int64_t slots = 0;
+    band_fill_arg fa;
     SAP_TRY(sap__band_dims(ctx, A, &kl, &ku, &slots));
     if (update && (kl != m->band_kl || kl + ku + 1 != m->band_w))
         SAP_FAIL(ctx, SAP_ERR_INVALID, "update_values: the band changed");
@@ -561,14 +576,13 @@ template <typename T> static sap_status build_band(sap_context *ctx, const sap_c
         m->pub.ell_width = m->band_w;
         m->v.device_bytes = total;
     }
-    h = sap__alloc(ctx, (size_t)(slots > 0 ? slots : 1), sizeof(T), false, __FILE__, __LINE__);
-    if (!h)
-        SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of host memory for the band (%lld slots, %lld bytes)", (long long)slots,
-                 (long long)slots * (long long)sizeof(T));
-    sap__band_fill_values(ctx, A, kl, ku, sizeof(T) == sizeof(double) ? SAP_DOUBLE : SAP_FLOAT, h);
-    SAP_TRY(sap__cuda_h2d(ctx, m->val, h, (size_t)slots * sizeof(T)));
+    fa.ctx = ctx;
+    fa.A = A;
+    fa.kl = kl;
+    fa.ku = ku;
+    fa.prec = sizeof(T) == sizeof(double) ? SAP_DOUBLE : SAP_FLOAT;
+    SAP_TRY(sap__cuda_h2d_streamed(ctx, m->val, A->nrows, A->nrows, kl + ku + 1, sizeof(T), band_fill_chunk, &fa, NULL));
 cleanup:
-    sap__free(ctx, h);
     return st;
 }
 
