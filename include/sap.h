@@ -1121,7 +1121,13 @@ typedef enum sap_solver_method {
     SAP_METHOD_BCYCLIC = 8, /* block-tridiagonal: block cyclic reduction (sap_btd_*) of the
                                original matrix, block width "block" or detected; direct */
     SAP_METHOD_SPIKE = 9,   /* block-tridiagonal: Spike ("partitions" partitions); direct */
-    SAP_METHOD_REDUCED_SPIKE = 10 /* block-tridiagonal: truncated Spike, with refinement */
+    SAP_METHOD_REDUCED_SPIKE = 10, /* block-tridiagonal: truncated Spike, with refinement */
+    SAP_METHOD_ILU = 11,    /* incomplete factorization in the Krylov method: IC(0) + CG for an
+                               SPD-looking matrix, else ILU(0) + BiCGStab(2); ILUT when
+                               ILU(0) / IC(0) meets zero or tiny pivots */
+    SAP_METHOD_BJACOBI = 12 /* block-Jacobi on the natural blocks (supervariables of identical
+                               row pattern, agglomerated up to 32 rows) in the Krylov method;
+                               SAP_ERR_UNSUPPORTED when the blocks average one row */
 } sap_solver_method;
 
 /* ---- strategy methods: the registry ---- */

@@ -170,6 +170,9 @@ static void check_solver(const char *sys, sap_csr *const A[NCTX])
             o.method = methods[m];
             o.fallback = methods[m] == SAP_METHOD_AUTO; /* the method itself, not a fallback */
             o.krylov.maxit = 50;
+            /* AUTO's cost model and time boxes decide from measured times: off, for choices
+             * that do not depend on timing (docs/solver-policy.md) */
+            sap_solver_options_set(&o, "time_budget", "off");
             memset(x[c], 0, sizeof(double) * (size_t)n);
             memset(&ss[c], 0, sizeof(ss[c]));
             sap_solver *S = NULL;

@@ -355,8 +355,16 @@ sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *s
 double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, sap_int P)
 {
     if (ctx->backend == SAP_BACKEND_CUDA) return SV_RATE_GPU;
+    /* the rates measured once per process (solver_cost.c) where they were: the in-cache
+     * rate of this precision's band factorization, the memory-bound one from the stream
+     * bandwidth; else the constants */
+    sap__cost_rates r;
+    sap__cost_rates_peek(ctx, &r);
+    const int nt0 = sap__threads(ctx);
+    const double rc = r.band[prec == SAP_FLOAT ? SAP_FLOAT : SAP_DOUBLE] > 0 ? r.band[prec == SAP_FLOAT ? SAP_FLOAT : SAP_DOUBLE] : SV_RATE_CPU;
+    const double bwt = r.bw > 0 ? r.bw / (double)nt0 : SV_BW_THREAD;
     const double es = prec == SAP_FLOAT ? 4.0 : 8.0, k = (double)K;
-    const double per = k * k * es <= SV_CACHE_BYTES ? SV_RATE_CPU : SV_BW_THREAD / es;
+    const double per = k * k * es <= SV_CACHE_BYTES ? rc : bwt / es;
     const int nt = sap__threads(ctx);
     const double used = P > 0 && P < nt ? (double)P : (double)nt;
     return per * used;
@@ -370,7 +378,10 @@ double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, s
 double sap__solver_direct_seconds(const sap_context *ctx, sap_int n, sap_int K)
 {
     const double nn = (double)n, k = (double)K;
-    return 4.0 * nn * k * k / (SV_RATE_LAPACK * (double)sap__threads(ctx)) +
+    sap__cost_rates r;
+    sap__cost_rates_peek(ctx, &r);
+    const double rate = r.lapack > 0 ? r.lapack : SV_RATE_LAPACK;
+    return 4.0 * nn * k * k / (rate * (double)sap__threads(ctx)) +
            sap__solver_fill_seconds(ctx, nn * (3.0 * k + 1.0) * 8.0);
 }
 

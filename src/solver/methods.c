@@ -19,6 +19,7 @@
 extern const sap__solver_method_type sap__sm_sapd, sap__sm_sapc, sap__sm_band_lu, sap__sm_band_pivot, sap__sm_jacobi,
     sap__sm_direct_host, sap__sm_direct_cudss;
 extern const sap__solver_method_type sap__sm_bcyclic, sap__sm_spike, sap__sm_reduced_spike;
+extern const sap__solver_method_type sap__sm_ilu, sap__sm_bjacobi;
 
 /* Every built-in strategy method: one line here (in sap_solver_method order). */
 static const sap__solver_method_type *const builtin[] = {
@@ -32,6 +33,8 @@ static const sap__solver_method_type *const builtin[] = {
     &sap__sm_bcyclic,    /* solver_method_btd.c        */
     &sap__sm_spike,      /* solver_method_btd.c        */
     &sap__sm_reduced_spike, /* solver_method_btd.c     */
+    &sap__sm_ilu,        /* solver_method_ilu.c        */
+    &sap__sm_bjacobi,    /* solver_method_bjacobi.c    */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

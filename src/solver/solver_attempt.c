@@ -102,6 +102,7 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
     a->type = type;
     a->final = final;
     a->itry = -1;
+    a->ichain = i;
 
     /* K, P, precision */
     double t0 = sap__wtime();
@@ -122,6 +123,8 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
         a->predicted = p > 0 ? p : 0;
     } else {
         a->predicted = sap__solver_estimate_all(S, m, P, K, prec).seconds;
+        /* the cost model's prediction of the whole solve, where it made one */
+        if (S->cost_ordered && i < SV_MAX_CHAIN && S->pred[i] > a->predicted) a->predicted = S->pred[i];
         const sap_solver_method md = sap__solver_next_direct(S, i);
         if (type->direct && !final && a->predicted > SV_DIRECT_CMP_MIN && md != SAP_METHOD_AUTO &&
             S->opt.time_budget >= 0 && !(i == 0 && S->opt.method != SAP_METHOD_AUTO)) {

@@ -114,7 +114,7 @@ double sap__solver_nrm2(const double *v, sap_int n);
 /* ---- the sparse solver ------------------------------------------------------------------- */
 
 #define SV_BOOST_FRACTION 0.01 /* more boosted pivots than this fraction of N: reject */
-#define SV_MAX_CHAIN 8         /* methods in a chain at most */
+#define SV_MAX_CHAIN 12        /* methods in a chain at most */
 
 typedef struct sap__solver_method_type sap__solver_method_type;
 
@@ -143,6 +143,7 @@ typedef struct sap__attempt {
      * predicted to take, the seconds it may take (0: none) and whether that was decided */
     double t_start, predicted, budget;
     int budget_set;
+    int ichain; /* its index in the chain */
     char note[96]; /* what its setup did */
     double t_drop, t_third, t_asmbl, t_transfer, t_lu, t_spk, t_lurdcd;
 } sap__attempt;
@@ -163,7 +164,7 @@ struct sap_solver {
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
     int64_t mem_limit;
-    char mem_why[112], drop_why[96], why_first[160];
+    char mem_why[112], drop_why[96], why_first[240];
     char db_why[48], cm_why[64]; /* the skip rules' words (sap__solver_plan_reorder) */
     sap_solver_method chain[SV_MAX_CHAIN];
     int nchain, ichain;
@@ -188,6 +189,16 @@ struct sap_solver {
     double dpred_flops, dpred_lu_nnz, dpred_t_analyse;
     char dpred_solver[48];
     struct sap_direct *dpre; /* that analysis, kept for direct-host's build */
+    /* the cost model (solver_cost.c): the structure (levels of the lower triangle, the
+     * average natural block), the probe (its step time, the steps Jacobi needs), the
+     * predicted seconds and steps of each chain entry (< 0: no prediction), the best
+     * prediction of a method that is not a sparse direct one */
+    sap_int levels;
+    double bj_avg;
+    int probe_tried, probe_ran;
+    double probe_t_it, probe_iters, probe_time;
+    int cost_ordered;
+    double pred[SV_MAX_CHAIN], pred_it[SV_MAX_CHAIN], cost_best;
 };
 
 static inline int sap__solver_on_cuda(const sap_context *c) { return c->backend == SAP_BACKEND_CUDA; }
@@ -380,6 +391,32 @@ sap_solver_method sap__solver_next_direct(const sap_solver *S, int i);
 /* The budget of attempt a (chain index i; decided once: a->budget, a->budget_set): the
  * time_budget given, or the automatic one (why receives its words); 0 when none. */
 double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size_t wl);
+
+/* solver_cost.c: the measured cost model of the automatic plan */
+typedef struct sap__cost_rates {
+    double bw;        /* bytes/s of a vector update on the backend (3 streams) */
+    double lat;       /* seconds of a small vector update (launch latency) */
+    double band[2];   /* flop/s per thread of the SaP band factorization, [SAP_FLOAT], [SAP_DOUBLE]
+                         (0: not measured, the constants of band_solver.c hold) */
+    double lapack;    /* flop/s per thread of LAPACK's dgbtrf (0: not measured) */
+    double seconds;   /* what measuring took */
+} sap__cost_rates;
+/* The rates of ctx's backend and thread count: measured at the first call of the process
+ * (a few ms), then cached. */
+void sap__cost_rates_get(const sap_context *ctx, sap__cost_rates *r);
+/* The rates when they were measured already (1), else zeros (0): nothing is measured. */
+int sap__cost_rates_peek(const sap_context *ctx, sap__cost_rates *r);
+/* S->levels and S->bj_avg from R->A (bj_avg 0: the blocks could not be found). */
+void sap__cost_structure(sap_solver *S);
+/* S->bj_avg: the average natural block of R->A (supervariables agglomerated up to 32 rows,
+ * as the "bjacobi" preconditioner finds them); errors are returned. */
+sap_status sap__cost_blocks(sap_solver *S);
+/* The probe (once per setup) when it costs at most a small share of best_band (the best
+ * band method's prediction; <= 0: none). */
+void sap__cost_probe(sap_solver *S, double best_band);
+/* Predicted seconds of method m for the whole solve (setup + *iters steps); < 0: no
+ * prediction.  why receives the figures. */
+double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char *why, size_t wl);
 
 /* solver_plan.c */
 /* The method's estimate (bytes, flops, predicted seconds: filled when the method leaves 0). */

@@ -144,7 +144,9 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
     a->cg = ko.type == SAP_KRYLOV_CG;
     if (!a->final) {
         /* a time_budget given replaces the iteration cap */
-        if (ko.maxit > SV_TRY_MAXIT && !(S->opt.time_budget > 0)) ko.maxit = SV_TRY_MAXIT;
+        /* a time_budget given, or the cost model's order (its automatic budgets), replaces the
+         * iteration cap: the time box bounds the attempt instead */
+        if (ko.maxit > SV_TRY_MAXIT && !(S->opt.time_budget > 0) && !S->cost_ordered) ko.maxit = SV_TRY_MAXIT;
         if (ko.stagnation_window == 0) ko.stagnation_window = SV_TRY_STAGNATION;
     }
     /* the caller's monitors, through the solver: they learn the attempt's name and a stop

@@ -47,6 +47,27 @@ double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size
     }
     /* a method the caller asked for is not cut by an automatic budget (only a given one) */
     if (i == 0 && S->opt.method != SAP_METHOD_AUTO) return 0;
+    /* the cost model's order: the best prediction of the methods after it */
+    if (S->cost_ordered) {
+        int jb = -1;
+        for (int j = i + 1; j < S->nchain; j++) {
+            const sap__solver_method_type *tj = sap__solver_method_get(S->chain[j]);
+            if (S->pred[j] <= 0 && tj && tj->direct && tj->band == SAP__SM_BAND_NONE) {
+                /* a sparse direct method the plan did not analyse: now (once per setup) */
+                const double t0 = sap__wtime();
+                S->pred[j] = sap__solver_direct_predict(S, S->chain[j]);
+                a->t_start += sap__wtime() - t0; /* the direct method's work, not this attempt's */
+            }
+            if (S->pred[j] > 0 && (jb < 0 || S->pred[j] < S->pred[jb])) jb = j;
+        }
+        if (jb >= 0) {
+            a->budget = SV_BUDGET_FACTOR * S->pred[jb];
+            if (a->budget < SV_BUDGET_MIN) a->budget = SV_BUDGET_MIN;
+            if (why && wl)
+                snprintf(why, wl, "%.2gx %s %.2g s", SV_BUDGET_FACTOR, sap_solver_method_name(S->chain[jb]), S->pred[jb]);
+            return a->budget;
+        }
+    }
     const sap_solver_method m = sap__solver_next_direct(S, i);
     if (m == SAP_METHOD_AUTO) return 0;
     const double t0 = sap__wtime();
@@ -159,7 +180,7 @@ int sap__solver_before_build(sap_solver *S, const sap__attempt *a, int i, const 
     const sap__sm_estimate e = sap__solver_estimate_all(S, a->method, a->P, a->K, a->prec);
     const char *name = sap_solver_method_name(a->method);
     if (S->opt.long_step > 0 && e.seconds > S->opt.long_step) {
-        char t[32], why[200], band[160], msg[SAP_ERRMSG_LEN];
+        char t[32], why[256], band[160], msg[SAP_ERRMSG_LEN];
         sap__solver_fmt_seconds(e.seconds, t, sizeof(t));
         if (i == 0) snprintf(why, sizeof(why), "%s", S->why_first);
         else

@@ -273,6 +273,8 @@ static const sap_solver_method fallback_order[] = {
     SAP_METHOD_SAPC,       /* coupled: where the partitions' couplings matter */
     SAP_METHOD_BAND_LU,    /* one LU of the whole CM band */
     SAP_METHOD_BAND_PIVOT, /* a direct solve with pivoting */
+    SAP_METHOD_ILU,        /* an incomplete factorization of all entries (no band) */
+    SAP_METHOD_BJACOBI,    /* the natural blocks (only where they are larger than one row) */
     SAP_METHOD_JACOBI,     /* the cheapest iteration (time-boxed when a direct method follows) */
     SAP_METHOD_DIRECT_CUDSS, /* a sparse direct solve on the GPU (a cuda context, cuDSS loadable) */
     SAP_METHOD_DIRECT_HOST,  /* a sparse direct solve on the host (SuiteSparse): the last resort */
@@ -341,6 +343,7 @@ static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_me
     const sap_solver_options *o = &S->opt;
     if (m == SAP_METHOD_DIRECT_CUDSS) return cudss_usable(S);
     if (m == SAP_METHOD_DIRECT_HOST) return method_available(m);
+    if (m == SAP_METHOD_BJACOBI) return S->bj_avg > 1.0;
     if (m == SAP_METHOD_BAND_PIVOT && o->drop_delta < 0 &&
         band_work(S, m, S->K_cm) > (sap__solver_on_cuda(S->x) ? SV_WORK_GPU : SV_WORK_CPU) &&
         (cudss_usable(S) || method_available(SAP_METHOD_DIRECT_HOST)))
@@ -354,18 +357,92 @@ static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_me
     return 1;
 }
 
+/* The cost model's order of an AUTO chain (solver_cost.c): every method predicted (setup +
+ * steps x time per step, from the measured rates and the probe), then sorted by its
+ * prediction, those without one after them in the fallback order.  S->pred / pred_it
+ * follow the chain; why_first says what the first one and the next one are predicted. */
+static void cost_order(sap_solver *S, char *why_first, size_t wl)
+{
+    double pred[SV_MAX_CHAIN], it[SV_MAX_CHAIN];
+    char words[SV_MAX_CHAIN][64];
+    const int n = S->nchain;
+    /* the band methods first (no probe yet): the probe may cost a small share of the best */
+    double best = -1;
+    for (int i = 0; i < n; i++) {
+        const sap__solver_method_type *t = sap__solver_method_get(S->chain[i]);
+        if (!t || t->band == SAP__SM_BAND_NONE) continue;
+        const double p = sap__cost_predict(S, S->chain[i], &it[i], words[i], sizeof(words[i]));
+        if (p > 0 && (best < 0 || p < best)) best = p;
+    }
+    sap__cost_probe(S, best);
+    S->cost_best = -1;
+    for (int pass = 0; pass < 2; pass++) /* the sparse direct methods last: they ask cost_best */
+        for (int i = 0; i < n; i++) {
+            const sap__solver_method_type *t = sap__solver_method_get(S->chain[i]);
+            const int sparse_direct = t && t->direct && t->band == SAP__SM_BAND_NONE;
+            if (sparse_direct != pass) continue;
+            pred[i] = sap__cost_predict(S, S->chain[i], &it[i], words[i], sizeof(words[i]));
+            if (!sparse_direct && pred[i] > 0 && (S->cost_best < 0 || pred[i] < S->cost_best)) S->cost_best = pred[i];
+        }
+    /* stable: by prediction, the unknown ones after, in their order */
+    int idx[SV_MAX_CHAIN];
+    for (int i = 0; i < n; i++) idx[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            const double a = pred[idx[j - 1]], b = pred[idx[j]];
+            const int swap = b > 0 && (a <= 0 || b < a);
+            if (!swap) break;
+            const int tmp = idx[j - 1];
+            idx[j - 1] = idx[j];
+            idx[j] = tmp;
+        }
+    sap_solver_method chain[SV_MAX_CHAIN];
+    for (int i = 0; i < n; i++) {
+        chain[i] = S->chain[idx[i]];
+        S->pred[i] = pred[idx[i]];
+        S->pred_it[i] = it[idx[i]];
+    }
+    char was[64];
+    snprintf(was, sizeof(was), "%s", sap_solver_method_name(S->chain[0]));
+    memcpy(S->chain, chain, sizeof(chain[0]) * (size_t)n);
+    S->cost_ordered = 1;
+    if (S->pred[0] > 0) {
+        char next[96] = "";
+        if (n > 1 && S->pred[1] > 0)
+            snprintf(next, sizeof(next), "; next %s %.2g s", sap_solver_method_name(S->chain[1]), S->pred[1]);
+        else if (n > 1)
+            snprintf(next, sizeof(next), "; next %s unpredicted", sap_solver_method_name(S->chain[1]));
+        char first[64];
+        snprintf(first, sizeof(first), "%s", words[idx[0]]);
+        snprintf(why_first, wl, "cost model: predicted %.2g s (%s)%s", S->pred[0], first, next);
+        if (strcmp(was, sap_solver_method_name(S->chain[0])) != 0) {
+            const size_t l = strlen(why_first);
+            snprintf(why_first + l, wl - l, "; before %s", was);
+        }
+    }
+}
+
 void sap__solver_plan_chain(sap_solver *S)
 {
     const sap_solver_options *o = &S->opt;
     sap_solver_method first = o->method;
-    char why_first[160] = "";
+    char why_first[240] = "";
+    S->cost_ordered = 0;
+    for (int i = 0; i < SV_MAX_CHAIN; i++) S->pred[i] = S->pred_it[i] = -1;
+    sap__cost_structure(S);
     if (first == SAP_METHOD_AUTO) first = auto_first(S, why_first, sizeof(why_first));
     else snprintf(why_first, sizeof(why_first), "%s given", sap_solver_method_name(first));
     S->nchain = 0;
     S->chain[S->nchain++] = first;
+    /* AUTO with a fallback (and host_direct, time_budget not off), unless a small system is
+     * solved directly by the band: every candidate, in the order of the predicted times
+     * (host_direct = 0 asks for the band rule's SaP first; time_budget=off for choices
+     * that do not depend on timing) */
+    const int by_cost = o->method == SAP_METHOD_AUTO && o->fallback && o->time_budget >= 0 && o->host_direct &&
+                        !(first == SAP_METHOD_BAND_PIVOT && strncmp(why_first, "small system", 12) == 0);
     if (o->fallback) {
         int past = 1; /* a method not in the order (registered): every fallback after it */
-        for (int i = 0; i < NORDER; i++)
+        for (int i = 0; i < NORDER && !by_cost; i++)
             if (fallback_order[i] == first) past = 0;
         for (int i = 0; i < NORDER && S->nchain < SV_MAX_CHAIN; i++) {
             if (fallback_order[i] == first) {
@@ -375,5 +452,6 @@ void sap__solver_plan_chain(sap_solver *S)
             if (past && fallback_wanted(S, first, fallback_order[i])) S->chain[S->nchain++] = fallback_order[i];
         }
     }
+    if (by_cost && S->nchain > 1) cost_order(S, why_first, sizeof(why_first));
     snprintf(S->why_first, sizeof(S->why_first), "%s", why_first);
 }

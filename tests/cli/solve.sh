@@ -193,11 +193,19 @@ expect 2 "$SAP" solve $P2 --krylov cg --method sap-d
 contains "$W/err" "pipeline"
 
 # a 3D mesh: the band that the work limit allows holds little of A, the chain skips SaP and says why
-# (time_budget=off: Jacobi is not cut for the direct fallback, whatever the machine's load)
+# (time_budget=off: the fallback order, no cost model; IC(0) is not cut for the direct fallback,
+# whatever the machine's load)
 expect 0 "$SAP" solve gen:poisson3d:n=45 --opt time_budget=off
-contains "$W/out" "^method        jacobi (auto)"
+contains "$W/out" "^method        ilu (auto)"
 contains "$W/out" "sap-d .*SAP_ERR_TOO_LARGE .*skipped"
+contains "$W/out" "IC(0), CG"
 contains "$W/out" "SAP_OK .*converged"
+# the same with the cost model (the default): an iterative method of all entries or a direct one
+# first (which one depends on the host's load), by its predicted time; no SaP attempt
+expect 0 "$SAP" solve gen:poisson3d:n=30
+lacks "$W/out" "^method        \(sap-d\|sap-c\|band-lu\) "
+lacks "$W/out" "[0-9]\. \(sap-d\|sap-c\|band-lu\) "
+contains "$W/out" "^tried         1\. .*(predicted "
 
 # a real matrix from the collection, when present
 if [ -f "$MDIR/west0479.mtx.gz" ]; then

@@ -1,0 +1,411 @@
+/* solver_cost.c -- the measured cost model of the automatic plan: the machine's rates,
+ * measured once per process on the backend (a few ms: a stream of vector updates, the
+ * latency of a small one, LAPACK's banded LU on a small band; cached per backend and
+ * thread count), and the predicted time of every candidate
+ * method of an AUTO chain: setup + iterations x time per iteration.
+ *
+ * Iterations are unknown in advance: a short probe (SV_PROBE_ITERS steps of the Krylov
+ * method with a Jacobi preconditioner on the backend, run only when it costs a small share
+ * of the best band method's prediction) measures the time of one step on this matrix and
+ * the residual slope, from which the steps Jacobi needs follow; the stronger
+ * preconditioners need fewer (SV_GAIN_*: the iteration ratio to Jacobi of IC(0)/ILU(0) on
+ * the 2D/3D elliptic test matrices, block-Jacobi by the square root of the block size,
+ * SaP by the part of the off-diagonal ||A||_F^2 its band keeps) and cost more per step
+ * (the bytes of their factors at the measured bandwidth, a launch per level of a
+ * triangular solve).  Without a probe the iterative methods have no prediction and keep
+ * the fallback order after those that have one.  Internal. */
+#include "device/device.h"
+#include "matrix/csr_blocks.h"
+#include "reorder/reorder_internal.h"
+#include "solver/solver_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the rates, measured once per process ------------------------------------------------ */
+
+#define SV_CAL_N (1 << 22)  /* doubles of a stream vector (32 MB: beyond the caches of most hosts) */
+#define SV_CAL_LAT_N 256    /* a vector whose update is all latency */
+#define SV_CAL_K 48         /* half-bandwidth of the band factorizations measured */
+#define SV_CAL_BAND_N 2048  /* ... and their rows (4 N K^2 ~ 2e7 flop) */
+#define SV_CAL_SLOTS 8
+
+typedef struct cal_slot {
+    int used, backend, threads;
+    sap__cost_rates r;
+} cal_slot;
+static cal_slot cal_cache[SV_CAL_SLOTS];
+static atomic_flag cal_lock = ATOMIC_FLAG_INIT;
+
+/* bytes/s of y = a x + b y (3 vectors) and seconds of one small update, on ctx's backend */
+static void measure_stream(sap_context *ctx, double *bw, double *lat)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_vec x, y, u, v;
+    memset(&x, 0, sizeof(x)), memset(&y, 0, sizeof(y)), memset(&u, 0, sizeof(u)), memset(&v, 0, sizeof(v));
+    *bw = 0, *lat = 0;
+    if (ops->vec_create(ctx, SV_CAL_N, SAP_DOUBLE, &x) < 0 || ops->vec_create(ctx, SV_CAL_N, SAP_DOUBLE, &y) < 0 ||
+        ops->vec_create(ctx, SV_CAL_LAT_N, SAP_DOUBLE, &u) < 0 || ops->vec_create(ctx, SV_CAL_LAT_N, SAP_DOUBLE, &v) < 0)
+        goto done;
+    ops->set(ctx, &x, 1.0), ops->set(ctx, &y, 0.0), ops->set(ctx, &u, 1.0), ops->set(ctx, &v, 0.0);
+    ops->axpby(ctx, 0.5, &x, 0.5, &y); /* first touch */
+    ops->synchronize(ctx);
+    /* the median of 3 (the best of a few can be an outlier on a shared host) */
+    double ts[3];
+    for (int r = 0; r < 3; r++) {
+        const double t0 = sap__wtime();
+        ops->axpby(ctx, 0.5, &x, 0.5, &y);
+        ops->synchronize(ctx);
+        ts[r] = sap__wtime() - t0;
+        for (int q = r; q > 0 && ts[q] < ts[q - 1]; q--) {
+            const double tmp = ts[q];
+            ts[q] = ts[q - 1];
+            ts[q - 1] = tmp;
+        }
+    }
+    if (ts[1] > 0) *bw = 3.0 * 8.0 * SV_CAL_N / ts[1];
+    const double t0 = sap__wtime();
+    for (int r = 0; r < 16; r++) ops->axpby(ctx, 0.5, &u, 0.5, &v);
+    ops->synchronize(ctx);
+    *lat = (sap__wtime() - t0) / 16.0;
+done:
+    if (x.data) ops->vec_destroy(ctx, &x);
+    if (y.data) ops->vec_destroy(ctx, &y);
+    if (u.data) ops->vec_destroy(ctx, &u);
+    if (v.data) ops->vec_destroy(ctx, &v);
+}
+
+/* flop/s per thread of LAPACK's dgbtrf (kl = ku = K: 4 N K^2) */
+static double measure_lapack(sap_context *ctx)
+{
+    if (!sap__bp_available()) return 0;
+    const sap_int n = SV_CAL_BAND_N, K = SV_CAL_K;
+    sap_csr *A = NULL;
+    sap__bp *F = NULL;
+    double rate = 0;
+    if (sap_csr_create(ctx, n, n, n * (2 * K + 1), &A) < 0) return 0;
+    int64_t p = 0;
+    for (sap_int i = 0; i < n; i++) {
+        A->rowptr[i] = p;
+        for (sap_int j = i - K; j <= i + K; j++) {
+            if (j < 0 || j >= n) continue;
+            A->colind[p] = j;
+            A->val[p++] = j == i ? 4.0 * (double)K : -1.0 / (1.0 + (double)(j % 7));
+        }
+    }
+    A->rowptr[n] = p;
+    A->nnz = p;
+    if (sap__bp_create(ctx, A, K, K, &F) == SAP_OK && F->t_lu > 0)
+        rate = 4.0 * (double)n * (double)K * (double)K / F->t_lu / (double)sap__threads(ctx);
+    sap__bp_destroy(F);
+    sap_csr_destroy(A);
+    return rate;
+}
+
+int sap__cost_rates_peek(const sap_context *ctx, sap__cost_rates *r)
+{
+    const int be = (int)ctx->backend, nt = sap__threads(ctx);
+    int found = 0;
+    memset(r, 0, sizeof(*r));
+    sap__spin_lock(&cal_lock);
+    for (int i = 0; i < SV_CAL_SLOTS && !found; i++)
+        if (cal_cache[i].used && cal_cache[i].backend == be && cal_cache[i].threads == nt) {
+            *r = cal_cache[i].r;
+            found = 1;
+        }
+    sap__spin_unlock(&cal_lock);
+    return found;
+}
+
+void sap__cost_rates_get(const sap_context *cctx, sap__cost_rates *r)
+{
+    sap_context *ctx = (sap_context *)cctx; /* measuring writes only its error state */
+    const int be = (int)ctx->backend, nt = sap__threads(ctx);
+    sap__spin_lock(&cal_lock);
+    for (int i = 0; i < SV_CAL_SLOTS; i++)
+        if (cal_cache[i].used && cal_cache[i].backend == be && cal_cache[i].threads == nt) {
+            *r = cal_cache[i].r;
+            sap__spin_unlock(&cal_lock);
+            return;
+        }
+    sap__spin_unlock(&cal_lock);
+    const double t0 = sap__wtime();
+    sap__cost_rates m;
+    memset(&m, 0, sizeof(m));
+    sap__try_begin(ctx);
+    measure_stream(ctx, &m.bw, &m.lat);
+    /* the SaP band factorization's in-cache rate is not measured here (its first call pays
+     * the thread pool's start, tenths of a second on a loaded host): m.band stays 0 and
+     * band_solver.c keeps its measured constant; beyond the cache it is memory-bound at
+     * the bandwidth measured above */
+    m.lapack = measure_lapack(ctx);
+    sap__try_end(ctx);
+    sap_context_clear_error(ctx);
+    m.seconds = sap__wtime() - t0;
+    sap__spin_lock(&cal_lock);
+    int slot = -1;
+    for (int i = 0; i < SV_CAL_SLOTS && slot < 0; i++)
+        if (!cal_cache[i].used) slot = i;
+    if (slot < 0) slot = (int)(m.seconds * 1e9) % SV_CAL_SLOTS; /* full: replace one */
+    cal_cache[slot].used = 1;
+    cal_cache[slot].backend = be;
+    cal_cache[slot].threads = nt;
+    cal_cache[slot].r = m;
+    sap__spin_unlock(&cal_lock);
+    *r = m;
+}
+
+/* ---- the probe: a few Jacobi-preconditioned Krylov steps on this matrix ------------------ */
+
+#define SV_PROBE_ITERS 30      /* steps of the probe */
+#define SV_PROBE_SHARE 0.1     /* run only when predicted below this share of the best band method */
+#define SV_PROBE_MAX_S 0.5     /* the probe stops after this many seconds (8 steps at least) */
+#define SV_PROBE_SPMV 3.0      /* SpMV-equivalents of one counted step (vectors included) */
+#define SV_PROBE_REC (4 * SV_PROBE_ITERS + 8)
+#define SV_PROBE_FAR 100.0    /* steps predicted beyond this times the probe's: no prediction */
+
+typedef struct probe_rec {
+    int n;
+    double t0;
+    double r[SV_PROBE_REC], it[SV_PROBE_REC];
+} probe_rec;
+
+static int probe_monitor(void *state, double iteration, double relres)
+{
+    probe_rec *p = state;
+    /* a time limit: a probe on a slow backend or a loaded host stops early */
+    if (p->n >= 8 && sap__wtime() - p->t0 > SV_PROBE_MAX_S) return 1;
+    if (p->n < SV_PROBE_REC) {
+        p->r[p->n] = relres;
+        p->it[p->n] = iteration;
+        p->n++;
+    }
+    return 0;
+}
+
+/* Seconds of one SpMV of R->A on the backend at the measured bandwidth. */
+static double spmv_seconds(const sap_solver *S, const sap__cost_rates *r)
+{
+    const double bytes = 12.0 * (double)S->A->nnz + 24.0 * (double)S->A->nrows;
+    return (r->bw > 0 ? bytes / r->bw : 0) + r->lat;
+}
+
+/* Runs the probe; S->probe_* receive its step time and the steps Jacobi needs. */
+static void run_probe(sap_solver *S)
+{
+    sap_context *x = S->x;
+    const sap_int n = S->A->nrows;
+    sap_matrix *M = NULL;
+    sap_precond *pc = NULL;
+    sap_krylov *kry = NULL;
+    double *b = NULL, *y = NULL;
+    probe_rec rec;
+    memset(&rec, 0, sizeof(rec));
+    sap__try_begin(x);
+    b = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), false, __FILE__, __LINE__);
+    y = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), true, __FILE__, __LINE__);
+    if (!b || !y) goto done;
+    /* a right-hand side with every frequency: A times a fixed pseudo-random vector */
+    for (sap_int i = 0; i < n; i++) y[i] = (double)((i * 2654435761u) % 1000u) / 1000.0 - 0.5;
+    if (sap_csr_spmv(S->R->A, 1.0, y, 0.0, b) < 0) goto done;
+    memset(y, 0, sizeof(double) * (size_t)n);
+    if (sap_matrix_create(x, S->R->A, NULL, &M) < 0 || sap_precond_create(x, "jacobi", &pc) < 0 ||
+        sap_precond_setup_numeric(pc, S->R->A) < 0)
+        goto done;
+    sap_krylov_options ko;
+    sap_krylov_options_init(&ko);
+    const int cg = S->stats.spd && !S->stats.db_used;
+    ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
+    ko.param = cg ? 0 : 2;
+    ko.tol = S->opt.krylov.tol;
+    ko.maxit = cg ? SV_PROBE_ITERS : 2 * SV_PROBE_ITERS; /* BiCGStab(2) counts quarter steps */
+    ko.monitor = probe_monitor;
+    ko.monitor_state = &rec;
+    if (sap_krylov_create(x, &ko, &kry) < 0) goto done;
+    sap_krylov_stats ks;
+    const double t0 = sap__wtime();
+    rec.t0 = t0;
+    sap_status st = sap_krylov_solve(kry, M, pc, b, y, &ks);
+    const double t = sap__wtime() - t0;
+    if ((st < 0 && st != SAP_ERR_BREAKDOWN) || ks.iterations <= 0 || rec.n < 4) goto done;
+    S->probe_t_it = t / ks.iterations;
+    S->probe_ran = 1;
+    /* the slope of log10 relres over the second half of the probe (CG's first steps are
+     * faster than its rate) */
+    const int h = rec.n / 2;
+    const double r0 = rec.r[h] > 0 ? rec.r[h] : 1e-300, r1 = rec.r[rec.n - 1] > 0 ? rec.r[rec.n - 1] : 1e-300;
+    const double di = rec.it[rec.n - 1] - rec.it[h];
+    const double slope = di > 0 ? (log10(r1) - log10(r0)) / di : 0; /* decades per step, < 0 */
+    const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-10;
+    /* converging: the residual at least halved over the probe and falling in its second
+     * half; else (stagnating, diverging, or so slow that the steps would be more than
+     * SV_PROBE_FAR times the probe's) no prediction */
+    const double rfirst = rec.r[0] > 0 ? rec.r[0] : 1e-300;
+    if (ks.relative_residual <= tol) S->probe_iters = ks.iterations;
+    else if (slope < 0 && isfinite(slope) && r1 <= 0.5 * rfirst) S->probe_iters = ks.iterations + (log10(tol) - log10(r1)) / slope;
+    else S->probe_iters = INFINITY;
+    if (S->probe_iters > SV_PROBE_FAR * ks.iterations) S->probe_iters = INFINITY;
+    S->probe_time = t;
+done:
+    sap_krylov_destroy(kry);
+    sap_precond_destroy(pc);
+    sap_matrix_destroy(M);
+    sap__free(x, b);
+    sap__free(x, y);
+    sap__try_end(x);
+    sap_context_clear_error(x);
+}
+
+/* ---- the structure the candidates' costs need -------------------------------------------- */
+
+/* Levels of the lower triangle of R->A (a level-scheduled triangular solve launches one
+ * step per level). */
+static sap_int lower_levels(sap_context *ctx, const sap_csr *A)
+{
+    const sap_int n = A->nrows;
+    sap__try_begin(ctx);
+    sap_int *lev = sap__alloc(ctx, (size_t)(n > 0 ? n : 1), sizeof(sap_int), false, __FILE__, __LINE__), top = 0;
+    sap__try_end(ctx);
+    if (!lev) { /* no memory for the count: every row a level (the most a solve can take) */
+        sap_context_clear_error(ctx);
+        return n;
+    }
+    for (sap_int i = 0; i < n; i++) {
+        sap_int l = 0;
+        for (int64_t p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+            const sap_int j = A->colind[p];
+            if (j < i && lev[j] + 1 > l) l = lev[j] + 1;
+        }
+        lev[i] = l;
+        if (l + 1 > top) top = l + 1;
+    }
+    sap__free(ctx, lev);
+    return top;
+}
+
+sap_status sap__cost_blocks(sap_solver *S)
+{
+    sap_csr_blocks B;
+    memset(&B, 0, sizeof(B));
+    sap_status st = sap__csr_blocks(S->ctx, S->R->A, SAP_BLOCKS_MAX, 0, 0, &B); /* natural: not agglomerated */
+    if (st == SAP_OK) S->bj_avg = B.nb > 0 ? (double)B.n / (double)B.nb : 1.0;
+    sap__csr_blocks_free(S->ctx, &B);
+    return st;
+}
+
+void sap__cost_structure(sap_solver *S)
+{
+    S->levels = lower_levels(S->ctx, S->R->A);
+    S->bj_avg = 0;
+    sap__try_begin(S->ctx);
+    sap_status st = sap__cost_blocks(S);
+    sap__try_end(S->ctx);
+    if (st < 0) sap_context_clear_error(S->ctx); /* unknown: bjacobi is not a candidate */
+}
+
+/* ---- the predictions ----------------------------------------------------------------------- */
+
+#define SV_GAIN_ILU 2.0        /* IC(0) / ILU(0): Jacobi's steps divided by this (steps go with sqrt(kappa); IC(0) divides kappa of a 2D/3D Laplacian by ~4) */
+#define SV_SAP_ITERS_MIN 4.0   /* steps of a SaP method whose band keeps (nearly) everything */
+#define SV_DIRECT_PREDICT_NNZ 5.0e6 /* the host symbolic analysis up front only below this nnz */
+#define SV_DIRECT_ASK 0.5      /* ... and when the best other prediction is above (s) or missing */
+
+/* Off-diagonal part of ||A||_F^2 that attempt m's band keeps, its K, P and precision; < 0
+ * when the plan would not run it. */
+static double band_shape(sap_solver *S, sap_solver_method m, sap_int *K, sap_int *P, sap_precision *prec)
+{
+    double kept = 1, diag = 1;
+    char note[96];
+    sap__try_begin(S->ctx);
+    sap_status st = sap__solver_choose(S, m, 0, K, P, prec, &kept, note, sizeof(note));
+    if (st >= 0) st = sap__drop_kept_fraction(S->R->A, 0, &diag);
+    sap__try_end(S->ctx);
+    if (st < 0) {
+        sap_context_clear_error(S->ctx);
+        return -1;
+    }
+    return diag < 1 ? (kept - diag) / (1 - diag) : 1;
+}
+
+double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char *why, size_t wl)
+{
+    sap__cost_rates r;
+    sap__cost_rates_get(S->x, &r);
+    const sap__solver_method_type *t = sap__solver_method_get(m);
+    const double n = (double)S->A->nrows, nnz = (double)S->A->nnz;
+    *iters = 0;
+    if (why && wl) why[0] = 0;
+    if (!t) return -1;
+    if (t->direct && t->band == SAP__SM_BAND_NONE) {
+        if (m == SAP_METHOD_DIRECT_CUDSS || S->dpred_done || (nnz <= SV_DIRECT_PREDICT_NNZ && (S->cost_best < 0 || S->cost_best > SV_DIRECT_ASK))) {
+            const double p = sap__solver_direct_predict(S, m);
+            if (p > 0 && why) snprintf(why, wl, "%.3g flop", S->dpred_flops);
+            return p;
+        }
+        return -1;
+    }
+    /* per step: the probe's Jacobi step plus the preconditioner's extra bytes */
+    const double applies = 1.0; /* preconditioner applications per counted step (CG: one; BiCGStab(2): its quarter steps) */
+    const double tj = S->probe_ran ? S->probe_t_it : SV_PROBE_SPMV * spmv_seconds(S, &r);
+    const double bw = r.bw > 0 ? r.bw : 1e10;
+    if (m == SAP_METHOD_JACOBI) {
+        if (!S->probe_ran || !isfinite(S->probe_iters)) return -1;
+        *iters = S->probe_iters;
+        if (why) snprintf(why, wl, "%.0f it x %.2g ms", *iters, 1e3 * tj);
+        return *iters * tj;
+    }
+    if (m == SAP_METHOD_ILU) {
+        if (!S->probe_ran || !isfinite(S->probe_iters)) return -1;
+        *iters = S->probe_iters / SV_GAIN_ILU;
+        const double trsv = 12.0 * nnz / bw + 2.0 * (double)S->levels * r.lat;
+        const double step = tj + applies * trsv, setup = 3.0 * 12.0 * nnz / bw + 2.0 * (double)S->levels * r.lat;
+        if (why) snprintf(why, wl, "%.0f it x %.2g ms", *iters, 1e3 * step);
+        return setup + *iters * step;
+    }
+    if (m == SAP_METHOD_BJACOBI) {
+        if (!S->probe_ran || !isfinite(S->probe_iters) || S->bj_avg <= 1.0) return -1;
+        *iters = S->probe_iters / sqrt(S->bj_avg);
+        const double step = tj + applies * n * S->bj_avg * 8.0 / bw;
+        if (why) snprintf(why, wl, "%.0f it x %.2g ms", *iters, 1e3 * step);
+        return n * S->bj_avg * S->bj_avg * 8.0 / bw + *iters * step;
+    }
+    /* the band methods: the setup the plan predicts for the K it would use */
+    sap_int K = 0, P = 1;
+    sap_precision prec = SAP_DOUBLE;
+    const double off = band_shape(S, m, &K, &P, &prec);
+    if (off < 0) return -1;
+    const sap__sm_estimate e = sap__solver_estimate_all(S, m, P, K, prec);
+    if (t->direct) { /* band-pivot: a direct solve and a few refinement steps */
+        *iters = 1;
+        const double step = 2.0 * n * (3.0 * (double)K + 1.0) * 8.0 / bw;
+        if (why) snprintf(why, wl, "setup %.2g s, K %lld", e.seconds, (long long)K);
+        return e.seconds + 3.0 * step;
+    }
+    /* SaP methods: steps between SaP's few and Jacobi's, by the part of the off-diagonal
+     * entries the band leaves out */
+    double it = SV_SAP_ITERS_MIN;
+    if (S->probe_ran && isfinite(S->probe_iters)) {
+        const double left = sqrt(1.0 - off > 0 ? 1.0 - off : 0) * S->probe_iters;
+        if (left > it) it = left;
+    }
+    *iters = it;
+    const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
+    const double step = tj + applies * (2.0 * n * (2.0 * (double)K + 1.0) * es / bw + (double)P * r.lat);
+    if (why) snprintf(why, wl, "setup %.2g s + %.0f it x %.2g ms", e.seconds, it, 1e3 * step);
+    return e.seconds + it * step;
+}
+
+void sap__cost_probe(sap_solver *S, double best_band)
+{
+    if (S->probe_ran || S->probe_tried) return;
+    S->probe_tried = 1;
+    sap__cost_rates r;
+    sap__cost_rates_get(S->x, &r);
+    const double est = SV_PROBE_ITERS * SV_PROBE_SPMV * spmv_seconds(S, &r);
+    /* without a band prediction the probe is what there is (it stops itself after
+     * SV_PROBE_MAX_S) */
+    if (best_band > 0 && est > SV_PROBE_SHARE * best_band) return;
+    run_probe(S);
+}

@@ -1,0 +1,289 @@
+/* test_solver_cost.c -- the cost model of the automatic plan (src/solver/solver_cost.c) and
+ * the strategy methods it added ("ilu", "bjacobi"; cpu): each decision path on a matrix
+ * built to need it -- an iterative method of all entries first on a 3D mesh (SaP's setup is
+ * predicted far longer), block-Jacobi on natural blocks, the ILUT rebuild after zero pivots,
+ * a sparse direct solve first where no iteration converges, a singular matrix reported
+ * once, not looped on -- and the measured rates (positive, cached).  The choices compared
+ * here differ in their predictions by orders of magnitude, so a loaded host does not change
+ * them. */
+#include "testing.h"
+
+#include "device/direct_kernels.h"
+#include "solver/solver_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct run {
+    sap_status st;
+    sap_solver_stats ss;
+    double res;
+} run;
+
+static run solve(sap_context *ctx, const sap_csr *A, const sap_solver_options *o)
+{
+    run r;
+    memset(&r, 0, sizeof(r));
+    const sap_int n = A->nrows;
+    double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
+    double *xs = malloc(sizeof(double) * (size_t)n);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+    sap_csr_spmv(A, 1.0, xs, 0.0, b);
+    sap_solver *S = NULL;
+    r.st = sap_solver_create(ctx, A, o, &S);
+    if (r.st >= 0) r.st = sap_solver_solve(S, b, x);
+    if (S) sap_solver_get_stats(S, &r.ss);
+    r.res = sap_test_rel_residual(A, x, b);
+    sap_solver_destroy(S);
+    free(b);
+    free(x);
+    free(xs);
+    return r;
+}
+
+static void opts(sap_solver_options *o, const char *method, const char *fallback)
+{
+    sap_solver_options_init(o);
+    if (method) sap_solver_options_set(o, "method", method);
+    if (fallback) sap_solver_options_set(o, "fallback", fallback);
+}
+
+static void print_run(const char *label, const run *r)
+{
+    printf("  %-28s %s, %s, %.4g it, res %.2e | %.200s\n", label, sap_status_name(r->st),
+           sap_solver_method_name(r->ss.method), r->ss.iterations, r->res, r->ss.reason);
+    for (int i = 0; i < r->ss.ntries; i++)
+        printf("      %d. %-10s %s %.3fs (predicted %.3gs, budget %.3gs) %s\n", i + 1,
+               sap_solver_method_name(r->ss.tried[i].method), sap_status_name(r->ss.tried[i].status),
+               r->ss.tried[i].time, r->ss.tried[i].predicted, r->ss.tried[i].budget, r->ss.tried[i].note);
+}
+
+/* ---- the rates ------------------------------------------------------------------------------ */
+
+static void test_rates(sap_context *ctx)
+{
+    printf("measured rates\n");
+    sap__cost_rates a, b;
+    sap__cost_rates_get(ctx, &a);
+    sap__cost_rates_get(ctx, &b);
+    printf("  bandwidth %.3g B/s, latency %.3g s, dgbtrf %.3g flop/s per thread, measured in %.3g s\n", a.bw, a.lat,
+           a.lapack, a.seconds);
+    CHECK(a.bw > 1e8 && a.bw < 1e13 && a.lat > 0 && a.lat < 0.1);
+    CHECK(!sap__bp_available() || a.lapack > 1e7);
+    CHECK_MSG(memcmp(&a, &b, sizeof(a)) == 0, "the second call is the cached measurement");
+    CHECK(sap__cost_rates_peek(ctx, &b) == 1 && b.bw == a.bw);
+}
+
+/* ---- ilu ------------------------------------------------------------------------------------ */
+
+static void test_ilu(sap_context *ctx)
+{
+    printf("ilu: IC(0) + CG (SPD), ILU(0) + BiCGStab(2), ILUT after zero pivots\n");
+    sap_csr *P = NULL, *C = NULL;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 60, 60, &P));
+    sap_solver_options o;
+    opts(&o, "ilu", "0");
+    run ri = solve(ctx, P, &o);
+    print_run("ilu, poisson2d 60", &ri);
+    CHECK(ri.st == SAP_OK && ri.res <= 1.0001e-10 && ri.ss.method == SAP_METHOD_ILU && ri.ss.ntries == 1);
+    CHECK_MSG(strstr(ri.ss.reason, "IC(0), CG") != NULL, "%s", ri.ss.reason);
+    opts(&o, "jacobi", "0");
+    run rj = solve(ctx, P, &o);
+    print_run("jacobi, poisson2d 60", &rj);
+    CHECK(rj.st == SAP_OK);
+    /* the incomplete factorization needs fewer steps than Jacobi (the cost model's gain) */
+    CHECK_MSG(ri.ss.iterations * 1.3 < rj.ss.iterations, "ilu %.4g it, jacobi %.4g it", ri.ss.iterations,
+              rj.ss.iterations);
+    /* nonsymmetric */
+    CHECK_OK(ctx, sap_gen_convdiff3d(ctx, 14, 40.0, &C));
+    opts(&o, "ilu", "0");
+    run rc = solve(ctx, C, &o);
+    print_run("ilu, convdiff3d 14", &rc);
+    CHECK(rc.st == SAP_OK && rc.res <= 1.0001e-10);
+    CHECK_MSG(strstr(rc.ss.reason, "ILU(0), BiCGStab(2)") != NULL, "%s", rc.ss.reason);
+    /* a zero pivot: row 0 has a zero diagonal (no DB, no CM: the matrix as given) */
+    const sap_int n = 300;
+    sap_csr *Z = NULL;
+    CHECK_OK(ctx, sap_csr_create(ctx, n, n, 3 * n, &Z));
+    int64_t p = 0;
+    for (sap_int i = 0; i < n; i++) {
+        Z->rowptr[i] = p;
+        for (sap_int j = i - 1; j <= i + 1; j++) {
+            if (j < 0 || j >= n) continue;
+            Z->colind[p] = j;
+            Z->val[p++] = j == i ? (i == 0 ? 0.0 : 4.0) : (i == 0 || j == 0 ? 1.0 : -1.0);
+        }
+    }
+    Z->rowptr[n] = p;
+    Z->nnz = p;
+    opts(&o, "ilu", "0");
+    sap_solver_options_set(&o, "db", "0");
+    sap_solver_options_set(&o, "cm", "0");
+    run rz = solve(ctx, Z, &o);
+    print_run("ilu, zero pivot", &rz);
+    CHECK(rz.ss.ntries == 1 && strstr(rz.ss.tried[0].note, "ILUT") != NULL);
+    CHECK_MSG(strstr(rz.ss.reason, "ILUT") != NULL, "%s", rz.ss.reason);
+    CHECK_MSG(rz.st >= 0 && rz.res <= 1.0001e-10, "%s res %.3g", sap_status_name(rz.st), rz.res);
+    sap_csr_destroy(P);
+    sap_csr_destroy(C);
+    sap_csr_destroy(Z);
+}
+
+/* ---- bjacobi -------------------------------------------------------------------------------- */
+
+static void test_bjacobi(sap_context *ctx)
+{
+    printf("bjacobi on natural blocks\n");
+    sap_csr *E = NULL, *P = NULL;
+    CHECK_OK(ctx, sap_gen_elasticity3d(ctx, 10, 10, 10, 3, &E));
+    sap_solver_options o;
+    opts(&o, "bjacobi", "0");
+    run rb = solve(ctx, E, &o);
+    print_run("bjacobi, elasticity 3 dof", &rb);
+    CHECK(rb.st == SAP_OK && rb.res <= 1.0001e-10 && rb.ss.method == SAP_METHOD_BJACOBI);
+    CHECK_MSG(strstr(rb.ss.reason, "blocks of 3 rows") != NULL, "%s", rb.ss.reason);
+    opts(&o, "jacobi", "0");
+    run rj = solve(ctx, E, &o);
+    print_run("jacobi, elasticity 3 dof", &rj);
+    CHECK_MSG(rb.ss.iterations < rj.ss.iterations, "bjacobi %.4g it, jacobi %.4g it", rb.ss.iterations,
+              rj.ss.iterations);
+    /* no natural blocks: bjacobi is not usable, the chain goes on (and AUTO never lists it) */
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 30, 30, &P));
+    opts(&o, "bjacobi", "0");
+    run r0 = solve(ctx, P, &o);
+    CHECK(r0.st == SAP_ERR_UNSUPPORTED && r0.ss.ntries == 1);
+    opts(&o, "bjacobi", NULL);
+    run r1 = solve(ctx, P, &o);
+    print_run("bjacobi, poisson2d, fallback", &r1);
+    CHECK(r1.st == SAP_OK && r1.ss.tried[0].status == SAP_ERR_UNSUPPORTED && r1.ss.method != SAP_METHOD_BJACOBI);
+    opts(&o, NULL, NULL);
+    sap_solver_options_set(&o, "host_direct", "1");
+    run ra = solve(ctx, P, &o);
+    for (int i = 0; i < ra.ss.ntries; i++) CHECK(ra.ss.tried[i].method != SAP_METHOD_BJACOBI);
+    sap_csr_destroy(E);
+    sap_csr_destroy(P);
+}
+
+/* ---- AUTO: the cost model's decisions --------------------------------------------------------- */
+
+static int tried_index(const run *r, sap_solver_method m)
+{
+    for (int i = 0; i < r->ss.ntries; i++)
+        if (r->ss.tried[i].method == m) return i;
+    return -1;
+}
+
+/* A random sparse matrix: nnz_row entries a row at random columns, a diagonal of size
+ * diag (not dominant for diag < nnz_row); the last row repeats the first when singular. */
+static sap_csr *random_sparse(sap_context *ctx, sap_int n, int nnz_row, double diag, int singular)
+{
+    sap_csr *A = NULL;
+    if (sap_csr_create(ctx, n, n, (int64_t)n * (nnz_row + 1), &A) < 0) return NULL;
+    uint64_t s = 12345;
+    int64_t p = 0;
+    for (sap_int i = 0; i < n; i++) {
+        A->rowptr[i] = p;
+        const sap_int src = singular && i == n - 1 ? 0 : i;
+        sap_int cols[40];
+        int m = 0;
+        cols[m++] = src;
+        uint64_t t = 0x9E3779B97F4A7C15ull * (uint64_t)(src + 1);
+        while (m < nnz_row + 1) {
+            t ^= t << 13, t ^= t >> 7, t ^= t << 17;
+            const sap_int j = (sap_int)(t % (uint64_t)n);
+            int dup = 0;
+            for (int q = 0; q < m; q++) dup |= cols[q] == j;
+            if (!dup) cols[m++] = j;
+        }
+        for (int a = 1; a < m; a++) /* sort */
+            for (int q = a; q > 0 && cols[q] < cols[q - 1]; q--) {
+                const sap_int tmp = cols[q];
+                cols[q] = cols[q - 1];
+                cols[q - 1] = tmp;
+            }
+        for (int q = 0; q < m; q++) {
+            uint64_t v = 0x2545F4914F6CDD1Dull * (uint64_t)(src * 64 + cols[q] + 7);
+            v ^= v >> 29;
+            A->colind[p] = cols[q];
+            A->val[p++] = cols[q] == src ? diag : (double)(v % 2000) / 1000.0 - 1.0;
+        }
+    }
+    (void)s;
+    A->rowptr[n] = p;
+    A->nnz = p;
+    return A;
+}
+
+static void test_auto(sap_context *ctx)
+{
+    printf("AUTO: the cost model\n");
+    sap_solver_options o;
+    /* a 3D mesh: CM leaves K ~ N^(2/3); SaP's setup is predicted seconds, IC(0) / Jacobi
+     * and CHOLMOD / dgbtrf tenths at most: one of them first, no SaP attempt (which of them
+     * depends on the host's load: the iterations' barriers suffer most from it, and the probe
+     * and the rates measure that) */
+    sap_csr *P = NULL;
+    CHECK_OK(ctx, sap_gen_poisson3d(ctx, 24, 24, 24, &P));
+    opts(&o, NULL, NULL);
+    run r = solve(ctx, P, &o);
+    print_run("auto, poisson3d 24", &r);
+    CHECK(r.st == SAP_OK && r.res <= 1.0001e-10);
+    CHECK_MSG(r.ss.method != SAP_METHOD_SAPD && r.ss.method != SAP_METHOD_SAPC && r.ss.method != SAP_METHOD_BAND_LU,
+              "%s", sap_solver_method_name(r.ss.method));
+    /* the first try was the cost model's (its reason, or it was cut and a fallback says so) */
+    CHECK(r.ss.ntries >= 1 && r.ss.tried[0].predicted > 0);
+    CHECK_MSG(strstr(r.ss.reason, "cost model: predicted") != NULL || r.ss.ntries > 1, "%s", r.ss.reason);
+    CHECK(tried_index(&r, SAP_METHOD_SAPD) < 0 && tried_index(&r, SAP_METHOD_SAPC) < 0);
+    /* time_budget=off: no cost model (choices that do not depend on timing) */
+    sap_solver_options_set(&o, "time_budget", "off");
+    r = solve(ctx, P, &o);
+    CHECK(r.st == SAP_OK && strstr(r.ss.reason, "cost model") == NULL);
+    sap_csr_destroy(P);
+
+    /* no iteration converges (random, not dominant): the sparse direct solve first, predicted
+     * from its symbolic analysis; without SuiteSparse the chain ends in an iterative attempt */
+    sap_csr *R = random_sparse(ctx, 4000, 6, 0.5, 0);
+    CHECK(R != NULL);
+    opts(&o, NULL, NULL);
+    r = solve(ctx, R, &o);
+    print_run("auto, random sparse", &r);
+    if (sap__direct_host_kernels()->available(ctx, NULL, 0)) {
+        CHECK_MSG(r.st == SAP_OK && r.res <= 1.0001e-10, "%s res %.3g", sap_status_name(r.st), r.res);
+        CHECK(r.ss.method == SAP_METHOD_DIRECT_HOST);
+        /* first, by its prediction, or after attempts cut short */
+        const int i = tried_index(&r, SAP_METHOD_DIRECT_HOST);
+        CHECK(i >= 0 && r.ss.tried[i].predicted > 0);
+        CHECK_MSG(i == 0 || strstr(r.ss.reason, "fallback") != NULL, "%s", r.ss.reason);
+        for (int j = 0; j < i; j++) CHECK(r.ss.tried[j].time < 30);
+    }
+    sap_csr_destroy(R);
+
+    /* structurally singular (an empty row): reported by the setup, no method is tried */
+    sap_csr *Sg = random_sparse(ctx, 3000, 6, 0.5, 0);
+    CHECK(Sg != NULL);
+    const int64_t cut = Sg->rowptr[Sg->nrows - 1];
+    Sg->rowptr[Sg->nrows] = cut; /* the last row loses its entries */
+    Sg->nnz = cut;
+    opts(&o, NULL, NULL);
+    r = solve(ctx, Sg, &o);
+    print_run("auto, structurally singular", &r);
+    CHECK_MSG(r.st == SAP_ERR_STRUCTURALLY_SINGULAR && r.ss.ntries == 0, "%s, %d tries", sap_status_name(r.st),
+              r.ss.ntries);
+    sap_csr_destroy(Sg);
+}
+
+int main(void)
+{
+    sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
+    if (!ctx) {
+        fprintf(stderr, "no context\n");
+        return 1;
+    }
+    test_rates(ctx);
+    test_ilu(ctx);
+    test_bjacobi(ctx);
+    test_auto(ctx);
+    sap_context_destroy(ctx);
+    return sap_test_finish("test_solver_cost");
+}
