@@ -96,6 +96,19 @@ typedef struct sap_trsv_kernels {
      * lu (host, S->nnz) holds the initial guess on entry and the result on return; the
      * sweeps run on the backend (cuda: upload, a thread per entry, download). */
     sap_status (*parilu)(sap_context *ctx, const sap_csr *S, int sweeps, double *lu);
+    /* ILU(0) on the backend (NULL where there is none: cpu, which runs sap__ilu_numeric).
+     * A: square host CSR; uploaded once, then on the device: the diagonal positions, the
+     * row-wise factorization of sap__ilu_numeric (same pivot rule and shift count, same
+     * operations per entry in the same order: the factors equal the host ones), the split
+     * into L (strictly lower, unit diagonal) and U, and their analysis (AUTO method,
+     * precision prec) without a host round trip.  Returns SAP_OK with *L = *U = NULL when
+     * the device declines A (a row without a diagonal entry, unsorted columns, a NaN/Inf
+     * value): the caller then runs the host path, which adds the diagonal or reports.  A
+     * factor entry that overflows is SAP_ERR_SINGULAR naming the row (as the host).  lu
+     * (host, A->nnz, or NULL): the combined factor on return (tests); *t_factor: seconds of
+     * the upload and the factorization; *shifted: the pivots shifted. */
+    sap_status (*ilu0)(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_precision prec, sap_trsv **L,
+                       sap_trsv **U, sap_int *shifted, double *lu, double *t_factor);
 } sap_trsv_kernels;
 
 #endif /* SAP_DEVICE_TRSV_KERNELS_H */
