@@ -812,8 +812,15 @@ static void test_device_ilu0(sap_context *G, sap_context *C)
     double *r = malloc(sizeof(double) * (size_t)n), *zg = calloc((size_t)n, sizeof(double)),
            *zc = calloc((size_t)n, sizeof(double));
     for (sap_int i = 0; i < n; i++) r[i] = sin((double)i + 1.0);
-    pc_apply(G, "ilu0", B, r, zg);
-    pc_apply(C, "ilu0", B, r, zc);
+    for (int side = 0; side < 2; side++) { /* the added diagonal is 0: shifted (a warning) */
+        sap_context *X = side ? C : G;
+        sap_precond *Q = NULL;
+        CHECK_OK(X, sap_precond_create(X, "ilu0", &Q));
+        if (!Q) continue;
+        CHECK_STATUS(X, sap_precond_setup_numeric(Q, B), SAP_WARN_BOOSTED_PIVOTS);
+        CHECK_OK(X, sap_precond_apply(Q, r, side ? zc : zg));
+        sap_precond_destroy(Q);
+    }
     CHECK_MSG(max_rel_err(zg, zc, n) < 1e-11, "ilu0 without a diagonal entry: gpu vs cpu %g", max_rel_err(zg, zc, n));
     B->val[5] = NAN;
     CHECK_OK(G, ops->trsv->ilu0(G, B, 1e-8, SAP_DOUBLE, &L, &U, NULL, NULL, NULL));

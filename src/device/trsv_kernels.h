@@ -27,6 +27,8 @@
 
 #include "base/base.h"
 
+#include <math.h>
+
 typedef enum sap_trsv_method {
     SAP_TRSV_AUTO = 0,     /* sap__trsv_pick */
     SAP_TRSV_LEVEL = 1,    /* level scheduling: a parallel step per level */
@@ -62,6 +64,27 @@ void sap__trsv_host_free(sap_context *ctx, sap_trsv_host *H);
 #define SAP_TRSV_FEW_LEVELS 16
 sap_trsv_method sap__trsv_pick(sap_int n, sap_int nlevels, const char **reason);
 const char *sap__trsv_method_name(sap_trsv_method m);
+
+/* The pivot rule of the incomplete factorizations (precond/ilu_factor.h), shared by the
+ * host ones and the cuda ILU(0): a pivot p of a row with original diagonal aii and
+ * ||a_i||_inf = rnorm is kept when nonzero and |p| >= tol * rnorm, else replaced by
+ * sign(p) * |aii| (rnorm when |aii| is below the threshold too, 1 for a zero row) and
+ * *shifted set to 1 (0 otherwise). */
+#ifdef __CUDACC__
+#define SAP_HOST_DEVICE __host__ __device__
+#else
+#define SAP_HOST_DEVICE
+#endif
+static inline SAP_HOST_DEVICE double sap__ilu_fix_pivot(double p, double aii, double rnorm, double tol, int *shifted)
+{
+    const double thr = tol * rnorm;
+    *shifted = 0;
+    if (p != 0.0 && fabs(p) >= thr) return p;
+    *shifted = 1;
+    double v = fabs(aii) >= thr && aii != 0.0 ? fabs(aii) : rnorm;
+    if (!(v > 0.0)) v = 1.0;
+    return p < 0.0 ? -v : v;
+}
 
 /* An analysed factor in backend memory. */
 typedef struct sap_trsv {

@@ -784,17 +784,6 @@ __global__ void k_ilu_sym(int32_t n, const int64_t *__restrict__ rp, const int64
     if (err) atomicOr(flags, err);
 }
 
-/* the host's fix_pivot (ilu_factor.c) */
-__device__ double ilu_fix_pivot(double p, double aii, double rnorm, double tol, int *cnt)
-{
-    const double thr = tol * rnorm;
-    if (p != 0.0 && fabs(p) >= thr) return p;
-    (*cnt)++;
-    double v = fabs(aii) >= thr && aii != 0.0 ? fabs(aii) : rnorm;
-    if (!(v > 0.0)) v = 1.0;
-    return p < 0.0 ? -v : v;
-}
-
 /* flags[0] += pivots shifted; flags[1] = min row with a non-finite entry (INT_MAX: none) */
 __global__ void __launch_bounds__(TRSV_BS)
     k_ilu0(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
@@ -838,7 +827,11 @@ __global__ void __launch_bounds__(TRSV_BS)
                 }
             __syncwarp();
         }
-        if (wl == 0) v[d] = ilu_fix_pivot(v[d], aii, rn, tol, &cnt);
+        if (wl == 0) {
+            int sh = 0;
+            v[d] = sap__ilu_fix_pivot(v[d], aii, rn, tol, &sh);
+            cnt += sh;
+        }
         __syncwarp();
         bool bad = false;
         for (int64_t p = p0 + wl; p < p1; p += 32) bad |= !isfinite(v[p]);
