@@ -10,7 +10,8 @@
  *  - GMRES(20) to 1e-8 with each preconditioner on Poisson and on matrices of the
  *    collection (when present);
  *  - --backend cuda: every solve method and every preconditioner's apply on the cuda
- *    context against the cpu. */
+ *    context against the cpu; the device ILU(0) factorization against the host one
+ *    (values, shifted pivots, declined inputs). */
 #include "testing.h"
 
 #define SAP_TEST_HAS_GPU_PART 1
@@ -726,6 +727,115 @@ static void pc_compare(sap_context *G, sap_context *C)
     sap_csr_destroy(A);
 }
 
+/* ILU(0) on the device (trsv_kernels.h ilu0) against the host sap__ilu_numeric: the same
+ * factors (1e-12 relative), the same shifted-pivot count, the declined inputs (a missing
+ * diagonal, a NaN) and the ilu0 preconditioner on them */
+static void device_ilu0_case(sap_context *G, const char *what, const sap_csr *A, int want_shift)
+{
+    const sap_backend_ops *ops = sap__ops(G);
+    sap_csr *S = NULL, *R = NULL;
+    CHECK_OK(G, sap__iluk_pattern(G, A, 0, &S));
+    CHECK_OK(G, sap_csr_copy(S, &R));
+    if (!S || !R) return;
+    sap_int sh_h = -1, sh_d = -1;
+    CHECK_OK(G, sap__ilu_numeric(G, R, 1e-8, &sh_h));
+    double *lu = malloc(sizeof(double) * (size_t)(S->nnz > 0 ? S->nnz : 1)), tf = -1.0;
+    sap_trsv *L = NULL, *U = NULL;
+    CHECK_OK(G, ops->trsv->ilu0(G, S, 1e-8, SAP_DOUBLE, &L, &U, &sh_d, lu, &tf));
+    CHECK_MSG(L && U, "%s: the device declined its ILU(0) pattern", what);
+    if (L && U) {
+        const double e = max_rel_err(lu, R->val, S->nnz);
+        CHECK_MSG(e <= 1e-12, "%s: device ILU(0) differs from the host by %g", what, e);
+        CHECK_MSG(sh_d == sh_h, "%s: %lld pivots shifted on the device, %lld on the host", what, (long long)sh_d,
+                  (long long)sh_h);
+        CHECK_MSG(!want_shift || sh_h > 0, "%s: no pivot shifted", what);
+        CHECK(tf >= 0.0);
+        sap_int nl = 0;
+        for (sap_int i = 0; i < S->nrows; i++)
+            for (sap_int p = S->rowptr[i]; p < S->rowptr[i + 1]; p++) nl += S->colind[p] < i;
+        CHECK(L->nnz_offdiag == nl && U->nnz_offdiag == S->nnz - nl - S->nrows && L->unit && !U->unit && U->upper);
+    }
+    if (L) ops->trsv->destroy(L);
+    if (U) ops->trsv->destroy(U);
+    free(lu);
+    sap_csr_destroy(S);
+    sap_csr_destroy(R);
+}
+
+static void test_device_ilu0(sap_context *G, sap_context *C)
+{
+    const sap_backend_ops *ops = sap__ops(G);
+    sap_csr *A = NULL;
+    CHECK_OK(G, sap_gen_poisson3d(G, 14, 13, 12, &A));
+    if (A) device_ilu0_case(G, "poisson3d 14x13x12", A, 0);
+    sap_csr_destroy(A);
+    A = NULL;
+    CHECK_OK(G, sap_gen_convdiff3d(G, 12, 20.0, &A));
+    if (A) device_ilu0_case(G, "convdiff3d 12", A, 0);
+    sap_csr_destroy(A);
+    A = NULL;
+    CHECK_OK(G, sap_gen_poisson2d(G, 150, 140, &A)); /* 150 x 140: ~290 dependency levels */
+    if (A) device_ilu0_case(G, "poisson2d 150x140", A, 0);
+    sap_csr_destroy(A);
+    A = rand_matrix(G, 300, 0.04); /* long rows, irregular dependencies */
+    if (A) device_ilu0_case(G, "random 300", A, 0);
+    /* zero pivots: rows 0..3 with a zero diagonal (shifted) */
+    if (A) {
+        for (sap_int i = 0; i < 4; i++)
+            for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+                if (A->colind[p] == i) A->val[p] = 0.0;
+        device_ilu0_case(G, "random 300, zero pivots", A, 1);
+    }
+    sap_csr_destroy(A);
+    /* declined: a row without its diagonal entry (the pattern adds it: pc ilu0 still on the
+     * device, checked against the cpu), then a NaN (the host path reports it) */
+    A = rand_matrix(G, 120, 0.05);
+    if (!A) return;
+    sap_csr *B = NULL;
+    CHECK_OK(G, sap_csr_create(G, A->nrows, A->ncols, A->nnz, &B));
+    if (!B) return;
+    sap_int nz = 0;
+    B->rowptr[0] = 0;
+    for (sap_int i = 0; i < A->nrows; i++) {
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            if (!(i == 7 && A->colind[p] == 7)) {
+                B->colind[nz] = A->colind[p];
+                B->val[nz++] = A->val[p];
+            }
+        B->rowptr[i + 1] = nz;
+    }
+    B->nnz = nz;
+    sap_trsv *L = NULL, *U = NULL;
+    CHECK_OK(G, ops->trsv->ilu0(G, B, 1e-8, SAP_DOUBLE, &L, &U, NULL, NULL, NULL));
+    CHECK_MSG(!L && !U, "a pattern without a diagonal entry was not declined");
+    const sap_int n = B->nrows;
+    double *r = malloc(sizeof(double) * (size_t)n), *zg = calloc((size_t)n, sizeof(double)),
+           *zc = calloc((size_t)n, sizeof(double));
+    for (sap_int i = 0; i < n; i++) r[i] = sin((double)i + 1.0);
+    for (int side = 0; side < 2; side++) { /* the added diagonal is 0: shifted (a warning) */
+        sap_context *X = side ? C : G;
+        sap_precond *Q = NULL;
+        CHECK_OK(X, sap_precond_create(X, "ilu0", &Q));
+        if (!Q) continue;
+        CHECK_STATUS(X, sap_precond_setup_numeric(Q, B), SAP_WARN_BOOSTED_PIVOTS);
+        CHECK_OK(X, sap_precond_apply(Q, r, side ? zc : zg));
+        sap_precond_destroy(Q);
+    }
+    CHECK_MSG(max_rel_err(zg, zc, n) < 1e-11, "ilu0 without a diagonal entry: gpu vs cpu %g", max_rel_err(zg, zc, n));
+    B->val[5] = NAN;
+    CHECK_OK(G, ops->trsv->ilu0(G, B, 1e-8, SAP_DOUBLE, &L, &U, NULL, NULL, NULL));
+    CHECK_MSG(!L && !U, "a NaN was not declined");
+    sap_precond *P = NULL;
+    CHECK_OK(G, sap_precond_create(G, "ilu0", &P));
+    if (P) CHECK_STATUS(G, sap_precond_setup_numeric(P, B), SAP_ERR_NONFINITE);
+    sap_precond_destroy(P);
+    free(r);
+    free(zg);
+    free(zc);
+    sap_csr_destroy(A);
+    sap_csr_destroy(B);
+}
+
 static int gpu_part(void)
 {
     sap_context *G = NULL;
@@ -735,6 +845,7 @@ static int gpu_part(void)
     trsv_cases(G, C);
     trsv_errors(G);
     test_parilu(G);
+    test_device_ilu0(G, C);
     pc_compare(G, C);
     sap_context_destroy(C);
     sap_context_destroy(G);

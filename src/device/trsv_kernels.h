@@ -27,6 +27,8 @@
 
 #include "base/base.h"
 
+#include <math.h>
+
 typedef enum sap_trsv_method {
     SAP_TRSV_AUTO = 0,     /* sap__trsv_pick */
     SAP_TRSV_LEVEL = 1,    /* level scheduling: a parallel step per level */
@@ -63,6 +65,27 @@ void sap__trsv_host_free(sap_context *ctx, sap_trsv_host *H);
 sap_trsv_method sap__trsv_pick(sap_int n, sap_int nlevels, const char **reason);
 const char *sap__trsv_method_name(sap_trsv_method m);
 
+/* The pivot rule of the incomplete factorizations (precond/ilu_factor.h), shared by the
+ * host ones and the cuda ILU(0): a pivot p of a row with original diagonal aii and
+ * ||a_i||_inf = rnorm is kept when nonzero and |p| >= tol * rnorm, else replaced by
+ * sign(p) * |aii| (rnorm when |aii| is below the threshold too, 1 for a zero row) and
+ * *shifted set to 1 (0 otherwise). */
+#ifdef __CUDACC__
+#define SAP_HOST_DEVICE __host__ __device__
+#else
+#define SAP_HOST_DEVICE
+#endif
+static inline SAP_HOST_DEVICE double sap__ilu_fix_pivot(double p, double aii, double rnorm, double tol, int *shifted)
+{
+    const double thr = tol * rnorm;
+    *shifted = 0;
+    if (p != 0.0 && fabs(p) >= thr) return p;
+    *shifted = 1;
+    double v = fabs(aii) >= thr && aii != 0.0 ? fabs(aii) : rnorm;
+    if (!(v > 0.0)) v = 1.0;
+    return p < 0.0 ? -v : v;
+}
+
 /* An analysed factor in backend memory. */
 typedef struct sap_trsv {
     sap_context *ctx;
@@ -96,6 +119,19 @@ typedef struct sap_trsv_kernels {
      * lu (host, S->nnz) holds the initial guess on entry and the result on return; the
      * sweeps run on the backend (cuda: upload, a thread per entry, download). */
     sap_status (*parilu)(sap_context *ctx, const sap_csr *S, int sweeps, double *lu);
+    /* ILU(0) on the backend (NULL where there is none: cpu, which runs sap__ilu_numeric).
+     * A: square host CSR; uploaded once, then on the device: the diagonal positions, the
+     * row-wise factorization of sap__ilu_numeric (same pivot rule and shift count, same
+     * operations per entry in the same order: the factors equal the host ones), the split
+     * into L (strictly lower, unit diagonal) and U, and their analysis (AUTO method,
+     * precision prec) without a host round trip.  Returns SAP_OK with *L = *U = NULL when
+     * the device declines A (a row without a diagonal entry, unsorted columns, a NaN/Inf
+     * value): the caller then runs the host path, which adds the diagonal or reports.  A
+     * factor entry that overflows is SAP_ERR_SINGULAR naming the row (as the host).  lu
+     * (host, A->nnz, or NULL): the combined factor on return (tests); *t_factor: seconds of
+     * the upload and the factorization; *shifted: the pivots shifted. */
+    sap_status (*ilu0)(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_precision prec, sap_trsv **L,
+                       sap_trsv **U, sap_int *shifted, double *lu, double *t_factor);
 } sap_trsv_kernels;
 
 #endif /* SAP_DEVICE_TRSV_KERNELS_H */

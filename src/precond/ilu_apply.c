@@ -154,3 +154,37 @@ cleanup:
     sap_csr_destroy(U);
     return st;
 }
+
+sap_status sap__ilu_pc_device_ilu0(sap_precond *P, const sap_csr *A, const sap_csr *S, double pivot_tol, int *done)
+{
+    sap_context *ctx = P->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_ilu_pc *d = P->data;
+    sap_status st = SAP_OK;
+    sap_trsv *L = NULL, *U = NULL;
+    sap_int shifted = 0;
+    double tf = 0.0;
+    *done = 0;
+    if (!ops->trsv->ilu0) return SAP_OK;
+    SAP_TRY(ops->trsv->ilu0(ctx, S, pivot_tol, P->prec, &L, &U, &shifted, NULL, &tf));
+    if (!L) return SAP_OK; /* declined */
+    sap__ilu_pair_free(ctx, &d->F);
+    d->F.L = L;
+    d->F.U = U;
+    L = U = NULL;
+    SAP_TRY(ops->vec_create(ctx, S->nrows, P->prec, &d->F.tmp));
+    d->F.nnz_l = d->F.L->nnz_offdiag;
+    d->F.nnz_u = d->F.U->nnz_offdiag + S->nrows;
+    d->shifted = shifted;
+    d->t_factor = tf;
+    d->nnz_a = A->nnz;
+    *done = 1;
+    if (shifted > 0)
+        st = SAP_ERROR(ctx, SAP_WARN_BOOSTED_PIVOTS, "%s: %lld zero or tiny pivots shifted", P->type->name,
+                       (long long)shifted);
+cleanup:
+    if (L) ops->trsv->destroy(L);
+    if (U) ops->trsv->destroy(U);
+    if (st < 0) sap__ilu_pair_free(ctx, &d->F);
+    return st;
+}

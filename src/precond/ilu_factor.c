@@ -22,12 +22,10 @@ static sap_status check_square(sap_context *ctx, const sap_csr *A, const char *w
  * replacement in *cnt. */
 static double fix_pivot(double p, double aii, double rnorm, double tol, sap_int *cnt)
 {
-    const double thr = tol * rnorm;
-    if (p != 0.0 && fabs(p) >= thr) return p;
-    (*cnt)++;
-    double v = fabs(aii) >= thr && aii != 0.0 ? fabs(aii) : rnorm;
-    if (!(v > 0.0)) v = 1.0;
-    return p < 0.0 ? -v : v;
+    int s = 0;
+    const double v = sap__ilu_fix_pivot(p, aii, rnorm, tol, &s);
+    *cnt += s;
+    return v;
 }
 
 /* Levels of the strictly lower pattern of a CSR (rows of one level are independent in a

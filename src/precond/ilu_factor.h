@@ -107,6 +107,11 @@ sap_status sap__ilu_pc_finish(sap_precond *P, const sap_csr *A, const sap_csr *L
 /* sap__ilu_pc_finish for a combined LU (split into unit L and U here); t0: the setup's
  * start (sap__wtime). */
 sap_status sap__ilu_pc_finish_lu(sap_precond *P, const sap_csr *A, const sap_csr *LU, sap_int shifted, double t0);
+/* ILU(0) of S (A's pattern, or that plus the diagonal) on the backend's device
+ * factorization (trsv_kernels.h, ilu0), installed as P's factor pair like
+ * sap__ilu_pc_finish (t_factor: upload + device factorization).  *done = 0 (nothing
+ * changed) when the backend has none (cpu) or declines S. */
+sap_status sap__ilu_pc_device_ilu0(sap_precond *P, const sap_csr *A, const sap_csr *S, double pivot_tol, int *done);
 /* The sap_precond_type of an ILU-family type: its option table and numeric setup, the
  * rest common. */
 #define SAP_ILU_TYPE(var, name_, help_, defs, optstruct, numeric)                                                   \

@@ -31,6 +31,7 @@
 #include "device/cuda/cuda_internal.h"
 
 #include <cub/cub.cuh>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -389,16 +390,20 @@ int group_for(int maxlen)
     return G;
 }
 
-sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int unit, sap_precision prec,
-                             sap_trsv_method method, sap_trsv **out)
+/* The analysis of a factor already in device memory (d_rp: n + 1, d_ci, d_val: nnz; 64-bit
+ * indices, double values; borrowed).  T: the same factor on the host, or NULL (then the
+ * device factor is copied back to name an error through the host analysis).  t0: the
+ * start of the whole analysis (sap__wtime), t_upload its upload part. */
+sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nnz, const int64_t *d_rp,
+                       const int64_t *d_ci, const double *d_val, int upper, int unit, sap_precision prec,
+                       sap_trsv_method method, double t0, double t_upload, sap_trsv **out)
 {
     sap_status st = SAP_OK;
-    const double t0 = sap__wtime();
     cudaStream_t cs = stream_of(ctx);
     sap_trsv *S = NULL;
     trsv_dev *t = NULL;
-    int64_t *d_rp = NULL, *d_ci = NULL;
-    double *d_val = NULL, *d_diag = NULL;
+    sap_csr *Th = NULL;
+    double *d_diag = NULL;
     int32_t *d_lev = NULL, *d_lev2 = NULL, *d_idx = NULL, *d_len = NULL, *d_lptr = NULL, *d_plen = NULL,
             *d_rlen = NULL, *d_optr = NULL;
     int *d_flags = NULL, *d_hist = NULL;
@@ -407,8 +412,6 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
     int h_flags[2] = {0, 0}, h_hist[HEC_HIST + 1];
     const size_t es = prec == SAP_FLOAT ? sizeof(float) : sizeof(double);
     *out = NULL;
-    if (!T || T->nrows != T->ncols) return SAP_ERROR(ctx, SAP_ERR_INVALID, "trsv: the factor must be square");
-    const sap_int n = T->nrows, nnz = T->nnz;
     if (n >= INT32_MAX || nnz >= INT32_MAX)
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
                          "trsv: %lld rows / %lld entries exceed the 32-bit indices of the cuda kernels", (long long)n,
@@ -437,14 +440,7 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
         *out = S;
         return SAP_OK;
     }
-    /* the host factor as it is (64-bit indices, double values) */
-    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(n + 1), (void **)&d_rp));
-    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_ci));
-    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_val));
-    SAP_TRY(sap__cuda_h2d(ctx, d_rp, T->rowptr, sizeof(int64_t) * (size_t)(n + 1)));
-    SAP_TRY(sap__cuda_h2d(ctx, d_ci, T->colind, sizeof(int64_t) * (size_t)nnz));
-    SAP_TRY(sap__cuda_h2d(ctx, d_val, T->val, sizeof(double) * (size_t)nnz));
-    S->t_upload = sap__wtime() - t0;
+    S->t_upload = t_upload;
     /* 1. levels, lengths, diagonal, validation */
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_lev));
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_lev2));
@@ -463,6 +459,13 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
     if (h_flags[0]) { /* the host analysis names the first offending row like the cpu backend */
         sap_trsv_host H;
+        if (!T) { /* a factor made on the device: copy it back for the message */
+            SAP_TRY(sap_csr_create(ctx, n, n, nnz, &Th));
+            SAP_TRY(sap__cuda_d2h(ctx, Th->rowptr, d_rp, sizeof(int64_t) * (size_t)(n + 1)));
+            SAP_TRY(sap__cuda_d2h(ctx, Th->colind, d_ci, sizeof(int64_t) * (size_t)nnz));
+            SAP_TRY(sap__cuda_d2h(ctx, Th->val, d_val, sizeof(double) * (size_t)nnz));
+            T = Th;
+        }
         st = sap__trsv_host_build(ctx, T, upper, unit, &H);
         if (st >= 0) {
             sap__trsv_host_free(ctx, &H);
@@ -573,11 +576,42 @@ sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int 
     *out = S;
 cleanup:
     {
-        void *tmps[] = {d_rp,   d_ci,   d_val,  d_diag, d_lev,  d_lev2,  d_idx, d_len,
-                        d_lptr, d_plen, d_rlen, d_optr, d_flags, d_hist, d_tick, d_tmp};
+        void *tmps[] = {d_diag, d_lev,  d_lev2, d_idx,   d_len,  d_lptr, d_plen,
+                        d_rlen, d_optr, d_flags, d_hist, d_tick, d_tmp};
         for (size_t k = 0; k < sizeof(tmps) / sizeof(tmps[0]); k++) sap__cuda_free(ctx, tmps[k]);
     }
+    sap_csr_destroy(Th);
     if (st < 0) cuda_trsv_destroy(S);
+    return st;
+}
+
+sap_status cuda_trsv_analyze(sap_context *ctx, const sap_csr *T, int upper, int unit, sap_precision prec,
+                             sap_trsv_method method, sap_trsv **out)
+{
+    sap_status st = SAP_OK;
+    const double t0 = sap__wtime();
+    int64_t *d_rp = NULL, *d_ci = NULL;
+    double *d_val = NULL;
+    *out = NULL;
+    if (!T || T->nrows != T->ncols) return SAP_ERROR(ctx, SAP_ERR_INVALID, "trsv: the factor must be square");
+    const sap_int n = T->nrows, nnz = T->nnz;
+    if (n >= INT32_MAX || nnz >= INT32_MAX)
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
+                         "trsv: %lld rows / %lld entries exceed the 32-bit indices of the cuda kernels", (long long)n,
+                         (long long)nnz);
+    if (n > 0) { /* the host factor as it is (64-bit indices, double values) */
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(n + 1), (void **)&d_rp));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_ci));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_val));
+        SAP_TRY(sap__cuda_h2d(ctx, d_rp, T->rowptr, sizeof(int64_t) * (size_t)(n + 1)));
+        SAP_TRY(sap__cuda_h2d(ctx, d_ci, T->colind, sizeof(int64_t) * (size_t)nnz));
+        SAP_TRY(sap__cuda_h2d(ctx, d_val, T->val, sizeof(double) * (size_t)nnz));
+    }
+    st = analyze_dev(ctx, T, n, nnz, d_rp, d_ci, d_val, upper, unit, prec, method, t0, sap__wtime() - t0, out);
+cleanup:
+    sap__cuda_free(ctx, d_rp);
+    sap__cuda_free(ctx, d_ci);
+    sap__cuda_free(ctx, d_val);
     return st;
 }
 
@@ -709,7 +743,223 @@ cleanup:
     return st;
 }
 
-const sap_trsv_kernels cuda_trsv_table = {"cuda", cuda_trsv_analyze, cuda_trsv_solve, cuda_trsv_destroy, cuda_parilu};
+/* ---- ILU(0) on the device ----------------------------------------------------------------------
+ * symbolic: a thread per row finds the diagonal position and the lengths of the L and U
+ * parts and flags what the device leaves to the host (a missing diagonal, unsorted or
+ * out-of-range columns, NaN/Inf values).
+ * numeric: the row-wise (IKJ) factorization of sap__ilu_numeric in the synchronization-free
+ * style of the solve: a warp per row, rows handed out in ascending order by a ticket (every
+ * row waited on belongs to a warp already running: no deadlock), done[k] = 1 once row k
+ * is final (after a fence); for each k of row i's L part in order: wait for row k, l_ik =
+ * a_ik / u_kk, then the lanes take the entries u_kj of row k and subtract l_ik u_kj from
+ * a_ij where j is in row i (binary search in the sorted row).  The operations per entry
+ * are the host's, in the same order, without contraction (__dmul_rn, __dsub_rn): the
+ * factors equal the host ones.  Then the host's pivot rule and a finiteness check.
+ * split: lengths scanned (CUB) into the row pointers of L and U, a gather per row. */
+enum { ILU_NODIAG = 1, ILU_UNSORTED = 2, ILU_NONFINITE = 4 };
+#define ILU_INFLIGHT_DEFAULT 8192
+
+__global__ void k_ilu_sym(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
+                          const double *__restrict__ v, int64_t *__restrict__ dp, int64_t *__restrict__ lenl,
+                          int64_t *__restrict__ lenu, int *flags)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int err = 0;
+    int64_t d = -1;
+    const int64_t p0 = rp[i], p1 = rp[i + 1];
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t j = ci[p];
+        if (j < 0 || j >= n || (p > p0 && ci[p - 1] >= j)) err |= ILU_UNSORTED;
+        if (j == i) d = p;
+        if (!isfinite(v[p])) err |= ILU_NONFINITE;
+    }
+    if (d < 0) {
+        err |= ILU_NODIAG;
+        d = p0;
+    }
+    dp[i] = d;
+    lenl[i] = d - p0;
+    lenu[i] = p1 - d;
+    if (err) atomicOr(flags, err);
+}
+
+/* flags[0] += pivots shifted; flags[1] = min row with a non-finite entry (INT_MAX: none) */
+__global__ void __launch_bounds__(TRSV_BS)
+    k_ilu0(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
+           const int64_t *__restrict__ dp, double *v, int *done, double tol, unsigned int *ticket, int *flags)
+{
+    const int wl = (int)(threadIdx.x & 31u);
+    int cnt = 0;
+    for (;;) {
+        unsigned int c = 0;
+        if (wl == 0) c = atomicAdd(ticket, 1u);
+        c = __shfl_sync(0xffffffffu, c, 0);
+        if (c >= (unsigned int)n) break;
+        const int32_t i = (int32_t)c;
+        const int64_t p0 = rp[i], p1 = rp[i + 1], d = dp[i];
+        double rn = 0.0;
+        for (int64_t p = p0 + wl; p < p1; p += 32) rn = fmax(rn, fabs(v[p]));
+        for (int o = 16; o > 0; o >>= 1) rn = fmax(rn, __shfl_xor_sync(0xffffffffu, rn, o));
+        const double aii = v[d];
+        __syncwarp();
+        for (int64_t p = p0; p < d; p++) {
+            const int64_t k = ci[p];
+            if (wl == 0)
+                while (vload(done + k) == 0) {
+                }
+            __syncwarp();
+            __threadfence();
+            const int64_t dk = dp[k], k1 = rp[k + 1];
+            const double l = v[p] / vload(v + dk);
+            __syncwarp();
+            if (wl == 0) v[p] = l;
+            if (l != 0.0)
+                for (int64_t q = dk + 1 + wl; q < k1; q += 32) {
+                    const int64_t j = ci[q];
+                    int64_t lo = p + 1, hi = p1;
+                    while (lo < hi) {
+                        const int64_t m = (lo + hi) >> 1;
+                        if (ci[m] < j) lo = m + 1;
+                        else hi = m;
+                    }
+                    if (lo < p1 && ci[lo] == j) v[lo] = __dsub_rn(v[lo], __dmul_rn(l, vload(v + q)));
+                }
+            __syncwarp();
+        }
+        if (wl == 0) {
+            int sh = 0;
+            v[d] = sap__ilu_fix_pivot(v[d], aii, rn, tol, &sh);
+            cnt += sh;
+        }
+        __syncwarp();
+        bool bad = false;
+        for (int64_t p = p0 + wl; p < p1; p += 32) bad |= !isfinite(v[p]);
+        if (__any_sync(0xffffffffu, bad) && wl == 0) atomicMin(flags + 1, (int)i);
+        __threadfence();
+        __syncwarp();
+        if (wl == 0) *(volatile int *)(done + i) = 1;
+    }
+    if (wl == 0 && cnt) atomicAdd(flags, cnt);
+}
+
+__global__ void k_ilu_split(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
+                            const double *__restrict__ v, const int64_t *__restrict__ dp,
+                            const int64_t *__restrict__ lrp, const int64_t *__restrict__ urp, int64_t *__restrict__ lci,
+                            double *__restrict__ lv, int64_t *__restrict__ uci, double *__restrict__ uv)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int64_t p0 = rp[i], p1 = rp[i + 1], d = dp[i];
+    int64_t a = lrp[i], b = urp[i];
+    for (int64_t p = p0; p < d; p++, a++) {
+        lci[a] = ci[p];
+        lv[a] = v[p];
+    }
+    for (int64_t p = d; p < p1; p++, b++) {
+        uci[b] = ci[p];
+        uv[b] = v[p];
+    }
+}
+
+sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_precision prec, sap_trsv **L,
+                     sap_trsv **U, sap_int *shifted, double *lu, double *t_factor)
+{
+    sap_status st = SAP_OK;
+    const double t0 = sap__wtime();
+    cudaStream_t cs = stream_of(ctx);
+    int64_t *d_rp = NULL, *d_ci = NULL, *d_dp = NULL, *d_lenl = NULL, *d_lenu = NULL, *d_lrp = NULL, *d_urp = NULL,
+            *d_lci = NULL, *d_uci = NULL;
+    double *d_v = NULL, *d_lv = NULL, *d_uv = NULL;
+    int *d_flags = NULL, *d_done = NULL;
+    unsigned int *d_tick = NULL;
+    void *d_tmp = NULL;
+    int h_flags[2] = {0, 0};
+    *L = *U = NULL;
+    if (shifted) *shifted = 0;
+    if (t_factor) *t_factor = 0.0;
+    if (!A || A->nrows != A->ncols) return SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "ilu: the matrix must be square");
+    const sap_int n = A->nrows, nnz = A->nnz;
+    if (n >= INT32_MAX || nnz >= INT32_MAX)
+        return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
+                         "ilu: %lld rows / %lld entries exceed the 32-bit indices of the cuda kernels", (long long)n,
+                         (long long)nnz);
+    if (n == 0) return SAP_OK; /* declined: the host path */
+    const int32_t n32 = (int32_t)n;
+    const size_t ni = sizeof(int64_t) * (size_t)n;
+    SAP_TRY(sap__cuda_malloc(ctx, ni + sizeof(int64_t), (void **)&d_rp));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_ci));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(nnz > 0 ? nnz : 1), (void **)&d_v));
+    SAP_TRY(sap__cuda_h2d(ctx, d_rp, A->rowptr, ni + sizeof(int64_t)));
+    SAP_TRY(sap__cuda_h2d(ctx, d_ci, A->colind, sizeof(int64_t) * (size_t)nnz));
+    SAP_TRY(sap__cuda_h2d(ctx, d_v, A->val, sizeof(double) * (size_t)nnz));
+    SAP_TRY(sap__cuda_malloc(ctx, ni, (void **)&d_dp));
+    SAP_TRY(sap__cuda_malloc(ctx, ni, (void **)&d_lenl));
+    SAP_TRY(sap__cuda_malloc(ctx, ni, (void **)&d_lenu));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * 2, (void **)&d_flags));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * (size_t)n, (void **)&d_done));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned int), (void **)&d_tick));
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
+    /* symbolic */
+    k_ilu_sym<<<blocks_for(n, 128), 128, 0, cs>>>(n32, d_rp, d_ci, d_v, d_dp, d_lenl, d_lenu, d_flags);
+    SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 symbolic");
+    SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(int)));
+    if (h_flags[0]) goto cleanup; /* declined (SAP_OK, *L = NULL): the host path adds the diagonal or reports */
+    /* numeric */
+    h_flags[0] = 0;
+    h_flags[1] = INT_MAX;
+    SAP_TRY(sap__cuda_h2d(ctx, d_flags, h_flags, sizeof(h_flags)));
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_done, 0, sizeof(int) * (size_t)n, cs));
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
+    k_ilu0<<<persistent_blocks(n, 32, env_int("SAP_ILU_INFLIGHT", ILU_INFLIGHT_DEFAULT, 32, 1 << 20)), TRSV_BS, 0,
+             cs>>>(n32, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags);
+    SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 numeric");
+    SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
+    if (h_flags[1] != INT_MAX)
+        SAP_FAIL(ctx, SAP_ERR_SINGULAR, "ilu: the factor overflows in row %lld", (long long)h_flags[1]);
+    if (shifted) *shifted = h_flags[0];
+    if (lu) SAP_TRY(sap__cuda_d2h(ctx, lu, d_v, sizeof(double) * (size_t)nnz));
+    if (t_factor) *t_factor = sap__wtime() - t0;
+    /* split into L (strictly lower, unit) and U */
+    {
+        size_t tmp_scan = 0;
+        int64_t nl = 0;
+        SAP_TRY(sap__cuda_malloc(ctx, ni + sizeof(int64_t), (void **)&d_lrp));
+        SAP_TRY(sap__cuda_malloc(ctx, ni + sizeof(int64_t), (void **)&d_urp));
+        SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(NULL, tmp_scan, d_lenl, d_lrp + 1, n32, cs));
+        SAP_TRY(sap__cuda_malloc(ctx, tmp_scan, &d_tmp));
+        SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lrp, 0, sizeof(int64_t), cs));
+        SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_urp, 0, sizeof(int64_t), cs));
+        SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(d_tmp, tmp_scan, d_lenl, d_lrp + 1, n32, cs));
+        SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(d_tmp, tmp_scan, d_lenu, d_urp + 1, n32, cs));
+        SAP_TRY(sap__cuda_d2h(ctx, &nl, d_lrp + n, sizeof(int64_t)));
+        const int64_t nu = nnz - nl;
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(nl > 0 ? nl : 1), (void **)&d_lci));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(nl > 0 ? nl : 1), (void **)&d_lv));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int64_t) * (size_t)(nu > 0 ? nu : 1), (void **)&d_uci));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)(nu > 0 ? nu : 1), (void **)&d_uv));
+        k_ilu_split<<<blocks_for(n, 128), 128, 0, cs>>>(n32, d_rp, d_ci, d_v, d_dp, d_lrp, d_urp, d_lci, d_lv, d_uci,
+                                                        d_uv);
+        SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 split");
+        SAP_TRY(analyze_dev(ctx, NULL, n, nl, d_lrp, d_lci, d_lv, 0, 1, prec, SAP_TRSV_AUTO, sap__wtime(), 0.0, L));
+        SAP_TRY(analyze_dev(ctx, NULL, n, nu, d_urp, d_uci, d_uv, 1, 0, prec, SAP_TRSV_AUTO, sap__wtime(), 0.0, U));
+    }
+cleanup:
+    {
+        void *tmps[] = {d_rp,  d_ci,  d_dp,  d_lenl, d_lenu,  d_lrp,  d_urp, d_lci,
+                        d_uci, d_v,   d_lv,  d_uv,   d_flags, d_done, d_tick, d_tmp};
+        for (size_t k = 0; k < sizeof(tmps) / sizeof(tmps[0]); k++) sap__cuda_free(ctx, tmps[k]);
+    }
+    if (st < 0) {
+        if (*L) cuda_trsv_destroy(*L);
+        if (*U) cuda_trsv_destroy(*U);
+        *L = *U = NULL;
+    }
+    return st;
+}
+
+const sap_trsv_kernels cuda_trsv_table = {"cuda", cuda_trsv_analyze, cuda_trsv_solve, cuda_trsv_destroy, cuda_parilu,
+                                          cuda_ilu0};
 
 } /* namespace */
 
