@@ -3,10 +3,12 @@
  *
  * factor   one launch for the whole variable-size batch: every warp takes one width class
  *          W = 4, 8, 16, 32 (blocks of <= 4, 5..8, 9..16 and 17..32 rows: 8, 4, 2 or 1
- *          blocks a warp).  A group of W lanes owns one block: the lanes read the entries
- *          of the block's rows together (the rows flattened, W consecutive entries a load,
- *          4 loads in flight; the columns of the block found through the row -> block map)
- *          into a shared-memory tile (rows padded to W + 1: no bank conflict), each lane
+ *          blocks a warp).  A group of W lanes owns one block: for W <= 8 each lane walks
+ *          its own row of the CSR (the block's columns: one range compare with identity
+ *          rows, else the row -> block map); for W = 16, 32 the lanes read the entries of
+ *          the block's rows together (the rows flattened, W consecutive entries a load, 4
+ *          loads in flight, a binary search for the row of each entry); either way into a
+ *          shared-memory tile (rows padded to W + 1: no bank conflict), each lane
  *          takes its row into registers (double a[W], W a template argument), and runs
  *          Gauss-Jordan inversion or LU with implicit pivoting: the pivot of step k is the
  *          lane with the largest |a(., k)| among the lanes not pivoted yet (two 32-bit max
@@ -26,7 +28,9 @@
  *          storage staged into shared memory by 16-byte coalesced streaming loads, r of
  *          the block's rows read by lane k = row k; lane k computes z_k from the staged
  *          column-major values (consecutive lanes, consecutive addresses), the precision
- *          switched per block.  LU: one thread per block (forward and backward
+ *          switched per block; with adaptive storage the apply's order of each class's
+ *          blocks is sorted by precision after the factor (cub radix sort of 4-bit keys),
+ *          so a warp mixes precisions only at the boundaries.  LU: one thread per block (forward and backward
  *          substitution from its factors).
  * Not done: a warp-cooperative LU apply. */
 #include "device/cuda/cuda_internal.h"
@@ -66,10 +70,14 @@ struct cuda_bj {
     void *scan_tmp;
     size_t scan_bytes;
     int32_t *list;    /* blocks grouped by width class */
+    int32_t *plist;   /* adaptive: list, each class's blocks grouped by precision (k_pkey + sort) */
+    uint8_t *pkey[2]; /* adaptive: the sort keys (class << 2 | precision), in and out */
+    void *sort_tmp;
+    size_t sort_bytes;
     int4 *meta;       /* nb: the apply's record of list position g (k_meta) */
     double *gscale;   /* nb: the scale of list position g */
     long long cls[5]; /* class c holds list[cls[c] .. cls[c+1]) */
-    void *mem[24];
+    void *mem[32];
     int nmem;
     long long nnz;
     int maxeb; /* the bytes of the widest precision stored (8 unless factor returned them) */
@@ -122,62 +130,84 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
     const int o = valid ? d.off[b] : 0;
     const int s = valid ? d.off[b + 1] - o : 0;
     const bool mine = l < s;
-    /* extraction: the entries of the block's rows, flattened, read by the group's lanes
-     * together (coalesced), 4 W entries in flight */
-    int p0 = 0, len = 0;
-    if (mine) {
-        const int r = d.ident ? o + l : d.rows[o + l];
-        p0 = d.rowptr[r];
-        len = d.rowptr[r + 1] - p0;
-    }
-    int inc = len;
-#pragma unroll
-    for (int x = 1; x < W; x <<= 1) {
-        const int t = __shfl_up_sync(gm, inc, x, W);
-        if (l >= x) inc += t;
-    }
-    const int E = __shfl_sync(gm, inc, W - 1, W);
-    if (mine) {
-        istart[l + 1] = inc;
-        ip0[l] = p0;
-    }
-    if (l == 0) istart[0] = 0;
+    int nonfinite = 0;
 #pragma unroll
     for (int j = 0; j < W; j++) TILE(l, j) = 0.0;
-    __syncwarp(gm);
-    int nonfinite = 0;
-    for (int e0 = 0; e0 < E; e0 += 4 * W) {
-        int cc[4], ii[4], bb[4], pp[4];
-        double vv[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int e = e0 + u * W + l;
-            cc[u] = -1;
-            if (e < E) {
-                int lo = 0, hi = s;
-                while (hi - lo > 1) {
-                    const int mid = (lo + hi) >> 1;
-                    if (istart[mid] <= e) lo = mid;
-                    else hi = mid;
+    if (W <= 8) {
+        /* narrow groups: each lane walks its own row (rowptr[r] .. rowptr[r + 1]) and keeps
+         * the entries in the block's columns: with identity rows the block's columns are
+         * o .. o + s - 1 (one compare), else the row -> block map */
+        if (mine) {
+            const int r = d.ident ? o + l : d.rows[o + l];
+            const int p0 = __ldg(d.rowptr + r), p1 = __ldg(d.rowptr + r + 1);
+#pragma unroll 4
+            for (int p = p0; p < p1; p++) {
+                const int c = __ldg(d.col + p);
+                const double v = __ldg(d.val + p);
+                int j;
+                if (d.ident) j = (unsigned)(c - o) < (unsigned)s ? c - o : -1;
+                else j = __ldg(d.blk + c) == b ? (int)__ldg(d.pos + c) : -1;
+                if (j >= 0) {
+                    TILE(l, j) = v;
+                    if (!isfinite(v)) nonfinite = 1;
                 }
-                const int p = ip0[lo] + e - istart[lo];
-                ii[u] = lo;
-                cc[u] = __ldg(d.col + p);
-                vv[u] = __ldg(d.val + p);
             }
         }
+    } else {
+        /* wider groups: the entries of the block's rows, flattened, read by the group's
+         * lanes together (coalesced), 4 W entries in flight */
+        int p0 = 0, len = 0;
+        if (mine) {
+            const int r = d.ident ? o + l : d.rows[o + l];
+            p0 = d.rowptr[r];
+            len = d.rowptr[r + 1] - p0;
+        }
+        int inc = len;
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            if (cc[u] >= 0) {
-                bb[u] = __ldg(d.blk + cc[u]);
-                pp[u] = __ldg(d.pos + cc[u]);
+        for (int x = 1; x < W; x <<= 1) {
+            const int t = __shfl_up_sync(gm, inc, x, W);
+            if (l >= x) inc += t;
+        }
+        const int E = __shfl_sync(gm, inc, W - 1, W);
+        if (mine) {
+            istart[l + 1] = inc;
+            ip0[l] = p0;
+        }
+        if (l == 0) istart[0] = 0;
+        __syncwarp(gm);
+        for (int e0 = 0; e0 < E; e0 += 4 * W) {
+            int cc[4], ii[4], bb[4], pp[4];
+            double vv[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int e = e0 + u * W + l;
+                cc[u] = -1;
+                if (e < E) {
+                    int lo = 0, hi = s;
+                    while (hi - lo > 1) {
+                        const int mid = (lo + hi) >> 1;
+                        if (istart[mid] <= e) lo = mid;
+                        else hi = mid;
+                    }
+                    const int p = ip0[lo] + e - istart[lo];
+                    ii[u] = lo;
+                    cc[u] = __ldg(d.col + p);
+                    vv[u] = __ldg(d.val + p);
+                }
             }
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            if (cc[u] >= 0 && bb[u] == b) {
-                TILE(ii[u], pp[u]) = vv[u];
-                if (!isfinite(vv[u])) nonfinite = 1;
-            }
+            for (int u = 0; u < 4; u++)
+                if (cc[u] >= 0) {
+                    bb[u] = __ldg(d.blk + cc[u]);
+                    pp[u] = __ldg(d.pos + cc[u]);
+                }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (cc[u] >= 0 && bb[u] == b) {
+                    TILE(ii[u], pp[u]) = vv[u];
+                    if (!isfinite(vv[u])) nonfinite = 1;
+                }
+        }
     }
     nonfinite = __any_sync(gm, nonfinite);
     __syncwarp(gm);
@@ -424,6 +454,19 @@ __global__ void k_meta(bj_dev d, const int32_t *list, int nb, int4 *meta, double
     const int o = d.off[b];
     meta[g] = make_int4((int)(unsigned)(so & 0xffffffffLL), (int)(so >> 32), o, (d.off[b + 1] - o) | (int)d.bprec[b] << 8);
     gscale[g] = d.scale[b];
+}
+
+/* adaptive: the key of list position g (its width class, then its precision): sorted (a
+ * stable radix sort of 4 bits), the list keeps its classes in place and puts the blocks of
+ * one precision next to each other, so that a warp of the apply runs one precision loop
+ * (blocks are independent: their order is free) */
+__global__ void k_pkey(const int32_t *list, classes cl, const uint8_t *bprec, int nb, uint8_t *key)
+{
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= nb) return;
+    int c = 0;
+    while (c < 3 && g >= cl.l[c + 1]) c++;
+    key[g] = (uint8_t)(c << 2 | bprec[list[g]]);
 }
 
 /* the list position of this thread's group in class c, or -1 */
@@ -697,6 +740,18 @@ static sap_status adaptive_buffers(sap_bj_fact *F, cuda_bj *pv)
     if ((st = dev_array(ctx, pv, NULL, tb, &p)) < 0) return st;
     pv->scan_tmp = p;
     pv->scan_bytes = tb;
+    if ((st = dev_array(ctx, pv, NULL, sizeof(int32_t) * (size_t)nb, &p)) < 0) return st;
+    pv->plist = (int32_t *)p;
+    for (int i = 0; i < 2; i++) {
+        if ((st = dev_array(ctx, pv, NULL, (size_t)nb, &p)) < 0) return st;
+        pv->pkey[i] = (uint8_t *)p;
+    }
+    tb = 0;
+    SAP_CUDA_CHECK(ctx, cub::DeviceRadixSort::SortPairs(NULL, tb, pv->pkey[0], pv->pkey[1], pv->list, pv->plist, nb, 0,
+                                                        4, stream_of(ctx)));
+    if ((st = dev_array(ctx, pv, NULL, tb, &p)) < 0) return st;
+    pv->sort_tmp = p;
+    pv->sort_bytes = tb;
     pv->scratch = scratch;
     return SAP_OK;
 }
@@ -745,8 +800,18 @@ static sap_status c_factor(sap_bj_fact *F)
             k_compact<<<(unsigned)(((long long)nb * 8 + 255) / 256), 256, 0, s>>>(pv->d, nb, pv->scratch, pv->store);
             SAP_CUDA_LAUNCHED(ctx, "block-Jacobi compaction");
         }
+        const int32_t *mlist = pv->list;
+        if (F->adaptive && nb > 0 && F->variant == SAP_BJ_GJ) {
+            /* the apply's order: each class's blocks grouped by precision */
+            k_pkey<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->list, cl, pv->d.bprec, nb, pv->pkey[0]);
+            SAP_CUDA_LAUNCHED(ctx, "block-Jacobi precision keys");
+            size_t tb = pv->sort_bytes;
+            SAP_CUDA_CHECK(ctx, cub::DeviceRadixSort::SortPairs(pv->sort_tmp, tb, pv->pkey[0], pv->pkey[1], pv->list,
+                                                                pv->plist, nb, 0, 4, s));
+            mlist = pv->plist;
+        }
         if (nb > 0) {
-            k_meta<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->d, pv->list, nb, pv->meta, pv->gscale);
+            k_meta<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->d, mlist, nb, pv->meta, pv->gscale);
             SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply records");
         }
     }
