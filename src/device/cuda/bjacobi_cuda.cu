@@ -28,9 +28,7 @@
  *          storage staged into shared memory by 16-byte coalesced streaming loads, r of
  *          the block's rows read by lane k = row k; lane k computes z_k from the staged
  *          column-major values (consecutive lanes, consecutive addresses), the precision
- *          switched per block; with adaptive storage the apply's order of each class's
- *          blocks is sorted by precision after the factor (cub radix sort of 4-bit keys),
- *          so a warp mixes precisions only at the boundaries.  LU: one thread per block (forward and backward
+ *          switched per block.  LU: one thread per block (forward and backward
  *          substitution from its factors).
  * Not done: a warp-cooperative LU apply. */
 #include "device/cuda/cuda_internal.h"
@@ -70,14 +68,10 @@ struct cuda_bj {
     void *scan_tmp;
     size_t scan_bytes;
     int32_t *list;    /* blocks grouped by width class */
-    int32_t *plist;   /* adaptive: list, each class's blocks grouped by precision (k_pkey + sort) */
-    uint8_t *pkey[2]; /* adaptive: the sort keys (class << 2 | precision), in and out */
-    void *sort_tmp;
-    size_t sort_bytes;
     int4 *meta;       /* nb: the apply's record of list position g (k_meta) */
     double *gscale;   /* nb: the scale of list position g */
     long long cls[5]; /* class c holds list[cls[c] .. cls[c+1]) */
-    void *mem[32];
+    void *mem[24];
     int nmem;
     long long nnz;
     int maxeb; /* the bytes of the widest precision stored (8 unless factor returned them) */
@@ -456,19 +450,6 @@ __global__ void k_meta(bj_dev d, const int32_t *list, int nb, int4 *meta, double
     gscale[g] = d.scale[b];
 }
 
-/* adaptive: the key of list position g (its width class, then its precision): sorted (a
- * stable radix sort of 4 bits), the list keeps its classes in place and puts the blocks of
- * one precision next to each other, so that a warp of the apply runs one precision loop
- * (blocks are independent: their order is free) */
-__global__ void k_pkey(const int32_t *list, classes cl, const uint8_t *bprec, int nb, uint8_t *key)
-{
-    const int g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= nb) return;
-    int c = 0;
-    while (c < 3 && g >= cl.l[c + 1]) c++;
-    key[g] = (uint8_t)(c << 2 | bprec[list[g]]);
-}
-
 /* the list position of this thread's group in class c, or -1 */
 template <int W> __device__ __forceinline__ int group_index(const classes &cl, int c, int w)
 {
@@ -740,18 +721,6 @@ static sap_status adaptive_buffers(sap_bj_fact *F, cuda_bj *pv)
     if ((st = dev_array(ctx, pv, NULL, tb, &p)) < 0) return st;
     pv->scan_tmp = p;
     pv->scan_bytes = tb;
-    if ((st = dev_array(ctx, pv, NULL, sizeof(int32_t) * (size_t)nb, &p)) < 0) return st;
-    pv->plist = (int32_t *)p;
-    for (int i = 0; i < 2; i++) {
-        if ((st = dev_array(ctx, pv, NULL, (size_t)nb, &p)) < 0) return st;
-        pv->pkey[i] = (uint8_t *)p;
-    }
-    tb = 0;
-    SAP_CUDA_CHECK(ctx, cub::DeviceRadixSort::SortPairs(NULL, tb, pv->pkey[0], pv->pkey[1], pv->list, pv->plist, nb, 0,
-                                                        4, stream_of(ctx)));
-    if ((st = dev_array(ctx, pv, NULL, tb, &p)) < 0) return st;
-    pv->sort_tmp = p;
-    pv->sort_bytes = tb;
     pv->scratch = scratch;
     return SAP_OK;
 }
@@ -800,18 +769,8 @@ static sap_status c_factor(sap_bj_fact *F)
             k_compact<<<(unsigned)(((long long)nb * 8 + 255) / 256), 256, 0, s>>>(pv->d, nb, pv->scratch, pv->store);
             SAP_CUDA_LAUNCHED(ctx, "block-Jacobi compaction");
         }
-        const int32_t *mlist = pv->list;
-        if (F->adaptive && nb > 0 && F->variant == SAP_BJ_GJ) {
-            /* the apply's order: each class's blocks grouped by precision */
-            k_pkey<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->list, cl, pv->d.bprec, nb, pv->pkey[0]);
-            SAP_CUDA_LAUNCHED(ctx, "block-Jacobi precision keys");
-            size_t tb = pv->sort_bytes;
-            SAP_CUDA_CHECK(ctx, cub::DeviceRadixSort::SortPairs(pv->sort_tmp, tb, pv->pkey[0], pv->pkey[1], pv->list,
-                                                                pv->plist, nb, 0, 4, s));
-            mlist = pv->plist;
-        }
         if (nb > 0) {
-            k_meta<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->d, mlist, nb, pv->meta, pv->gscale);
+            k_meta<<<(unsigned)((nb + 255) / 256), 256, 0, s>>>(pv->d, pv->list, nb, pv->meta, pv->gscale);
             SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply records");
         }
     }
