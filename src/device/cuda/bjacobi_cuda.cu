@@ -3,10 +3,12 @@
  *
  * factor   one launch for the whole variable-size batch: every warp takes one width class
  *          W = 4, 8, 16, 32 (blocks of <= 4, 5..8, 9..16 and 17..32 rows: 8, 4, 2 or 1
- *          blocks a warp).  A group of W lanes owns one block: the lanes read the entries
- *          of the block's rows together (the rows flattened, W consecutive entries a load,
- *          4 loads in flight; the columns of the block found through the row -> block map)
- *          into a shared-memory tile (rows padded to W + 1: no bank conflict), each lane
+ *          blocks a warp).  A group of W lanes owns one block: for W <= 8 each lane walks
+ *          its own row of the CSR (the block's columns: one range compare with identity
+ *          rows, else the row -> block map); for W = 16, 32 the lanes read the entries of
+ *          the block's rows together (the rows flattened, W consecutive entries a load, 4
+ *          loads in flight, a binary search for the row of each entry); either way into a
+ *          shared-memory tile (rows padded to W + 1: no bank conflict), each lane
  *          takes its row into registers (double a[W], W a template argument), and runs
  *          Gauss-Jordan inversion or LU with implicit pivoting: the pivot of step k is the
  *          lane with the largest |a(., k)| among the lanes not pivoted yet (two 32-bit max
@@ -122,62 +124,84 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
     const int o = valid ? d.off[b] : 0;
     const int s = valid ? d.off[b + 1] - o : 0;
     const bool mine = l < s;
-    /* extraction: the entries of the block's rows, flattened, read by the group's lanes
-     * together (coalesced), 4 W entries in flight */
-    int p0 = 0, len = 0;
-    if (mine) {
-        const int r = d.ident ? o + l : d.rows[o + l];
-        p0 = d.rowptr[r];
-        len = d.rowptr[r + 1] - p0;
-    }
-    int inc = len;
-#pragma unroll
-    for (int x = 1; x < W; x <<= 1) {
-        const int t = __shfl_up_sync(gm, inc, x, W);
-        if (l >= x) inc += t;
-    }
-    const int E = __shfl_sync(gm, inc, W - 1, W);
-    if (mine) {
-        istart[l + 1] = inc;
-        ip0[l] = p0;
-    }
-    if (l == 0) istart[0] = 0;
+    int nonfinite = 0;
 #pragma unroll
     for (int j = 0; j < W; j++) TILE(l, j) = 0.0;
-    __syncwarp(gm);
-    int nonfinite = 0;
-    for (int e0 = 0; e0 < E; e0 += 4 * W) {
-        int cc[4], ii[4], bb[4], pp[4];
-        double vv[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const int e = e0 + u * W + l;
-            cc[u] = -1;
-            if (e < E) {
-                int lo = 0, hi = s;
-                while (hi - lo > 1) {
-                    const int mid = (lo + hi) >> 1;
-                    if (istart[mid] <= e) lo = mid;
-                    else hi = mid;
+    if (W <= 8) {
+        /* narrow groups: each lane walks its own row (rowptr[r] .. rowptr[r + 1]) and keeps
+         * the entries in the block's columns: with identity rows the block's columns are
+         * o .. o + s - 1 (one compare), else the row -> block map */
+        if (mine) {
+            const int r = d.ident ? o + l : d.rows[o + l];
+            const int p0 = __ldg(d.rowptr + r), p1 = __ldg(d.rowptr + r + 1);
+#pragma unroll 4
+            for (int p = p0; p < p1; p++) {
+                const int c = __ldg(d.col + p);
+                const double v = __ldg(d.val + p);
+                int j;
+                if (d.ident) j = (unsigned)(c - o) < (unsigned)s ? c - o : -1;
+                else j = __ldg(d.blk + c) == b ? (int)__ldg(d.pos + c) : -1;
+                if (j >= 0) {
+                    TILE(l, j) = v;
+                    if (!isfinite(v)) nonfinite = 1;
                 }
-                const int p = ip0[lo] + e - istart[lo];
-                ii[u] = lo;
-                cc[u] = __ldg(d.col + p);
-                vv[u] = __ldg(d.val + p);
             }
         }
+    } else {
+        /* wider groups: the entries of the block's rows, flattened, read by the group's
+         * lanes together (coalesced), 4 W entries in flight */
+        int p0 = 0, len = 0;
+        if (mine) {
+            const int r = d.ident ? o + l : d.rows[o + l];
+            p0 = d.rowptr[r];
+            len = d.rowptr[r + 1] - p0;
+        }
+        int inc = len;
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            if (cc[u] >= 0) {
-                bb[u] = __ldg(d.blk + cc[u]);
-                pp[u] = __ldg(d.pos + cc[u]);
+        for (int x = 1; x < W; x <<= 1) {
+            const int t = __shfl_up_sync(gm, inc, x, W);
+            if (l >= x) inc += t;
+        }
+        const int E = __shfl_sync(gm, inc, W - 1, W);
+        if (mine) {
+            istart[l + 1] = inc;
+            ip0[l] = p0;
+        }
+        if (l == 0) istart[0] = 0;
+        __syncwarp(gm);
+        for (int e0 = 0; e0 < E; e0 += 4 * W) {
+            int cc[4], ii[4], bb[4], pp[4];
+            double vv[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int e = e0 + u * W + l;
+                cc[u] = -1;
+                if (e < E) {
+                    int lo = 0, hi = s;
+                    while (hi - lo > 1) {
+                        const int mid = (lo + hi) >> 1;
+                        if (istart[mid] <= e) lo = mid;
+                        else hi = mid;
+                    }
+                    const int p = ip0[lo] + e - istart[lo];
+                    ii[u] = lo;
+                    cc[u] = __ldg(d.col + p);
+                    vv[u] = __ldg(d.val + p);
+                }
             }
 #pragma unroll
-        for (int u = 0; u < 4; u++)
-            if (cc[u] >= 0 && bb[u] == b) {
-                TILE(ii[u], pp[u]) = vv[u];
-                if (!isfinite(vv[u])) nonfinite = 1;
-            }
+            for (int u = 0; u < 4; u++)
+                if (cc[u] >= 0) {
+                    bb[u] = __ldg(d.blk + cc[u]);
+                    pp[u] = __ldg(d.pos + cc[u]);
+                }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (cc[u] >= 0 && bb[u] == b) {
+                    TILE(ii[u], pp[u]) = vv[u];
+                    if (!isfinite(vv[u])) nonfinite = 1;
+                }
+        }
     }
     nonfinite = __any_sync(gm, nonfinite);
     __syncwarp(gm);
