@@ -164,6 +164,7 @@ void sap__cost_rates_get(const sap_context *cctx, sap__cost_rates *r)
 #define SV_PROBE_MAX_S 0.5     /* the probe stops after this many seconds (8 steps at least) */
 #define SV_PROBE_SPMV 3.0      /* SpMV-equivalents of one counted step (vectors included) */
 #define SV_PROBE_REC (4 * SV_PROBE_ITERS + 8)
+#define SV_PROBE_H2D 8.0e9    /* bytes/s of a pageable host-to-device copy (the probe's matrix) */
 #define SV_PROBE_FAR 100.0    /* steps predicted beyond this times the probe's: no prediction */
 
 typedef struct probe_rec {
@@ -295,6 +296,15 @@ sap_status sap__cost_blocks(sap_solver *S)
     return st;
 }
 
+/* Host seconds of the structure passes (the lower-triangle levels and the natural blocks:
+ * about two passes over the CSR), at SV_STRUCT_BW bytes/s per host thread. */
+#define SV_STRUCT_BW 2.0e9
+double sap__cost_structure_seconds(const sap_solver *S)
+{
+    const int nt = sap_context_threads(S->ctx) > 0 ? sap_context_threads(S->ctx) : 1;
+    return 2.0 * (12.0 * (double)S->A->nnz + 16.0 * (double)S->A->nrows) / (SV_STRUCT_BW * (double)nt);
+}
+
 void sap__cost_structure(sap_solver *S)
 {
     S->levels = lower_levels(S->ctx, S->R->A);
@@ -320,7 +330,11 @@ static double band_shape(sap_solver *S, sap_solver_method m, sap_int *K, sap_int
     char note[96];
     sap__try_begin(S->ctx);
     sap_status st = sap__solver_choose(S, m, 0, K, P, prec, &kept, note, sizeof(note));
-    if (st >= 0) st = sap__drop_kept_fraction(S->R->A, 0, &diag);
+    if (st >= 0 && !S->cost_diag_known) {
+        st = sap__drop_kept_fraction(S->R->A, 0, &S->cost_diag);
+        S->cost_diag_known = st >= 0;
+    }
+    diag = S->cost_diag;
     sap__try_end(S->ctx);
     if (st < 0) {
         sap_context_clear_error(S->ctx);
@@ -403,7 +417,9 @@ void sap__cost_probe(sap_solver *S, double best_band)
     S->probe_tried = 1;
     sap__cost_rates r;
     sap__cost_rates_get(S->x, &r);
-    const double est = SV_PROBE_ITERS * SV_PROBE_SPMV * spmv_seconds(S, &r);
+    /* the probe's steps, plus on a device its copy of the matrix (pageable upload) */
+    double est = SV_PROBE_ITERS * SV_PROBE_SPMV * spmv_seconds(S, &r);
+    if (sap__solver_on_cuda(S->x)) est += (12.0 * (double)S->A->nnz + 8.0 * (double)S->A->nrows) / SV_PROBE_H2D;
     /* without a band prediction the probe is what there is (it stops itself after
      * SV_PROBE_MAX_S) */
     if (best_band > 0 && est > SV_PROBE_SHARE * best_band) return;

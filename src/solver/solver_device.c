@@ -479,6 +479,7 @@ sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x
         const char *why = device_unfit(S, buf, sizeof(buf));
         if (why) return host_solve(S, d_b, d_x, why);
         const dev_mark m0 = mark(S->ctx);
+        const int64_t setup0 = D->st.setup_h2d_bytes; /* the attempt's gathers, built at its first solve */
         const int expected = sap__solver_can_fall_back(S);
         sap__solver_try_begin(S, expected);
         double ia = 0;
@@ -486,7 +487,7 @@ sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x
         it += ia;
         sap__solver_try_end(S, expected);
         const dev_mark m1 = mark(S->ctx);
-        D->st.solve_h2d_bytes += m1.h2d - m0.h2d;
+        D->st.solve_h2d_bytes += (m1.h2d - m0.h2d) - (D->st.setup_h2d_bytes - setup0);
         D->st.solve_d2h_bytes += m1.d2h - m0.d2h;
         if (st == SAP_OK) { /* the solver's method now: not time-boxed */
             S->att->budget_set = 1;

@@ -196,6 +196,8 @@ struct sap_solver {
     sap_int levels;
     double bj_avg;
     int probe_tried, probe_ran;
+    int cost_diag_known; /* cost_diag: the diagonal's share of ||R->A||_F^2, computed once */
+    double cost_diag;
     double probe_t_it, probe_iters, probe_time;
     int cost_ordered;
     double pred[SV_MAX_CHAIN], pred_it[SV_MAX_CHAIN], cost_best;
@@ -405,6 +407,8 @@ typedef struct sap__cost_rates {
  * (a few ms), then cached. */
 void sap__cost_rates_get(const sap_context *ctx, sap__cost_rates *r);
 /* The rates when they were measured already (1), else zeros (0): nothing is measured. */
+/* Seconds the structure passes of sap__cost_structure are expected to take. */
+double sap__cost_structure_seconds(const sap_solver *S);
 int sap__cost_rates_peek(const sap_context *ctx, sap__cost_rates *r);
 /* S->levels and S->bj_avg from R->A (bj_avg 0: the blocks could not be found). */
 void sap__cost_structure(sap_solver *S);

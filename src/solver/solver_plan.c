@@ -343,7 +343,7 @@ static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_me
     const sap_solver_options *o = &S->opt;
     if (m == SAP_METHOD_DIRECT_CUDSS) return cudss_usable(S);
     if (m == SAP_METHOD_DIRECT_HOST) return method_available(m);
-    if (m == SAP_METHOD_BJACOBI) return S->bj_avg > 1.0;
+    if (m == SAP_METHOD_BJACOBI) return S->bj_avg > 1.0 || S->bj_avg < 0; /* < 0: not looked at (the method does) */
     if (m == SAP_METHOD_BAND_PIVOT && o->drop_delta < 0 &&
         band_work(S, m, S->K_cm) > (sap__solver_on_cuda(S->x) ? SV_WORK_GPU : SV_WORK_CPU) &&
         (cudss_usable(S) || method_available(SAP_METHOD_DIRECT_HOST)))
@@ -356,6 +356,8 @@ static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_me
     }
     return 1;
 }
+
+#define SV_STRUCT_SHARE 0.1 /* the structure passes run when below this share of the best band prediction */
 
 /* The cost model's order of an AUTO chain (solver_cost.c): every method predicted (setup +
  * steps x time per step, from the measured rates and the probe), then sorted by its
@@ -429,7 +431,23 @@ void sap__solver_plan_chain(sap_solver *S)
     char why_first[240] = "";
     S->cost_ordered = 0;
     for (int i = 0; i < SV_MAX_CHAIN; i++) S->pred[i] = S->pred_it[i] = -1;
-    sap__cost_structure(S);
+    /* the structure passes (levels, natural blocks) only when they cost a small share of the
+     * best band method's prediction (an already banded system needs none of them) */
+    S->levels = 0;
+    S->bj_avg = -1;
+    if (o->method == SAP_METHOD_AUTO && o->time_budget >= 0 && o->host_direct) {
+        static const sap_solver_method band_m[] = {SAP_METHOD_SAPD, SAP_METHOD_SAPC, SAP_METHOD_BAND_LU,
+                                                   SAP_METHOD_BAND_PIVOT};
+        double best = -1, it;
+        char w[64];
+        for (size_t i = 0; i < sizeof(band_m) / sizeof(band_m[0]); i++) {
+            const double p = sap__cost_predict(S, band_m[i], &it, w, sizeof(w));
+            if (p > 0 && (best < 0 || p < best)) best = p;
+        }
+        if (best <= 0 || sap__cost_structure_seconds(S) <= SV_STRUCT_SHARE * best) sap__cost_structure(S);
+    } else {
+        sap__cost_structure(S);
+    }
     if (first == SAP_METHOD_AUTO) first = auto_first(S, why_first, sizeof(why_first));
     else snprintf(why_first, sizeof(why_first), "%s given", sap_solver_method_name(first));
     S->nchain = 0;
