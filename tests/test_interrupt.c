@@ -286,7 +286,7 @@ static void test_long_step(void)
     CHECK(cap.long_steps == 1);
     CHECK(strstr(cap.msg, "sap_solver: long step: sap-d setup predicted to take") != NULL);
     CHECK(strstr(cap.msg, "flop") != NULL && strstr(cap.msg, "why: sap-d given") != NULL);
-    CHECK(m.setups == 1 && m.predicted > 60);
+    CHECK(m.setups == 1 && m.predicted > o.long_step); /* measured rates: minutes on a laptop, tens of seconds on a server */
     CHECK(t < m.predicted / 4);
 
     /* long_step = 0: never */
