@@ -50,8 +50,13 @@ double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size
     /* the cost model's order: the best prediction of the methods after it */
     if (S->cost_ordered) {
         int jb = -1;
+        /* a band method is not cut for another band method: their predictions share the band's
+         * assembly and upload, and cutting one to start the next pays that part twice (the
+         * fallback between them is for failures: boosted pivots, stagnation) */
+        const int band_i = a->type && a->type->band != SAP__SM_BAND_NONE;
         for (int j = i + 1; j < S->nchain; j++) {
             const sap__solver_method_type *tj = sap__solver_method_get(S->chain[j]);
+            if (band_i && tj && tj->band != SAP__SM_BAND_NONE) continue;
             if (S->pred[j] <= 0 && tj && tj->direct && tj->band == SAP__SM_BAND_NONE) {
                 /* a sparse direct method the plan did not analyse: now (once per setup) */
                 const double t0 = sap__wtime();
