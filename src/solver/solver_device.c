@@ -359,7 +359,7 @@ sap_status sap__solver_dev_fetch(sap_solver *S, const char *why)
     v = NULL;
     D->st.time_download += sap__wtime() - t0;
     D->st.download_bytes += (int64_t)(sizeof(sap_int) * (size_t)(n + 1 + nnz) + sizeof(double) * (size_t)nnz);
-    snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%s", why);
+    snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%.127s", why);
     sap__log(ctx, SAP_PRINT_INFO, "sap_solver (device arrays): A downloaded: %s", why);
     free_copy(ctx, D); /* the host copy holds A now (a refactor downloads its values) */
 cleanup:
@@ -472,7 +472,7 @@ sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, cons
             return create_no_host(ctx, &D, &C, &o, out);
         }
     }
-    snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%s", why);
+    snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%.127s", why);
     double t0 = sap__wtime();
     SAP_TRY(sap_csr_create(ctx, n, n, nnz, &H));
     SAP_TRY(ops->mem_download(ctx, H->rowptr, rowptr, sizeof(sap_int) * (size_t)(n + 1)));
