@@ -58,8 +58,8 @@ cleanup:
     return st;
 }
 
-/* From a CSR in backend memory: 1 / a_ii by the backend's csr_stats op (checks only), in
- * double, then converted to the preconditioner's precision on the backend. */
+/* From a CSR in backend memory: 1 / a_ii written by the backend's csr_stats op (its checks
+ * only, no statistics), in double (a float preconditioner: SAP_ERR_UNSUPPORTED). */
 static sap_status jacobi_setup_dev(sap_precond *P, const sap_dev_csr *A)
 {
     sap_context *ctx = P->ctx;
