@@ -811,12 +811,13 @@ static PyObject *Solver_stats(SolverObject *self, PyObject *unused)
     if (ds.device_arrays) {
         /* where the data of a solver over device arrays went (sap_solver_device_stats) */
         PyObject *dv = Py_BuildValue(
-            "{s:L,s:L,s:s,s:d,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:L}", "device_solves", (long long)ds.device_solves,
+            "{s:L,s:L,s:s,s:d,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:L}", "device_solves", (long long)ds.device_solves,
             "host_solves", (long long)ds.host_solves, "host_reason", ds.host_reason, "time_download",
             ds.time_download, "download_bytes", (long long)ds.download_bytes, "time_matrix", ds.time_matrix,
             "a_h2d_bytes", (long long)ds.a_h2d_bytes, "setup_h2d_bytes", (long long)ds.setup_h2d_bytes,
             "perm_h2d_bytes", (long long)ds.perm_h2d_bytes, "solve_h2d_bytes", (long long)ds.solve_h2d_bytes,
-            "solve_d2h_bytes", (long long)ds.solve_d2h_bytes, "host_solve_bytes", (long long)ds.host_solve_bytes);
+            "solve_d2h_bytes", (long long)ds.solve_d2h_bytes, "host_solve_bytes", (long long)ds.host_solve_bytes,
+            "download_reason", ds.download_reason, "stats_d2h_bytes", (long long)ds.stats_d2h_bytes);
         SET_ITEM(d, "device_arrays", dv);
         PyObject *times = PyDict_GetItemString(d, "times"); /* borrowed */
         PyObject *td = PyFloat_FromDouble(ds.time_download);
