@@ -93,6 +93,13 @@ else
   echo "anchors: no .anchors/ (run bench/anchors/pack.sh where the Debian packages are); CPU anchors as found on this system"
 fi
 
+# build dependencies the GPU machine lacks (fast_float, cJSON, libspng) travel in .deps/ (as
+# for bench/gpu_run.sh): without it there the configure stops at fast_float
+if [ -d "$ROOT/.deps" ]; then
+  ANCHOR_ARGS+=(-DCMAKE_PREFIX_PATH=$ROOT/.deps)
+  export LD_LIBRARY_PATH="$ROOT/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
 # ---- build ----------------------------------------------------------------------------------
 if [ $BUILD_IT = 1 ]; then
   {
