@@ -25,7 +25,8 @@
 #   step "btd"   (issue 17) the block-tridiagonal GPU tests (ctest -R btd -L gpu, the 2-process one
 #                included), bench/btd (k = 256, 512, 1024, 1 GPU), bench/btd_mpi weak scaling over
 #                all visible GPUs (one process each), the GPU topology and the host staging rates:
-#                btd_tests.log, btd.md/.csv, btd_mpi_P<n>.md/.csv, btd_env.log
+#                btd_tests.log, btd.md/.csv, btd_mpi_P<n>.md/.csv, btd_env.log, and pageable/: BCYCLIC
+#                with its exchanges staged through pageable host memory (SAP_BTD_STAGE=pageable)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -264,6 +265,13 @@ PYEOF
       --ks ${SAP_BTD_MPI_KS:-64,256,512,1024} --out "$OUT" > "$OUT/btd_mpi.log" 2>&1
     echo "bench/btd_mpi -n $NG: rc=$? ($(elapsed) s)"
     cat "$OUT/btd_mpi.log"
+    # the same with the exchanges staged through pageable host memory (the previous staging)
+    mkdir -p "$OUT/pageable"
+    SAP_BTD_STAGE=pageable timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
+      "$BUILD/bench/btd_mpi" --backend cuda --ks ${SAP_BTD_MPI_PAGEABLE_KS:-256,1024} --algos bcyclic \
+      --out "$OUT/pageable" > "$OUT/pageable/btd_mpi.log" 2>&1
+    echo "bench/btd_mpi -n $NG, SAP_BTD_STAGE=pageable: rc=$? ($(elapsed) s)"
+    cat "$OUT/pageable/btd_mpi.log"
   else
     echo "bench/btd_mpi: no mpiexec or no bench/btd_mpi (MPI not found at configure)"
   fi
