@@ -5,7 +5,8 @@
  * 25, and k = 512 with 50 between them), one factorization + 16 single-column solves, for BCYCLIC (over the processes) and
  * Spike.  In one mpiexec run of P processes: first process 0 alone (its own communicator,
  * the 1-process baseline on the same machine), then all P; efficiency = time(1) / time(P).
- * Times are the maximum over the processes (seconds); comm = time in MPI (process 0).
+ * Times are the maximum over the processes (seconds); comm = communication of process 0: MPI
+ * and, for BCYCLIC, the copies staging the exchanged blocks through host memory.
  *
  * usage: mpiexec -n P btd_mpi [--backend auto|cpu|cuda] [--ks 64,256,1024] [--solves 16]
  *                             [--variant auto|getri|...] [--algos bcyclic,spike] [--scale S]
@@ -203,8 +204,8 @@ int main(int argc, char **argv)
             fprintf(md, "# bench/btd_mpi: weak scaling, factor + %d solves, 1 -> %d processes\n\nbackend %s; "
                         "processes (device each): %s.  Matrix: gen:radiative (albedo 0.75, shift 0.75, bw = k), a fixed "
                         "number of block rows per process%s.  Times in seconds, maximum over the processes; 1 = "
-                        "process 0 alone in the same run; efficiency = total(1) / total(P); comm = time in MPI "
-                        "(process 0, host staging).\n\n",
+                        "process 0 alone in the same run; efficiency = total(1) / total(P); comm = communication "
+                        "of process 0 (MPI, and BCYCLIC's staging copies through host memory).\n\n",
                     solves, p, sap_backend_name(sap_context_backend(ctx)), devs,
                     scale > 1 ? " (divided by --scale)" : "");
             fprintf(md, "| k | nb/process | P | algo | variant | factor | %d solves | total | comm | residual | "

@@ -232,7 +232,7 @@ if has btd; then
     echo "# $STAMP, commit $SAP_COMMIT"
     nvidia-smi -L; nvidia-smi topo -m
     command -v mpiexec && mpiexec --version | head -1
-    # host staging of one distributed BCYCLIC exchange (k x 2k doubles: 2 MiB for k = 256, 32 MiB for 1024)
+    # host staging of one distributed BCYCLIC exchange (k x 2k doubles: 1 MiB for k = 256, 16 MiB for 1024)
     timeout 60 python3 - <<'PYEOF'
 import time, torch
 for mib in (2, 8, 32):

@@ -508,16 +508,16 @@ static int gpu_distributed(void)
         return 77;
     }
     int lr = local_rank();
-    sap_context_config cfg;
-    sap_context_config_init(&cfg);
-    cfg.backend = SAP_BACKEND_CUDA;
-    cfg.print_level = SAP_PRINT_SILENT;
-    cfg.device = lr > 0 ? lr : 0;
+    sap_context_config cc;
+    sap_context_config_init(&cc);
+    cc.backend = SAP_BACKEND_CUDA;
+    cc.print_level = SAP_PRINT_SILENT;
+    cc.device = lr > 0 ? lr : 0;
     sap_context *G = NULL;
-    sap_status st = sap_context_create(&G, &cfg);
-    if (st == SAP_ERR_NO_DEVICE && cfg.device > 0) { /* fewer devices than local processes */
-        cfg.device = 0;
-        st = sap_context_create(&G, &cfg);
+    sap_status st = sap_context_create(&G, &cc);
+    if (st == SAP_ERR_NO_DEVICE && cc.device > 0) { /* fewer devices than local processes */
+        cc.device = 0;
+        st = sap_context_create(&G, &cc);
     }
     if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
         printf("%s: no CUDA device (%s), skipped\n", sap_test_name(), sap_status_name(st));
@@ -527,7 +527,7 @@ static int gpu_distributed(void)
         printf("%s: creating a cuda context failed: %s\n", sap_test_name(), sap_status_name(st));
         return 1;
     }
-    printf("%s: local rank %d on cuda device %d (%s)\n", sap_test_name(), lr, cfg.device,
+    printf("%s: local rank %d on cuda device %d (%s)\n", sap_test_name(), lr, cc.device,
            sap_context_device_name(G));
     CHECK(sap_context_backend(G) == SAP_BACKEND_CUDA);
     test_distributed(G);

@@ -240,9 +240,13 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
     const double t0 = sap__wtime();
     for (int i = 0; i < nsend; i++) {
         double *hb = T->xh + i * T->xcap;
-        SAP_TRY(T->dk->lacpy(ctx, rows, cols, 1, base + sl[i] * rs, ld, 0, T->xb + i * T->xcap, rows, 0));
-        sap_vec v = {.n = (sap_int)cnt, .prec = SAP_DOUBLE, .data = T->xb + i * T->xcap};
-        SAP_TRY(T->ops->vec_download(ctx, &v, hb));
+        if (ld == rows || cols == 1) { /* contiguous (a factor block, one right-hand side): one copy */
+            SAP_TRY(T->ops->mem_download(ctx, hb, base + sl[i] * rs, (size_t)cnt * 8));
+        } else {
+            SAP_TRY(T->dk->lacpy(ctx, rows, cols, 1, base + sl[i] * rs, ld, 0, T->xb + i * T->xcap, rows, 0));
+            sap_vec v = {.n = (sap_int)cnt, .prec = SAP_DOUBLE, .data = T->xb + i * T->xcap};
+            SAP_TRY(T->ops->vec_download(ctx, &v, hb));
+        }
         sbuf[i] = hb;
     }
     for (int i = 0; i < nrecv; i++) rbuf[i] = T->xh + rslot[i] * T->xcap;
