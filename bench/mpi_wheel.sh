@@ -18,6 +18,8 @@
 #                                                  cmake -S . -B BUILD with this MPI (other options
 #                                                  such as -DSAP_ENABLE_CUDA=ON come after DIR)
 # DIR may also be given as SAP_MPI_WHEEL_DIR.  Exit 1 with a message when DIR holds no wheel.
+# On a machine with Debian's PETSc add -DSAP_ENABLE_PETSC=OFF (PETSc was built against Debian's Open MPI).
+# Checked 2026-11-26: here (2 processes, CPU tests) and on 2 x H100 (bench/results/btd_h100x2_2026-11-26.md).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
