@@ -2,17 +2,18 @@
  * over MPI processes, one device per process: the paper's weak-scaling problem (Lamas
  * Davina and Roman 2018, Table 3 / 5: gen:radiative, albedo 0.75, shift 0.75, bw = k, a
  * fixed number of block rows per process: k = 64 with 400, k = 256 with 100, k = 1024 with
- * 25), one factorization + 16 single-column solves, for BCYCLIC (over the processes) and
+ * 25, and k = 512 with 50 between them), one factorization + 16 single-column solves, for BCYCLIC (over the processes) and
  * Spike.  In one mpiexec run of P processes: first process 0 alone (its own communicator,
  * the 1-process baseline on the same machine), then all P; efficiency = time(1) / time(P).
- * Times are the maximum over the processes (seconds); comm = time in MPI (process 0).
+ * Times are the maximum over the processes (seconds); comm = communication of process 0: MPI
+ * and, for BCYCLIC, the copies staging the exchanged blocks through host memory.
  *
  * usage: mpiexec -n P btd_mpi [--backend auto|cpu|cuda] [--ks 64,256,1024] [--solves 16]
  *                             [--variant auto|getri|...] [--algos bcyclic,spike] [--scale S]
- *                             [--out DIR]
+ *                             [--nb N] [--out DIR]
  * Device: process r uses cuda device (local rank) mod (devices visible), the local rank
  * from OMPI_COMM_WORLD_LOCAL_RANK / MPI_LOCALRANKID / SLURM_LOCALID (else the rank).
- * --scale S divides the block rows per process by S.  Writes <out>/btd_mpi_P<P>.csv and .md
+ * --scale S divides the block rows per process by S; --nb N gives every k N block rows per process.  Writes <out>/btd_mpi_P<P>.csv and .md
  * (process 0). */
 #include "sap.h"
 #include "bench_out.h"
@@ -128,10 +129,11 @@ static result run(sap_context *ctx, MPI_Comm comm, const sap_csr *A, sap_int k, 
 
 int main(int argc, char **argv)
 {
-    static const int ks_all[] = {64, 256, 1024}, rows_all[] = {400, 100, 25};
+    static const int ks_all[] = {64, 256, 512, 1024}, rows_all[] = {400, 100, 50, 25};
     const char *backend = "auto", *out = "bench/results", *ks_arg = NULL, *vname = "auto", *algos = "bcyclic,spike";
     int solves = 16;
     double scale = 1;
+    int nb_fixed = 0;
     MPI_Init(&argc, &argv);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -146,6 +148,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--variant")) vname = v;
         else if (!strcmp(a, "--algos")) algos = v;
         else if (!strcmp(a, "--scale")) scale = atof(v);
+        else if (!strcmp(a, "--nb")) nb_fixed = atoi(v);
         else {
             if (rank == 0) fprintf(stderr, "btd_mpi: unknown option %s\n", a);
             MPI_Finalize();
@@ -154,8 +157,8 @@ int main(int argc, char **argv)
         i++;
     }
     sap_btd_variant variant;
-    if (solves < 1 || scale < 1 || sap_btd_variant_parse(vname, &variant) != SAP_OK) {
-        if (rank == 0) fprintf(stderr, "btd_mpi: --solves >= 1, --scale >= 1, --variant a BCYCLIC variant\n");
+    if (solves < 1 || scale < 1 || nb_fixed < 0 || sap_btd_variant_parse(vname, &variant) != SAP_OK) {
+        if (rank == 0) fprintf(stderr, "btd_mpi: --solves >= 1, --scale >= 1, --nb >= 0, --variant a BCYCLIC variant\n");
         MPI_Finalize();
         return 2;
     }
@@ -201,8 +204,8 @@ int main(int argc, char **argv)
             fprintf(md, "# bench/btd_mpi: weak scaling, factor + %d solves, 1 -> %d processes\n\nbackend %s; "
                         "processes (device each): %s.  Matrix: gen:radiative (albedo 0.75, shift 0.75, bw = k), a fixed "
                         "number of block rows per process%s.  Times in seconds, maximum over the processes; 1 = "
-                        "process 0 alone in the same run; efficiency = total(1) / total(P); comm = time in MPI "
-                        "(process 0, host staging).\n\n",
+                        "process 0 alone in the same run; efficiency = total(1) / total(P); comm = communication "
+                        "of process 0 (MPI, and BCYCLIC's staging copies through host memory).\n\n",
                     solves, p, sap_backend_name(sap_context_backend(ctx)), devs,
                     scale > 1 ? " (divided by --scale)" : "");
             fprintf(md, "| k | nb/process | P | algo | variant | factor | %d solves | total | comm | residual | "
@@ -216,7 +219,7 @@ int main(int argc, char **argv)
         char key[16];
         snprintf(key, sizeof key, "%d", k);
         if (!bench_in_list(ks_arg, key)) continue;
-        int nbp = (int)(rows_all[ci] / scale + 0.5);
+        int nbp = nb_fixed > 0 ? nb_fixed : (int)(rows_all[ci] / scale + 0.5);
         if (nbp < 2) nbp = 2;
         for (int ai = SAP_BTD_BCYCLIC; ai <= SAP_BTD_REDUCED_SPIKE; ai++) {
             const char *an = sap_btd_algo_name((sap_btd_algo)ai);

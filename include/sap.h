@@ -1524,8 +1524,9 @@ SAP_API void sap_mpi_finalize(void);
  * boundary rows are sent to the neighbouring process that needs them, point to point; the
  * last row is solved by process 0); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
  * over more than one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
- * stats.time_comm is the time spent in MPI.  Host staging: device buffers go through host
- * memory.  SAP_ERR_NOT_COMPILED without MPI. */
+ * stats.time_comm is the time spent communicating (MPI; for BCYCLIC also the copies staging
+ * the exchanged blocks through host memory, page-locked on a GPU).  Host staging: device
+ * buffers go through host memory.  SAP_ERR_NOT_COMPILED without MPI. */
 SAP_API sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_int nb_local,
                                        const double *lower, const double *diag, const double *upper,
                                        const sap_btd_options *opt, sap_btd **T);

@@ -356,7 +356,8 @@ static void test_determinism(sap_context *ctx)
 static void test_distributed(sap_context *ctx)
 {
     int p = sap_mpi_init(NULL, NULL), rank = sap_mpi_rank();
-    static const int cases[][3] = {{1, 8, 1}, {3, 7, 1}, {5, 13, 0}, {8, 40, 1}, {16, 9, 0}, {2, 200, 1}};
+    static const int cases[][3] = {{1, 8, 1}, {3, 7, 1}, {5, 13, 0}, {8, 40, 1}, {16, 9, 0}, {2, 200, 1},
+                                   {48, 11, 1}};
     for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
         int k = cases[ci][0], nb = cases[ci][1], dom = cases[ci][2], n = k * nb, nrhs = 1 + (int)ci % 3;
         if (nb < 2 * p) continue;
@@ -485,9 +486,60 @@ static int cpu_part(void)
     return 0;
 }
 
+/* the process's rank on its host (OpenMPI, MPICH, Slurm), -1 outside a launcher */
+static int local_rank(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v) return atoi(v);
+    }
+    return -1;
+}
+
+/* Under mpiexec with --backend cuda (SAP_TEST_MPI=1): the distributed tests on one device
+ * per process, device = local rank where the host has that many, else device 0 (the
+ * processes then share it: still a valid run, reported). */
+static int gpu_distributed(void)
+{
+    if (!sap_has_mpi()) return 77;
+    if (!sap_has_cuda()) {
+        printf("%s: no CUDA support, skipped\n", sap_test_name());
+        return 77;
+    }
+    int lr = local_rank();
+    sap_context_config cc;
+    sap_context_config_init(&cc);
+    cc.backend = SAP_BACKEND_CUDA;
+    cc.print_level = SAP_PRINT_SILENT;
+    cc.device = lr > 0 ? lr : 0;
+    sap_context *G = NULL;
+    sap_status st = sap_context_create(&G, &cc);
+    if (st == SAP_ERR_NO_DEVICE && cc.device > 0) { /* fewer devices than local processes */
+        cc.device = 0;
+        st = sap_context_create(&G, &cc);
+    }
+    if (st == SAP_ERR_NO_DEVICE || st == SAP_ERR_NOT_COMPILED) {
+        printf("%s: no CUDA device (%s), skipped\n", sap_test_name(), sap_status_name(st));
+        return 77;
+    }
+    if (st != SAP_OK) {
+        printf("%s: creating a cuda context failed: %s\n", sap_test_name(), sap_status_name(st));
+        return 1;
+    }
+    printf("%s: local rank %d on cuda device %d (%s)\n", sap_test_name(), lr, cc.device,
+           sap_context_device_name(G));
+    CHECK(sap_context_backend(G) == SAP_BACKEND_CUDA);
+    test_distributed(G);
+    sap_context_destroy(G);
+    return 0;
+}
+
 /* every algorithm and variant on the cuda context against the cpu one */
 static int gpu_part(void)
 {
+    const char *mpi = getenv("SAP_TEST_MPI");
+    if (mpi && strcmp(mpi, "1") == 0) return gpu_distributed();
     sap_context *G = NULL;
     int rc = sap_test_gpu_context(sap_test_name(), 1, &G, NULL);
     if (rc) return rc;

@@ -20,7 +20,10 @@
  * row's neighbour i -+ h (factor, forward solve) or an eliminated row's (back substitution)
  * may be held by another process: only the first and the last row of a level can have one,
  * so each level sends at most two blocks and receives at most two (point to point, host
- * staging), and the rest of the level is the same strided calls as in one process. */
+ * staging through page-locked memory where the backend has it; SAP_BTD_STAGE=pageable in
+ * the environment stages through plain host memory, for measurements), and the rest of the
+ * level is the same strided calls as in one process.  The communication time counts the
+ * staging copies and the MPI calls, after the level's kernels are done. */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
@@ -181,6 +184,12 @@ static int owner(const sap_btd *T, sap_int g)
  * processes need are sent there; the blocks that the local consumer rows lc, ..., (nc of
  * them) need from rows -+ h held elsewhere are received into xb block 2 (the row before
  * the first consumer: *rm) and 3 (after the last: *rp), contiguous (ld rows). */
+static int stage_pinned(const sap_btd *T)
+{
+    const char *v = getenv("SAP_BTD_STAGE");
+    return T->ops->host_alloc && !(v && strcmp(v, "pageable") == 0);
+}
+
 static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int ns, const double *base, int64_t rs,
                            int ld, int rows, int cols, sap_int lc, sap_int nc, const double **rm, const double **rp)
 {
@@ -190,47 +199,67 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
     *rm = *rp = NULL;
     if (!s->c) return SAP_OK;
     const int64_t cnt = (int64_t)rows * cols;
-    if (cnt > T->xcap) {
-        T->ops->mem_free(ctx, T->xb);
-        sap__free(ctx, T->xh);
-        T->xb = T->xh = NULL;
-        T->xcap = 0;
-        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
-        SAP_ALLOC(ctx, T->xh, (size_t)cnt * 4);
-        if (!T->xh) goto cleanup;
-        T->xcap = cnt;
-    }
     int dst[2], src[2], nsend = 0, nrecv = 0;
     const double *sbuf[2];
     double *rbuf[2];
-    int64_t scnt[2] = {cnt, cnt}, rcnt[2] = {cnt, cnt};
+    int64_t scnt[2] = {cnt, cnt}, rcnt[2] = {cnt, cnt}, sl[2];
     int rslot[2];
     for (int side = 0; side < 2 && ns > 0; side++) {
         sap_int l = side == 0 ? ls : ls + (sap_int)(2 * h) * (ns - 1);
         int64_t t = s->g0 + l + (side == 0 ? -h : h);
         if (t < 0 || t >= s->gn || (t >= s->g0 && t < s->g0 + s->m)) continue;
-        double *hb = T->xh + nsend * T->xcap;
-        SAP_TRY(T->dk->lacpy(ctx, rows, cols, 1, base + l * rs, ld, 0, T->xb + nsend * T->xcap, rows, 0));
-        sap_vec v = {.n = (sap_int)cnt, .prec = SAP_DOUBLE, .data = T->xb + nsend * T->xcap};
-        SAP_TRY(T->ops->vec_download(ctx, &v, hb));
-        dst[nsend] = owner(T, (sap_int)t);
-        sbuf[nsend++] = hb;
+        sl[nsend] = l;
+        dst[nsend++] = owner(T, (sap_int)t);
     }
     for (int side = 0; side < 2 && nc > 0; side++) {
         sap_int l = side == 0 ? lc : lc + (sap_int)(2 * h) * (nc - 1);
         int64_t t = s->g0 + l + (side == 0 ? -h : h);
         if (t < 0 || t >= s->gn || (t >= s->g0 && t < s->g0 + s->m)) continue;
         src[nrecv] = owner(T, (sap_int)t);
-        rslot[nrecv] = 2 + side;
-        rbuf[nrecv++] = T->xh + (2 + side) * T->xcap;
+        rslot[nrecv++] = 2 + side;
     }
+    if (nsend + nrecv == 0) return SAP_OK;
+    if (cnt > T->xcap) {
+        T->ops->mem_free(ctx, T->xb);
+        sap__btd_xh_free(T);
+        T->xb = NULL;
+        T->xcap = 0;
+        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
+        /* page-locked on a GPU: the copies to and from the device run at the link's rate */
+        if (stage_pinned(T)) {
+            SAP_TRY(T->ops->host_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xh));
+            T->xh_pinned = 1;
+        } else {
+            SAP_ALLOC(ctx, T->xh, (size_t)cnt * 4);
+            if (!T->xh) goto cleanup;
+        }
+        T->xcap = cnt;
+    }
+    /* the level's kernels first: what follows is communication */
+    SAP_TRY(T->ops->synchronize(ctx));
+    const double t0 = sap__wtime();
+    for (int i = 0; i < nsend; i++) {
+        double *hb = T->xh + i * T->xcap;
+        if (ld == rows || cols == 1) { /* contiguous (a factor block, one right-hand side): one copy */
+            SAP_TRY(T->ops->mem_download(ctx, hb, base + sl[i] * rs, (size_t)cnt * 8));
+        } else {
+            SAP_TRY(T->dk->lacpy(ctx, rows, cols, 1, base + sl[i] * rs, ld, 0, T->xb + i * T->xcap, rows, 0));
+            sap_vec v = {.n = (sap_int)cnt, .prec = SAP_DOUBLE, .data = T->xb + i * T->xcap};
+            SAP_TRY(T->ops->vec_download(ctx, &v, hb));
+        }
+        sbuf[i] = hb;
+    }
+    for (int i = 0; i < nrecv; i++) rbuf[i] = T->xh + rslot[i] * T->xcap;
+    const double m0 = s->c->seconds;
     SAP_TRY(s->c->exchange(s->c, ctx, tag, nsend, dst, sbuf, scnt, nrecv, src, rbuf, rcnt));
+    const double mpi = s->c->seconds - m0; /* counted by the communicator */
     for (int i = 0; i < nrecv; i++) {
         double *d = T->xb + rslot[i] * T->xcap;
         SAP_TRY(T->ops->mem_upload(ctx, d, rbuf[i], (size_t)cnt * 8));
         if (rslot[i] == 2) *rm = d;
         else *rp = d;
     }
+    s->c->seconds += sap__wtime() - t0 - mpi; /* the staging copies */
 cleanup:
     return st;
 }

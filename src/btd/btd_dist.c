@@ -333,7 +333,15 @@ void sap__dist_free(sap_btd *T)
     sap__free(T->ctx, T->roff);
     T->roff = NULL;
     T->ops->mem_free(T->ctx, T->xb);
-    sap__free(T->ctx, T->xh);
-    T->xb = T->xh = NULL;
+    sap__btd_xh_free(T);
+    T->xb = NULL;
     T->xcap = 0;
+}
+
+void sap__btd_xh_free(sap_btd *T)
+{
+    if (T->xh && T->xh_pinned) T->ops->host_free(T->ctx, T->xh);
+    else sap__free(T->ctx, T->xh);
+    T->xh = NULL;
+    T->xh_pinned = 0;
 }

@@ -48,8 +48,10 @@ struct sap_btd {
     struct sap__btd_comm *comm;
     sap_int row0, nbg;
     sap_int *roff;     /* host: size + 1 first block rows of the processes */
-    double *xb, *xh;   /* distributed BCYCLIC: 4 exchange blocks in backend / host memory */
+    double *xb, *xh;   /* distributed BCYCLIC: 4 exchange blocks in backend / host memory (xh
+                        * page-locked where the backend has host_alloc: sap__btd_xh_free) */
     int64_t xcap;      /* doubles per block of xb / xh */
+    int xh_pinned;     /* xh came from ops->host_alloc */
     int lanes_on;      /* between dk->fork and dk->join (btd_cyclic.c) */
     int lane0;         /* block i of a per-block step runs on lane lane0 + i */
     double *hA1, *hCl; /* host: A of the first local row, C of the last (the coupling) */
@@ -88,6 +90,8 @@ void sap__spike_free(sap_btd *T);
 sap_status sap__dist_factor(sap_btd *T);
 sap_status sap__dist_solve(sap_btd *T, double *z, int nrhs);
 void sap__dist_free(sap_btd *T);
+/* frees the exchange staging buffer T->xh (page-locked or plain host memory) */
+void sap__btd_xh_free(sap_btd *T);
 /* Host block arrays of a CSR for block width k (checked: SAP_ERR_INVALID naming an entry
  * outside the pattern). */
 sap_status sap__btd_csr_blocks(sap_context *ctx, const sap_csr *A, sap_int k, double **lo, double **di, double **up);

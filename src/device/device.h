@@ -231,6 +231,11 @@ typedef struct sap_backend_ops {
      * are then taken on the device. */
     sap_status (*csr_stats)(sap_context *ctx, const sap_dev_csr *A, sap_dev_csr_check *chk, sap_matrix_stats *ms,
                             double *dinv);
+    /* Page-locked host memory for staging transfers that are sent on by the host (the
+     * distributed BTD exchanges over host MPI): cuda cudaHostAlloc, freed by host_free;
+     * NULL on backends without it (cpu: plain host memory, sap__alloc / sap__free). */
+    sap_status (*host_alloc)(sap_context *ctx, size_t bytes, void **p);
+    void (*host_free)(sap_context *ctx, void *p);
 } sap_backend_ops;
 
 /* Rows per block of block_relax (a cuda thread block of that many threads). */

@@ -663,6 +663,25 @@ static sap_status mem_upload(sap_context *ctx, void *dst, const void *src, size_
     return bytes ? sap__cuda_h2d(ctx, dst, src, bytes) : SAP_OK;
 }
 
+static sap_status host_alloc(sap_context *ctx, size_t bytes, void **p)
+{
+    *p = NULL;
+    ENTER();
+    cudaError_t e = cudaHostAlloc(p, bytes ? bytes : 1, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        (void)cudaGetLastError();
+        return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "cudaHostAlloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
+    }
+    return SAP_OK;
+}
+
+static void host_free(sap_context *ctx, void *p)
+{
+    (void)ctx;
+    if (p) cudaFreeHost(p);
+}
+
 static sap_backend_ops make_ops()
 {
     sap_backend_ops t;
@@ -711,6 +730,8 @@ static sap_backend_ops make_ops()
     t.spmat_create_dev = sap__cuda_spmat_create_dev;
     t.spmat_values_dev = sap__cuda_spmat_values_dev;
     t.csr_stats = sap__cuda_csr_stats;
+    t.host_alloc = host_alloc;
+    t.host_free = host_free;
     return t;
 }
 
