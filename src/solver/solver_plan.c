@@ -245,7 +245,10 @@ sap_status sap__solver_plan_drop(sap_solver *S)
     if (o->drop_delta < 0 && S->K_cm > 1) {
         sap_int Kd = 0;
         double kf = 1;
-        st = sap_drop_off(S->R->A, SV_DROP_DELTA, &Kd, &kf);
+        /* the histogram of create's pass when the matrix is the input's */
+        if (S->scan_ok && S->scan.hist && S->R->A == S->A)
+            st = sap__drop_from_hist(S->ctx, S->scan.hist, S->scan.hist_len, SV_DROP_DELTA, &Kd, &kf);
+        else st = sap_drop_off(S->R->A, SV_DROP_DELTA, &Kd, &kf);
         if (st < 0) return st;
         if (Kd * SV_DROP_GAIN <= S->K_cm) {
             S->K_auto = Kd;

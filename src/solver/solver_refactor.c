@@ -42,6 +42,7 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
     if (so < 0) return so;
     A = S->A;
     if (A->nnz > 0) memcpy(A->val, values, sizeof(double) * (size_t)A->nnz);
+    sap__solver_scan_drop(S); /* create's statistics were of the old values */
     if (!S->setup_done) return sap_solver_setup(S);
     S->interrupted = 0;
     const double t0 = sap__wtime();
