@@ -108,6 +108,16 @@ cleanup:
     return st;
 }
 
+double sap__drop_kept_from_hist(const double *h, sap_int hl, sap_int K)
+{
+    double in = 0.0, all = 0.0;
+    for (sap_int k = 0; k < hl; k++) {
+        all += h[k];
+        if (k <= K) in += h[k];
+    }
+    return all > 0 ? in / all : 1.0;
+}
+
 sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction)
 {
     if (!A || !fraction) return SAP_ERR_INVALID;
@@ -115,12 +125,7 @@ sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction
     double *h = NULL;
     sap_int hl = 0;
     SAP_TRY(distance_histogram(A, &h, &hl));
-    double in = 0.0, all = 0.0;
-    for (sap_int k = 0; k < hl; k++) {
-        all += h[k];
-        if (k <= K) in += h[k];
-    }
-    *fraction = all > 0 ? in / all : 1.0;
+    *fraction = sap__drop_kept_from_hist(h, hl, K);
 cleanup:
     sap__free(A->ctx, h);
     return st;

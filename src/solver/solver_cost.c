@@ -332,7 +332,7 @@ static double band_shape(sap_solver *S, sap_solver_method m, sap_int *K, sap_int
     sap__try_begin(S->ctx);
     sap_status st = sap__solver_choose(S, m, 0, K, P, prec, &kept, note, sizeof(note));
     if (st >= 0 && !S->cost_diag_known) {
-        st = sap__drop_kept_fraction(S->R->A, 0, &S->cost_diag);
+        st = sap__solver_kept_fraction(S, 0, &S->cost_diag);
         S->cost_diag_known = st >= 0;
     }
     diag = S->cost_diag;

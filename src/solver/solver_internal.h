@@ -500,6 +500,9 @@ void sap__solver_dev_count_a(sap_solver *S, int64_t bytes);
 sap_status sap__solver_own_matrix(sap_solver *S);
 /* Drops create's scan (A's values changed). */
 void sap__solver_scan_drop(sap_solver *S);
+/* The fraction of ||R->A||_F^2 within distance K of the diagonal (sap__drop_kept_fraction),
+ * from create's histogram when R->A is the input. */
+sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction);
 
 /* solver_refactor.c */
 /* map[k] = the position in Y of entry k of X, where X(i, j) is Y(rinv[i], cinv[j]) (NULL:

@@ -68,8 +68,10 @@ sap_status sap__solver_band_matrix(sap_context *ctx, const sap_csr *A, sap_matri
     SAP_TRY(sap__matrix_create_view(ctx, A, &mo, 1, M));
     const void *bv = NULL;
     if ((*M)->sm->prec == SAP_DOUBLE && sap__ops(ctx)->spmat_band &&
-        sap__ops(ctx)->spmat_band((*M)->sm, &bv, &src->kl, &src->w) == SAP_OK)
+        sap__ops(ctx)->spmat_band((*M)->sm, &bv, &src->kl, &src->w) == SAP_OK) {
         src->val = bv;
+        src->canonical = 1; /* the solver's matrices are checked at create (sorted, finite) */
+    }
 cleanup:
     return st;
 }

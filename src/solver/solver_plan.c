@@ -135,7 +135,7 @@ static sap_status fit_memory(sap_solver *S, sap_solver_method m, sap_int P, sap_
         else hi = mid;
     }
     *K = lo;
-    sap_status st = sap__drop_kept_fraction(S->R->A, lo, kept);
+    sap_status st = sap__solver_kept_fraction(S, lo, kept);
     if (st < 0) return st;
     if (for_memory)
         snprintf(note, nl, "narrowed K %lld->%lld (keeps %.4g of ||A||F^2) to fit %.3g MB", (long long)K0,
@@ -147,7 +147,7 @@ static sap_status fit_memory(sap_solver *S, sap_solver_method m, sap_int P, sap_
         /* a band cut by the work limit that keeps less than half of the off-diagonal
          * ||A||_F^2 costs about a band solve per iteration for little more than Jacobi */
         double diag = 1;
-        st = sap__drop_kept_fraction(S->R->A, 0, &diag);
+        st = sap__solver_kept_fraction(S, 0, &diag);
         if (st < 0) return st;
         const double off = diag < 1 ? (*kept - diag) / (1 - diag) : 1;
         if (off < 0.5) {
@@ -231,6 +231,15 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
         snprintf(S->cm_why, sizeof(S->cm_why), "on: K %lld, bound %lld%s", (long long)K, (long long)lb,
                  S->db != SAP_DB_NONE ? ", after DB" : "");
     }
+}
+
+sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction)
+{
+    if (S->scan_ok && S->scan.hist && S->R->A == S->A) {
+        *fraction = sap__drop_kept_from_hist(S->scan.hist, S->scan.hist_len, K);
+        return SAP_OK;
+    }
+    return sap__drop_kept_fraction(S->R->A, K, fraction);
 }
 
 sap_status sap__solver_plan_drop(sap_solver *S)
