@@ -18,10 +18,15 @@
 #     after --     more arguments for bench/suite (e.g. --solvers sap,cudss --no-gen --match cage)
 # environment:
 #   SAP_MATRIX_DIR   the matrices (default: .mat in the root, else ../shared/matrices)
-#   SAP_CUDSS_LIB    libcudss.so.1 of nvidia-cudss-cu13 (else cuDSS is n/a unless the
-#                    loader finds libcudss.so.1)
+#   SAP_CUDSS_LIB    libcudss.so.1 of nvidia-cudss-cu13; when unset and .cudss/libcudss.so.1.xz
+#                    is there, that one is unpacked to ${TMPDIR:-/tmp}/sap-cudss/ and used (else
+#                    cuDSS is n/a unless the loader finds libcudss.so.1)
 #   SAP_MKL_LIB      libmkl_rt.so.* of the PyPI mkl package (else PARDISO is n/a)
 #   SAP_SUITE_BUILD  build folder (default build-suite)
+# .cudss/ (git-ignored: /.cudss/ in .git/info/exclude) holds cuDSS pruned to sm_90 by
+#   bench/anchors/pack_cudss.py: ~17 MB instead of 167 MB, so that it travels to the GPU machine
+#   with .anchors/ and the matrices (the device tool carries 64 MiB a call), e.g.
+#   carry [".deps", ".anchors/lib.tar.xz", ".anchors/include", ".cudss", ".mat"]
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -41,7 +46,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift 2 ;;
     --no-build) BUILD_IT=0; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) if [ -z "$OUT" ]; then OUT=$1; shift; else echo "run_suite.sh: unknown argument $1" >&2; exit 2; fi ;;
   esac
 done
@@ -88,6 +93,13 @@ else
   echo "anchors: no .anchors/ (run bench/anchors/pack.sh where the Debian packages are); CPU anchors as found on this system"
 fi
 
+# build dependencies the GPU machine lacks (fast_float, cJSON, libspng) travel in .deps/ (as
+# for bench/gpu_run.sh): without it there the configure stops at fast_float
+if [ -d "$ROOT/.deps" ]; then
+  ANCHOR_ARGS+=(-DCMAKE_PREFIX_PATH=$ROOT/.deps)
+  export LD_LIBRARY_PATH="$ROOT/.deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
 # ---- build ----------------------------------------------------------------------------------
 if [ $BUILD_IT = 1 ]; then
   {
@@ -112,6 +124,11 @@ export SAP_MATRIX_DIR=$MATDIR
 # cuDSS needs libcublas/libnvrtc of the toolkit: the CUDA library folder on the loader path
 CUDALIB=$(grep -h '^CUDAToolkit_LIBRARY_DIR' "$BUILD/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 [ -n "$CUDALIB" ] && export LD_LIBRARY_PATH="$CUDALIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -z "${SAP_CUDSS_LIB:-}" ] && [ -f "$ROOT/.cudss/libcudss.so.1.xz" ]; then
+  CD=${TMPDIR:-/tmp}/sap-cudss
+  mkdir -p "$CD" && { [ -s "$CD/libcudss.so.1" ] || xz -dc "$ROOT/.cudss/libcudss.so.1.xz" > "$CD/libcudss.so.1"; } &&
+    export SAP_CUDSS_LIB=$CD/libcudss.so.1
+fi
 if [ -n "${SAP_CUDSS_LIB:-}" ]; then
   export LD_LIBRARY_PATH="$(dirname "$SAP_CUDSS_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "cuDSS: $SAP_CUDSS_LIB"

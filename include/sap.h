@@ -1335,11 +1335,19 @@ SAP_API sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *s
  * give SAP_ERR_INVALID with a message).  The caller's work on them must be complete (its
  * streams synchronized); each call returns after sap's stream finished with them.
  *
- * Data flow: sap_solver_create_device downloads the CSR ONCE into sap's own host memory
- * (the host stages: statistics, DB and CM reorderings, the preconditioner's band; counted
- * as device->host bytes, T_download) and builds the Krylov matrix on the device from the
- * caller's arrays (indices converted to 32 bits and values copied device->device, CSR
- * format): no byte of A goes host->device.  Only the preconditioner's own data (band,
+ * Data flow: sap_solver_create_device computes the statistics of the plan on the device
+ * (bandwidths, row lengths, dominance, zero diagonal, symmetry, the checks of the pattern
+ * and of NaN/Inf, with the host path's errors).  Krylov + Jacobi (method jacobi, or the
+ * automatic method when every row is diagonally dominant with a nonzero diagonal; no DB or
+ * CM given; a Krylov method without A^T) then needs no host copy of A: the solver keeps a
+ * device copy of the CSR (device->device) for the Jacobi diagonal and the refactors, and
+ * download_bytes stays 0.  Otherwise create downloads the CSR ONCE into sap's own host
+ * memory (the host stages: DB and CM reorderings, the preconditioner's band; counted as
+ * device->host bytes, T_download; download_reason says why), as does a later call that
+ * needs it (a host-vector solve or refactor, a solve through the host, or the failure of
+ * the automatic Jacobi attempt, after which the host plan is set up).  The Krylov matrix is
+ * built on the device from the caller's arrays (indices converted to 32 bits and values
+ * copied device->device, CSR format): no byte of A goes host->device.  Only the preconditioner's own data (band,
  * factors, diagonal) and the reorderings' permutations and scaling factors go up.  The
  * arrays are read during the call only.  sap_solver_solve_device: b and x stay on the
  * device; the method's Krylov iteration runs in the original order with the reorderings
@@ -1360,9 +1368,9 @@ SAP_API sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, dou
 /* nrhs columns (column k at d_B + k * ldb, ldb >= n; likewise d_X), one after another. */
 SAP_API sap_status sap_solver_solve_many_device(sap_solver *S, sap_int nrhs, const double *d_B, sap_int ldb,
                                                 double *d_X, sap_int ldx);
-/* New values (device memory, the CSR order of create): downloaded once for the host
- * stages (the preconditioner's numeric setup), copied device->device into the Krylov
- * matrix. */
+/* New values (device memory, the CSR order of create): checked for NaN/Inf and copied
+ * device->device into the Krylov matrix; downloaded for the host stages (the
+ * preconditioner's numeric setup) only when the solver has a host copy of A. */
 SAP_API sap_status sap_solver_refactor_device(sap_solver *S, const double *d_val);
 
 /* Where the data of a device-array solver went (context transfer counters split by
@@ -1383,6 +1391,9 @@ typedef struct sap_solver_device_stats {
     int64_t solve_h2d_bytes;    /* host->device bytes during device solves (0: nothing went up) */
     int64_t solve_d2h_bytes;    /* device->host bytes during device solves (reduction scalars) */
     int64_t host_solve_bytes;   /* host<->device bytes of the host solves (b, x, what they built) */
+    char download_reason[128];  /* why A was downloaded ("" while it was not: no host copy) */
+    int64_t stats_d2h_bytes;    /* device->host bytes of the device statistics and checks of A
+                                   (a few scalars per pass, never A) */
 } sap_solver_device_stats;
 SAP_API sap_status sap_solver_get_device_stats(const sap_solver *S, sap_solver_device_stats *stats);
 

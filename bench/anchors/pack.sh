@@ -44,7 +44,9 @@ done
 
 rm -rf "$DEST"
 mkdir -p "$DEST/include" "$DEST/lib/fallback"
-grep -qx '/.anchors/' "$ROOT/.git/info/exclude" 2>/dev/null || echo '/.anchors/' >> "$ROOT/.git/info/exclude"
+# (a worktree's .git is a file: ask git where info/exclude is)
+EXCL=$(git -C "$ROOT" rev-parse --path-format=absolute --git-path info/exclude 2>/dev/null || echo "$ROOT/.git/info/exclude")
+grep -qx '/.anchors/' "$EXCL" 2>/dev/null || echo '/.anchors/' >> "$EXCL"
 
 # ---- headers: exactly what the suite's includes pull in -------------------------------
 tmpc=$(mktemp --suffix=.c)
@@ -104,6 +106,10 @@ for f in "$DEST"/lib/fallback/*.so*; do xz -9 -f "$f"; done
 cd "$DEST/lib"
 ln -sf libsuperlu.so.5 libsuperlu.so
 ln -sf libumfpack.so.5 libumfpack.so
+# CHOLMOD and SuiteSparse_config: the top-level CMake's direct-host method (SAP_HAVE_SUITESPARSE)
+# finds them only under these names; without them the suite's sap_direct_host is NOT_COMPILED
+ln -sf libcholmod.so.3 libcholmod.so
+ln -sf libsuitesparseconfig.so.5 libsuitesparseconfig.so
 ln -sf libdmumps_seq-5.5.so libdmumps_seq.so
 ln -sf libmumps_common_seq-5.5.so libmumps_common_seq.so
 ln -sf libmpiseq_seq-5.5.so libmpiseq_seq.so

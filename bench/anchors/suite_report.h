@@ -37,7 +37,7 @@ int suite_csv_read(const char *path, suite_rows *rows);
 int suite_rows_add(suite_rows *rows, const suite_row *r); /* replaces (name, solver) */
 void suite_rows_free(suite_rows *rows);
 
-/* Writes the markdown summary (Table 8-like table, counts, log2 speedup quartiles,
+/* Writes the markdown summary (Table 8-like table, counts, log2 speedup quartiles, issue 19's targets,
  * the cuDSS comparison and the synthetic target).  'command' goes into the header. */
 int suite_write_markdown(const suite_rows *rows, const char *path, const char *command);
 

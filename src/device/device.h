@@ -91,6 +91,25 @@ void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes)
 /* The automatic SpMV format for a matrix on a backend, with the reason (static text). */
 sap_spmv_format sap__spmv_auto_format(const sap_csr *A, sap_backend backend, const char **reason);
 
+/* A square CSR in backend memory (the caller's device arrays of sap_solver_create_device):
+ * rowptr n + 1, colind and val nnz entries, sap_int indices. */
+typedef struct sap_dev_csr {
+    sap_int n, nnz;
+    const sap_int *rowptr, *colind;
+    const double *val;
+} sap_dev_csr;
+
+/* What the csr_stats op found wrong (each the first in row or entry order; -1: none).  The
+ * statistics are only meaningful when bad_rowptr, bad_col and bad_order are all -1. */
+typedef struct sap_dev_csr_check {
+    sap_int bad_rowptr;  /* rowptr[0] != 0 or rowptr[n] != nnz: row n; else the first i with
+                            rowptr[i + 1] < rowptr[i] */
+    sap_int bad_col;     /* the first row with a column outside 0 .. n - 1 */
+    sap_int bad_order;   /* the first row whose columns do not strictly increase */
+    sap_int nonfinite;   /* the first entry (CSR position) that is NaN or Inf */
+    sap_int zero_diag_row; /* the first row whose diagonal entry is missing or exactly zero */
+} sap_dev_csr_check;
+
 /* The kernel table.  All vector arguments of one call have the same length.  Unless said
  * otherwise, all vectors of one call have the same precision; arithmetic is done in
  * that precision (scalars are passed as double).  Reductions (dot, nrm2, ...) are
@@ -197,6 +216,21 @@ typedef struct sap_backend_ops {
     sap_status (*spmat_create_dev)(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
                                    const double *val, sap_spmat **M);
     sap_status (*spmat_values_dev)(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val);
+    /* csr_stats: the statistics of a square CSR in backend memory, what the solver's plan
+     * reads (the fields sap__csr_stats_quick fills: bandwidths, empty rows, max / mean row
+     * nnz, mean row width, zero diagonal, dominance d and dominant rows, and, when every
+     * diagonal entry is positive, numerical symmetry by a binary search of each entry's
+     * mirror, which gives spd_estimate), with the checks of sap_csr_check and the
+     * finiteness of sap_solver_create in *chk.  ms may be NULL (checks only: no symmetry
+     * pass); dinv (backend memory, n doubles, may be NULL) receives 1 / a_ii (0 where the
+     * diagonal is missing or zero).  Integer counts and min / max only: the result does not
+     * depend on the thread or block count.  When chk->bad_rowptr >= 0 nothing else is
+     * looked at; when bad_col or bad_order >= 0 the statistics are not filled.  Only a few
+     * scalars come back to the host (cuda: counted as d2h).  With spmat_create_dev, A may
+     * be a shape without host arrays (rowptr NULL): the row statistics the format needs
+     * are then taken on the device. */
+    sap_status (*csr_stats)(sap_context *ctx, const sap_dev_csr *A, sap_dev_csr_check *chk, sap_matrix_stats *ms,
+                            double *dinv);
 } sap_backend_ops;
 
 /* Rows per block of block_relax (a cuda thread block of that many threads). */

@@ -58,12 +58,20 @@ sap_status sap__matrix_create_dev(sap_context *ctx, const sap_csr *A, const sap_
 {
     *out = NULL;
     sap_matrix *M = NULL;
-    sap_status st = sap_csr_check(A);
-    if (st < 0) return st;
+    sap_status st = SAP_OK;
+    if (A->rowptr) SAP_TRY(sap_csr_check(A));
     if (!sap__ops(ctx)->spmat_create_dev)
         return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "the %s backend builds no matrix from device arrays",
                          sap__ops(ctx)->name);
-    SAP_TRY(host_copy(ctx, A, &M));
+    if (A->rowptr) {
+        SAP_TRY(host_copy(ctx, A, &M));
+    } else { /* a shape: no host copy */
+        SAP_CALLOC(ctx, M, 1);
+        M->ctx = ctx;
+        M->nrows = A->nrows;
+        M->ncols = A->ncols;
+        M->nnz = A->nnz;
+    }
     SAP_TRY(sap__ops(ctx)->spmat_create_dev(ctx, A, rowptr, colind, val, &M->sm));
     *out = M;
     return SAP_OK;
@@ -87,6 +95,8 @@ static sap_status create(sap_context *ctx, const sap_csr *A, const sap_matrix_op
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown SpMV format %d", (int)opt.format);
     if (opt.precision != SAP_DOUBLE && opt.precision != SAP_FLOAT)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown precision %d", (int)opt.precision);
+    if (checked && (!A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))) /* a shape without host arrays */
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: the CSR has no host arrays");
     sap_status st = checked ? SAP_OK : sap_csr_check(A);
     if (st < 0) return st;
 
@@ -165,6 +175,9 @@ sap_status sap__matrix_derived(sap_matrix *M, int transpose, sap_precision prec,
         }
     }
     sap_context *ctx = M->ctx;
+    if (!M->rowptr)
+        return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED,
+                         "sap_matrix: a transposed or converted copy needs the host matrix (built from device arrays)");
     if (M->nderived == (int)(sizeof(M->derived) / sizeof(M->derived[0]))) drop_derived(M);
     sap_csr A;
     host_view(M, &A);
@@ -227,7 +240,7 @@ sap_status sap__matrix_values_dev(sap_matrix *M, const double *host_val, const d
     sap_status st = sap__ops(ctx)->spmat_values_dev(ctx, M->sm, &A, val);
     if (st < 0) return st;
     drop_derived(M);
-    if (M->nnz > 0) sap__par_memcpy(ctx, M->val, host_val, sizeof(double) * (size_t)M->nnz);
+    if (M->nnz > 0 && M->val && host_val) sap__par_memcpy(ctx, M->val, host_val, sizeof(double) * (size_t)M->nnz);
     return st;
 }
 

@@ -36,7 +36,9 @@ sap_status sap__matrix_host_csr(sap_matrix *M, int transpose, sap_csr **out);
 /* A matrix object from backend arrays (device memory on cuda: the caller's; rowptr and
  * colind as sap_int) holding the same matrix as the host CSR A, which becomes the host
  * copy: the backend matrix (CSR, double) is built from the arrays, nothing of A is
- * uploaded.  SAP_ERR_UNSUPPORTED where the backend offers no such build. */
+ * uploaded.  SAP_ERR_UNSUPPORTED where the backend offers no such build.  A may be a shape
+ * (rowptr NULL: no host copy): the object then has none either (its derived matrices are
+ * SAP_ERR_UNSUPPORTED). */
 sap_status sap__matrix_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
                                   const double *val, sap_matrix **M);
 /* A matrix object whose host copy is a view of A's arrays (no copy of the CSR): A must
@@ -45,7 +47,8 @@ sap_status sap__matrix_create_dev(sap_context *ctx, const sap_csr *A, const sap_
  * passed sap_csr_check already (skips that pass over the column indices). */
 sap_status sap__matrix_create_view(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt, int checked,
                                    sap_matrix **M);
-/* New values of such a matrix: val in backend memory, host_val the same on the host. */
+/* New values of such a matrix: val in backend memory, host_val the same on the host (NULL
+ * or ignored when the object has no host copy). */
 sap_status sap__matrix_values_dev(sap_matrix *M, const double *host_val, const double *val);
 sap_status sap__matrix_derived(sap_matrix *M, int transpose, sap_precision prec, sap_spmv_format fmt,
                                const sap_spmat **out);

@@ -58,6 +58,33 @@ cleanup:
     return st;
 }
 
+/* From a CSR in backend memory: 1 / a_ii written by the backend's csr_stats op (its checks
+ * only, no statistics), in double (a float preconditioner: SAP_ERR_UNSUPPORTED). */
+static sap_status jacobi_setup_dev(sap_precond *P, const sap_dev_csr *A)
+{
+    sap_context *ctx = P->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    jacobi_data *d = P->data;
+    const sap_int n = A->n;
+    sap_status st = SAP_OK;
+    sap_dev_csr_check chk;
+    if (!ops->csr_stats) return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "jacobi: the %s backend has no csr_stats", ops->name);
+    if (P->prec != SAP_DOUBLE)
+        return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "jacobi: the setup from device arrays is in double only");
+    if (d->dinv.data && (d->dinv.n != n || d->dinv.prec != P->prec)) ops->vec_destroy(ctx, &d->dinv);
+    if (!d->dinv.data) SAP_TRY(ops->vec_create(ctx, n, P->prec, &d->dinv));
+    SAP_TRY(ops->csr_stats(ctx, A, &chk, NULL, (double *)d->dinv.data));
+    if (chk.bad_rowptr >= 0 || chk.bad_col >= 0 || chk.bad_order >= 0)
+        SAP_FAIL(ctx, SAP_ERR_INVALID, "jacobi: malformed CSR (row %lld)",
+                 (long long)(chk.bad_rowptr >= 0 ? chk.bad_rowptr : chk.bad_col >= 0 ? chk.bad_col : chk.bad_order));
+    if (chk.zero_diag_row >= 0)
+        SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: zero or missing diagonal entry in row %lld", (long long)chk.zero_diag_row);
+    if (chk.nonfinite >= 0)
+        SAP_FAIL(ctx, SAP_ERR_NONFINITE, "jacobi: entry %lld of the matrix is not finite", (long long)chk.nonfinite);
+cleanup:
+    return st;
+}
+
 static sap_status jacobi_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
 {
     jacobi_data *d = P->data;
@@ -69,6 +96,7 @@ const sap_precond_type sap__pc_jacobi = {
     .help = "scalar Jacobi M = diag(A) (a zero diagonal entry is SAP_ERR_SINGULAR)",
     .create = jacobi_create,
     .setup_numeric = jacobi_numeric,
+    .setup_dev = jacobi_setup_dev,
     .apply = jacobi_apply,
     .destroy = jacobi_destroy,
 };

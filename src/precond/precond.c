@@ -263,6 +263,32 @@ sap_status sap_precond_setup_numeric(sap_precond *P, const sap_csr *A)
     return st;
 }
 
+int sap__precond_has_setup_dev(const sap_precond *P)
+{
+    return P && (P->type->setup_dev || (!P->type->setup_symbolic && !P->type->setup_numeric));
+}
+
+sap_status sap__precond_setup_dev(sap_precond *P, const sap_dev_csr *A)
+{
+    if (!P) return SAP_ERR_INVALID;
+    if (!A || A->n < 0) return SAP_ERROR(P->ctx, SAP_ERR_INVALID, "preconditioner '%s': no device matrix", P->type->name);
+    if (!sap__precond_has_setup_dev(P))
+        return SAP_ERROR(P->ctx, SAP_ERR_UNSUPPORTED, "preconditioner '%s' is set up from the host matrix only",
+                         P->type->name);
+    double t0 = sap__wtime();
+    if (P->n != A->n) free_work(P);
+    P->n = A->n;
+    P->state = SAP_PC_SYMBOLIC;
+    sap_status st = SAP_OK;
+    if (P->type->setup_dev) {
+        st = P->type->setup_dev(P, A);
+        if (st < 0 || st == SAP_WARN_INTERRUPTED) return st;
+    }
+    P->state = SAP_PC_NUMERIC;
+    P->time_numeric = sap__wtime() - t0;
+    return st;
+}
+
 int sap__precond_is_identity(const sap_precond *P) { return !P || P->type->identity; }
 
 sap_status sap__precond_check_ready(const sap_precond *P, sap_int n)

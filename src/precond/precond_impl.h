@@ -32,6 +32,9 @@ typedef struct sap_precond_type {
     sap_status (*setup_symbolic)(sap_precond *P, const sap_csr *A);
     /* values; called after setup_symbolic with a matrix of the same size */
     sap_status (*setup_numeric)(sap_precond *P, const sap_csr *A);
+    /* symbolic + numeric setup from a square CSR in backend memory (the caller's device
+     * arrays: no host copy of A); NULL: not offered (a type that needs the host matrix) */
+    sap_status (*setup_dev)(sap_precond *P, const sap_dev_csr *A);
     /* z = M^{-1} r on the backend (r and z: length P->n, precision P->prec unless
      * mixed_precision_apply) */
     sap_status (*apply)(sap_precond *P, const sap_vec *r, sap_vec *z);
@@ -72,6 +75,11 @@ sap_status sap__precond_register(const sap_precond_type *t);
 /* The registered type named name (case-insensitive), or NULL. */
 const sap_precond_type *sap__precond_find(const char *name);
 
+/* The setup (symbolic and numeric) from a CSR in backend memory, for a type that offers it
+ * (setup_dev), or for one with no setup at all (none); SAP_ERR_UNSUPPORTED otherwise. */
+sap_status sap__precond_setup_dev(sap_precond *P, const sap_dev_csr *A);
+/* 1 when P can be set up from a CSR in backend memory (sap__precond_setup_dev). */
+int sap__precond_has_setup_dev(const sap_precond *P);
 /* z = M^{-1} r with backend vectors of any precision (converted through P's work vectors
  * when they differ from P->prec).  Used by the Krylov drivers. */
 sap_status sap__precond_apply_vec(sap_precond *P, const sap_vec *r, sap_vec *z);

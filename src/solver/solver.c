@@ -139,6 +139,35 @@ cleanup:
     return st;
 }
 
+sap_status sap__solver_create_shape(sap_context *ctx, sap_int n, sap_int nnz, const sap_solver_options *opt,
+                                    sap_solver **out)
+{
+    SAP_CHECK_CTX(ctx);
+    *out = NULL;
+    sap_solver_options o;
+    if (opt) o = *opt;
+    else sap_solver_options_init(&o);
+    sap_status st = check_options(ctx, n, &o);
+    if (st < 0) return st;
+    sap_solver *S = NULL;
+    SAP_CALLOC(ctx, S, 1);
+    S->ctx = ctx;
+    S->x = ctx;
+    S->opt = o;
+    S->A_owned = 1;
+    SAP_CALLOC(ctx, S->A, 1);
+    S->A->ctx = ctx;
+    S->A->nrows = S->A->ncols = n;
+    S->A->nnz = nnz;
+    S->stats.n = n;
+    S->stats.nnz = nnz;
+    *out = S;
+    return SAP_OK;
+cleanup:
+    sap_solver_destroy(S);
+    return st;
+}
+
 /* S->x = a cpu context beside S->ctx (its threads, messages and allocator): the system is
  * solved on the host. */
 static sap_status host_context(sap_solver *S, const char *what)
@@ -269,9 +298,17 @@ sap_status sap_solver_setup(sap_solver *S)
     const sap_solver_options *o = &S->opt;
     sap_int *rinv = NULL, *cinv = NULL;
 
+    /* a solver on the caller's device arrays without a host copy of A (solver_device.c:
+     * its method needs none): the statistics from the device, no DB / CM (the Krylov method
+     * with Jacobi takes the matrix in any symmetric order alike), no drop-off, the chain of
+     * that method */
+    const int no_host = S->dev && !S->A->rowptr;
+
     /* statistics (one pass): SPD guess, K, dominance, zero diagonal; the skip rules */
     sap_matrix_stats ms;
-    if (S->scan_ok) { /* create's pass read them; the symmetry check (SPD guess) is left */
+    if (no_host) {
+        SAP_TRY(sap__solver_dev_stats(S, &ms));
+    } else if (S->scan_ok) { /* create's pass read them; the symmetry check (SPD guess) is left */
         ms = S->scan.stats;
         if (S->scan.diag_positive) ms.numerically_symmetric = ms.spd_estimate =
                                        sap__csr_numerically_symmetric(S->A, sap__threads(ctx));
@@ -281,7 +318,14 @@ sap_status sap_solver_setup(sap_solver *S)
     s->spd = ms.spd_estimate && n > 0;
     s->K_original = ms.half_bandwidth;
     sap__solver_plan_reorder(S, &ms);
-    if (S->db == SAP_DB_NONE && ms.zero_diagonal > 0) {
+    if (no_host) {
+        S->db = SAP_DB_NONE;
+        S->scale = 0;
+        S->cm = 0;
+        snprintf(S->db_why, sizeof(S->db_why), ": device arrays, not needed");
+        snprintf(S->cm_why, sizeof(S->cm_why), "off: device arrays, not needed");
+    }
+    if (!no_host && S->db == SAP_DB_NONE && ms.zero_diagonal > 0) {
         /* without DB nothing else detects a structurally singular matrix */
         sap_int matched = 0;
         SAP_ALLOC(ctx, rinv, n);
@@ -358,11 +402,25 @@ sap_status sap_solver_setup(sap_solver *S)
         }
     }
     s->on_host = !sap__solver_on_cuda(S->x);
+    if (no_host && S->x != S->ctx) { /* solved on the host after all: its copy of A, the host plan */
+        sap__free(ctx, rinv);
+        sap__free(ctx, cinv);
+        free_setup(S);
+        SAP_TRY(sap__solver_dev_fetch(S, "the system is solved on the host"));
+        return sap_solver_setup(S);
+    }
 
     t_stats += sap__wtime() - t_mark;
-    SAP_TRY(sap__solver_plan_drop(S));
+    if (no_host) {
+        S->K_auto = S->K_cm;
+        S->kept_auto = 1.0;
+        snprintf(S->drop_why, sizeof(S->drop_why), "no drop (device arrays)");
+    } else {
+        SAP_TRY(sap__solver_plan_drop(S));
+    }
     t_mark = sap__wtime();
-    sap__solver_plan_chain(S);
+    if (no_host) sap__solver_dev_plan_chain(S);
+    else sap__solver_plan_chain(S);
     s->time_stats = t_stats + sap__wtime() - t_mark;
     st = sap__solver_chain_build(S, 0);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup;

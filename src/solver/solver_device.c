@@ -1,10 +1,17 @@
 /* solver_device.c -- the device-pointer entry points of sap_solver (sap.h: the caller's
  * device arrays): create from a device CSR, solve and refactor with device vectors.
  *
- * create: the CSR is downloaded once into the solver's own host matrix S->A (the host
- *   stages of setup need it: statistics, DB, CM, the preconditioner's band) and the Krylov
- *   matrix D->M is built on the device from the caller's arrays (device -> device).  The
- *   attempts then build no Krylov matrix of their own (solver_method_krylov.c).
+ * create: the statistics of the plan on the device (the backend's csr_stats op).  When the
+ *   method needs no host copy of A (Krylov + Jacobi: given, or the automatic method on a
+ *   matrix dominant in every row; host_need_*), S->A is a shape (n, nnz, no arrays), the
+ *   solver keeps a device copy of the CSR (D->a_*), the setup runs on the device statistics
+ *   with no DB / CM / drop-off and the Jacobi diagonal comes from the device copy; the host
+ *   copy is fetched (sap__solver_dev_fetch) only when something needs it later (a host
+ *   vector, a solve through the host, the automatic plan's fallback to the host plan).
+ *   Otherwise the CSR is downloaded once into the solver's own host matrix S->A (the host
+ *   stages of setup need it: DB, CM, the preconditioner's band).  Either way the Krylov
+ *   matrix D->M is built on the device from the device arrays (device -> device), and the
+ *   attempts build no Krylov matrix of their own (solver_method_krylov.c).
  * solve: the current attempt's Krylov method runs on D->M, in the ORIGINAL order, with
  *   the attempt's preconditioner Pc (built for R->A = Dr P A Q Dc, then the third stage
  *   t) applied as M^-1 = Q Dc T^T Pc^-1 T Dr P: two device gathers around Pc (wrap_apply),
@@ -29,6 +36,13 @@ struct sap__solver_dev {
     sap_vec r, d, xn, x0;    /* refinement, the initial guess */
     sap_precond wrap;        /* Pc in the original order (wrap_type) */
     int check;               /* the caller's pointers are checked (0: the cpu tests) */
+    /* no host copy of A (S->A a shape): the solver's device copy of the caller's CSR, its
+     * statistics (valid until a refactor), and whether the automatic plan's fallback to the
+     * host plan was taken */
+    sap_int *a_rp, *a_ci;
+    double *a_val;
+    sap_matrix_stats ms;
+    int ms_valid, escaped;
     sap_solver_device_stats st;
 };
 
@@ -107,6 +121,16 @@ static void free_gathers(sap_solver *S, struct sap__solver_dev *D)
     D->att = NULL;
 }
 
+static void free_copy(sap_context *ctx, struct sap__solver_dev *D)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    void *ps[] = {D->a_rp, D->a_ci, D->a_val};
+    for (int i = 0; i < 3; i++)
+        if (ps[i]) ops->mem_free(ctx, ps[i]);
+    D->a_rp = D->a_ci = NULL;
+    D->a_val = NULL;
+}
+
 void sap__solver_dev_forget(sap_solver *S, const sap__attempt *a)
 {
     struct sap__solver_dev *D = S->dev;
@@ -118,6 +142,7 @@ void sap__solver_dev_forget(sap_solver *S, const sap__attempt *a)
     sap_vec *vs[] = {&D->t1, &D->t2, &D->r, &D->d, &D->xn, &D->x0};
     for (int i = 0; i < 6; i++)
         if (vs[i]->data) ops->vec_destroy(ctx, vs[i]);
+    free_copy(ctx, D);
     sap_matrix_destroy(D->M);
     sap__free(ctx, D);
     S->dev = NULL;
@@ -179,6 +204,215 @@ cleanup:
     return st;
 }
 
+/* ---- no host copy of A: the device statistics and the plan -------------------------------- */
+
+/* Why the options need the host copy of A whatever the matrix (NULL: they may not). */
+static const char *host_need_opts(const sap_solver_options *o, char *buf, size_t size)
+{
+    if (o->method != SAP_METHOD_AUTO && o->method != SAP_METHOD_JACOBI) {
+        snprintf(buf, size, "method %s works on the host matrix", sap_solver_method_name(o->method));
+        return buf;
+    }
+    if (o->db > 0) return "DB given";
+    if (o->cm > 0) return "CM given";
+    if (!o->krylov_auto) {
+        const sap_krylov_method *m = sap__krylov_find_id((int)o->krylov.type);
+        if (m && (m->dual || m->param_is_method)) {
+            snprintf(buf, size, "Krylov method %s builds a copy of A on the host", m->name);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* Why the matrix needs it under these options (NULL: Krylov + Jacobi from the device CSR).
+ * The automatic plan takes that path where Jacobi is sure to help: every row diagonally
+ * dominant with a nonzero diagonal (what the host plan reads as "DB not needed"); other
+ * matrices get the host plan (DB, CM, the bands, the cost model). */
+static const char *host_need_stats(const sap_solver_options *o, const sap_matrix_stats *ms, sap_int n, char *buf,
+                                   size_t size)
+{
+    if (o->method != SAP_METHOD_AUTO) return NULL;
+    if (n == 0) return "empty system";
+    if (ms->zero_diagonal > 0 || ms->dominant_rows < n) {
+        snprintf(buf, size, "the automatic plan: %lld rows not diagonally dominant, %lld zero diagonal entries",
+                 (long long)(n - ms->dominant_rows), (long long)ms->zero_diagonal);
+        return buf;
+    }
+    return NULL;
+}
+
+/* The error of a failed csr_stats check, as the host path words it (a value or the row
+ * pointer's ends fetched for the message: a few bytes). */
+static sap_status check_error(sap_context *ctx, const sap_dev_csr *A, const sap_dev_csr_check *c, const char *fn)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (c->bad_rowptr >= 0 && c->bad_rowptr == A->n) {
+        sap_int e[2] = {0, 0};
+        ops->mem_download(ctx, &e[0], A->rowptr, sizeof(sap_int));
+        ops->mem_download(ctx, &e[1], A->rowptr + A->n, sizeof(sap_int));
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: the row pointer runs from %lld to %lld (need 0 to nnz = %lld)", fn,
+                         (long long)e[0], (long long)e[1], (long long)A->nnz);
+    }
+    if (c->bad_rowptr >= 0)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: CSR rowptr decreases at row %lld", fn, (long long)c->bad_rowptr);
+    if (c->bad_col >= 0)
+        return SAP_ERROR(ctx, SAP_ERR_INDEX, "%s: CSR row %lld: column out of range", fn, (long long)c->bad_col);
+    if (c->bad_order >= 0)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: CSR row %lld: columns not strictly increasing", fn,
+                         (long long)c->bad_order);
+    if (c->nonfinite >= 0) {
+        double v = 0;
+        ops->mem_download(ctx, &v, A->val + c->nonfinite, sizeof(double));
+        return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "%s: entry %lld of the matrix is %g", fn, (long long)c->nonfinite, v);
+    }
+    return SAP_OK;
+}
+
+static int check_bad(const sap_dev_csr_check *c)
+{
+    return c->bad_rowptr >= 0 || c->bad_col >= 0 || c->bad_order >= 0 || c->nonfinite >= 0;
+}
+
+/* csr_stats on A, its d2h bytes counted as the statistics' */
+static sap_status dev_csr_stats(sap_context *ctx, struct sap__solver_dev *D, const sap_dev_csr *A,
+                                sap_dev_csr_check *chk, sap_matrix_stats *ms, double *dinv)
+{
+    const dev_mark m0 = mark(ctx);
+    sap_status st = sap__ops(ctx)->csr_stats(ctx, A, chk, ms, dinv);
+    D->st.stats_d2h_bytes += mark(ctx).d2h - m0.d2h;
+    return st;
+}
+
+static sap_dev_csr own_csr(const sap_solver *S)
+{
+    const struct sap__solver_dev *D = S->dev;
+    sap_dev_csr c = {S->A->nrows, S->A->nnz, D->a_rp, D->a_ci, D->a_val};
+    return c;
+}
+
+sap_status sap__solver_dev_stats(sap_solver *S, sap_matrix_stats *ms)
+{
+    struct sap__solver_dev *D = S->dev;
+    if (!D->ms_valid) {
+        sap_dev_csr_check chk;
+        const sap_dev_csr A = own_csr(S);
+        sap_status st = dev_csr_stats(S->ctx, D, &A, &chk, &D->ms, NULL);
+        if (st < 0) return st;
+        if (check_bad(&chk)) return check_error(S->ctx, &A, &chk, "sap_solver_setup");
+        D->ms_valid = 1;
+    }
+    *ms = D->ms;
+    return SAP_OK;
+}
+
+void sap__solver_dev_plan_chain(sap_solver *S)
+{
+    const struct sap__solver_dev *D = S->dev;
+    S->cost_ordered = 0;
+    for (int i = 0; i < SV_MAX_CHAIN; i++) S->pred[i] = S->pred_it[i] = -1;
+    S->levels = 0;
+    S->bj_avg = -1;
+    S->nchain = 1;
+    S->chain[0] = SAP_METHOD_JACOBI;
+    if (S->opt.method == SAP_METHOD_AUTO)
+        snprintf(S->why_first, sizeof(S->why_first),
+                 "device arrays, all rows dominant (d = %.3g): Jacobi on the device CSR, no host A%s",
+                 D->ms.diag_dominance, S->opt.fallback ? " (host plan if it fails)" : "");
+    else
+        snprintf(S->why_first, sizeof(S->why_first), "jacobi given: on the device CSR, no host A");
+}
+
+sap_status sap__solver_dev_pc_setup(sap_solver *S, sap_precond *pc)
+{
+    const sap_dev_csr A = own_csr(S);
+    const dev_mark m0 = mark(S->ctx);
+    sap_status st = sap__precond_setup_dev(pc, &A);
+    S->dev->st.stats_d2h_bytes += mark(S->ctx).d2h - m0.d2h;
+    return st;
+}
+
+sap_status sap__solver_dev_fetch(sap_solver *S, const char *why)
+{
+    struct sap__solver_dev *D = S->dev;
+    sap_csr *A = S->A;
+    if (!D || A->rowptr) return SAP_OK;
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = A->nrows, nnz = A->nnz;
+    sap_status st = SAP_OK;
+    sap_int *rp = NULL, *ci = NULL;
+    double *v = NULL;
+    const double t0 = sap__wtime();
+    SAP_ALLOC(ctx, rp, n + 1);
+    SAP_ALLOC(ctx, ci, nnz > 0 ? nnz : 1);
+    SAP_ALLOC(ctx, v, nnz > 0 ? nnz : 1);
+    SAP_TRY(ops->mem_download(ctx, rp, D->a_rp, sizeof(sap_int) * (size_t)(n + 1)));
+    if (nnz > 0) {
+        SAP_TRY(ops->mem_download(ctx, ci, D->a_ci, sizeof(sap_int) * (size_t)nnz));
+        SAP_TRY(ops->mem_download(ctx, v, D->a_val, sizeof(double) * (size_t)nnz));
+    }
+    A->rowptr = rp;
+    A->colind = ci;
+    A->val = v;
+    rp = ci = NULL;
+    v = NULL;
+    D->st.time_download += sap__wtime() - t0;
+    D->st.download_bytes += (int64_t)(sizeof(sap_int) * (size_t)(n + 1 + nnz) + sizeof(double) * (size_t)nnz);
+    snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%.127s", why);
+    sap__log(ctx, SAP_PRINT_INFO, "sap_solver (device arrays): A downloaded: %s", why);
+    free_copy(ctx, D); /* the host copy holds A now (a refactor downloads its values) */
+cleanup:
+    sap__free(ctx, rp);
+    sap__free(ctx, ci);
+    sap__free(ctx, v);
+    return st;
+}
+
+/* The device copy of the caller's CSR (device -> device) and the solver on it with no host
+ * copy of A (S->A a shape). */
+static sap_status create_no_host(sap_context *ctx, struct sap__solver_dev **Dp, const sap_dev_csr *C,
+                                 const sap_solver_options *o, sap_solver **out)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    struct sap__solver_dev *D = *Dp;
+    sap_solver *S = NULL;
+    sap_status st = SAP_OK;
+    const sap_int n = C->n, nnz = C->nnz;
+    const size_t bi = sizeof(sap_int) * (size_t)(nnz > 0 ? nnz : 1), bv = sizeof(double) * (size_t)(nnz > 0 ? nnz : 1);
+    SAP_TRY(ops->mem_alloc(ctx, sizeof(sap_int) * (size_t)(n + 1), (void **)&D->a_rp));
+    SAP_TRY(ops->mem_alloc(ctx, bi, (void **)&D->a_ci));
+    SAP_TRY(ops->mem_alloc(ctx, bv, (void **)&D->a_val));
+    SAP_TRY(ops->mem_copy(ctx, D->a_rp, C->rowptr, sizeof(sap_int) * (size_t)(n + 1)));
+    if (nnz > 0) {
+        SAP_TRY(ops->mem_copy(ctx, D->a_ci, C->colind, sizeof(sap_int) * (size_t)nnz));
+        SAP_TRY(ops->mem_copy(ctx, D->a_val, C->val, sizeof(double) * (size_t)nnz));
+    }
+    SAP_TRY(sap__solver_create_shape(ctx, n, nnz, o, &S));
+    S->dev = D;
+    *Dp = NULL;
+    {
+        const dev_mark m0 = mark(ctx);
+        const double t0 = sap__wtime();
+        SAP_TRY(sap__matrix_create_dev(ctx, S->A, D->a_rp, D->a_ci, D->a_val, &D->M));
+        SAP_TRY(ops->synchronize(ctx)); /* the caller's arrays were read */
+        D->st.time_matrix = sap__wtime() - t0;
+        D->st.setup_h2d_bytes += mark(ctx).h2d - m0.h2d;
+        D->st.stats_d2h_bytes += mark(ctx).d2h - m0.d2h; /* the row statistics of the format */
+    }
+    *out = S;
+    return SAP_OK;
+cleanup:
+    if (S) {
+        sap_solver_destroy(S); /* frees D with it */
+    } else {
+        free_copy(ctx, D);
+        sap__free(ctx, D);
+        *Dp = NULL;
+    }
+    return st;
+}
+
 /* ---- create --------------------------------------------------------------------------------- */
 
 static sap_status vec_ready(sap_context *ctx, sap_int n, sap_vec *v)
@@ -219,7 +453,26 @@ sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, cons
     SAP_CALLOC(ctx, D, 1);
     D->st.device_arrays = 1;
     D->check = check;
-    dev_mark m0 = mark(ctx);
+    sap_solver_options o;
+    if (opt) o = *opt;
+    else sap_solver_options_init(&o);
+    o.host_small = 0; /* the caller's data is on the device */
+    char buf[160];
+    const char *why = host_need_opts(&o, buf, sizeof(buf));
+    if (!why && !ops->csr_stats) why = "the backend has no device statistics";
+    if (!why) {
+        /* the statistics on the device: they decide whether A is downloaded */
+        const sap_dev_csr C = {n, nnz, rowptr, colind, val};
+        sap_dev_csr_check chk;
+        SAP_TRY(dev_csr_stats(ctx, D, &C, &chk, &D->ms, NULL));
+        if (check_bad(&chk)) SAP_TRY(check_error(ctx, &C, &chk, "sap_solver_create_device"));
+        why = host_need_stats(&o, &D->ms, n, buf, sizeof(buf));
+        if (!why) {
+            D->ms_valid = 1;
+            return create_no_host(ctx, &D, &C, &o, out);
+        }
+    }
+    snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%.127s", why);
     double t0 = sap__wtime();
     SAP_TRY(sap_csr_create(ctx, n, n, nnz, &H));
     SAP_TRY(ops->mem_download(ctx, H->rowptr, rowptr, sizeof(sap_int) * (size_t)(n + 1)));
@@ -232,18 +485,14 @@ sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, cons
         SAP_TRY(ops->mem_download(ctx, H->val, val, sizeof(double) * (size_t)nnz));
     }
     D->st.time_download = sap__wtime() - t0;
-    D->st.download_bytes = mark(ctx).d2h - m0.d2h;
-    sap_solver_options o;
-    if (opt) o = *opt;
-    else sap_solver_options_init(&o);
-    o.host_small = 0; /* the caller's data is on the device */
+    D->st.download_bytes = (int64_t)(sizeof(sap_int) * (size_t)(n + 1 + nnz) + sizeof(double) * (size_t)nnz);
     /* the solver takes H (checks: square, indices, NaN/Inf) */
     SAP_TRY(sap_solver_create_borrowed(ctx, H, &o, &S));
     S->A_owned = 1;
     H = NULL;
     S->dev = D;
     D = NULL;
-    m0 = mark(S->ctx);
+    dev_mark m0 = mark(S->ctx);
     t0 = sap__wtime();
     SAP_TRY(sap__matrix_create_dev(ctx, S->A, rowptr, colind, val, &S->dev->M));
     S->dev->st.time_matrix = sap__wtime() - t0;
@@ -390,6 +639,7 @@ static sap_status host_solve(sap_solver *S, const double *d_b, double *d_x, cons
     const int64_t a0 = D->st.a_h2d_bytes;
     snprintf(D->st.host_reason, sizeof(D->st.host_reason), "%s", why);
     sap__log(ctx, SAP_PRINT_INFO, "sap_solver_solve_device: through the host: %s", why);
+    SAP_TRY(sap__solver_dev_fetch(S, "a solve through the host"));
     SAP_ALLOC(ctx, hb, n > 0 ? n : 1);
     SAP_ALLOC(ctx, hx, n > 0 ? n : 1);
     SAP_TRY(ops->mem_download(ctx, hb, d_b, vb));
@@ -439,6 +689,40 @@ static void col_stats(sap_solver *S, sap_status st, double ia, double it, double
     if (st != SAP_OK) sap__solver_relay(S);
 }
 
+/* The setup with the host stages kept on the host, its uploads counted. */
+static sap_status dev_setup(sap_solver *S)
+{
+    struct sap__solver_dev *D = S->dev;
+    const dev_mark m0 = mark(S->ctx);
+    const offload_save o = host_stages_begin(S);
+    sap_status ss = sap_solver_setup(S);
+    host_stages_end(S, o);
+    D->st.setup_h2d_bytes += mark(S->ctx).h2d - m0.h2d;
+    return ss;
+}
+
+/* 1 when a failure of the device-only plan (no host copy of A, the automatic method) hands
+ * over to the host plan: A downloaded, the whole setup again. */
+static int can_escape(const sap_solver *S, sap_status st)
+{
+    const struct sap__solver_dev *D = S->dev;
+    return !S->A->rowptr && !D->escaped && S->opt.method == SAP_METHOD_AUTO && S->opt.fallback && st != SAP_OK &&
+           st != SAP_WARN_INTERRUPTED && st != SAP_ERR_NONFINITE && st != SAP_ERR_INVALID && !S->interrupted;
+}
+
+static sap_status escape(sap_solver *S, sap_status failed)
+{
+    struct sap__solver_dev *D = S->dev;
+    char why[96];
+    snprintf(why, sizeof(why), "the automatic plan: Krylov + Jacobi on the device failed (%s)",
+             sap_status_name(failed));
+    D->escaped = 1;
+    sap__log(S->ctx, SAP_PRINT_INFO, "sap_solver_solve_device: %s; the host plan", why);
+    sap_status st = sap__solver_dev_fetch(S, why);
+    if (st < 0) return st;
+    return dev_setup(S);
+}
+
 sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x)
 {
     sap_status st = need_dev(S, "sap_solver_solve_device");
@@ -463,11 +747,11 @@ sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x
     }
     S->interrupted = 0;
     if (!S->setup_done) {
-        const dev_mark m0 = mark(S->ctx);
-        const offload_save o = host_stages_begin(S);
-        sap_status ss = sap_solver_setup(S);
-        host_stages_end(S, o);
-        D->st.setup_h2d_bytes += mark(S->ctx).h2d - m0.h2d;
+        sap_status ss = dev_setup(S);
+        if (ss < 0 && can_escape(S, ss)) {
+            sap_context_clear_error(S->ctx);
+            ss = escape(S, ss);
+        }
         if (ss < 0) return ss;
     }
     const double t0 = sap__wtime();
@@ -494,6 +778,12 @@ sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x
             S->att->budget = 0;
         }
         col_stats(S, st, ia, it, res, tkry, t0);
+        if (!expected && can_escape(S, st)) { /* the host plan, from the initial guess */
+            sap_status es = escape(S, st);
+            if (es < 0) return es;
+            if (n > 0) SAP_TRY(ops->copy(ctx, &D->x0, &x));
+            continue;
+        }
         if (st == SAP_OK || st == SAP_WARN_INTERRUPTED || st == SAP_ERR_NONFINITE || st == SAP_ERR_INVALID ||
             !expected)
             break;
@@ -556,6 +846,22 @@ sap_status sap_solver_refactor_device(sap_solver *S, const double *d_val)
     if (nnz > 0) {
         if (!d_val) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_refactor_device: d_val is NULL");
         if (D->check) SAP_TRY(ops->ptr_check(ctx, d_val, "sap_solver_refactor_device: d_val"));
+    }
+    if (!S->A->rowptr) { /* no host copy: checked and copied on the device */
+        sap_dev_csr C = own_csr(S);
+        sap_dev_csr_check chk;
+        C.val = d_val;
+        SAP_TRY(dev_csr_stats(ctx, D, &C, &chk, NULL, NULL));
+        if (check_bad(&chk)) SAP_TRY(check_error(ctx, &C, &chk, "sap_solver_refactor_device"));
+        if (nnz > 0) SAP_TRY(ops->mem_copy(ctx, D->a_val, d_val, sizeof(double) * (size_t)nnz));
+        SAP_TRY(sap__matrix_values_dev(D->M, NULL, D->a_val));
+        D->ms_valid = 0;
+        st = sap__solver_refactor_dev(S);
+        if (nnz > 0) {
+            sap_status ss = ops->synchronize(ctx); /* the caller's array was read */
+            if (ss < 0) st = ss;
+        }
+        return st;
     }
     dev_mark m0 = mark(S->ctx);
     double t0 = sap__wtime();

@@ -493,9 +493,24 @@ void sap__solver_dev_forget(sap_solver *S, const sap__attempt *a);
 sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, const sap_int *rowptr,
                                   const sap_int *colind, const double *val, const sap_solver_options *opt, int check,
                                   sap_solver **out);
+/* The device statistics of A (csr_stats of the backend), for the setup of a solver with
+ * no host copy of A (S->A a shape: rowptr NULL). */
+sap_status sap__solver_dev_stats(sap_solver *S, sap_matrix_stats *ms);
+/* The chain of such a solver: the one method it was made for (sap__solver_dev_method). */
+void sap__solver_dev_plan_chain(sap_solver *S);
+/* The host copy of A (S->A's arrays) downloaded from the solver's device copy, once;
+ * counted in download_bytes / time_download with why as download_reason.  No-op when S->A
+ * has its arrays. */
+sap_status sap__solver_dev_fetch(sap_solver *S, const char *why);
+/* The preconditioner of an attempt of such a solver set up from the device copy of A. */
+sap_status sap__solver_dev_pc_setup(sap_solver *S, sap_precond *pc);
 /* Bytes a host solve sent up for the solver's own Krylov matrix (a copy of A). */
 void sap__solver_dev_count_a(sap_solver *S, int64_t bytes);
 
+/* solver.c: a solver whose A is a shape (n, nnz; no arrays: the caller's device arrays
+ * hold the matrix, solver_device.c) */
+sap_status sap__solver_create_shape(sap_context *ctx, sap_int n, sap_int nnz, const sap_solver_options *opt,
+                                    sap_solver **out);
 /* solver.c: a borrowed A becomes the solver's own copy (before anything writes it) */
 sap_status sap__solver_own_matrix(sap_solver *S);
 /* Drops create's scan (A's values changed). */
@@ -505,6 +520,9 @@ void sap__solver_scan_drop(sap_solver *S);
 sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction);
 
 /* solver_refactor.c */
+/* The numeric part of a refactor of a solver with no host copy of A (solver_device.c: the
+ * new values are in its device copy already). */
+sap_status sap__solver_refactor_dev(sap_solver *S);
 /* map[k] = the position in Y of entry k of X, where X(i, j) is Y(rinv[i], cinv[j]) (NULL:
  * identity); -1 where Y has no such entry. */
 void sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,

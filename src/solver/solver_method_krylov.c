@@ -88,7 +88,9 @@ sap_status sap__solver_krylov_numeric(sap_solver *S, sap__attempt *a, int band)
     }
     a->m_fresh = 0;
     if (a->pc) {
-        sap_status sp = sap_precond_setup_numeric(a->pc, sap__solver_att_pcm(S, a));
+        /* a solver with no host copy of A: from its device copy */
+        sap_status sp = S->dev && !S->A->rowptr ? sap__solver_dev_pc_setup(S, a->pc)
+                                                : sap_precond_setup_numeric(a->pc, sap__solver_att_pcm(S, a));
         if (sp < 0 || sp == SAP_WARN_INTERRUPTED) { /* a stop request: the attempt is not built */
             st = sp;
             goto cleanup;

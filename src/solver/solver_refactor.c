@@ -29,12 +29,18 @@ void sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_in
     }
 }
 
+static sap_status refactor_numeric(sap_solver *S);
+
 sap_status sap_solver_refactor(sap_solver *S, const double *values)
 {
     if (!S) return SAP_ERR_INVALID;
     sap_context *ctx = S->ctx;
     sap_csr *A = S->A;
     if (!values && A->nnz > 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_refactor: values is NULL");
+    if (S->dev && !A->rowptr) { /* device arrays, no host copy: the pattern from the device */
+        sap_status sf = sap__solver_dev_fetch(S, "a refactor with host values");
+        if (sf < 0) return sf;
+    }
     for (sap_int p = 0; p < A->nnz; p++)
         if (!isfinite(values[p]))
             return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_refactor: value %lld is %g", (long long)p, values[p]);
@@ -42,6 +48,16 @@ sap_status sap_solver_refactor(sap_solver *S, const double *values)
     if (so < 0) return so;
     A = S->A;
     if (A->nnz > 0) memcpy(A->val, values, sizeof(double) * (size_t)A->nnz);
+    return refactor_numeric(S);
+}
+
+sap_status sap__solver_refactor_dev(sap_solver *S) { return refactor_numeric(S); }
+
+/* The numeric part of a refactor, the new values in S->A (or, with no host copy, on the
+ * device: the setup then had no reordering and the attempt reads the device copy). */
+static sap_status refactor_numeric(sap_solver *S)
+{
+    sap_csr *A = S->A;
     sap__solver_scan_drop(S); /* create's statistics were of the old values */
     if (!S->setup_done) return sap_solver_setup(S);
     S->interrupted = 0;

@@ -213,6 +213,11 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
     const sap_int n = S->A->nrows;
     sap_status st = SAP_OK;
     int *done = NULL;
+    /* a solver on device arrays without a host copy of A: host vectors need one */
+    if (S->dev && !S->A->rowptr) {
+        st = sap__solver_dev_fetch(S, "a solve with host vectors");
+        if (st < 0) return st;
+    }
     double *piters = NULL, *x0 = NULL;
     if (nrhs < 0 || ldb < n || ldx < n || (nrhs > 0 && n > 0 && (!B || !X)))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_solve_many: nrhs = %lld, ldb = %lld, ldx = %lld, n = %lld%s",

@@ -279,7 +279,8 @@ class Solver(LinearOperator):
         partitions, precision, Krylov method, iterations, residual, times (s) with the
         papers' names, every attempt tried, and the host<->device transfer counters; for a
         Solver over a CuPy matrix also ``device_arrays`` (sap_solver_device_stats: the
-        download of A, the bytes that went up by phase, ``a_h2d_bytes`` = 0 when no byte of
+        download of A, ``download_bytes`` = 0 while none was needed and ``download_reason``
+        when one was, the bytes that went up by phase, ``a_h2d_bytes`` = 0 when no byte of
         A went host->device, device and host solves) and ``times["download"]``."""
         return self._core.stats()
 
@@ -311,9 +312,13 @@ def solve(A: Any, b: Any, **options: Any) -> Any:
     see :func:`options_help`) plus ``backend`` and ``threads``.
 
     A CuPy sparse matrix (``cupyx.scipy.sparse``) and CuPy b give a CuPy x without copies
-    of A, b or x through the host: the library reads the device arrays (a one-time download
-    of A for the host stages of the setup, ``stats["times"]["download"]``; the Krylov
-    iteration, the preconditioner's apply and the residual checks on the GPU)."""
+    of A, b or x through the host: the library reads the device arrays.  Krylov + Jacobi
+    (``method="jacobi"``, or the automatic plan when every row is diagonally dominant)
+    reads no host copy of A at all: the statistics of the plan and the preconditioner come
+    from the device.  The other methods download A once for the host stages of the setup
+    (DB, CM, the preconditioner's band: ``stats["device_arrays"]["download_reason"]``,
+    ``stats["times"]["download"]``); the Krylov iteration, the preconditioner's apply and
+    the residual checks run on the GPU."""
     return Solver(A, **options).solve(b)
 
 

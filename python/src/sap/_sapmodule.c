@@ -610,19 +610,26 @@ static PyObject *Solver_solve(SolverObject *self, PyObject *args)
     return status_result(self, st);
 }
 
-/* _bench_solve(b, x, reps) -> (status, seconds): reps calls of sap_solver_solve from C (x
- * zeroed before each, as Solver.solve starts from 0), timed inside the extension: the C
- * API's cost, against which bench/python_overhead.py measures the Python layer's. */
+/* _bench_solve(b, x, reps[, x0]) -> (status, seconds): reps calls of sap_solver_solve from C
+ * (x zeroed before each, as Solver.solve starts from 0, or set to x0, as Solver.solve(b, x0)
+ * does), timed inside the extension: the C API's cost, against which
+ * bench/python_overhead.py measures the Python layer's. */
 static PyObject *Solver_bench_solve(SolverObject *self, PyObject *args)
 {
-    PyObject *ob, *ox;
+    PyObject *ob, *ox, *ox0 = NULL;
     Py_ssize_t reps;
-    if (!PyArg_ParseTuple(args, "OOn", &ob, &ox, &reps)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOn|O", &ob, &ox, &reps, &ox0)) return NULL;
     if (!solver_ready(self)) return NULL;
-    Py_buffer b, x;
+    Py_buffer b, x, x0;
+    x0.buf = NULL;
     if (get_buffer(ob, &b, 'd', self->n, 0, "b") != 0) return NULL;
     if (get_buffer(ox, &x, 'd', self->n, 1, "x") != 0) {
         PyBuffer_Release(&b);
+        return NULL;
+    }
+    if (ox0 && ox0 != Py_None && get_buffer(ox0, &x0, 'd', self->n, 0, "x0") != 0) {
+        PyBuffer_Release(&b);
+        PyBuffer_Release(&x);
         return NULL;
     }
     sap_status st = SAP_OK;
@@ -631,7 +638,8 @@ static PyObject *Solver_bench_solve(SolverObject *self, PyObject *args)
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
     timespec_get(&t0, TIME_UTC);
     for (Py_ssize_t r = 0; r < reps && st >= 0; r++) {
-        memset(x.buf, 0, (size_t)self->n * sizeof(double));
+        if (x0.buf) memcpy(x.buf, x0.buf, (size_t)self->n * sizeof(double));
+        else memset(x.buf, 0, (size_t)self->n * sizeof(double));
         st = sap_solver_solve(self->S, b.buf, x.buf);
     }
     timespec_get(&t1, TIME_UTC);
@@ -639,6 +647,7 @@ static PyObject *Solver_bench_solve(SolverObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     PyBuffer_Release(&x);
+    if (x0.buf) PyBuffer_Release(&x0);
     if (st < 0) return raise_ctx(st, self->ctx);
     double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     return Py_BuildValue("(id)", (int)st, s);
@@ -811,12 +820,13 @@ static PyObject *Solver_stats(SolverObject *self, PyObject *unused)
     if (ds.device_arrays) {
         /* where the data of a solver over device arrays went (sap_solver_device_stats) */
         PyObject *dv = Py_BuildValue(
-            "{s:L,s:L,s:s,s:d,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:L}", "device_solves", (long long)ds.device_solves,
+            "{s:L,s:L,s:s,s:d,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:L}", "device_solves", (long long)ds.device_solves,
             "host_solves", (long long)ds.host_solves, "host_reason", ds.host_reason, "time_download",
             ds.time_download, "download_bytes", (long long)ds.download_bytes, "time_matrix", ds.time_matrix,
             "a_h2d_bytes", (long long)ds.a_h2d_bytes, "setup_h2d_bytes", (long long)ds.setup_h2d_bytes,
             "perm_h2d_bytes", (long long)ds.perm_h2d_bytes, "solve_h2d_bytes", (long long)ds.solve_h2d_bytes,
-            "solve_d2h_bytes", (long long)ds.solve_d2h_bytes, "host_solve_bytes", (long long)ds.host_solve_bytes);
+            "solve_d2h_bytes", (long long)ds.solve_d2h_bytes, "host_solve_bytes", (long long)ds.host_solve_bytes,
+            "download_reason", ds.download_reason, "stats_d2h_bytes", (long long)ds.stats_d2h_bytes);
         SET_ITEM(d, "device_arrays", dv);
         PyObject *times = PyDict_GetItemString(d, "times"); /* borrowed */
         PyObject *td = PyFloat_FromDouble(ds.time_download);
@@ -843,7 +853,7 @@ static PyMethodDef Solver_methods[] = {
     {"solve", (PyCFunction)Solver_solve, METH_VARARGS, "solve(b, x, nrhs) -> (status, message)"},
     {"stats", (PyCFunction)Solver_stats, METH_NOARGS, "stats() -> dict"},
     {"_bench_solve", (PyCFunction)Solver_bench_solve, METH_VARARGS,
-     "_bench_solve(b, x, reps) -> (status, seconds): the C API timed from C"},
+     "_bench_solve(b, x, reps[, x0]) -> (status, seconds): the C API timed from C"},
     {"reset_transfers", (PyCFunction)Solver_reset_transfers, METH_NOARGS, "zero the transfer counters"},
     {"solve_device", (PyCFunction)Solver_solve_device, METH_VARARGS,
      "solve_device(b_ptr, x_ptr, nrhs) -> (status, message): device arrays"},

@@ -549,6 +549,12 @@ static sap_status cpu_spmat_create_dev(sap_context *ctx, const sap_csr *A, const
 static sap_status cpu_spmat_values_dev(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val)
 {
     if (!A || (A->nnz > 0 && !val)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_values_dev: NULL argument");
+    if (M && M->impl && M->format == SAP_FORMAT_CSR && M->prec == SAP_DOUBLE && A->nnz == M->nnz) {
+        /* the values in CSR order as they are (A may be a shape without host arrays) */
+        if (M->nnz > 0) sap__par_memcpy(ctx, ((sap_cpu_mat *)M->impl)->val, val, sizeof(double) * (size_t)M->nnz);
+        return SAP_OK;
+    }
+    if (!A->rowptr) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmat_values_dev: no pattern");
     sap_csr V = csr_view(A, A->rowptr, A->colind, val);
     return spmat_update_values(ctx, M, &V);
 }
@@ -594,6 +600,7 @@ static const sap_backend_ops cpu_ops = {
     .gather = cpu_gather,
     .spmat_create_dev = cpu_spmat_create_dev,
     .spmat_values_dev = cpu_spmat_values_dev,
+    .csr_stats = sap__cpu_csr_stats,
 };
 
 const sap_backend_ops *sap__backend_cpu_ops(void) { return &cpu_ops; }

@@ -68,6 +68,9 @@ typedef struct sap_cpu_mat {
 } sap_cpu_mat;
 
 /* block_relax of the cpu table (cpu_relax.c). */
+/* The csr_stats op (stats_cpu.c). */
+sap_status sap__cpu_csr_stats(sap_context *ctx, const sap_dev_csr *A, sap_dev_csr_check *chk, sap_matrix_stats *ms,
+                              double *dinv);
 sap_status sap__cpu_block_relax(sap_context *ctx, const sap_spmat *M, int sweeps, const sap_vec *b, sap_vec *x,
                                 sap_vec *scratch);
 

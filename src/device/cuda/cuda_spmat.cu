@@ -53,6 +53,22 @@ __global__ void k_ll_to_int(int32_t n, const long long *__restrict__ in, int32_t
     if (i < n) out[i] = (int32_t)in[i];
 }
 
+/* the device-source build without a host copy: flags[i] = row i longer than thr (flags[n] = 0) */
+__global__ void k_long_flags(int32_t n, int32_t thr, const int32_t *__restrict__ rp, int32_t *__restrict__ flags)
+{
+    int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) flags[i] = rp[i + 1] - rp[i] > thr;
+    else if (i == n) flags[i] = 0;
+}
+
+/* out[pos[i]] = i for the flagged rows (in row order) */
+__global__ void k_long_list(int32_t n, const int32_t *__restrict__ flags, const int32_t *__restrict__ pos,
+                            int32_t *__restrict__ out)
+{
+    int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && flags[i]) out[pos[i]] = i;
+}
+
 /* the device-source build: the caller's sap_int indices in 32 bits */
 __global__ void k_idx_to_int(int64_t n, const sap_int *__restrict__ in, int32_t *__restrict__ out)
 {
@@ -304,7 +320,19 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
     long long *d_ll = NULL;
     int32_t *h_long = NULL;
 
-    if (!update) {
+    if (!update && ds && !A->rowptr) {
+        /* no host copy (a shape): the row statistics on the device */
+        SAP_TRY(dalloc(ctx, (void **)&m->rowptr, ((size_t)n + 1) * sizeof(int32_t), &total));
+        SAP_TRY(dsrc_index(ctx, ds->rowptr, m->rowptr, (int64_t)n + 1));
+        SAP_TRY(sap__cuda_malloc(ctx, ((size_t)n + 1) * 2 * sizeof(int32_t), (void **)&d_tmp));
+        if (n > 0) {
+            k_row_len<<<nblocks(n), BLOCK, 0, STREAM>>>(n, m->rowptr, d_tmp);
+            SAP_CUDA_TRY_LAUNCH(ctx, "k_row_len");
+        }
+        SAP_TRY(dev_max(ctx, d_tmp, n, &m->max_row));
+        sap__cuda_free(ctx, d_tmp);
+        d_tmp = NULL;
+    } else if (!update) {
         /* row pointer and column indices in 32 bits, uploaded; row statistics on the way */
         SAP_CUDA_HOST_ALLOC(ctx, h_rp, (size_t)n + 1);
         int32_t maxlen = 0;
@@ -347,7 +375,25 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
             if (thr < 256) thr = 256;
             m->long_thr = 0;
             m->v.csr_nlong = 0;
-            if (m->max_row > thr) {
+            if (m->max_row > thr && !h_rp) { /* no host copy: the list by a scan on the device */
+                const int32_t np1 = n + 1;
+                int32_t cnt = 0;
+                SAP_TRY(sap__cuda_malloc(ctx, 2 * (size_t)np1 * sizeof(int32_t), (void **)&d_tmp));
+                k_long_flags<<<nblocks(np1), BLOCK, 0, STREAM>>>(n, thr, m->rowptr, d_tmp);
+                SAP_CUDA_TRY_LAUNCH(ctx, "k_long_flags");
+                SAP_TRY(dev_exclusive_sum(ctx, d_tmp, d_tmp + np1, np1));
+                SAP_TRY(sap__cuda_d2h(ctx, &cnt, d_tmp + np1 + n, sizeof(int32_t)));
+                SAP_TRY(dalloc(ctx, (void **)&m->long_rows, (size_t)cnt * sizeof(int32_t), &total));
+                if (n > 0 && cnt > 0) {
+                    k_long_list<<<nblocks(n), BLOCK, 0, STREAM>>>(n, d_tmp, d_tmp + np1, m->long_rows);
+                    SAP_CUDA_TRY_LAUNCH(ctx, "k_long_list");
+                }
+                SAP_CUDA_TRY(ctx, cudaStreamSynchronize(STREAM));
+                sap__cuda_free(ctx, d_tmp);
+                d_tmp = NULL;
+                m->long_thr = thr;
+                m->v.csr_nlong = cnt;
+            } else if (m->max_row > thr) {
                 int32_t cnt = 0;
                 for (int32_t i = 0; i < n; i++) cnt += h_rp[i + 1] - h_rp[i] > thr;
                 SAP_CUDA_HOST_ALLOC(ctx, h_long, cnt);
@@ -591,7 +637,10 @@ static sap_status create_impl(sap_context *ctx, const sap_csr *A, sap_spmv_forma
 {
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output matrix pointer is NULL");
     *out = NULL;
-    if (!A || A->nrows < 0 || A->ncols < 0 || A->nnz < 0 || !A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))
+    /* with device arrays (ds) A may be a shape without host arrays (rowptr NULL) */
+    const bool shape = ds && A && !A->rowptr;
+    if (!A || A->nrows < 0 || A->ncols < 0 || A->nnz < 0 ||
+        (!shape && (!A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "invalid CSR matrix");
     if (prec != SAP_DOUBLE && prec != SAP_FLOAT) return SAP_ERROR(ctx, SAP_ERR_INVALID, "invalid precision");
     if (fmt < SAP_FORMAT_AUTO || fmt > SAP_FORMAT_BAND) return SAP_ERROR(ctx, SAP_ERR_INVALID, "invalid SpMV format");
@@ -599,7 +648,7 @@ static sap_status create_impl(sap_context *ctx, const sap_csr *A, sap_spmv_forma
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
                          "matrix %lld x %lld with %lld entries does not fit the 32-bit device indices",
                          (long long)A->nrows, (long long)A->ncols, (long long)A->nnz);
-    if (A->rowptr[0] != 0 || A->rowptr[A->nrows] != A->nnz)
+    if (!shape && (A->rowptr[0] != 0 || A->rowptr[A->nrows] != A->nnz))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR row pointer does not run from 0 to nnz");
     sap_status st = sap__cuda_enter(ctx);
     if (st != SAP_OK) return st;

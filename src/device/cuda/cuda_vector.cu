@@ -613,6 +613,8 @@ sap_status sap__cuda_spmat_band(const sap_spmat *M, const void **val, sap_int *k
 sap_status sap__cuda_spmat_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
                                       const double *val, sap_spmat **M);
 sap_status sap__cuda_spmat_values_dev(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val);
+sap_status sap__cuda_csr_stats(sap_context *ctx, const sap_dev_csr *A, sap_dev_csr_check *chk, sap_matrix_stats *ms,
+                               double *dinv);
 }
 
 /* The caller's device arrays (device.h): where a pointer lives, copies out of and within
@@ -708,6 +710,7 @@ static sap_backend_ops make_ops()
     t.gather = vgather;
     t.spmat_create_dev = sap__cuda_spmat_create_dev;
     t.spmat_values_dev = sap__cuda_spmat_values_dev;
+    t.csr_stats = sap__cuda_csr_stats;
     return t;
 }
 
