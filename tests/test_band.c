@@ -478,10 +478,34 @@ static void test_band_source(sap_context *ctx)
         sap_int n, K, P, cap;
         double d;
     } cases[] = {{1000, 7, 7, 0, 1.0}, {1000, 31, 5, 0, 0.3}, {777, 12, 3, 8, 1.0}, {300, 40, 2, 0, 0.5}, {64, 5, 1, 0, 1.0}};
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    const size_t ncase = sizeof(cases) / sizeof(cases[0]);
+    for (size_t c = 0; c < ncase + 2; c++) {
         sap_csr *A = NULL;
-        CHECK_OK(ctx, sap_gen_banded(ctx, cases[c].n, cases[c].K, cases[c].d, 0, 9 + c, &A));
+        if (c < ncase) {
+            CHECK_OK(ctx, sap_gen_banded(ctx, cases[c].n, cases[c].K, cases[c].d, 0, 9 + c, &A));
+        } else { /* an irregular band (rows of varying extent, holes): the row-end layout's searches */
+            const sap_int n = c == ncase ? 900 : 257, K = c == ncase ? 30 : 9;
+            sap_coo *C = NULL;
+            CHECK_OK(ctx, sap_coo_create(ctx, n, n, n * (2 * K + 1), &C));
+            uint64_t h = 0x9E3779B97F4A7C15ull + c;
+            for (sap_int i = 0; C && i < n; i++) {
+                double off = 0;
+                for (sap_int j = i - K; j <= i + K; j++) {
+                    h ^= h << 13;
+                    h ^= h >> 7;
+                    h ^= h << 17;
+                    if (j < 0 || j >= n || j == i || h % 3 == 0) continue;
+                    const double v = (double)(h % 1000) / 1000.0 - 0.5;
+                    off += fabs(v);
+                    sap_coo_push(C, i, j, v);
+                }
+                sap_coo_push(C, i, i, 1.0 + off);
+            }
+            if (C) CHECK_OK(ctx, sap_csr_from_coo(C, &A));
+            sap_coo_destroy(C);
+        }
         if (!A) continue;
+        const sap_int cP = c < ncase ? cases[c].P : (c == ncase ? 6 : 3), ccap = c < ncase ? cases[c].cap : (c == ncase ? 20 : 0);
         sap_matrix_options mo;
         sap_matrix_options_init(&mo);
         mo.format = SAP_FORMAT_BAND;
@@ -501,8 +525,8 @@ static void test_band_source(sap_context *ctx)
                 sap_precond *P1 = NULL, *P2 = NULL;
                 sap_band_options o;
                 sap_band_options_init(&o);
-                o.partitions = cases[c].P;
-                o.half_bandwidth = cases[c].cap;
+                o.partitions = cP;
+                o.half_bandwidth = ccap;
                 const char *name = m ? "sap-c" : "sap-d";
                 CHECK_OK(ctx, sap_precond_create(ctx, name, &P1));
                 CHECK_OK(ctx, sap_precond_create(ctx, name, &P2));
@@ -513,22 +537,27 @@ static void test_band_source(sap_context *ctx)
                 }
                 CHECK_OK(ctx, sap_precond_set_band_options(P1, &o));
                 CHECK_OK(ctx, sap_precond_set_band_options(P2, &o));
-                CHECK_OK(ctx, sap__pc_sap_set_source(P2, &src));
                 sap_precond_set_precision(P1, prec ? SAP_FLOAT : SAP_DOUBLE);
                 sap_precond_set_precision(P2, prec ? SAP_FLOAT : SAP_DOUBLE);
-                sap_status s1 = sap_precond_setup_numeric(P1, A), s2 = sap_precond_setup_numeric(P2, A);
-                CHECK_MSG(s1 >= 0 && s1 == s2, "band source case %zu %s: setup %s vs %s", c, name, sap_status_name(s1),
-                          sap_status_name(s2));
-                if (s1 >= 0 && s2 >= 0) {
-                    sap_band_stats b1, b2;
-                    sap_precond_get_band_stats(P1, &b1);
-                    sap_precond_get_band_stats(P2, &b2);
-                    CHECK(b1.dropped_entries == b2.dropped_entries && b1.boosted_pivots == b2.boosted_pivots &&
-                          b1.half_bandwidth == b2.half_bandwidth && b1.partitions == b2.partitions);
-                    CHECK_OK(ctx, sap_precond_apply(P1, r, z1));
-                    CHECK_OK(ctx, sap_precond_apply(P2, r, z2));
-                    CHECK_MSG(memcmp(z1, z2, sizeof(double) * (size_t)n) == 0,
-                              "band source case %zu %s %s: applies differ", c, name, prec ? "float" : "double");
+                /* canonical = 0 and 1 (the layout from row ends, no shape pass): the same */
+                for (int canon = 0; canon < 2; canon++) {
+                    src.canonical = canon;
+                    CHECK_OK(ctx, sap__pc_sap_set_source(P2, &src));
+                    sap_status s1 = sap_precond_setup_numeric(P1, A), s2 = sap_precond_setup_numeric(P2, A);
+                    CHECK_MSG(s1 >= 0 && s1 == s2, "band source case %zu %s canonical %d: setup %s vs %s", c, name, canon,
+                              sap_status_name(s1), sap_status_name(s2));
+                    if (s1 >= 0 && s2 >= 0) {
+                        sap_band_stats b1, b2;
+                        sap_precond_get_band_stats(P1, &b1);
+                        sap_precond_get_band_stats(P2, &b2);
+                        CHECK(b1.dropped_entries == b2.dropped_entries && b1.boosted_pivots == b2.boosted_pivots &&
+                              b1.half_bandwidth == b2.half_bandwidth && b1.partitions == b2.partitions);
+                        CHECK_OK(ctx, sap_precond_apply(P1, r, z1));
+                        CHECK_OK(ctx, sap_precond_apply(P2, r, z2));
+                        CHECK_MSG(memcmp(z1, z2, sizeof(double) * (size_t)n) == 0,
+                                  "band source case %zu %s %s canonical %d: applies differ", c, name,
+                                  prec ? "float" : "double", canon);
+                    }
                 }
                 sap_precond_destroy(P1);
                 sap_precond_destroy(P2);

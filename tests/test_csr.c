@@ -3,6 +3,8 @@
  * out-of-memory sweep. */
 #include "testing.h"
 
+#include "reorder/reorder_internal.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -1104,6 +1106,78 @@ static sap_csr *random_csr(sap_context *ctx, sap_int n, sap_int m, sap_int per_r
     return A;
 }
 
+
+/* sap__csr_scan (the solver's one pass at create) against the passes it replaces:
+ * sap__csr_stats_quick's fields, sap_drop_off's K and kept fraction from its histogram,
+ * sap_csr_check's first bad row and the first non-finite value. */
+static void test_scan(sap_context *ctx)
+{
+    static const sap_int sizes[] = {1, 7, 300, 5000, 60000};
+    for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
+        const sap_int n = sizes[c];
+        sap_csr *A = random_csr(ctx, n, n, c == 4 ? 6 : 12);
+        CHECK(A != NULL);
+        if (!A) continue;
+        sap_csr_scan sc;
+        sap_matrix_stats q;
+        CHECK_OK(ctx, sap__csr_scan(ctx, A, 1, &sc));
+        CHECK_OK(ctx, sap__csr_stats_quick(A, &q));
+        CHECK_MSG(sc.bad_row == n && sc.bad_entry == A->nnz, "scan n=%lld: bad row %lld, bad entry %lld", (long long)n,
+                  (long long)sc.bad_row, (long long)sc.bad_entry);
+        CHECK(sc.stats.lower_bandwidth == q.lower_bandwidth && sc.stats.upper_bandwidth == q.upper_bandwidth &&
+              sc.stats.half_bandwidth == q.half_bandwidth && sc.stats.empty_rows == q.empty_rows &&
+              sc.stats.max_row_nnz == q.max_row_nnz && sc.stats.zero_diagonal == q.zero_diagonal &&
+              sc.stats.dominant_rows == q.dominant_rows && sc.stats.nnz == q.nnz);
+        CHECK(sc.stats.diag_dominance == q.diag_dominance && sc.stats.mean_row_width == q.mean_row_width);
+        CHECK(sc.hist != NULL && sc.hist_len == q.half_bandwidth + 1);
+        static const double deltas[] = {0.5, 0.9, 0.999999, 1.0};
+        for (int t = 0; t < 4 && sc.hist; t++) {
+            sap_int K1 = -1, K2 = -2;
+            double f1 = -1, f2 = -2;
+            CHECK_OK(ctx, sap_drop_off(A, deltas[t], &K1, &f1));
+            CHECK_OK(ctx, sap__drop_from_hist(ctx, sc.hist, sc.hist_len, deltas[t], &K2, &f2));
+            CHECK_MSG(K1 == K2 && f1 == f2, "scan n=%lld delta %g: K %lld vs %lld, kept %.17g vs %.17g", (long long)n,
+                      deltas[t], (long long)K1, (long long)K2, f1, f2);
+            double k1 = 0;
+            CHECK_OK(ctx, sap__drop_kept_fraction(A, K1 / 2, &k1));
+            CHECK(k1 == sap__drop_kept_from_hist(sc.hist, sc.hist_len, K1 / 2));
+        }
+        sap__free(ctx, sc.hist);
+        /* no histogram asked */
+        CHECK_OK(ctx, sap__csr_scan(ctx, A, 0, &sc));
+        CHECK(sc.hist == NULL && sc.stats.half_bandwidth == q.half_bandwidth);
+        /* a bad column, an unsorted row, a NaN: the first of each */
+        if (n >= 300) {
+            const sap_int r1 = n / 3, r2 = n / 2;
+            const sap_int p1 = A->rowptr[r1], p2 = A->rowptr[r2];
+            CHECK(A->rowptr[r2 + 1] - p2 >= 2);
+            const sap_int save1 = A->colind[p1], save2 = A->colind[p2];
+            const double v = A->val[p2 + 1];
+            A->colind[p1] = n; /* out of range */
+            const sap_int t = A->colind[p2];
+            A->colind[p2] = A->colind[p2 + 1];
+            A->colind[p2 + 1] = t; /* not increasing */
+            A->val[p2 + 1] = NAN;
+            CHECK_OK(ctx, sap__csr_scan(ctx, A, 1, &sc));
+            CHECK_MSG(sc.bad_row == r1 && sc.bad_entry == p2 + 1 && sc.hist == NULL,
+                      "scan: bad row %lld (want %lld), bad entry %lld (want %lld)", (long long)sc.bad_row, (long long)r1,
+                      (long long)sc.bad_entry, (long long)(p2 + 1));
+            sap__free(ctx, sc.hist);
+            sap_solver *S = NULL;
+            CHECK_STATUS(ctx, sap_solver_create_borrowed(ctx, A, NULL, &S), SAP_ERR_INDEX);
+            A->colind[p1] = save1;
+            CHECK_STATUS(ctx, sap_solver_create_borrowed(ctx, A, NULL, &S), SAP_ERR_INVALID);
+            A->colind[p2 + 1] = A->colind[p2];
+            A->colind[p2] = save2;
+            CHECK_STATUS(ctx, sap_solver_create_borrowed(ctx, A, NULL, &S), SAP_ERR_NONFINITE);
+            A->val[p2 + 1] = v;
+            CHECK_OK(ctx, sap_solver_create_borrowed(ctx, A, NULL, &S));
+            sap_solver_destroy(S);
+        }
+        sap_csr_destroy(A);
+    }
+}
+
 static void test_determinism(sap_context *ctx)
 {
     static const sap_int sizes[][2] = {{20000, 20000}, {15000, 9000}};
@@ -1338,6 +1412,7 @@ int main(void)
     test_stats_special(ctx);
     test_long_rows(ctx);
     test_determinism(ctx);
+    test_scan(ctx);
     test_oom();
     sap_context_stats cs;
     CHECK_OK(ctx, sap_context_get_stats(ctx, &cs));

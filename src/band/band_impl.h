@@ -51,9 +51,11 @@ typedef struct sap_band_factor_opts {
  * to find it; < 0: found here.  dropped != NULL: the same pass also counts the entries a
  * decoupled fill drops (outside the diagonal blocks or beyond K_cap: what sap__band_fill
  * with coupled = 0 counts) and checks the values (SAP_ERR_NONFINITE), so that a fill from
- * a band source needs no second pass over A. */
+ * a band source needs no second pass over A.  sorted: A's rows are sorted and its values
+ * known finite (sap_band_source.canonical): K_i and the dropped entries come from binary
+ * searches of each row's ends (no pass over the entries, no value check). */
 sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_int K_known,
-                                   sap_int *dropped, sap_band_layout *L);
+                                   int sorted, sap_int *dropped, sap_band_layout *L);
 void sap__band_layout_free(sap_context *ctx, sap_band_layout *L);
 /* Fills band (boff[P] doubles) and, when B and C are non-NULL, the coupling blocks
  * (coff[P-1] doubles each) from A; *dropped receives the entries represented nowhere

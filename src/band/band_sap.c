@@ -210,7 +210,8 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     const int one_pass = src && !(o->coupled && P > 1);
     const sap_int K_known = src ? (src->kl > src->w - 1 - src->kl ? src->kl : src->w - 1 - src->kl) : -1;
     sap_int ndrop = 0; /* counted by the layout's pass (one_pass) */
-    SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, K_known, one_pass ? &ndrop : NULL, &F->L));
+    SAP_TRY(sap__band_layout_create(ctx, A, P, K_cap, K_known, src && src->canonical, one_pass ? &ndrop : NULL,
+                                    &F->L));
     if (one_pass && dropped) *dropped = ndrop;
     const sap_band_layout *L = &F->L;
     F->coupled = o->coupled && L->P > 1;
@@ -359,8 +360,11 @@ void sap__band_auto(const sap_context *ctx, sap_int n, sap_int K, double d, sap_
      * accuracy.  Double for DIRECT (no outer iteration) and for strongly non-dominant
      * matrices (d < 0.1), where float LU without pivoting loses too much. */
     if (prec) *prec = (*method == SAP_BAND_DIRECT || d < 0.1) ? SAP_DOUBLE : SAP_FLOAT;
-    if (reason)
-        snprintf(reason, reason_len, "%s (d = %.3g), P = %lld (%s)%s%s", sap_band_method_name(*method), d,
+    if (reason) {
+        char dw[32] = ""; /* d is NaN where the caller did not compute it (method and P given) */
+        if (!isnan(d)) snprintf(dw, sizeof(dw), " (d = %.3g)", d);
+        snprintf(reason, reason_len, "%s%s, P = %lld (%s)%s%s", sap_band_method_name(*method), dw,
                  (long long)(P ? *P : p), why_p, prec ? (*prec == SAP_FLOAT ? ", float" : ", double") : "",
                  prec ? " factors" : "");
+    }
 }

@@ -1,6 +1,7 @@
 /* band_storage.c -- partition layout of a banded matrix and conversion from CSR into the
  * tall-and-thin band storage plus coupling blocks (band_impl.h describes the layout). */
 #include "band/band_impl.h"
+#include "matrix/csr_search.h"
 
 #include <math.h>
 #include <string.h>
@@ -18,7 +19,7 @@ void sap__band_layout_free(sap_context *ctx, sap_band_layout *L)
 }
 
 sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P, sap_int K_cap, sap_int K_known,
-                                   sap_int *dropped, sap_band_layout *L)
+                                   int sorted, sap_int *dropped, sap_band_layout *L)
 {
     sap_status st = SAP_OK;
     memset(L, 0, sizeof(*L));
@@ -44,6 +45,24 @@ sap_status sap__band_layout_create(sap_context *ctx, const sap_csr *A, sap_int P
 #endif
     for (sap_int b = 0; b < P; b++) {
         sap_int kb = 0;
+        if (sorted) { /* the kept entries of row r are one run [lo, hi) of its sorted columns */
+            const sap_int c0 = L->off[b], c1 = L->off[b + 1];
+            for (sap_int r = c0; r < c1; r++) {
+                const sap_int p0 = A->rowptr[r], p1 = A->rowptr[r + 1];
+                sap_int a = c0, e = c1; /* kept columns: [a, e) */
+                if (K_cap > 0 && r - K_cap > a) a = r - K_cap;
+                if (K_cap > 0 && r + K_cap + 1 < e) e = r + K_cap + 1;
+                const sap_int lo = sap__lower_bound(A->colind, p0, p1, a), hi = sap__lower_bound(A->colind, lo, p1, e);
+                nskip += (p1 - p0) - (hi - lo);
+                if (hi > lo) {
+                    const sap_int d0 = r - A->colind[lo], d1 = A->colind[hi - 1] - r;
+                    const sap_int dd = d0 > d1 ? d0 : d1;
+                    if (dd > kb) kb = dd;
+                }
+            }
+            L->Ki[b] = kb;
+            continue;
+        }
         for (sap_int r = L->off[b]; r < L->off[b + 1]; r++)
             for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
                 if (count && !isfinite(A->val[p])) nbad++;

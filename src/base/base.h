@@ -254,5 +254,34 @@ void sap__csr_lower_upper(const sap_csr *A, int nt, sap_int *kl, sap_int *ku);
  * stopping at the first asymmetric row: structurally_symmetric and symmetry_deviation
  * are left 0, numerically_symmetric is the check's answer or 0 when it did not run). */
 sap_status sap__csr_stats_quick(const sap_csr *A, sap_matrix_stats *stats);
+/* Its symmetry check alone (1: numerically symmetric), on nt threads. */
+int sap__csr_numerically_symmetric(const sap_csr *A, int nt);
+
+/* The blocks of the distance histogram h[k] = sum of a_ij^2 over |i - j| = k (sap_drop_off
+ * and sap__csr_scan: the same blocks, so the same sums whatever the thread count): nb
+ * blocks of about equal work, at most 64, one per 200,000 entries, few enough that nb
+ * histograms of hl entries take at most about nnz doubles; block b is rows
+ * [*r0, *r1). */
+sap_int sap__dist_hist_blocks(const sap_csr *A, sap_int hl);
+void sap__dist_hist_block_rows(const sap_csr *A, sap_int nb, sap_int b, sap_int *r0, sap_int *r1);
+
+/* One parallel pass over a square CSR whose row pointer was checked (rowptr[0] = 0,
+ * non-decreasing, rowptr[n] = nnz; sap__csr_check_rowptr), on ctx's threads and allocator:
+ * the column checks of sap_csr_check, the first
+ * non-finite value, the statistics of sap__csr_stats_quick without the symmetry check,
+ * and (with_hist) the distance histogram of sap_drop_off, so that a solver reads its
+ * matrix once for all of them (src/matrix/csr_stats.c). */
+typedef struct sap_csr_scan {
+    sap_matrix_stats stats; /* as sap__csr_stats_quick, symmetry not checked (0) */
+    int diag_positive;      /* every diagonal entry > 0: the symmetry check may make the SPD guess */
+    sap_int bad_row;        /* the first row with a column out of range or not increasing (nrows: none) */
+    sap_int bad_entry;      /* the first non-finite value (nnz: none) */
+    double *hist;           /* the distance histogram (hist_len entries, the matrix' context), or
+                             * NULL: not asked, the matrix is invalid, or too wide for the pass */
+    sap_int hist_len;
+} sap_csr_scan;
+sap_status sap__csr_scan(sap_context *ctx, const sap_csr *A, int with_hist, sap_csr_scan *out);
+/* The first part of sap_csr_check: sizes, arrays and the row pointer (O(n)). */
+sap_status sap__csr_check_rowptr(const sap_csr *A);
 
 #endif /* SAP_BASE_H */

@@ -53,6 +53,9 @@ typedef struct sap_band_fact {
 typedef struct sap_band_source {
     const double *val;
     sap_int kl, w;
+    /* the CSR the band was filled from (the one given to the numeric setup) has sorted rows
+     * and finite values (a solver's checked matrix): the layout reads row ends only */
+    int canonical;
 } sap_band_source;
 
 /* The heavy operations of SaP, written once per backend.  Arrays live in the backend's

@@ -3,6 +3,7 @@
 #include "base/options.h"
 #include "matrix/backend_matrix.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static const char *const format_names[] = {"auto", "csr", "ell", "sellp", "hec", "band"};
@@ -79,7 +80,9 @@ cleanup:
     return st;
 }
 
-sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt_in, sap_matrix **out)
+/* sap_matrix_create (view = 0: a host copy of A) and sap__matrix_create_view. */
+static sap_status create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt_in, int view, int checked,
+                         sap_matrix **out)
 {
     SAP_CHECK_CTX(ctx);
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: output pointer is NULL");
@@ -92,17 +95,42 @@ sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matri
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown SpMV format %d", (int)opt.format);
     if (opt.precision != SAP_DOUBLE && opt.precision != SAP_FLOAT)
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: unknown precision %d", (int)opt.precision);
-    sap_status st = sap_csr_check(A);
+    if (checked && (!A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))) /* a shape without host arrays */
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_matrix_create: the CSR has no host arrays");
+    sap_status st = checked ? SAP_OK : sap_csr_check(A);
     if (st < 0) return st;
 
     sap_matrix *M = NULL;
-    SAP_TRY(host_copy(ctx, A, &M));
+    if (view) {
+        SAP_CALLOC(ctx, M, 1);
+        M->ctx = ctx;
+        M->nrows = A->nrows;
+        M->ncols = A->ncols;
+        M->nnz = A->nnz;
+        M->view = 1;
+        M->rowptr = A->rowptr;
+        M->colind = A->colind;
+        M->val = A->val;
+    } else {
+        SAP_TRY(host_copy(ctx, A, &M));
+    }
     SAP_TRY(sap__ops(ctx)->spmat_create(ctx, A, opt.format, opt.precision, &M->sm));
     *out = M;
     return SAP_OK;
 cleanup:
     sap_matrix_destroy(M);
     return st;
+}
+
+sap_status sap_matrix_create(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt_in, sap_matrix **out)
+{
+    return create(ctx, A, opt_in, 0, 0, out);
+}
+
+sap_status sap__matrix_create_view(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt, int checked,
+                                   sap_matrix **out)
+{
+    return create(ctx, A, opt, 1, checked, out);
 }
 
 static void drop_derived(sap_matrix *M)
@@ -175,12 +203,14 @@ void sap_matrix_destroy(sap_matrix *M)
     sap_context *ctx = M->ctx;
     const sap_backend_ops *ops = sap__ops(ctx);
     drop_derived(M);
-    sap__free(ctx, M->val);
     if (M->sm) ops->spmat_destroy(ctx, M->sm);
     if (M->x.data) ops->vec_destroy(ctx, &M->x);
     if (M->y.data) ops->vec_destroy(ctx, &M->y);
-    sap__free(ctx, M->rowptr);
-    sap__free(ctx, M->colind);
+    if (!M->view) {
+        sap__free(ctx, M->val);
+        sap__free(ctx, M->rowptr);
+        sap__free(ctx, M->colind);
+    }
     sap__free(ctx, M);
 }
 
@@ -195,13 +225,16 @@ sap_status sap_matrix_update_values(sap_matrix *M, const double *val)
     sap_status st = sap__ops(ctx)->spmat_update_values(ctx, M->sm, &A);
     if (st < 0) return st;
     drop_derived(M);
-    if (M->nnz > 0) sap__par_memcpy(ctx, M->val, val, sizeof(double) * (size_t)M->nnz);
+    if (M->view) M->val = (double *)(uintptr_t)val; /* the new view (never written) */
+    else if (M->nnz > 0) sap__par_memcpy(ctx, M->val, val, sizeof(double) * (size_t)M->nnz);
     return st;
 }
 
 sap_status sap__matrix_values_dev(sap_matrix *M, const double *host_val, const double *val)
 {
     sap_context *ctx = M->ctx;
+    if (M->view) /* host_val is the caller's scratch: a view cannot keep it */
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap__matrix_values_dev: not for a matrix that views its host CSR");
     sap_csr A;
     host_view(M, &A);
     sap_status st = sap__ops(ctx)->spmat_values_dev(ctx, M->sm, &A, val);

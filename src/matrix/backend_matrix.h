@@ -13,6 +13,8 @@ struct sap_matrix {
     sap_int *colind;
     sap_vec x, y; /* work vectors of sap_matrix_spmv (created on first use) */
     double *val;  /* host copy of the values (for the derived matrices below) */
+    int view;     /* rowptr, colind and val are the caller's arrays (sap__matrix_create_view):
+                   * never freed nor written here */
     /* matrices derived from this one on first use (A^T for BiCG/QMR, a float copy for
      * mixed-precision refinement, a CSR copy for relaxation kernels), rebuilt after
      * sap_matrix_update_values */
@@ -39,6 +41,12 @@ sap_status sap__matrix_host_csr(sap_matrix *M, int transpose, sap_csr **out);
  * SAP_ERR_UNSUPPORTED). */
 sap_status sap__matrix_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
                                   const double *val, sap_matrix **M);
+/* A matrix object whose host copy is a view of A's arrays (no copy of the CSR): A must
+ * stay valid until sap_matrix_destroy, and a sap_matrix_update_values of such a matrix
+ * takes its val array as the new view (same pattern; valid as long as M).  checked: A
+ * passed sap_csr_check already (skips that pass over the column indices). */
+sap_status sap__matrix_create_view(sap_context *ctx, const sap_csr *A, const sap_matrix_options *opt, int checked,
+                                   sap_matrix **M);
 /* New values of such a matrix: val in backend memory, host_val the same on the host (NULL
  * or ignored when the object has no host copy). */
 sap_status sap__matrix_values_dev(sap_matrix *M, const double *host_val, const double *val);

@@ -133,7 +133,7 @@ sap_status sap_csr_from_arrays(sap_context *ctx, sap_int nrows, sap_int ncols, c
     return SAP_OK;
 }
 
-sap_status sap_csr_check(const sap_csr *A)
+sap_status sap__csr_check_rowptr(const sap_csr *A)
 {
     if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
@@ -148,6 +148,14 @@ sap_status sap_csr_check(const sap_csr *A)
     for (sap_int i = 0; i < A->nrows; i++)
         if (A->rowptr[i + 1] < A->rowptr[i])
             return SAP_ERROR(ctx, SAP_ERR_INVALID, "CSR rowptr decreases at row %lld", (long long)i);
+    return SAP_OK;
+}
+
+sap_status sap_csr_check(const sap_csr *A)
+{
+    sap_status st = sap__csr_check_rowptr(A);
+    if (st < 0) return st;
+    sap_context *ctx = A->ctx;
     /* the first bad row, found in parallel on large matrices; then its message */
     sap_int bad = A->nrows;
     const int nt = A->nnz + A->nrows < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);

@@ -213,6 +213,26 @@ static int row_symmetric(const sap_csr *A, sap_int i)
     return 1;
 }
 
+int sap__csr_numerically_symmetric(const sap_csr *A, int nt)
+{
+    const sap_int n = A->nrows;
+    int asym = 0;
+    (void)nt;
+    /* a shared flag stops the other threads at the first asymmetric row */
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024)")
+    for (sap_int i = 0; i < n; i++) {
+        int stop;
+        SAP_OMP("omp atomic read")
+        stop = asym;
+        if (stop) continue;
+        if (!row_symmetric(A, i)) {
+            SAP_OMP("omp atomic write")
+            asym = 1;
+        }
+    }
+    return !asym;
+}
+
 sap_status sap__csr_stats_quick(const sap_csr *A, sap_matrix_stats *stats)
 {
     if (!A || !stats) return SAP_ERR_INVALID;
@@ -224,29 +244,126 @@ sap_status sap__csr_stats_quick(const sap_csr *A, sap_matrix_stats *stats)
     row_acc tot;
     int nt = sap__threads(A->ctx);
     if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
-    (void)nt;
     row_pass(A, ndiag, 0, nt, &tot);
-    /* symmetry only where it can make the SPD guess (every diagonal entry positive); a
-     * shared flag stops the other threads at the first asymmetric row */
+    /* symmetry only where it can make the SPD guess (every diagonal entry positive) */
     int sym = square && tot.diag_pos == n;
-    if (sym) {
-        int asym = 0;
-        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024)")
-        for (sap_int i = 0; i < n; i++) {
-            int stop;
-            SAP_OMP("omp atomic read")
-            stop = asym;
-            if (stop) continue;
-            if (!row_symmetric(A, i)) {
-                SAP_OMP("omp atomic write")
-                asym = 1;
-            }
-        }
-        sym = !asym;
-    }
+    if (sym) sym = sap__csr_numerically_symmetric(A, nt);
     fill_common(&s, &tot, n, m, nnz);
     s.numerically_symmetric = sym;
     s.spd_estimate = sym;
     *stats = s;
     return SAP_OK;
+}
+
+/* ---- the distance histogram's blocks, the fused scan ---------------------------------- */
+
+#define HIST_BLOCKS 64         /* at most this many blocks ... */
+#define HIST_BLOCK_WORK 200000 /* ... of at least this many entries */
+
+sap_int sap__dist_hist_blocks(const sap_csr *A, sap_int hl)
+{
+    const sap_int n = A->nrows;
+    sap_int nb = A->nnz / HIST_BLOCK_WORK;
+    if (nb > HIST_BLOCKS) nb = HIST_BLOCKS;
+    if (hl > 0 && nb > A->nnz / hl) nb = A->nnz / hl;
+    if (nb > n) nb = n;
+    return nb < 1 ? 1 : nb;
+}
+
+void sap__dist_hist_block_rows(const sap_csr *A, sap_int nb, sap_int b, sap_int *r0, sap_int *r1)
+{
+    const sap_int *rp = A->rowptr, n = A->nrows;
+    const int64_t work = (int64_t)rp[n] + n;
+    /* rows of about equal work (entries + rows): a function of the matrix and nb only */
+    *r0 = b == 0 ? 0 : sap__split_rows(rp, n, (sap_int)(work * b / nb));
+    *r1 = b == nb - 1 ? n : sap__split_rows(rp, n, (sap_int)(work * (b + 1) / nb));
+}
+
+sap_status sap__csr_scan(sap_context *ctx, const sap_csr *A, int with_hist, sap_csr_scan *out)
+{
+    if (!ctx || !A || !out) return SAP_ERR_INVALID;
+    memset(out, 0, sizeof(*out));
+    const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
+    const sap_int *rp = A->rowptr, *ci = A->colind;
+    const double *val = A->val;
+    sap_status st = SAP_OK;
+    int nt = sap__threads(ctx);
+    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    /* the histogram's length from the rows' end entries (valid rows: their extremes; an
+     * invalid row is reported, and its entries beyond hl are not counted) */
+    sap_int kmax = 0;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kmax)")
+    for (sap_int i = 0; i < n; i++) {
+        if (rp[i + 1] == rp[i]) continue;
+        const sap_int a = i - ci[rp[i]], b = ci[rp[i + 1] - 1] - i;
+        const sap_int d = a > b ? a : b;
+        if (d > kmax) kmax = d;
+    }
+    const sap_int hl = kmax + 1;
+    sap_int nb = sap__dist_hist_blocks(A, hl);
+    /* the histogram only where its blocks still spread over the threads and the columns
+     * may be valid (else the solver makes it later, by sap_drop_off) */
+    const sap_int nb0 = sap__dist_hist_blocks(A, 0);
+    int hist = with_hist && n == m && kmax < m && (nb >= nb0 || nb >= nt);
+    if (!hist) {
+        nb = (nnz + n) / HIST_BLOCK_WORK;
+        if (nb < 4 * (sap_int)nt) nb = 4 * (sap_int)nt;
+        if (nb > n) nb = n;
+        if (nb < 1) nb = 1;
+    }
+    double *h = NULL;
+    row_acc *acc = NULL;
+    if (hist) SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
+    SAP_ALLOC(ctx, acc, nb);
+    sap_int bad_row = n, bad_entry = nnz;
+    const sap_int ndiag = n < m ? n : m;
+    if (nt > nb) nt = (int)nb;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(min : bad_row, bad_entry)")
+    for (sap_int b = 0; b < nb; b++) {
+        sap_int r0 = 0, r1 = 0;
+        if (hist) {
+            sap__dist_hist_block_rows(A, nb, b, &r0, &r1);
+        } else {
+            r0 = (sap_int)((int64_t)n * b / nb);
+            r1 = (sap_int)((int64_t)n * (b + 1) / nb);
+        }
+        double *hb = hist ? h + (size_t)b * (size_t)hl : NULL;
+        row_acc *a = &acc[b];
+        acc_init(a);
+        for (sap_int i = r0; i < r1; i++) {
+            const sap_int p0 = rp[i], p1 = rp[i + 1];
+            int ok = 1;
+            for (sap_int p = p0; p < p1; p++) {
+                const sap_int j = ci[p];
+                const double v = val[p];
+                if (j < 0 || j >= m || (p > p0 && ci[p - 1] >= j)) ok = 0;
+                if (!isfinite(v) && p < bad_entry) bad_entry = p;
+                if (hb) {
+                    const sap_int d = j > i ? j - i : i - j;
+                    if (d < hl) hb[d] += v * v;
+                }
+            }
+            if (!ok && i < bad_row) bad_row = i;
+            stats_row(A, i, ndiag, 0, a);
+        }
+    }
+    row_acc tot;
+    acc_init(&tot);
+    for (sap_int b = 0; b < nb; b++) acc_merge(&tot, &acc[b]);
+    fill_common(&out->stats, &tot, n, m, nnz);
+    out->diag_positive = n == m && tot.diag_pos == n;
+    out->bad_row = bad_row;
+    out->bad_entry = bad_entry;
+    if (hist && bad_row == n) {
+        for (sap_int b = 1; b < nb; b++)
+            for (sap_int k = 0; k < hl; k++) h[k] += h[(size_t)b * (size_t)hl + k];
+        out->hist = h;
+        out->hist_len = hl;
+        h = NULL;
+    }
+cleanup:
+    sap__free(ctx, h);
+    sap__free(ctx, acc);
+    return st;
 }

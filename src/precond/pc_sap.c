@@ -113,7 +113,14 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
     memset(&d->info, 0, sizeof(d->info));
     sap_int K;
     double dom;
-    sap__band_shape(A, sap__threads(ctx), &K, &dom);
+    if (d->src.val && d->fixed != SAP_BAND_AUTO && opt->partitions > 0) {
+        /* method and P given, the band's shape from the source: no pass over A (the
+         * dominance only chooses the method) */
+        K = d->src.kl > d->src.w - 1 - d->src.kl ? d->src.kl : d->src.w - 1 - d->src.kl;
+        dom = NAN;
+    } else {
+        sap__band_shape(A, sap__threads(ctx), &K, &dom);
+    }
     if (opt->half_bandwidth > 0 && opt->half_bandwidth < K) K = opt->half_bandwidth;
     sap_band_method m = d->fixed != SAP_BAND_AUTO ? d->fixed : opt->method;
     if (m == SAP_BAND_DIRECT) m = SAP_BAND_SAPD; /* as a preconditioner: one LU block */

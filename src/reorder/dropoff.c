@@ -14,8 +14,6 @@
 #include <math.h>
 #include <string.h>
 
-#define DROP_BLOCKS 64
-
 /* h[k] (k < *hl) = sum of a_ij^2 over the entries with |i - j| = k, in a new array of the
  * context (the caller frees it). */
 static sap_status distance_histogram(const sap_csr *A, double **hout, sap_int *hlout)
@@ -38,22 +36,14 @@ static sap_status distance_histogram(const sap_csr *A, double **hout, sap_int *h
         if (d > kmax) kmax = d;
     }
     const sap_int hl = kmax + 1;
-    /* blocks: one per SAP_REORDER_PAR_MIN entries, at most DROP_BLOCKS, and few enough
-     * that the histograms take at most about nnz doubles */
-    sap_int nb = A->nnz / SAP_REORDER_PAR_MIN;
-    if (nb > DROP_BLOCKS) nb = DROP_BLOCKS;
-    if (nb > A->nnz / hl) nb = A->nnz / hl;
-    if (nb > n) nb = n;
-    if (nb < 1) nb = 1;
+    const sap_int nb = sap__dist_hist_blocks(A, hl); /* sap__csr_scan's blocks */
     if (nt > nb) nt = (int)nb;
     (void)nt;
     SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
-    const int64_t work = (int64_t)rp[n] + n;
     SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
     for (sap_int b = 0; b < nb; b++) {
-        /* rows of about equal work (entries + rows): a function of the matrix and nb only */
-        const sap_int r0 = b == 0 ? 0 : sap__split_rows(rp, n, (sap_int)(work * b / nb));
-        const sap_int r1 = b == nb - 1 ? n : sap__split_rows(rp, n, (sap_int)(work * (b + 1) / nb));
+        sap_int r0 = 0, r1 = 0;
+        sap__dist_hist_block_rows(A, nb, b, &r0, &r1);
         double *hb = h + (size_t)b * (size_t)hl;
         for (sap_int i = r0; i < r1; i++) {
             for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
@@ -70,20 +60,12 @@ cleanup:
     return st;
 }
 
-sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept_fraction)
+sap_status sap__drop_from_hist(sap_context *ctx, const double *h, sap_int hl, double delta, sap_int *K,
+                               double *kept_fraction)
 {
-    if (!A) return SAP_ERR_INVALID;
-    sap_context *ctx = A->ctx;
-    if (!K) return SAP_ERROR(ctx, SAP_ERR_INVALID, "K is NULL");
-    if (!(delta >= 0.0 && delta <= 1.0))
-        return SAP_ERROR(ctx, SAP_ERR_INVALID, "drop-off fraction delta = %g outside [0, 1]", delta);
-    sap_status st = SAP_OK;
-    double *h = NULL;
-    sap_int hl = 0;
-    SAP_TRY(distance_histogram(A, &h, &hl));
     double total = 0.0;
     for (sap_int k = 0; k < hl; k++) total += h[k];
-    if (!isfinite(total)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "drop-off: the squared Frobenius norm is not finite");
+    if (!isfinite(total)) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "drop-off: the squared Frobenius norm is not finite");
     sap_int Kd = 0;
     double kept = 0.0;
     if (total > 0.0) {
@@ -106,9 +88,34 @@ sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept
     }
     *K = Kd;
     if (kept_fraction) *kept_fraction = kept;
+    return SAP_OK;
+}
+
+sap_status sap_drop_off(const sap_csr *A, double delta, sap_int *K, double *kept_fraction)
+{
+    if (!A) return SAP_ERR_INVALID;
+    sap_context *ctx = A->ctx;
+    if (!K) return SAP_ERROR(ctx, SAP_ERR_INVALID, "K is NULL");
+    if (!(delta >= 0.0 && delta <= 1.0))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "drop-off fraction delta = %g outside [0, 1]", delta);
+    sap_status st = SAP_OK;
+    double *h = NULL;
+    sap_int hl = 0;
+    SAP_TRY(distance_histogram(A, &h, &hl));
+    st = sap__drop_from_hist(ctx, h, hl, delta, K, kept_fraction);
 cleanup:
     sap__free(ctx, h);
     return st;
+}
+
+double sap__drop_kept_from_hist(const double *h, sap_int hl, sap_int K)
+{
+    double in = 0.0, all = 0.0;
+    for (sap_int k = 0; k < hl; k++) {
+        all += h[k];
+        if (k <= K) in += h[k];
+    }
+    return all > 0 ? in / all : 1.0;
 }
 
 sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction)
@@ -118,12 +125,7 @@ sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction
     double *h = NULL;
     sap_int hl = 0;
     SAP_TRY(distance_histogram(A, &h, &hl));
-    double in = 0.0, all = 0.0;
-    for (sap_int k = 0; k < hl; k++) {
-        all += h[k];
-        if (k <= K) in += h[k];
-    }
-    *fraction = all > 0 ? in / all : 1.0;
+    *fraction = sap__drop_kept_from_hist(h, hl, K);
 cleanup:
     sap__free(A->ctx, h);
     return st;

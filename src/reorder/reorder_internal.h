@@ -15,6 +15,12 @@
 /* *fraction = the part of ||A||_F^2 in the entries with |i - j| <= K (1 for a zero
  * matrix; NaN when the squares overflow), from the distance histogram of sap_drop_off. */
 sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction);
+/* sap_drop_off's K and kept fraction from a distance histogram h of hl entries
+ * (sap__csr_scan's or its own). */
+/* sap__drop_kept_fraction's figure from such a histogram. */
+double sap__drop_kept_from_hist(const double *h, sap_int hl, sap_int K);
+sap_status sap__drop_from_hist(sap_context *ctx, const double *h, sap_int hl, double delta, sap_int *K,
+                               double *kept_fraction);
 
 /* ---- matching (transversal.c) ---------------------------------------------------- */
 

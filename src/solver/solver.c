@@ -80,31 +80,41 @@ static sap_status create(sap_context *ctx, const sap_csr *A, const sap_solver_op
     if (A->nrows != A->ncols)
         return SAP_ERROR(ctx, SAP_ERR_NOT_SQUARE, "sap_solver_create: the matrix is %lld x %lld, not square",
                          (long long)A->nrows, (long long)A->ncols);
-    sap_status st = sap_csr_check(A);
+    /* the row pointer here, the rest of sap_csr_check in the scan below */
+    sap_status st = sap__csr_check_rowptr(A);
     if (st < 0) return st;
     sap_solver_options o;
     if (opt) o = *opt;
     else sap_solver_options_init(&o);
     st = check_options(ctx, A->nrows, &o);
     if (st < 0) return st;
-    sap_int bad = -1; /* the first non-finite entry (all threads: min) */
-    {
-        const int nt = sap__threads(ctx);
-        sap_int first = A->nnz;
-        (void)nt;
-        SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : first)")
-        for (sap_int p = 0; p < A->nnz; p++)
-            if (!isfinite(A->val[p]) && p < first) first = p;
-        if (first < A->nnz) bad = first;
+    /* one pass over A: the column checks, the first non-finite entry, setup's statistics
+     * and (automatic drop-off) its distance histogram */
+    sap_csr_scan scan;
+    st = sap__csr_scan(ctx, A, o.drop_delta < 0, &scan);
+    if (st < 0) return st;
+    if (scan.bad_row < A->nrows || scan.bad_entry < A->nnz) {
+        sap__free(ctx, scan.hist);
+        if (scan.bad_row < A->nrows) { /* sap_csr_check names the first bad entry */
+            st = sap_csr_check(A);
+            if (st < 0) return st;
+        }
+        if (scan.bad_entry < A->nnz)
+            return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_create: entry %lld of the matrix is %g",
+                             (long long)scan.bad_entry, A->val[scan.bad_entry]);
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_create: invalid CSR");
     }
-    if (bad >= 0)
-        return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_create: entry %lld of the matrix is %g", (long long)bad,
-                         A->val[bad]);
     sap_solver *S = NULL;
-    SAP_CALLOC(ctx, S, 1);
+    S = sap__alloc(ctx, 1, sizeof(*S), true, __FILE__, __LINE__);
+    if (!S) {
+        sap__free(ctx, scan.hist);
+        return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "sap_solver_create: out of memory");
+    }
     S->ctx = ctx;
     S->x = ctx;
     S->opt = o;
+    S->scan = scan;
+    S->scan_ok = 1;
     if (borrow) { /* the caller's A, never written (refactor copies it first) */
         S->A = (sap_csr *)(uintptr_t)A;
         goto made;
@@ -221,10 +231,18 @@ static void free_setup(sap_solver *S)
     S->setup_done = 0;
 }
 
+void sap__solver_scan_drop(sap_solver *S)
+{
+    SAP_FREE(S->ctx, S->scan.hist);
+    S->scan.hist_len = 0;
+    S->scan_ok = 0;
+}
+
 void sap_solver_destroy(sap_solver *S)
 {
     if (!S) return;
     free_setup(S);
+    sap__solver_scan_drop(S);
     if (S->dev) sap__solver_dev_forget(S, NULL);
     if (S->A_owned) sap_csr_destroy(S->A);
     sap__free(S->ctx, S);
@@ -288,8 +306,15 @@ sap_status sap_solver_setup(sap_solver *S)
 
     /* statistics (one pass): SPD guess, K, dominance, zero diagonal; the skip rules */
     sap_matrix_stats ms;
-    if (no_host) SAP_TRY(sap__solver_dev_stats(S, &ms));
-    else SAP_TRY(sap__csr_stats_quick(S->A, &ms));
+    if (no_host) {
+        SAP_TRY(sap__solver_dev_stats(S, &ms));
+    } else if (S->scan_ok) { /* create's pass read them; the symmetry check (SPD guess) is left */
+        ms = S->scan.stats;
+        if (S->scan.diag_positive) ms.numerically_symmetric = ms.spd_estimate =
+                                       sap__csr_numerically_symmetric(S->A, sap__threads(ctx));
+    } else {
+        SAP_TRY(sap__csr_stats_quick(S->A, &ms));
+    }
     s->spd = ms.spd_estimate && n > 0;
     s->K_original = ms.half_bandwidth;
     sap__solver_plan_reorder(S, &ms);

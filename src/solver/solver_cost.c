@@ -15,6 +15,7 @@
  * triangular solve).  Without a probe the iterative methods have no prediction and keep
  * the fallback order after those that have one.  Internal. */
 #include "device/device.h"
+#include "matrix/backend_matrix.h"
 #include "matrix/csr_blocks.h"
 #include "reorder/reorder_internal.h"
 #include "solver/solver_internal.h"
@@ -212,7 +213,7 @@ static void run_probe(sap_solver *S)
     for (sap_int i = 0; i < n; i++) y[i] = (double)((i * 2654435761u) % 1000u) / 1000.0 - 0.5;
     if (sap_csr_spmv(S->R->A, 1.0, y, 0.0, b) < 0) goto done;
     memset(y, 0, sizeof(double) * (size_t)n);
-    if (sap_matrix_create(x, S->R->A, NULL, &M) < 0 || sap_precond_create(x, "jacobi", &pc) < 0 ||
+    if (sap__matrix_create_view(x, S->R->A, NULL, 1, &M) < 0 || sap_precond_create(x, "jacobi", &pc) < 0 ||
         sap_precond_setup_numeric(pc, S->R->A) < 0)
         goto done;
     sap_krylov_options ko;
@@ -331,7 +332,7 @@ static double band_shape(sap_solver *S, sap_solver_method m, sap_int *K, sap_int
     sap__try_begin(S->ctx);
     sap_status st = sap__solver_choose(S, m, 0, K, P, prec, &kept, note, sizeof(note));
     if (st >= 0 && !S->cost_diag_known) {
-        st = sap__drop_kept_fraction(S->R->A, 0, &S->cost_diag);
+        st = sap__solver_kept_fraction(S, 0, &S->cost_diag);
         S->cost_diag_known = st >= 0;
     }
     diag = S->cost_diag;

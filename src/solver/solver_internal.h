@@ -95,6 +95,11 @@ typedef struct sap__refine {
     void *state;
     double *R, *D; /* n x k each, leading dimension n: residuals, corrections */
     double *t;     /* n: a trial residual */
+    /* NULL, or where the inner solve leaves the relative true residual ||b - A x|| / ||b||
+     * of the ORIGINAL system for the one column it solved, computed on the backend, or NaN
+     * when it has none: the first solve's residual is then not recomputed on the host when
+     * it is below tol (one column) */
+    double *inner_rel;
 } sap__refine;
 
 /* x = A^{-1} b for the k columns of B (the initial guesses in X, which receives the
@@ -146,6 +151,7 @@ typedef struct sap__attempt {
     int ichain; /* its index in the chain */
     char note[96]; /* what its setup did */
     double t_drop, t_third, t_asmbl, t_transfer, t_lu, t_spk, t_lurdcd;
+    double true_rel; /* the last Krylov solve's true residual when its system is the original (else NaN) */
 } sap__attempt;
 
 struct sap_solver {
@@ -160,6 +166,10 @@ struct sap_solver {
     sap_int *map0;         /* original entry -> R->A entry */
     sap_int K_cm, K_auto;
     double t_create; /* sap_solver_create's copy and checks (stats.time_create) */
+    /* create's one pass over A (sap__csr_scan): its statistics and distance histogram,
+     * valid (scan_ok) while A's values are those it read (a refactor drops them) */
+    sap_csr_scan scan;
+    int scan_ok;
     sap_int K_lb; /* a lower bound of K under any ordering (sap__solver_plan_reorder) */
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
@@ -503,6 +513,11 @@ sap_status sap__solver_create_shape(sap_context *ctx, sap_int n, sap_int nnz, co
                                     sap_solver **out);
 /* solver.c: a borrowed A becomes the solver's own copy (before anything writes it) */
 sap_status sap__solver_own_matrix(sap_solver *S);
+/* Drops create's scan (A's values changed). */
+void sap__solver_scan_drop(sap_solver *S);
+/* The fraction of ||R->A||_F^2 within distance K of the diagonal (sap__drop_kept_fraction),
+ * from create's histogram when R->A is the input. */
+sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction);
 
 /* solver_refactor.c */
 /* The numeric part of a refactor of a solver with no host copy of A (solver_device.c: the

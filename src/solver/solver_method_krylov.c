@@ -8,6 +8,8 @@
 #include "matrix/backend_matrix.h"
 #include "solver/solver_internal.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,11 +63,15 @@ sap_status sap__solver_band_matrix(sap_context *ctx, const sap_csr *A, sap_matri
     int64_t slots = 0;
     if (sap__band_dims(ctx, A, &kl, &ku, &slots) == SAP_OK && (double)slots * 0.7 <= (double)A->nnz)
         mo.format = SAP_FORMAT_BAND;
-    SAP_TRY(sap_matrix_create(ctx, A, &mo, M));
+    /* the host side views A (the attempt's CSR, checked, alive as long as the attempt):
+     * no copy of the CSR */
+    SAP_TRY(sap__matrix_create_view(ctx, A, &mo, 1, M));
     const void *bv = NULL;
     if ((*M)->sm->prec == SAP_DOUBLE && sap__ops(ctx)->spmat_band &&
-        sap__ops(ctx)->spmat_band((*M)->sm, &bv, &src->kl, &src->w) == SAP_OK)
+        sap__ops(ctx)->spmat_band((*M)->sm, &bv, &src->kl, &src->w) == SAP_OK) {
         src->val = bv;
+        src->canonical = 1; /* the solver's matrices are checked at create (sorted, finite) */
+    }
 cleanup:
     return st;
 }
@@ -215,6 +221,14 @@ static sap_status krylov_pass(sap_solver *S, const sap__attempt *a, const double
     }
     st = ksv;
     if (tkry) *tkry += sap__wtime() - t0;
+    /* the Krylov method's true residual is the original system's when the attempt solves
+     * A itself (no reordering, scaling, third stage or dropped entries in its matrix) */
+    {
+        const sap_reorder_result *R = S->R;
+        const int original = R->A == S->A && !R->row_scale && !R->col_scale && !a->t &&
+                             sap__solver_att_full(S, a) == S->A;
+        ((sap__attempt *)(uintptr_t)a)->true_rel = original ? ks.true_residual : NAN;
+    }
     if (a->t) {
         for (sap_int i = 0; i < n; i++) tmp[a->t[i]] = yh[i];
         memcpy(yh, tmp, sizeof(double) * (size_t)n);

@@ -135,7 +135,7 @@ static sap_status fit_memory(sap_solver *S, sap_solver_method m, sap_int P, sap_
         else hi = mid;
     }
     *K = lo;
-    sap_status st = sap__drop_kept_fraction(S->R->A, lo, kept);
+    sap_status st = sap__solver_kept_fraction(S, lo, kept);
     if (st < 0) return st;
     if (for_memory)
         snprintf(note, nl, "narrowed K %lld->%lld (keeps %.4g of ||A||F^2) to fit %.3g MB", (long long)K0,
@@ -147,7 +147,7 @@ static sap_status fit_memory(sap_solver *S, sap_solver_method m, sap_int P, sap_
         /* a band cut by the work limit that keeps less than half of the off-diagonal
          * ||A||_F^2 costs about a band solve per iteration for little more than Jacobi */
         double diag = 1;
-        st = sap__drop_kept_fraction(S->R->A, 0, &diag);
+        st = sap__solver_kept_fraction(S, 0, &diag);
         if (st < 0) return st;
         const double off = diag < 1 ? (*kept - diag) / (1 - diag) : 1;
         if (off < 0.5) {
@@ -233,6 +233,15 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
     }
 }
 
+sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction)
+{
+    if (S->scan_ok && S->scan.hist && S->R->A == S->A) {
+        *fraction = sap__drop_kept_from_hist(S->scan.hist, S->scan.hist_len, K);
+        return SAP_OK;
+    }
+    return sap__drop_kept_fraction(S->R->A, K, fraction);
+}
+
 sap_status sap__solver_plan_drop(sap_solver *S)
 {
     const sap_solver_options *o = &S->opt;
@@ -245,7 +254,10 @@ sap_status sap__solver_plan_drop(sap_solver *S)
     if (o->drop_delta < 0 && S->K_cm > 1) {
         sap_int Kd = 0;
         double kf = 1;
-        st = sap_drop_off(S->R->A, SV_DROP_DELTA, &Kd, &kf);
+        /* the histogram of create's pass when the matrix is the input's */
+        if (S->scan_ok && S->scan.hist && S->R->A == S->A)
+            st = sap__drop_from_hist(S->ctx, S->scan.hist, S->scan.hist_len, SV_DROP_DELTA, &Kd, &kf);
+        else st = sap_drop_off(S->R->A, SV_DROP_DELTA, &Kd, &kf);
         if (st < 0) return st;
         if (Kd * SV_DROP_GAIN <= S->K_cm) {
             S->K_auto = Kd;

@@ -58,6 +58,7 @@ sap_status sap__solver_refactor_dev(sap_solver *S) { return refactor_numeric(S);
 static sap_status refactor_numeric(sap_solver *S)
 {
     sap_csr *A = S->A;
+    sap__solver_scan_drop(S); /* create's statistics were of the old values */
     if (!S->setup_done) return sap_solver_setup(S);
     S->interrupted = 0;
     const double t0 = sap__wtime();

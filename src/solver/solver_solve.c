@@ -41,7 +41,8 @@ static sap_status solve_col(sap_solver *S, const double *b, double *x, double *i
                             .state = &in,
                             .R = S->w,
                             .D = S->w + n,
-                            .t = S->w + 5 * n};
+                            .t = S->w + 5 * n,
+                            .inner_rel = &a->true_rel};
     double rel = 0;
     sap_status ks = SAP_OK;
     int passes = 0;
