@@ -30,6 +30,16 @@ static void jacobi_destroy(sap_precond *P)
     P->data = NULL;
 }
 
+/* the vector of 1 / a_ii: n entries in the preconditioner's precision (made again if not) */
+static sap_status dinv_ensure(sap_precond *P, sap_int n)
+{
+    jacobi_data *d = P->data;
+    const sap_backend_ops *ops = sap__ops(P->ctx);
+    if (d->dinv.data && (d->dinv.n != n || d->dinv.prec != P->prec)) ops->vec_destroy(P->ctx, &d->dinv);
+    if (!d->dinv.data) return ops->vec_create(P->ctx, n, P->prec, &d->dinv);
+    return SAP_OK;
+}
+
 static sap_status jacobi_numeric(sap_precond *P, const sap_csr *A)
 {
     sap_context *ctx = P->ctx;
@@ -50,8 +60,7 @@ static sap_status jacobi_numeric(sap_precond *P, const sap_csr *A)
             SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: diagonal entry %g of row %lld is out of range for %s", a,
                      (long long)i, P->prec == SAP_FLOAT ? "float" : "double");
     }
-    if (d->dinv.data && (d->dinv.n != n || d->dinv.prec != P->prec)) ops->vec_destroy(ctx, &d->dinv);
-    if (!d->dinv.data) SAP_TRY(ops->vec_create(ctx, n, P->prec, &d->dinv));
+    SAP_TRY(dinv_ensure(P, n));
     SAP_TRY(ops->vec_upload(ctx, &d->dinv, h));
 cleanup:
     sap__free(ctx, h);
@@ -71,8 +80,7 @@ static sap_status jacobi_setup_dev(sap_precond *P, const sap_dev_csr *A)
     if (!ops->csr_stats) return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "jacobi: the %s backend has no csr_stats", ops->name);
     if (P->prec != SAP_DOUBLE)
         return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "jacobi: the setup from device arrays is in double only");
-    if (d->dinv.data && (d->dinv.n != n || d->dinv.prec != P->prec)) ops->vec_destroy(ctx, &d->dinv);
-    if (!d->dinv.data) SAP_TRY(ops->vec_create(ctx, n, P->prec, &d->dinv));
+    SAP_TRY(dinv_ensure(P, n));
     SAP_TRY(ops->csr_stats(ctx, A, &chk, NULL, (double *)d->dinv.data));
     if (chk.bad_rowptr >= 0 || chk.bad_col >= 0 || chk.bad_order >= 0)
         SAP_FAIL(ctx, SAP_ERR_INVALID, "jacobi: malformed CSR (row %lld)",
