@@ -1,7 +1,7 @@
 /* band_storage.c -- partition layout of a banded matrix and conversion from CSR into the
  * tall-and-thin band storage plus coupling blocks (band_impl.h describes the layout). */
 #include "band/band_impl.h"
-#include "matrix/csr_search.h"
+#include "base/csr_search.h"
 
 #include <math.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * reduction is an integer sum, a max or a min, so the result does not depend on the
  * thread count.  A must be canonical (sorted rows). */
 #include "base/base.h"
-#include "matrix/csr_search.h"
+#include "base/csr_search.h"
 
 #include <math.h>
 #include <string.h>
@@ -199,20 +199,6 @@ cleanup:
     return st;
 }
 
-/* Row i symmetric against its mirrors (a missing entry counts 0; NaN never matches). */
-static int row_symmetric(const sap_csr *A, sap_int i)
-{
-    const sap_int *ap = A->rowptr, *ai = A->colind;
-    const double *ax = A->val;
-    for (sap_int p = ap[i]; p < ap[i + 1]; p++) {
-        const sap_int j = ai[p];
-        if (j == i) continue;
-        const sap_int q = sap__csr_find(ap, ai, j, i);
-        if (!(ax[p] == (q < 0 ? 0.0 : ax[q]))) return 0;
-    }
-    return 1;
-}
-
 int sap__csr_numerically_symmetric(const sap_csr *A, int nt)
 {
     const sap_int n = A->nrows;
@@ -225,7 +211,7 @@ int sap__csr_numerically_symmetric(const sap_csr *A, int nt)
         SAP_OMP("omp atomic read")
         stop = asym;
         if (stop) continue;
-        if (!row_symmetric(A, i)) {
+        if (!sap__csr_row_symmetric(A->rowptr, A->colind, A->val, i)) {
             SAP_OMP("omp atomic write")
             asym = 1;
         }

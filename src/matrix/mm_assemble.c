@@ -2,7 +2,7 @@
  * CSR from coordinate entries (rows bucketed in file order, symmetric and skew-symmetric
  * entries mirrored, then rows sorted and duplicates summed in file order), a CSR from
  * array values (every value kept, zeros included), and a dense matrix from either. */
-#include "matrix/csr_search.h"
+#include "base/csr_search.h"
 #include "matrix/mm_read.h"
 #include "matrix/sort_pairs.h"
 

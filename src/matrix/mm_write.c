@@ -19,7 +19,7 @@
  *  - comment: each line of opt->comment becomes a comment line (a '%' is added unless
  *    the line starts with one). */
 #define _POSIX_C_SOURCE 200809L
-#include "matrix/csr_search.h"
+#include "base/csr_search.h"
 #include "matrix/mm_io.h"
 #include "matrix/mm_number.h"
 

@@ -2,7 +2,7 @@
  * in a backend vector of the preconditioner's precision; apply is z = dinv .* r.  A zero
  * or missing diagonal entry is SAP_ERR_SINGULAR naming the row. */
 #include "precond/precond_impl.h"
-#include "matrix/csr_search.h"
+#include "base/csr_search.h"
 
 #include <float.h>
 #include <math.h>

@@ -20,7 +20,7 @@
  * ordering and of its reverse come the same way; the reverse has the same bandwidth on
  * a symmetric pattern, and AUTO keeps the smaller envelope. */
 #include "reorder/reorder_internal.h"
-#include "matrix/csr_search.h"
+#include "base/csr_search.h"
 
 #include <string.h>
 

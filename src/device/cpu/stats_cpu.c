@@ -4,6 +4,7 @@
  * mirror), so that it is the reference the cuda op is tested against; the tests compare it
  * with sap__csr_stats_quick and sap_csr_check.  Integer counts, min and max: the result does
  * not depend on the thread count. */
+#include "base/csr_search.h"
 #include "device/cpu/cpu_internal.h"
 
 #include <math.h>
@@ -86,28 +87,6 @@ static void row_stats(const sap_dev_csr *A, sap_int i, double *dinv, stat_acc *a
     if (dinv) dinv[i] = has && diag != 0.0 ? 1.0 / diag : 0.0;
 }
 
-/* Row i against its mirrors: 1 when a_ij == a_ji for every entry (a missing mirror is 0). */
-static int row_symmetric(const sap_dev_csr *A, sap_int i)
-{
-    for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
-        const sap_int j = A->colind[p];
-        if (j == i) continue;
-        sap_int lo = A->rowptr[j], hi = A->rowptr[j + 1] - 1;
-        double m = 0.0;
-        while (lo <= hi) {
-            const sap_int mid = lo + (hi - lo) / 2, c = A->colind[mid];
-            if (c == i) {
-                m = A->val[mid];
-                break;
-            }
-            if (c < i) lo = mid + 1;
-            else hi = mid - 1;
-        }
-        if (!(A->val[p] == m)) return 0;
-    }
-    return 1;
-}
-
 sap_status sap__cpu_csr_stats(sap_context *ctx, const sap_dev_csr *A, sap_dev_csr_check *chk, sap_matrix_stats *ms,
                               double *dinv)
 {
@@ -147,7 +126,7 @@ sap_status sap__cpu_csr_stats(sap_context *ctx, const sap_dev_csr *A, sap_dev_cs
     if (sym) {
         sap_int asym = 0;
         SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024) reduction(+ : asym)")
-        for (sap_int i = 0; i < n; i++) asym += !row_symmetric(A, i);
+        for (sap_int i = 0; i < n; i++) asym += !sap__csr_row_symmetric(A->rowptr, A->colind, A->val, i);
         sym = asym == 0;
     }
     memset(ms, 0, sizeof(*ms));
