@@ -90,7 +90,7 @@ def bench_case(spec, backend, reps, rounds, method):
     xs = S.solve(b)
     t_c, t_py = [], []
     for _ in range(rounds):
-        st0, sec = S._core._bench_solve(b, x, reps, xs)
+        _, sec = S._core._bench_solve(b, x, reps, xs)
         t_c.append(sec / reps)
         t0 = time.perf_counter()
         for _ in range(reps):

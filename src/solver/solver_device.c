@@ -332,33 +332,49 @@ sap_status sap__solver_dev_pc_setup(sap_solver *S, sap_precond *pc)
     return st;
 }
 
+/* The caller's device CSR into host arrays (rp: n + 1, ci and v: nnz), counted in the
+ * statistics' download entries; the row pointer's ends are checked before the entries are
+ * read (a wrong nnz would read past the caller's arrays). */
+static sap_status download_csr(sap_context *ctx, struct sap__solver_dev *D, sap_int n, sap_int nnz, const sap_int *d_rp,
+                               const sap_int *d_ci, const double *d_v, sap_int *rp, sap_int *ci, double *v)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const double t0 = sap__wtime();
+    sap_status st = ops->mem_download(ctx, rp, d_rp, sizeof(sap_int) * (size_t)(n + 1));
+    if (st < 0) return st;
+    if (rp[0] != 0 || rp[n] != nnz)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID,
+                         "sap_solver_create_device: the row pointer runs from %lld to %lld (need 0 to nnz = %lld)",
+                         (long long)rp[0], (long long)rp[n], (long long)nnz);
+    if (nnz > 0) {
+        st = ops->mem_download(ctx, ci, d_ci, sizeof(sap_int) * (size_t)nnz);
+        if (st >= 0) st = ops->mem_download(ctx, v, d_v, sizeof(double) * (size_t)nnz);
+        if (st < 0) return st;
+    }
+    D->st.time_download += sap__wtime() - t0;
+    D->st.download_bytes += (int64_t)(sizeof(sap_int) * (size_t)(n + 1 + nnz) + sizeof(double) * (size_t)nnz);
+    return SAP_OK;
+}
+
 sap_status sap__solver_dev_fetch(sap_solver *S, const char *why)
 {
     struct sap__solver_dev *D = S->dev;
     sap_csr *A = S->A;
     if (!D || A->rowptr) return SAP_OK;
     sap_context *ctx = S->ctx;
-    const sap_backend_ops *ops = sap__ops(ctx);
     const sap_int n = A->nrows, nnz = A->nnz;
     sap_status st = SAP_OK;
     sap_int *rp = NULL, *ci = NULL;
     double *v = NULL;
-    const double t0 = sap__wtime();
     SAP_ALLOC(ctx, rp, n + 1);
     SAP_ALLOC(ctx, ci, nnz > 0 ? nnz : 1);
     SAP_ALLOC(ctx, v, nnz > 0 ? nnz : 1);
-    SAP_TRY(ops->mem_download(ctx, rp, D->a_rp, sizeof(sap_int) * (size_t)(n + 1)));
-    if (nnz > 0) {
-        SAP_TRY(ops->mem_download(ctx, ci, D->a_ci, sizeof(sap_int) * (size_t)nnz));
-        SAP_TRY(ops->mem_download(ctx, v, D->a_val, sizeof(double) * (size_t)nnz));
-    }
+    SAP_TRY(download_csr(ctx, D, n, nnz, D->a_rp, D->a_ci, D->a_val, rp, ci, v));
     A->rowptr = rp;
     A->colind = ci;
     A->val = v;
     rp = ci = NULL;
     v = NULL;
-    D->st.time_download += sap__wtime() - t0;
-    D->st.download_bytes += (int64_t)(sizeof(sap_int) * (size_t)(n + 1 + nnz) + sizeof(double) * (size_t)nnz);
     snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%.127s", why);
     sap__log(ctx, SAP_PRINT_INFO, "sap_solver (device arrays): A downloaded: %s", why);
     free_copy(ctx, D); /* the host copy holds A now (a refactor downloads its values) */
@@ -473,19 +489,8 @@ sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, cons
         }
     }
     snprintf(D->st.download_reason, sizeof(D->st.download_reason), "%.127s", why);
-    double t0 = sap__wtime();
     SAP_TRY(sap_csr_create(ctx, n, n, nnz, &H));
-    SAP_TRY(ops->mem_download(ctx, H->rowptr, rowptr, sizeof(sap_int) * (size_t)(n + 1)));
-    if (H->rowptr[0] != 0 || H->rowptr[n] != nnz)
-        SAP_FAIL(ctx, SAP_ERR_INVALID,
-                 "sap_solver_create_device: the row pointer runs from %lld to %lld (need 0 to nnz = %lld)",
-                 (long long)H->rowptr[0], (long long)H->rowptr[n], (long long)nnz);
-    if (nnz > 0) {
-        SAP_TRY(ops->mem_download(ctx, H->colind, colind, sizeof(sap_int) * (size_t)nnz));
-        SAP_TRY(ops->mem_download(ctx, H->val, val, sizeof(double) * (size_t)nnz));
-    }
-    D->st.time_download = sap__wtime() - t0;
-    D->st.download_bytes = (int64_t)(sizeof(sap_int) * (size_t)(n + 1 + nnz) + sizeof(double) * (size_t)nnz);
+    SAP_TRY(download_csr(ctx, D, n, nnz, rowptr, colind, val, H->rowptr, H->colind, H->val));
     /* the solver takes H (checks: square, indices, NaN/Inf) */
     SAP_TRY(sap_solver_create_borrowed(ctx, H, &o, &S));
     S->A_owned = 1;
@@ -493,7 +498,7 @@ sap_status sap__solver_create_dev(sap_context *ctx, sap_int n, sap_int nnz, cons
     S->dev = D;
     D = NULL;
     dev_mark m0 = mark(S->ctx);
-    t0 = sap__wtime();
+    const double t0 = sap__wtime();
     SAP_TRY(sap__matrix_create_dev(ctx, S->A, rowptr, colind, val, &S->dev->M));
     S->dev->st.time_matrix = sap__wtime() - t0;
     S->dev->st.setup_h2d_bytes += mark(S->ctx).h2d - m0.h2d;
