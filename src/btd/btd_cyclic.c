@@ -219,6 +219,31 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
         rslot[nrecv++] = 2 + side;
     }
     if (nsend + nrecv == 0) return SAP_OK;
+    if (s->c->peer) { /* device to device, queued on the stream (no host wait) */
+        if (cnt > T->xcap) {
+            T->ops->mem_free(ctx, T->xb);
+            sap__btd_xh_free(T);
+            T->xb = NULL;
+            T->xcap = 0;
+            SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
+            T->xcap = cnt;
+        }
+        for (int i = 0; i < nsend; i++) {
+            if (ld == rows || cols == 1) { /* contiguous: sent from where it is */
+                sbuf[i] = base + sl[i] * rs;
+            } else {
+                SAP_TRY(T->dk->lacpy(ctx, rows, cols, 1, base + sl[i] * rs, ld, 0, T->xb + i * T->xcap, rows, 0));
+                sbuf[i] = T->xb + i * T->xcap;
+            }
+        }
+        for (int i = 0; i < nrecv; i++) {
+            rbuf[i] = T->xb + rslot[i] * T->xcap;
+            if (rslot[i] == 2) *rm = rbuf[i];
+            else *rp = rbuf[i];
+        }
+        SAP_TRY(s->c->peer_ops->exchange(ctx, s->c->peer, nsend, dst, sbuf, scnt, nrecv, src, rbuf, rcnt));
+        return SAP_OK;
+    }
     if (cnt > T->xcap) {
         T->ops->mem_free(ctx, T->xb);
         sap__btd_xh_free(T);
@@ -262,6 +287,14 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
     s->c->seconds += sap__wtime() - t0 - mpi; /* the staging copies */
 cleanup:
     return st;
+}
+
+/* With a device-to-device transport that overlaps, the solver's stream waits here for the
+ * level's exchange: before the first use of a received block (and, every level, before the
+ * next level may write what was sent). */
+static sap_status peer_join(const seg *s)
+{
+    return s->c && s->c->peer ? s->c->peer_ops->wait(s->T->ctx, s->c->peer) : SAP_OK;
 }
 
 /* The kept rows lk + 2h j whose neighbour below (side 0: row - h) or above (side 1: + h)
@@ -373,6 +406,7 @@ static sap_status factor_seg(const seg *s, double *H)
         BC(x_gemm(T, bat, k, k, -1.0, Hl + kk, k, 2 * kk, AC + 2 * (lk + h) * kk + kk, k, 4 * h * kk, 0.0,
                   AC + 2 * lk * kk + kk, k, 4 * h * kk, nc));
         BC(lanes_end(T));
+        BC(peer_join(s));
         if (ra) { /* the first kept row's neighbour below is elsewhere (rm) */
             BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl, k, 0, rm + kk, k, 0, 1.0, D + lk * kk, k, 0, 1));
             BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl, k, 0, rm, k, 0, 0.0, AC + 2 * lk * kk, k, 0, 1));
@@ -434,6 +468,7 @@ static sap_status update_rows(const seg *s, int64_t h, sap_int l0, sap_int cnt, 
     if (st == SAP_OK)
         st = x_gemm(T, 1, k, nrhs, -1.0, M + kk, k, sm, z + (l0 + h) * k, ldz, 2 * h * k, 1.0, z + l0 * k, ldz,
                     2 * h * k, nc);
+    if (st == SAP_OK) st = peer_join(s);
     if (st == SAP_OK && ra) st = T->dk->gemm(T->ctx, k, nrhs, k, -1.0, M, k, 0, rm, k, 0, 1.0, z + l0 * k, ldz, 0, 1);
     if (st == SAP_OK && rc) {
         const int64_t j = cnt - 1, l = l0 + 2 * h * j;
@@ -519,6 +554,15 @@ static seg dist_seg(sap_btd *T)
     return s;
 }
 
+/* the device time of the exchanges queued on the stream so far, into the communicator's
+ * seconds (waits for them) */
+static void peer_time(sap_btd *T)
+{
+    sap__btd_comm *c = T->comm;
+    double sec = 0;
+    if (c->peer && c->peer_ops->seconds(T->ctx, c->peer, &sec) == SAP_OK) c->seconds += sec;
+}
+
 sap_status sap__bc_factor_dist(sap_btd *T)
 {
     sap_context *ctx = T->ctx;
@@ -551,6 +595,7 @@ sap_status sap__bc_factor_dist(sap_btd *T)
                  c->size);
     }
 cleanup:
+    peer_time(T);
     T->st.time_comm = c->seconds - t0;
     return st;
 }
@@ -561,6 +606,7 @@ sap_status sap__bc_solve_dist(sap_btd *T, double *z, int nrhs)
     double t0 = c->seconds;
     seg s = dist_seg(T);
     sap_status st = solve_seg(&s, T->H, z, (int)(T->k * T->nb), nrhs);
+    peer_time(T);
     T->st.time_comm = c->seconds - t0;
     return st;
 }
