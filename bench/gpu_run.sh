@@ -273,7 +273,7 @@ if torch.cuda.device_count() > 1:
     print(f"peer 32 MiB cuda:0 -> cuda:1: {dt*1e3:7.3f} ms  {32/1024/dt:6.1f} GiB/s (peer access {torch.cuda.can_device_access_peer(0, 1)})")
 PYEOF
   } > "$OUT/btd_env.log" 2>&1
-  (cd "$BUILD" && ctest -L gpu -R btd --output-on-failure --timeout 200) > "$OUT/btd_tests.log" 2>&1
+  (cd "$BUILD" && ctest -L gpu -R btd --output-on-failure --timeout ${SAP_BTD_TEST_TIMEOUT_S:-200}) > "$OUT/btd_tests.log" 2>&1
   echo "btd gpu tests: rc=$? ($(elapsed) s)"
   grep -E "tests passed|tests failed|Test +#|local rank" "$OUT/btd_tests.log" | head -12
   if [ "${SAP_BTD_BENCH1:-1}" != 0 ]; then
