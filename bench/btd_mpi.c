@@ -218,7 +218,7 @@ int main(int argc, char **argv)
             fprintf(md, "| k | nb/process | P | algo | variant | transport | factor | %d solves | total | comm | "
                         "residual | efficiency |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", solves);
         }
-        printf("%-5s %-6s %-3s %-14s %-14s %-12s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant",
+        printf("%-5s %-6s %-3s %-14s %-14s %-20s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant",
                "transport", "factor", "solves", "total", "comm", "residual", "eff");
     }
     for (size_t ci = 0; ci < sizeof ks_all / sizeof *ks_all; ci++) {
@@ -262,7 +262,7 @@ int main(int argc, char **argv)
                 }
                 double tot = q->factor + q->solve, t1 = r[0].factor + r[0].solve;
                 double eff = r[0].ok && tot > 0 ? t1 / tot : NAN;
-                printf("%-5d %-6d %-3d %-14s %-14s %-12s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an,
+                printf("%-5d %-6d %-3d %-14s %-14s %-20s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an,
                        q->variant, q->transport, q->factor, q->solve, tot, q->comm, q->resid, 100 * eff);
                 if (csv) fprintf(csv, "%s,%d,%d,%d,%s,%s,%s,%.6f,%d,%.6f,%.6f,%.6f,%.3e,%.4f\n",
                                  sap_backend_name(sap_context_backend(ctx)), k, nbp, np, an, q->variant, q->transport,

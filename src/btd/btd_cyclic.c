@@ -19,11 +19,15 @@
  * a Spike partition, or this process' rows of a distributed system.  Over processes, a kept
  * row's neighbour i -+ h (factor, forward solve) or an eliminated row's (back substitution)
  * may be held by another process: only the first and the last row of a level can have one,
- * so each level sends at most two blocks and receives at most two (point to point, host
- * staging through page-locked memory where the backend has it; SAP_BTD_STAGE=pageable in
- * the environment stages through plain host memory, for measurements), and the rest of the
- * level is the same strided calls as in one process.  The communication time counts the
- * staging copies and the MPI calls, after the level's kernels are done. */
+ * so each level sends at most two blocks and receives at most two, and the rest of the
+ * level is the same strided calls as in one process.  The exchanges go device to device
+ * where the communicator has the backend's transport (NCCL: one group per level queued on
+ * the solver's stream, no host wait; with SAP_BTD_OVERLAP=1 beside it, the level's interior
+ * updates running meanwhile and the stream waiting before the boundary rows' updates), else
+ * point to point over MPI with host staging through page-locked memory where the backend has
+ * it (SAP_BTD_STAGE=pageable in the environment stages through plain host memory, for
+ * measurements).  The communication time counts, staged, the copies and the MPI calls after
+ * the level's kernels are done; device to device, the exchanges' device time (events). */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
@@ -190,6 +194,34 @@ static int stage_pinned(const sap_btd *T)
     return T->ops->host_alloc && !(v && strcmp(v, "pageable") == 0);
 }
 
+/* xb (and with staged, xh) for 4 blocks of cnt doubles */
+static sap_status reserve_xb(sap_btd *T, int64_t cnt, int staged)
+{
+    sap_context *ctx = T->ctx;
+    sap_status st = SAP_OK;
+    if (cnt <= T->xcap && (!staged || T->xh)) return SAP_OK;
+    if (cnt > T->xcap) {
+        T->ops->mem_free(ctx, T->xb);
+        T->xb = NULL;
+        T->xcap = 0;
+        sap__btd_xh_free(T);
+        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
+        T->xcap = cnt;
+    }
+    if (staged) {
+        /* page-locked on a GPU: the copies to and from the device run at the link's rate */
+        if (stage_pinned(T)) {
+            SAP_TRY(T->ops->host_alloc(ctx, (size_t)T->xcap * 4 * 8, (void **)&T->xh));
+            T->xh_pinned = 1;
+        } else {
+            SAP_ALLOC(ctx, T->xh, (size_t)T->xcap * 4);
+            if (!T->xh) goto cleanup;
+        }
+    }
+cleanup:
+    return st;
+}
+
 static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int ns, const double *base, int64_t rs,
                            int ld, int rows, int cols, sap_int lc, sap_int nc, const double **rm, const double **rp)
 {
@@ -220,14 +252,7 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
     }
     if (nsend + nrecv == 0) return SAP_OK;
     if (s->c->peer) { /* device to device, queued on the stream (no host wait) */
-        if (cnt > T->xcap) {
-            T->ops->mem_free(ctx, T->xb);
-            sap__btd_xh_free(T);
-            T->xb = NULL;
-            T->xcap = 0;
-            SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
-            T->xcap = cnt;
-        }
+        SAP_TRY(reserve_xb(T, cnt, 0));
         for (int i = 0; i < nsend; i++) {
             if (ld == rows || cols == 1) { /* contiguous: sent from where it is */
                 sbuf[i] = base + sl[i] * rs;
@@ -244,22 +269,7 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
         SAP_TRY(s->c->peer_ops->exchange(ctx, s->c->peer, nsend, dst, sbuf, scnt, nrecv, src, rbuf, rcnt));
         return SAP_OK;
     }
-    if (cnt > T->xcap) {
-        T->ops->mem_free(ctx, T->xb);
-        sap__btd_xh_free(T);
-        T->xb = NULL;
-        T->xcap = 0;
-        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
-        /* page-locked on a GPU: the copies to and from the device run at the link's rate */
-        if (stage_pinned(T)) {
-            SAP_TRY(T->ops->host_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xh));
-            T->xh_pinned = 1;
-        } else {
-            SAP_ALLOC(ctx, T->xh, (size_t)cnt * 4);
-            if (!T->xh) goto cleanup;
-        }
-        T->xcap = cnt;
-    }
+    SAP_TRY(reserve_xb(T, cnt, 1));
     /* the level's kernels first: what follows is communication */
     SAP_TRY(T->ops->synchronize(ctx));
     const double t0 = sap__wtime();
