@@ -6,7 +6,9 @@
  * Spike.  In one mpiexec run of P processes: first process 0 alone (its own communicator,
  * the 1-process baseline on the same machine), then all P; efficiency = time(1) / time(P).
  * Times are the maximum over the processes (seconds); comm = communication of process 0: MPI
- * and, for BCYCLIC, the copies staging the exchanged blocks through host memory.
+ * and, for BCYCLIC, the copies staging the exchanged blocks through host memory, or with a
+ * device-to-device transport (NCCL: $SAP_BTD_TRANSPORT auto|nccl) the device time of its
+ * exchanges; the transport column is sap_btd_stats.transport.
  *
  * usage: mpiexec -n P btd_mpi [--backend auto|cpu|cuda] [--ks 64,256,1024] [--solves 16]
  *                             [--variant auto|getri|...] [--algos bcyclic,spike] [--scale S]
@@ -60,6 +62,7 @@ typedef struct result {
     double factor, solve, comm, resid;
     int ok;
     char variant[24];
+    char transport[48]; /* sap_btd_stats.transport */
 } result;
 
 static double max_of(MPI_Comm c, double v)
@@ -96,6 +99,7 @@ static result run(sap_context *ctx, MPI_Comm comm, const sap_csr *A, sap_int k, 
         sap_btd_get_stats(T, &st);
         r.comm = st.time_comm;
         snprintf(r.variant, sizeof r.variant, "%s", sap_btd_variant_name(st.variant));
+        snprintf(r.transport, sizeof r.transport, "%s", st.transport ? st.transport : "?");
         x = malloc(sizeof(double) * (size_t)(nl > 0 ? nl : 1));
         MPI_Barrier(comm);
         t0 = now();
@@ -198,21 +202,24 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s/btd_mpi_P%d.md", out, p);
         md = fopen(path, "w");
         if (!csv || !md) fprintf(stderr, "btd_mpi: cannot write under %s\n", out);
-        if (csv) fprintf(csv, "backend,k,nb_per_process,processes,algo,variant,factor,solves,solve_total,total,comm,"
-                              "residual,efficiency\n");
+        if (csv) fprintf(csv, "backend,k,nb_per_process,processes,algo,variant,transport,factor,solves,solve_total,"
+                              "total,comm,residual,efficiency\n");
         if (md) {
             fprintf(md, "# bench/btd_mpi: weak scaling, factor + %d solves, 1 -> %d processes\n\nbackend %s; "
                         "processes (device each): %s.  Matrix: gen:radiative (albedo 0.75, shift 0.75, bw = k), a fixed "
                         "number of block rows per process%s.  Times in seconds, maximum over the processes; 1 = "
                         "process 0 alone in the same run; efficiency = total(1) / total(P); comm = communication "
-                        "of process 0 (MPI, and BCYCLIC's staging copies through host memory).\n\n",
+                        "of process 0 (MPI, and BCYCLIC's staging copies through host memory; with a device-to-device "
+                        "transport, the device time of its exchanges); transport = sap_btd_stats.transport "
+                        "($SAP_BTD_TRANSPORT = %s).\n\n",
                     solves, p, sap_backend_name(sap_context_backend(ctx)), devs,
-                    scale > 1 ? " (divided by --scale)" : "");
-            fprintf(md, "| k | nb/process | P | algo | variant | factor | %d solves | total | comm | residual | "
-                        "efficiency |\n|---|---|---|---|---|---|---|---|---|---|---|\n", solves);
+                    scale > 1 ? " (divided by --scale)" : "", getenv("SAP_BTD_TRANSPORT") ? getenv("SAP_BTD_TRANSPORT")
+                                                                                             : "unset: auto");
+            fprintf(md, "| k | nb/process | P | algo | variant | transport | factor | %d solves | total | comm | "
+                        "residual | efficiency |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", solves);
         }
-        printf("%-5s %-6s %-3s %-14s %-14s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant", "factor",
-               "solves", "total", "comm", "residual", "eff");
+        printf("%-5s %-6s %-3s %-14s %-14s %-20s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant",
+               "transport", "factor", "solves", "total", "comm", "residual", "eff");
     }
     for (size_t ci = 0; ci < sizeof ks_all / sizeof *ks_all; ci++) {
         int k = ks_all[ci];
@@ -250,18 +257,19 @@ int main(int argc, char **argv)
                 result *q = &r[pass];
                 if (!q->ok) {
                     printf("%-5d %-6d %-3d %-14s failed\n", k, nbp, np, an);
-                    if (md) fprintf(md, "| %d | %d | %d | %s | - | | | failed | | | |\n", k, nbp, np, an);
+                    if (md) fprintf(md, "| %d | %d | %d | %s | - | | | | failed | | | |\n", k, nbp, np, an);
                     continue;
                 }
                 double tot = q->factor + q->solve, t1 = r[0].factor + r[0].solve;
                 double eff = r[0].ok && tot > 0 ? t1 / tot : NAN;
-                printf("%-5d %-6d %-3d %-14s %-14s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an, q->variant,
-                       q->factor, q->solve, tot, q->comm, q->resid, 100 * eff);
-                if (csv) fprintf(csv, "%s,%d,%d,%d,%s,%s,%.6f,%d,%.6f,%.6f,%.6f,%.3e,%.4f\n",
-                                 sap_backend_name(sap_context_backend(ctx)), k, nbp, np, an, q->variant, q->factor,
-                                 solves, q->solve, tot, q->comm, q->resid, eff);
-                if (md) fprintf(md, "| %d | %d | %d | %s | %s | %.4f | %.4f | %.4f | %.4f | %.1e | %.0f%% |\n", k, nbp,
-                                np, an, q->variant, q->factor, q->solve, tot, q->comm, q->resid, 100 * eff);
+                printf("%-5d %-6d %-3d %-14s %-14s %-20s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an,
+                       q->variant, q->transport, q->factor, q->solve, tot, q->comm, q->resid, 100 * eff);
+                if (csv) fprintf(csv, "%s,%d,%d,%d,%s,%s,%s,%.6f,%d,%.6f,%.6f,%.6f,%.3e,%.4f\n",
+                                 sap_backend_name(sap_context_backend(ctx)), k, nbp, np, an, q->variant, q->transport,
+                                 q->factor, solves, q->solve, tot, q->comm, q->resid, eff);
+                if (md) fprintf(md, "| %d | %d | %d | %s | %s | %s | %.4f | %.4f | %.4f | %.4f | %.1e | %.0f%% |\n", k,
+                                nbp, np, an, q->variant, q->transport, q->factor, q->solve, tot, q->comm, q->resid,
+                                100 * eff);
             }
             if (csv) fflush(csv);
             if (md) fflush(md);

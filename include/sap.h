@@ -1468,6 +1468,10 @@ typedef struct sap_btd_stats {
                                   during the reduction) was exactly singular */
     int iterations;            /* inexact: refinement steps of the last solve */
     double relative_residual;  /* inexact: ||b - T x|| / ||b|| of the last solve (else 0) */
+    const char *transport;     /* the exchanges between processes: "none" (one process),
+                                  "host" (MPI, device buffers staged through host memory),
+                                  or the device-to-device transport, e.g. "nccl 2.28.3"
+                                  (distributed BCYCLIC; $SAP_BTD_TRANSPORT: auto|host|nccl) */
 } sap_btd_stats;
 
 typedef struct sap_btd sap_btd;

@@ -5,6 +5,7 @@
  * several right-hand sides; singular-block detection; refactorization; CSR input with
  * the block width detected; invalid input; the same bits for 1 and 2 threads.  GPU part:
  * the cuda context against the cpu one. */
+#define _POSIX_C_SOURCE 200809L /* setenv, strdup */
 #include "testing.h"
 
 #include <math.h>
@@ -388,6 +389,17 @@ static void test_distributed(sap_context *ctx)
             for (int c = 0; c < nrhs; c++) memcpy(BL + (size_t)c * nl, B + (size_t)c * n + r0, (size_t)nl * 8);
             CHECK_OK(ctx, sap_btd_solve_many(T, nrhs, BL, nl, XL, nl));
             for (int c = 0; c < nrhs; c++) CHECK_OK(ctx, sap_btd_gather(T, XL + (size_t)c * nl, X + (size_t)c * n));
+            /* the transport of the exchanges: $SAP_BTD_TRANSPORT is obeyed (BCYCLIC) */
+            sap_btd_stats ts;
+            CHECK_OK(ctx, sap_btd_get_stats(T, &ts));
+            const char *want = getenv("SAP_BTD_TRANSPORT");
+            int nccl = ts.transport && strncmp(ts.transport, "nccl", 4) == 0;
+            if (rank == 0 && ci == 0 && algo == SAP_BTD_BCYCLIC)
+                printf("%s: %d processes, BCYCLIC transport %s\n", sap_test_name(), p, ts.transport);
+            if (p == 1) CHECK(ts.transport && strcmp(ts.transport, "none") == 0);
+            else if (algo == SAP_BTD_BCYCLIC && want && strcmp(want, "nccl") == 0) CHECK_MSG(nccl, "%s", ts.transport);
+            else if (algo != SAP_BTD_BCYCLIC || sap_context_backend(ctx) == SAP_BACKEND_CPU || (want && !strcmp(want, "host")))
+                CHECK_MSG(ts.transport && strcmp(ts.transport, "host") == 0, "%s", ts.transport);
             double e = rel_err(n, nrhs, X, ref);
             double tol = algo == SAP_BTD_REDUCED_SPIKE ? 2e-2 : (dom ? 1e-10 : 1e-7); /* truncated: approximate */
             CHECK_MSG(e <= tol, "rank %d of %d: k %d nb %d algo %s: error %.3g", rank, p, k, nb,
@@ -439,6 +451,29 @@ static void test_distributed(sap_context *ctx)
         sap_btd_destroy(T);
     }
     free_sys(&R);
+    /* the transport variable on the cpu backend (no device-to-device transport): a bad value
+     * and a forced "nccl" fail creation on every process, "host" works */
+    if (p > 1 && sap_context_backend(ctx) == SAP_BACKEND_CPU) {
+        const char *old = getenv("SAP_BTD_TRANSPORT");
+        char *keep = old ? strdup(old) : NULL;
+        static const struct { const char *v; sap_status want; } tv[] = {
+            {"bogus", SAP_ERR_INVALID}, {"nccl", SAP_ERR_UNSUPPORTED}, {"host", SAP_OK}};
+        for (size_t i = 0; i < sizeof tv / sizeof *tv; i++) {
+            setenv("SAP_BTD_TRANSPORT", tv[i].v, 1);
+            sap_btd_options o;
+            sap_btd_options_init(&o);
+            o.algo = SAP_BTD_BCYCLIC;
+            T = NULL;
+            sap_status cs = sap_btd_create_dist(ctx, NULL, k, 4, S.lo + rank * 4 * kk, S.di + rank * 4 * kk,
+                                                S.up + rank * 4 * kk, &o, &T);
+            CHECK_MSG(cs == tv[i].want && (T != NULL) == (cs == SAP_OK), "rank %d: SAP_BTD_TRANSPORT=%s: %s", rank,
+                      tv[i].v, sap_status_name(cs));
+            sap_btd_destroy(T);
+        }
+        if (keep) setenv("SAP_BTD_TRANSPORT", keep, 1);
+        else unsetenv("SAP_BTD_TRANSPORT");
+        free(keep);
+    }
     /* bad values on the last process only: every process fails creation (none waits) */
     if (p > 1) {
         if (rank == p - 1) S.di[(size_t)(nb - 1) * kk] = NAN;
@@ -530,6 +565,26 @@ static int gpu_distributed(void)
     printf("%s: local rank %d on cuda device %d (%s)\n", sap_test_name(), lr, cc.device,
            sap_context_device_name(G));
     CHECK(sap_context_backend(G) == SAP_BACKEND_CUDA);
+    /* SAP_BTD_TRANSPORT=nccl: skipped where NCCL cannot be loaded or opened on every process
+     * (no library, or the processes share one device) */
+    const char *want = getenv("SAP_BTD_TRANSPORT");
+    if (want && strcmp(want, "nccl") == 0) {
+        int p = sap_mpi_init(NULL, NULL);
+        double lo[4] = {0}, di[4] = {4, 4, 4, 4}, up[4] = {0};
+        sap_btd_options o;
+        sap_btd_options_init(&o);
+        o.algo = SAP_BTD_BCYCLIC;
+        sap_btd *T = NULL;
+        sap_status ps = sap_btd_create_dist(G, NULL, 1, 2, lo, di, up, &o, &T);
+        sap_btd_destroy(T);
+        if (p > 1 && ps == SAP_ERR_UNSUPPORTED) {
+            printf("%s: SAP_BTD_TRANSPORT=nccl: %s, skipped\n", sap_test_name(), sap_context_last_error(G));
+            sap_context_destroy(G);
+            sap_mpi_finalize();
+            return 77;
+        }
+        CHECK_OK(G, ps);
+    }
     test_distributed(G);
     sap_context_destroy(G);
     return 0;

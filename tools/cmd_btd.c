@@ -178,6 +178,7 @@ int sap_cmd_btd(int argc, char **argv)
         cJSON_AddStringToObject(o, "variant", sap_btd_variant_name(fs.variant));
         cJSON_AddNumberToObject(o, "partitions", (double)fs.partitions);
         cJSON_AddNumberToObject(o, "processes", nproc);
+        cJSON_AddStringToObject(o, "transport", fs.transport ? fs.transport : "none");
         cJSON_AddNumberToObject(o, "time_calibrate", fs.time_calibrate);
         cJSON_AddNumberToObject(o, "time_factor", fs.time_factor);
         cJSON_AddNumberToObject(o, "time_solve", tsolve);
@@ -199,8 +200,9 @@ int sap_cmd_btd(int argc, char **argv)
                s.opt.variant == SAP_BTD_VARIANT_AUTO ? " (measured)" : "");
         if (fs.algo != SAP_BTD_BCYCLIC) printf(", %lld partitions", (long long)fs.partitions);
         if (s.opt.inexact && fs.algo == SAP_BTD_REDUCED_SPIKE) printf(", inexact (%d refinement steps)", iters);
-        if (nproc > 1) printf("\nprocesses     %d (MPI, block rows %lld..%lld on rank 0; host staging)\n", nproc,
-                              (long long)(r0 / fs.k), (long long)((r0 + nl) / fs.k - 1));
+        if (nproc > 1) printf("\nprocesses     %d (MPI, block rows %lld..%lld on rank 0; exchanges: %s)\n", nproc,
+                              (long long)(r0 / fs.k), (long long)((r0 + nl) / fs.k - 1),
+                              fs.transport ? fs.transport : "?");
         else printf("\nprocesses     1%s\n", sap_has_mpi() ? "" : " (built without MPI)");
         printf("rhs           %lld solve%s of %lld right-hand side%s, b = A x* (x* %s)\n", s.solves,
                s.solves == 1 ? "" : "s", (long long)nrhs, nrhs == 1 ? "" : "s", args.xstar_name);

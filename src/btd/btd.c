@@ -515,6 +515,7 @@ sap_status sap_btd_get_stats(const sap_btd *T, sap_btd_stats *stats)
 {
     if (!T || !stats) return SAP_ERR_INVALID;
     *stats = T->st;
+    stats->transport = !T->comm || T->comm->size < 2 ? "none" : T->comm->transport;
     if (!T->factored && T->st.singular_block < 0) {
         stats->algo = T->opt.algo;
         stats->variant = T->opt.variant;

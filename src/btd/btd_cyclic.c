@@ -19,11 +19,15 @@
  * a Spike partition, or this process' rows of a distributed system.  Over processes, a kept
  * row's neighbour i -+ h (factor, forward solve) or an eliminated row's (back substitution)
  * may be held by another process: only the first and the last row of a level can have one,
- * so each level sends at most two blocks and receives at most two (point to point, host
- * staging through page-locked memory where the backend has it; SAP_BTD_STAGE=pageable in
- * the environment stages through plain host memory, for measurements), and the rest of the
- * level is the same strided calls as in one process.  The communication time counts the
- * staging copies and the MPI calls, after the level's kernels are done. */
+ * so each level sends at most two blocks and receives at most two, and the rest of the
+ * level is the same strided calls as in one process.  The exchanges go device to device
+ * where the communicator has the backend's transport (NCCL: one group per level queued on
+ * the solver's stream, no host wait; with SAP_BTD_OVERLAP=1 beside it, the level's interior
+ * updates running meanwhile and the stream waiting before the boundary rows' updates), else
+ * point to point over MPI with host staging through page-locked memory where the backend has
+ * it (SAP_BTD_STAGE=pageable in the environment stages through plain host memory, for
+ * measurements).  The communication time counts, staged, the copies and the MPI calls after
+ * the level's kernels are done; device to device, the exchanges' device time (events). */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
@@ -190,6 +194,34 @@ static int stage_pinned(const sap_btd *T)
     return T->ops->host_alloc && !(v && strcmp(v, "pageable") == 0);
 }
 
+/* xb (and with staged, xh) for 4 blocks of cnt doubles */
+static sap_status reserve_xb(sap_btd *T, int64_t cnt, int staged)
+{
+    sap_context *ctx = T->ctx;
+    sap_status st = SAP_OK;
+    if (cnt <= T->xcap && (!staged || T->xh)) return SAP_OK;
+    if (cnt > T->xcap) {
+        T->ops->mem_free(ctx, T->xb);
+        T->xb = NULL;
+        T->xcap = 0;
+        sap__btd_xh_free(T);
+        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
+        T->xcap = cnt;
+    }
+    if (staged) {
+        /* page-locked on a GPU: the copies to and from the device run at the link's rate */
+        if (stage_pinned(T)) {
+            SAP_TRY(T->ops->host_alloc(ctx, (size_t)T->xcap * 4 * 8, (void **)&T->xh));
+            T->xh_pinned = 1;
+        } else {
+            SAP_ALLOC(ctx, T->xh, (size_t)T->xcap * 4);
+            if (!T->xh) goto cleanup;
+        }
+    }
+cleanup:
+    return st;
+}
+
 static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int ns, const double *base, int64_t rs,
                            int ld, int rows, int cols, sap_int lc, sap_int nc, const double **rm, const double **rp)
 {
@@ -219,22 +251,25 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
         rslot[nrecv++] = 2 + side;
     }
     if (nsend + nrecv == 0) return SAP_OK;
-    if (cnt > T->xcap) {
-        T->ops->mem_free(ctx, T->xb);
-        sap__btd_xh_free(T);
-        T->xb = NULL;
-        T->xcap = 0;
-        SAP_TRY(T->ops->mem_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xb));
-        /* page-locked on a GPU: the copies to and from the device run at the link's rate */
-        if (stage_pinned(T)) {
-            SAP_TRY(T->ops->host_alloc(ctx, (size_t)cnt * 4 * 8, (void **)&T->xh));
-            T->xh_pinned = 1;
-        } else {
-            SAP_ALLOC(ctx, T->xh, (size_t)cnt * 4);
-            if (!T->xh) goto cleanup;
+    if (s->c->peer) { /* device to device, queued on the stream (no host wait) */
+        SAP_TRY(reserve_xb(T, cnt, 0));
+        for (int i = 0; i < nsend; i++) {
+            if (ld == rows || cols == 1) { /* contiguous: sent from where it is */
+                sbuf[i] = base + sl[i] * rs;
+            } else {
+                SAP_TRY(T->dk->lacpy(ctx, rows, cols, 1, base + sl[i] * rs, ld, 0, T->xb + i * T->xcap, rows, 0));
+                sbuf[i] = T->xb + i * T->xcap;
+            }
         }
-        T->xcap = cnt;
+        for (int i = 0; i < nrecv; i++) {
+            rbuf[i] = T->xb + rslot[i] * T->xcap;
+            if (rslot[i] == 2) *rm = rbuf[i];
+            else *rp = rbuf[i];
+        }
+        SAP_TRY(s->c->peer_ops->exchange(ctx, s->c->peer, nsend, dst, sbuf, scnt, nrecv, src, rbuf, rcnt));
+        return SAP_OK;
     }
+    SAP_TRY(reserve_xb(T, cnt, 1));
     /* the level's kernels first: what follows is communication */
     SAP_TRY(T->ops->synchronize(ctx));
     const double t0 = sap__wtime();
@@ -262,6 +297,14 @@ static sap_status exchange(const seg *s, int tag, int64_t h, sap_int ls, sap_int
     s->c->seconds += sap__wtime() - t0 - mpi; /* the staging copies */
 cleanup:
     return st;
+}
+
+/* With a device-to-device transport that overlaps, the solver's stream waits here for the
+ * level's exchange: before the first use of a received block (and, every level, before the
+ * next level may write what was sent). */
+static sap_status peer_join(const seg *s)
+{
+    return s->c && s->c->peer ? s->c->peer_ops->wait(s->T->ctx, s->c->peer) : SAP_OK;
 }
 
 /* The kept rows lk + 2h j whose neighbour below (side 0: row - h) or above (side 1: + h)
@@ -373,6 +416,7 @@ static sap_status factor_seg(const seg *s, double *H)
         BC(x_gemm(T, bat, k, k, -1.0, Hl + kk, k, 2 * kk, AC + 2 * (lk + h) * kk + kk, k, 4 * h * kk, 0.0,
                   AC + 2 * lk * kk + kk, k, 4 * h * kk, nc));
         BC(lanes_end(T));
+        BC(peer_join(s));
         if (ra) { /* the first kept row's neighbour below is elsewhere (rm) */
             BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl, k, 0, rm + kk, k, 0, 1.0, D + lk * kk, k, 0, 1));
             BC(T->dk->gemm(ctx, k, k, k, -1.0, Hl, k, 0, rm, k, 0, 0.0, AC + 2 * lk * kk, k, 0, 1));
@@ -434,6 +478,7 @@ static sap_status update_rows(const seg *s, int64_t h, sap_int l0, sap_int cnt, 
     if (st == SAP_OK)
         st = x_gemm(T, 1, k, nrhs, -1.0, M + kk, k, sm, z + (l0 + h) * k, ldz, 2 * h * k, 1.0, z + l0 * k, ldz,
                     2 * h * k, nc);
+    if (st == SAP_OK) st = peer_join(s);
     if (st == SAP_OK && ra) st = T->dk->gemm(T->ctx, k, nrhs, k, -1.0, M, k, 0, rm, k, 0, 1.0, z + l0 * k, ldz, 0, 1);
     if (st == SAP_OK && rc) {
         const int64_t j = cnt - 1, l = l0 + 2 * h * j;
@@ -519,6 +564,15 @@ static seg dist_seg(sap_btd *T)
     return s;
 }
 
+/* the device time of the exchanges queued on the stream so far, into the communicator's
+ * seconds (waits for them) */
+static void peer_time(sap_btd *T)
+{
+    sap__btd_comm *c = T->comm;
+    double sec = 0;
+    if (c->peer && c->peer_ops->seconds(T->ctx, c->peer, &sec) == SAP_OK) c->seconds += sec;
+}
+
 sap_status sap__bc_factor_dist(sap_btd *T)
 {
     sap_context *ctx = T->ctx;
@@ -551,6 +605,7 @@ sap_status sap__bc_factor_dist(sap_btd *T)
                  c->size);
     }
 cleanup:
+    peer_time(T);
     T->st.time_comm = c->seconds - t0;
     return st;
 }
@@ -561,6 +616,7 @@ sap_status sap__bc_solve_dist(sap_btd *T, double *z, int nrhs)
     double t0 = c->seconds;
     seg s = dist_seg(T);
     sap_status st = solve_seg(&s, T->H, z, (int)(T->k * T->nb), nrhs);
+    peer_time(T);
     T->st.time_comm = c->seconds - t0;
     return st;
 }

@@ -13,11 +13,107 @@
  * (a singular block anywhere fails everywhere); an error later inside a factorization or a
  * solve on one process only (out of memory, a device error) is not agreed on and leaves the
  * others waiting in the next collective.  The distributed BCYCLIC is in btd_cyclic.c.
- * Device buffers are staged through the host (no CUDA-aware MPI / NCCL). */
+ * Spike's device buffers are staged through the host (its collectives are MPI's); the
+ * device-to-device transport (sap__btd_comm_peer, below) serves BCYCLIC's exchanges. */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* ---- the device-to-device transport (btd_comm.h) ---------------------------------- */
+
+sap_status sap__btd_comm_peer(sap__btd_comm *c, sap_context *ctx, const sap_backend_ops *ops)
+{
+    const char *v = getenv("SAP_BTD_TRANSPORT");
+    int mode = 0; /* 0 auto, 1 host, 2 the backend's (nccl) */
+    if (v && *v && strcmp(v, "auto") != 0) {
+        if (strcmp(v, "host") == 0) mode = 1;
+        else if (strcmp(v, "nccl") == 0) mode = 2;
+        else return SAP_ERROR(ctx, SAP_ERR_INVALID, "SAP_BTD_TRANSPORT=%s: auto, host or nccl", v);
+    }
+    const sap_peer_ops *po = ops ? ops->peer : NULL;
+    const char *ov = getenv("SAP_BTD_OVERLAP");
+    const int overlap = ov && strcmp(ov, "1") == 0;
+    snprintf(c->transport, sizeof c->transport, "host");
+    if (mode == 1 || c->size < 2 || c->peer) return SAP_OK;
+    sap_status st = SAP_OK;
+    char why[200] = "this backend has no device-to-device transport";
+    int64_t ok = po != NULL;
+    if (po && mode == 0) sap__try_begin(ctx);
+    if (po && po->load(ctx) != SAP_OK) {
+        ok = 0;
+        snprintf(why, sizeof why, "%s", sap_context_last_error(ctx));
+    }
+    SAP_TRY(c->allreduce_min(c, ctx, &ok));
+    if (ok) {
+        unsigned char id[SAP_PEER_ID_BYTES + 1];
+        memset(id, 0, sizeof id);
+        if (c->rank == 0) {
+            id[SAP_PEER_ID_BYTES] = po->new_id(ctx, id) == SAP_OK;
+            if (!id[SAP_PEER_ID_BYTES]) snprintf(why, sizeof why, "%s", sap_context_last_error(ctx));
+        }
+        SAP_TRY(c->bcast(c, ctx, id, (int64_t)sizeof id));
+        ok = id[SAP_PEER_ID_BYTES];
+        if (!ok && c->rank != 0) snprintf(why, sizeof why, "no unique id from process 0");
+        if (ok) {
+            if (po->open(ctx, id, c->rank, c->size, overlap, &c->peer) != SAP_OK) {
+                ok = 0;
+                c->peer = NULL;
+                snprintf(why, sizeof why, "%s", sap_context_last_error(ctx));
+            }
+            SAP_TRY(c->allreduce_min(c, ctx, &ok));
+            if (!ok && c->peer) {
+                po->close(ctx, c->peer);
+                c->peer = NULL;
+                snprintf(why, sizeof why, "it could not be opened on another process");
+            }
+        }
+    }
+    if (ok) {
+        /* one double to and from each neighbouring process: the connections are made now */
+        double *buf = NULL, sec = 0;
+        int nb[2], n = 0;
+        if (c->rank > 0) nb[n++] = c->rank - 1;
+        if (c->rank + 1 < c->size) nb[n++] = c->rank + 1;
+        st = ops->mem_alloc(ctx, 4 * sizeof(double), (void **)&buf);
+        if (st == SAP_OK) st = ops->dense->zero(ctx, 4, 1, 1, buf, 4, 0);
+        const double *sb[2] = {buf, buf + 1};
+        double *rb[2] = {buf + 2, buf + 3};
+        const int64_t cnt[2] = {1, 1};
+        if (st == SAP_OK) st = po->exchange(ctx, c->peer, n, nb, sb, cnt, n, nb, rb, cnt);
+        if (st == SAP_OK) st = po->seconds(ctx, c->peer, &sec);
+        ops->mem_free(ctx, buf);
+        ok = st == SAP_OK;
+        if (!ok) snprintf(why, sizeof why, "%s", sap_context_last_error(ctx));
+        st = SAP_OK;
+        SAP_TRY(c->allreduce_min(c, ctx, &ok));
+        if (!ok) {
+            po->close(ctx, c->peer);
+            c->peer = NULL;
+        }
+    }
+    if (po && mode == 0) sap__try_end(ctx);
+    if (!ok) {
+        if (mode == 2)
+            return SAP_ERROR(ctx, SAP_ERR_UNSUPPORTED, "SAP_BTD_TRANSPORT=nccl: no device-to-device transport on "
+                             "every process (%s)", why);
+        return SAP_OK; /* host staging */
+    }
+    c->peer_ops = po;
+    snprintf(c->transport, sizeof c->transport, "%s%s", po->name(), overlap ? " overlap" : "");
+    return SAP_OK;
+cleanup:
+    if (po && mode == 0) sap__try_end(ctx);
+    return st;
+}
+
+void sap__btd_comm_peer_close(sap__btd_comm *c, sap_context *ctx)
+{
+    if (c && c->peer && c->peer_ops) c->peer_ops->close(ctx, c->peer);
+    if (c) c->peer = NULL, c->peer_ops = NULL;
+}
 
 /* device k x k block at (row r0 of a column-major array with ld) -> host contiguous */
 static sap_status get_block(sap_btd *T, const double *a, int ld, int rows, int cols, double *dtmp, double *host)
@@ -218,6 +314,8 @@ sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_
     }
     B->comm = c;
     c = NULL;
+    /* BCYCLIC's exchanges: device to device where every process has the transport */
+    if (opt && opt->algo == SAP_BTD_BCYCLIC) SAP_TRY(sap__btd_comm_peer(B->comm, ctx, B->ops));
     const int64_t kk = B->kk;
     SAP_CALLOC(ctx, B->hA1, (size_t)kk);
     SAP_CALLOC(ctx, B->hCl, (size_t)kk);

@@ -1,9 +1,12 @@
 /* btd_mpi.c -- the MPI implementation of the block-tridiagonal communicator (btd_comm.h)
- * and the process helpers of the public API (sap_mpi_*).  Host staging only: buffers are
- * host memory (CUDA-aware MPI / NCCL for device buffers is not used).  Without MPI every
+ * and the process helpers of the public API (sap_mpi_*).  Buffers are host memory (this
+ * Open MPI need not be CUDA-aware); device-to-device exchanges go through the backend's
+ * peer transport instead (NCCL on cuda: sap__btd_comm_peer, btd_dist.c), whose unique id
+ * is sent here (bcast).  Without MPI every
  * function reports SAP_ERR_NOT_COMPILED (sap_mpi_init: one process). */
 #include "btd/btd_comm.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #ifdef SAP_HAVE_MPI
@@ -58,9 +61,19 @@ static sap_status c_exchange(sap__btd_comm *c, sap_context *ctx, int tag, int ns
     return rc == MPI_SUCCESS ? SAP_OK : mpi_fail(ctx, rc, "MPI_Isend/Irecv");
 }
 
+static sap_status c_bcast(sap__btd_comm *c, sap_context *ctx, void *buf, int64_t bytes)
+{
+    if (bytes > INT32_MAX) return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "MPI_Bcast: %lld bytes", (long long)bytes);
+    double t0 = sap__wtime();
+    int rc = MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, *(MPI_Comm *)c->impl);
+    c->seconds += sap__wtime() - t0;
+    return rc == MPI_SUCCESS ? SAP_OK : mpi_fail(ctx, rc, "MPI_Bcast");
+}
+
 static void c_destroy(sap__btd_comm *c, sap_context *ctx)
 {
     if (!c) return;
+    sap__btd_comm_peer_close(c, ctx);
     sap__free(ctx, c->impl);
     sap__free(ctx, c);
 }
@@ -84,7 +97,9 @@ sap_status sap__btd_comm_mpi(sap_context *ctx, void *mpi_comm, sap__btd_comm **o
     c->allgather = c_allgather;
     c->allreduce_min = c_allreduce_min;
     c->exchange = c_exchange;
+    c->bcast = c_bcast;
     c->destroy = c_destroy;
+    snprintf(c->transport, sizeof c->transport, "host");
     *out = c;
     return SAP_OK;
 }

@@ -110,6 +110,44 @@ typedef struct sap_dev_csr_check {
     sap_int zero_diag_row; /* the first row whose diagonal entry is missing or exactly zero */
 } sap_dev_csr_check;
 
+/* Device-to-device exchanges between processes (the distributed block-tridiagonal
+ * solvers, src/btd): the cuda backend's is NCCL loaded at run time (cuda/nccl_cuda.cu); a
+ * backend without one has none (its processes exchange through host memory over MPI).
+ * Buffers are backend memory; nothing here knows MPI: the caller sends the id to the other
+ * processes.
+ *  load:     SAP_OK when the library can be used in this process (else a status, message).
+ *  new_id:   a fresh unique id (SAP_PEER_ID_BYTES bytes), made by one process.
+ *  open:     this process' endpoint, rank of size, over the processes given the same id
+ *            (collective: every one of them calls it); overlap: see exchange.
+ *  exchange: the nsend sends (rank dst[i], sbuf[i], scount[i] doubles) and the nrecv
+ *            receptions (rank src[i] into rbuf[i], rcount[i] doubles) as one group queued
+ *            on the context's stream (no host wait); the messages between two processes
+ *            are matched in the order they were queued, with equal counts.  With overlap
+ *            the group runs beside the context's stream, after the work queued there
+ *            before it, and the context's stream waits for it only at the next wait (the
+ *            caller must neither write the send buffers nor read the receive buffers
+ *            before that wait).
+ *  wait:     the context's stream waits for the exchanges queued so far (overlap; no-op
+ *            without).
+ *  seconds:  waits (host) for the exchanges queued so far and gives the device time they took
+ *            since the last call (each from its start on the stream to its end, the wait
+ *            for the other process included).
+ *  close:    releases the endpoint (after the queued work).
+ *  name:     the transport and its version, e.g. "nccl 2.28.3". */
+#define SAP_PEER_ID_BYTES 128
+typedef struct sap_peer_ops {
+    sap_status (*load)(sap_context *ctx);
+    sap_status (*new_id)(sap_context *ctx, unsigned char *id);
+    sap_status (*open)(sap_context *ctx, const unsigned char *id, int rank, int size, int overlap, void **peer);
+    sap_status (*exchange)(sap_context *ctx, void *peer, int nsend, const int *dst, const double *const *sbuf,
+                           const int64_t *scount, int nrecv, const int *src, double *const *rbuf,
+                           const int64_t *rcount);
+    sap_status (*wait)(sap_context *ctx, void *peer);
+    sap_status (*seconds)(sap_context *ctx, void *peer, double *seconds);
+    void (*close)(sap_context *ctx, void *peer);
+    const char *(*name)(void);
+} sap_peer_ops;
+
 /* The kernel table.  All vector arguments of one call have the same length.  Unless said
  * otherwise, all vectors of one call have the same precision; arithmetic is done in
  * that precision (scalars are passed as double).  Reductions (dot, nrm2, ...) are
@@ -236,6 +274,8 @@ typedef struct sap_backend_ops {
      * NULL on backends without it (cpu: plain host memory, sap__alloc / sap__free). */
     sap_status (*host_alloc)(sap_context *ctx, size_t bytes, void **p);
     void (*host_free)(sap_context *ctx, void *p);
+    /* device-to-device exchanges between processes (sap_peer_ops above; NULL: none) */
+    const sap_peer_ops *peer;
 } sap_backend_ops;
 
 /* Rows per block of block_relax (a cuda thread block of that many threads). */

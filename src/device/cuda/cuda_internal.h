@@ -26,6 +26,8 @@ const sap_band_kernels *sap__band_kernels_cuda(void);
 const sap_trsv_kernels *sap__trsv_kernels_cuda(void); /* trsv_cuda.cu */
 /* The sparse direct solver of the table: cuDSS loaded at run time (direct_cuda.cu). */
 const sap_direct_kernels *sap__direct_kernels_cuda(void);
+/* Device-to-device exchanges between processes: NCCL loaded at run time (nccl_cuda.cu). */
+const sap_peer_ops *sap__peer_ops_cuda(void);
 /* The block-Jacobi kernels (bjacobi_cuda.cu). */
 const sap_bjacobi_kernels *sap__bjacobi_kernels_cuda(void);
 sap_status sap__cuda_db_weights(sap_context *ctx, const sap_csr *A, double *c, double *loga, sap_int *nonfinite);

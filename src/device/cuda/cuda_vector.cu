@@ -732,6 +732,7 @@ static sap_backend_ops make_ops()
     t.csr_stats = sap__cuda_csr_stats;
     t.host_alloc = host_alloc;
     t.host_free = host_free;
+    t.peer = sap__peer_ops_cuda();
     return t;
 }
 
