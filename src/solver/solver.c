@@ -365,15 +365,8 @@ sap_status sap_solver_setup(sap_solver *S)
     }
     s->K_cm = S->K_cm;
 
-    /* original entry -> R->A entry (the refactor's map; none when R->A is S->A) */
-    if (S->R->A != S->A) {
-        SAP_ALLOC(ctx, rinv, n);
-        SAP_ALLOC(ctx, cinv, n);
-        SAP_ALLOC(ctx, S->map0, S->A->nnz);
-        SAP_TRY(sap_perm_invert(ctx, n, S->R->row_perm, rinv));
-        SAP_TRY(sap_perm_invert(ctx, n, S->R->col_perm, cinv));
-        sap__solver_map_entries(S->A, rinv, cinv, S->R->A, S->map0, sap__threads(ctx));
-    }
+    /* original entry -> R->A entry: the refactor's map, built by the first refactor
+     * (sap__solver_map0), not here: a solve with one set of values never reads it */
     SAP_ALLOC(ctx, S->w, 6 * (n > 0 ? n : 1));
 
     /* the backend: small systems on the host */

@@ -525,8 +525,8 @@ sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction)
 sap_status sap__solver_refactor_dev(sap_solver *S);
 /* map[k] = the position in Y of entry k of X, where X(i, j) is Y(rinv[i], cinv[j]) (NULL:
  * identity); -1 where Y has no such entry. */
-void sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,
-                             sap_int *map, int nt);
+sap_status sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,
+                                   sap_int *map, int nt);
 
 /* solver_report.c */
 /* Copies an error message of the internal context into the user's. */
