@@ -1065,7 +1065,7 @@ static void test_oom(void)
 }
 
 /* The parallel graph build (per-thread transposed pattern, lists sorted by rank), the
- * parallel bandwidth and CM on 4 threads give exactly what 1 thread gives, on matrices
+ * parallel bandwidth, CM and DB on 4 threads give exactly what 1 thread gives, on matrices
  * above the parallel threshold with symmetric (fill 1) and unsymmetric (fill 0.4)
  * patterns. */
 static void test_cm_parallel(void)
@@ -1111,6 +1111,17 @@ static void test_cm_parallel(void)
             CHECK(info[0].K_before == info[1].K_before && info[0].K_after == info[1].K_after);
             CHECK(sap__block_bandwidth(A[0], 0, n) == sap__block_bandwidth(A[1], 0, n));
             CHECK(sap__block_bandwidth(A[1], 0, n) == info[1].K_before);
+            /* DB: the parallel column minima give the same matching and scaling */
+            sap_int *dp[2] = {malloc(sizeof(sap_int) * n), malloc(sizeof(sap_int) * n)};
+            double *rs[2] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n)};
+            double *cs[2] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n)};
+            for (int k = 0; k < 2; k++) CHECK_OK(c[k], sap_db_matching(A[k], dp[k], rs[k], cs[k], NULL));
+            CHECK_MSG(memcmp(dp[0], dp[1], sizeof(sap_int) * (size_t)n) == 0, "fill %g: DB permutations differ",
+                      fills[f]);
+            CHECK_MSG(memcmp(rs[0], rs[1], sizeof(double) * (size_t)n) == 0 &&
+                          memcmp(cs[0], cs[1], sizeof(double) * (size_t)n) == 0,
+                      "fill %g: DB scalings differ", fills[f]);
+            for (int k = 0; k < 2; k++) free(dp[k]), free(rs[k]), free(cs[k]);
         }
         for (int k = 0; k < 2; k++) {
             free(w[k].tcnt);
