@@ -15,6 +15,9 @@
 /* *fraction = the part of ||A||_F^2 in the entries with |i - j| <= K (1 for a zero
  * matrix; NaN when the squares overflow), from the distance histogram of sap_drop_off. */
 sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction);
+/* *h (allocated from A's context, hl entries): h[d] = the sum of a_ij^2 over |i - j| = d,
+ * the distance histogram of sap_drop_off (one parallel pass). */
+sap_status sap__drop_hist(const sap_csr *A, double **h, sap_int *hl);
 /* sap_drop_off's K and kept fraction from a distance histogram h of hl entries
  * (sap__csr_scan's or its own). */
 /* sap__drop_kept_fraction's figure from such a histogram. */

@@ -224,6 +224,8 @@ static void free_setup(sap_solver *S)
     sap_reorder_result_destroy(S->R);
     S->R = NULL;
     SAP_FREE(S->ctx, S->map0);
+    SAP_FREE(S->ctx, S->hist_R);
+    S->hist_R_len = 0;
     SAP_FREE(S->ctx, S->w);
     if (S->hctx) sap_context_destroy(S->hctx);
     S->hctx = NULL;
@@ -236,6 +238,8 @@ void sap__solver_scan_drop(sap_solver *S)
     SAP_FREE(S->ctx, S->scan.hist);
     S->scan.hist_len = 0;
     S->scan_ok = 0;
+    SAP_FREE(S->ctx, S->hist_R); /* R->A's values change with A's */
+    S->hist_R_len = 0;
 }
 
 void sap_solver_destroy(sap_solver *S)
