@@ -60,6 +60,20 @@ sap_status sap_perm_invert(sap_context *ctx, sap_int n, const sap_int *p, sap_in
 
 /* ---- B = A(p, q) ------------------------------------------------------------------------ */
 
+sap_int *sap__window_slots(sap_context *ctx, int nt, sap_int maxlen, sap_int m, sap_int cap, sap_int *wcap)
+{
+    sap_int w = 4 * maxlen + 64;
+    if (w > cap) w = cap;
+    if (w > m) w = m;
+    if (w < 1) w = 1;
+    if (nt < 1) nt = 1;
+    *wcap = w;
+    sap_int *s = sap__alloc(ctx, (size_t)nt * (size_t)w, sizeof(sap_int), false, __FILE__, __LINE__);
+    if (s)
+        for (size_t k = 0; k < (size_t)nt * (size_t)w; k++) s[k] = -1;
+    return s;
+}
+
 sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q, sap_csr **out)
 {
     if (!A) return SAP_ERR_INVALID;
@@ -95,19 +109,14 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
     /* a row whose new columns span at most wcap (and 4 x its length + 64) is ordered by a
      * scatter into a dense window of source positions, the others by sorting */
     sap_int wcap = 0;
-    if (qinv && maxlen > 32) {
-        wcap = 4 * maxlen + 64;
-        if (wcap > PERMUTE_WINDOW_MAX) wcap = PERMUTE_WINDOW_MAX;
-        if (wcap > m) wcap = m;
-        SAP_ALLOC(ctx, slots, (size_t)nt * (size_t)wcap);
-        for (size_t k = 0; k < (size_t)nt * (size_t)wcap; k++) slots[k] = -1;
+    if (qinv && maxlen > 32 && !(slots = sap__window_slots(ctx, nt, maxlen, m, PERMUTE_WINDOW_MAX, &wcap))) {
+        st = sap__alloc_failure((size_t)nt, (size_t)wcap * sizeof(sap_int));
+        goto cleanup;
     }
     SAP_OMP("omp parallel num_threads(nt)")
     {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
+        int t, T;
+        sap__omp_team(&t, &T);
         sap_int *slot = slots ? slots + (size_t)t * (size_t)wcap : NULL;
         SAP_OMP("omp for schedule(dynamic, 512)")
         for (sap_int i = 0; i < n; i++) {

@@ -175,34 +175,15 @@ void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sa
         sap_int *tc = w->tcnt;
         SAP_OMP("omp parallel num_threads(nt)")
         {
-            int t = 0, T = 1;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-            T = omp_get_num_threads();
-#endif
+            int t, T;
+            sap__omp_team(&t, &T);
             sap_int *c = tc + (size_t)t * (size_t)m;
             const sap_int r0 = s + (sap_int)((double)m * t / T), r1 = s + (sap_int)((double)m * (t + 1) / T);
             memset(c, 0, sizeof(sap_int) * (size_t)m);
             for (sap_int i = r0; i < r1; i++)
                 for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) c[ci[p] - s]++;
             SAP_OMP("omp barrier")
-            SAP_OMP("omp for schedule(static)")
-            for (sap_int j = 0; j < m; j++) {
-                sap_int sum = 0;
-                for (int u = 0; u < T; u++) sum += tc[(size_t)u * (size_t)m + j];
-                tptr[j + 1] = sum;
-            }
-            SAP_OMP("omp single")
-            for (sap_int j = 0; j < m; j++) tptr[j + 1] += tptr[j];
-            SAP_OMP("omp for schedule(static)")
-            for (sap_int j = 0; j < m; j++) {
-                sap_int run = tptr[j];
-                for (int u = 0; u < T; u++) {
-                    const sap_int k = tc[(size_t)u * (size_t)m + j];
-                    tc[(size_t)u * (size_t)m + j] = run;
-                    run += k;
-                }
-            }
+            sap__par_col_offsets(tc, T, m, tptr);
             for (sap_int i = r0; i < r1; i++)
                 for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++)
                     tind[c[ci[p] - s]++] = (sap__cm_idx)(i - s);

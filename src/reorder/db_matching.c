@@ -183,11 +183,8 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
         SAP_ALLOC(ctx, vt, (size_t)nt * (size_t)n);
         SAP_OMP("omp parallel num_threads(nt)")
         {
-            int t = 0, T = 1;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-            T = omp_get_num_threads();
-#endif
+            int t, T;
+            sap__omp_team(&t, &T);
             double *w = vt + (size_t)t * (size_t)n;
             for (sap_int j = 0; j < n; j++) w[j] = INFINITY;
             const sap_int r0 = (sap_int)((double)n * t / T), r1 = (sap_int)((double)n * (t + 1) / T);

@@ -16,24 +16,16 @@ sap_status sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const 
                                    sap_int *map, int nt)
 {
     sap_context *ctx = X->ctx;
-    sap_status st = SAP_OK;
-    sap_int wcap = 0, *slots = NULL;
-    for (sap_int i = 0; i < Y->nrows; i++) {
-        const sap_int len = Y->rowptr[i + 1] - Y->rowptr[i];
-        if (4 * len + 64 > wcap) wcap = 4 * len + 64;
-    }
-    if (wcap > MAP_WINDOW_MAX) wcap = MAP_WINDOW_MAX;
-    if (wcap > Y->ncols) wcap = Y->ncols;
-    if (X->nnz <= 200000) nt = 1;
-    if (nt < 1) nt = 1;
-    SAP_ALLOC(ctx, slots, (size_t)nt * (size_t)(wcap > 0 ? wcap : 1));
-    for (size_t k = 0; k < (size_t)nt * (size_t)wcap; k++) slots[k] = -1;
+    sap_int wcap = 0, maxlen = 0, *slots = NULL;
+    for (sap_int i = 0; i < Y->nrows; i++)
+        if (Y->rowptr[i + 1] - Y->rowptr[i] > maxlen) maxlen = Y->rowptr[i + 1] - Y->rowptr[i];
+    if (X->nnz <= 200000 || nt < 1) nt = 1;
+    slots = sap__window_slots(ctx, nt, maxlen, Y->ncols, MAP_WINDOW_MAX, &wcap);
+    if (!slots) return sap__alloc_failure((size_t)nt, (size_t)wcap * sizeof(sap_int));
     SAP_OMP("omp parallel num_threads(nt)")
     {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
+        int t, T;
+        sap__omp_team(&t, &T);
         sap_int *slot = slots + (size_t)t * (size_t)wcap;
         SAP_OMP("omp for schedule(static)")
         for (sap_int i = 0; i < X->nrows; i++) {
@@ -61,9 +53,8 @@ sap_status sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const 
             }
         }
     }
-cleanup:
     sap__free(ctx, slots);
-    return st;
+    return SAP_OK;
 }
 
 /* S->map0 (original entry -> R->A entry) when R->A is not S->A and it is not there yet. */
