@@ -20,15 +20,15 @@
  * whose dgbsv would exceed --dgbsv-max-gflop (2 N K (2K + 1) flop) are skipped whole in
  * the grid, so a capped run still fits its time; --grid-methods auto runs only the
  * automatic choice (not SaP-D / SaP-C with P = 50) besides the end-to-end run.
- * --reorder-graph host builds the CM graph on the host cores even on a cuda context
- * (default auto: the library's offload threshold, the GPU from 5e5 entries).
+ * --reorder-graph host|gpu builds the CM graph on the host cores or (cuda context) on the
+ * GPU whatever the matrix (default auto: the library's offload threshold, device.h).
  * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
  * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
  *               [--parts grid,psweep,dsweep,e2e,synthetic] [--out DIR] [--dgbsv-max-gflop G]
  *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F]
- *               [--grid-methods all|auto] [--reorder-graph auto|host]
+ *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu]
  * LIST is comma separated.  SaP times: "dev" is the papers' total time D_Tot / C_Tot =
  * T_LU + T_SPK + T_LUrdcd + T_Kry (the factorization and the solve on the device, the
  * system already there); "total" is end to end from the host CSR: setup (host band build,
@@ -450,7 +450,7 @@ int main(int argc, char **argv)
     double Pl[32] = {10, 20, 50, 100, 200, 400, 1000, 2000}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
     int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0, grid_all = 1;
     double max_gflop = 1e9, fill = 1.0;
-    int host_graph = 0;
+    int graph_where = 0; /* 0 auto, 1 host, 2 gpu */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -472,7 +472,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--threads")) threads = atoi(v);
         else if (!strcmp(o, "--warmup")) warmup = atoi(v);
         else if (!strcmp(o, "--fill")) fill = atof(v);
-        else if (!strcmp(o, "--reorder-graph")) host_graph = !strcmp(v, "host");
+        else if (!strcmp(o, "--reorder-graph")) graph_where = !strcmp(v, "host") ? 1 : !strcmp(v, "gpu") ? 2 : 0;
         else if (!strcmp(o, "--grid-methods")) {
             if (strcmp(v, "all") && strcmp(v, "auto")) {
                 fprintf(stderr, "--grid-methods %s: need all or auto\n", v);
@@ -502,9 +502,9 @@ int main(int argc, char **argv)
     printf("dgbsv: not linked (OpenBLAS not found at configure time)\n");
 #endif
     printf("backend %s: %s\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx));
-    if (host_graph) {
-        sap__offload_set_min_nnz(ctx, SAP_OFFLOAD_GRAPH, INT64_MAX);
-        printf("CM graph on the host cores (--reorder-graph host)\n");
+    if (graph_where) {
+        sap__offload_set_min_nnz(ctx, SAP_OFFLOAD_GRAPH, graph_where == 1 ? INT64_MAX : 0);
+        printf("CM graph on the %s (--reorder-graph)\n", graph_where == 1 ? "host cores" : "GPU when offered");
     }
     mkdir(out, 0755);
     char path[1024];
