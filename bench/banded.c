@@ -9,12 +9,26 @@
  *           setup + solve with the default options: the same automatic choices, printed
  *           with their reason), best of --repeat runs, against dgbsv (all host cores) in
  *           the same run, timed with and without building its band from the CSR
+ *   synthetic  the same end to end on `gen:synthetic:N=..,K=..,fill=..` (the band hidden
+ *           by random row and column permutations: DB and CM must find it), N x K lists,
+ *           --fill F (default 1); dgbsv runs on the un-permuted band (the generator's
+ *           permutations undone), the system it solves being the same one reordered
+ * The grid also times every point end to end as `sap solve` (the e2e column, best of
+ * --repeat) and names the share of that wall time the solver's profile accounts for
+ * (T_create + T_stats + T_DB + T_CM + T_Drop + third stage + T_Dtransf + T_Asmbl + T_LU +
+ * T_SPK + T_LUrdcd + T_Kry + T_refine over the wall time: the "named" column).  Points
+ * whose dgbsv would exceed --dgbsv-max-gflop (2 N K (2K + 1) flop) are skipped whole in
+ * the grid, so a capped run still fits its time; --grid-methods auto runs only the
+ * automatic choice (not SaP-D / SaP-C with P = 50) besides the end-to-end run.
+ * --reorder-graph host|gpu builds the CM graph on the host cores or (cuda context) on the
+ * GPU whatever the matrix (default auto: the library's offload threshold, device.h).
  * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
  * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
- *               [--parts grid,psweep,dsweep] [--out DIR] [--dgbsv-max-gflop G] [--threads T]
- *               [--warmup 0|1] [--repeat R] [--name STEM]
+ *               [--parts grid,psweep,dsweep,e2e,synthetic] [--out DIR] [--dgbsv-max-gflop G]
+ *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F]
+ *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu]
  * LIST is comma separated.  SaP times: "dev" is the papers' total time D_Tot / C_Tot =
  * T_LU + T_SPK + T_LUrdcd + T_Kry (the factorization and the solve on the device, the
  * system already there); "total" is end to end from the host CSR: setup (host band build,
@@ -24,6 +38,7 @@
 #define _DEFAULT_SOURCE /* getloadavg */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
+#include "device/device.h" /* sap__offload_set_min_nnz: --reorder-graph */
 
 #include <math.h>
 #include <stdio.h>
@@ -96,13 +111,15 @@ static run_result run_sap(sap_context *ctx, const sap_csr *A, const double *b, d
     return r;
 }
 
+/* dgbsv's flops on an N x N band of half-width K (2 N K (2K + 1)), in Gflop. */
+static double dgbsv_gflop(sap_int n, sap_int K) { return 2.0 * (double)n * (double)K * (double)(2 * K + 1) * 1e-9; }
+
 /* dgbsv time (s) or -1 (not available / skipped), x receives the solution. */
 static double run_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x, double max_gflop, double *resid,
                         double *work)
 {
 #ifdef SAP_HAVE_OPENBLAS
-    const double gflop = 2.0 * (double)A->nrows * (double)K * (double)(2 * K + 1) * 1e-9;
-    if (gflop > max_gflop) return -2;
+    if (dgbsv_gflop(A->nrows, K) > max_gflop) return -2;
     const int n = (int)A->nrows, kl = (int)K, ku = (int)K, ldab = 2 * kl + ku + 1, one = 1;
     double *ab = calloc((size_t)ldab * (size_t)n, sizeof(double));
     int *ipiv = malloc(sizeof(int) * (size_t)n);
@@ -160,13 +177,140 @@ static void free_problem(sap_csr *A, double *b, double *x, double *xs, double *w
 
 static FILE *csv, *md;
 /* speedups over dgbsv at grid points with N >= 10,000: automatic choice on the device
- * time, best run on the device time, automatic choice end to end */
-enum { SP_AUTO_DEV, SP_BEST_DEV, SP_AUTO_TOTAL, SP_KINDS };
+ * time, best run on the device time, automatic choice end to end (the band solver from
+ * the host CSR, against the dgbsv call), `sap solve` end to end against the dgbsv call
+ * and against dgbsv with its band assembly from the same CSR */
+enum { SP_AUTO_DEV, SP_BEST_DEV, SP_AUTO_TOTAL, SP_E2E_CALL, SP_E2E_ASM, SP_KINDS };
 static double speedups[SP_KINDS][4096];
 static int nspeed;
+/* the share of the e2e wall time the profile names, over every end-to-end run */
+static double named_min = INFINITY;
+static int named_runs;
+
+/* ---- end to end: sap_solver as `sap solve` runs it ------------------------------------ */
+
+static const char *solver_method_of(const sap_solver_stats *st) { return sap_solver_method_name(st->method); }
+
+/* One sap_solver run from the host CSR to x on the host (create, setup, solve); seconds or
+ * -1.  st receives its statistics. */
+static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, double *x, sap_solver_stats *st)
+{
+    sap_solver_options so;
+    sap_solver_options_init(&so);
+    memset(x, 0, sizeof(double) * (size_t)A->nrows);
+    sap_solver *S = NULL;
+    const double t0 = now();
+    sap_status s = sap_solver_create_borrowed(ctx, A, &so, &S); /* as sap solve */
+    if (s >= 0) s = sap_solver_setup(S);
+    if (s >= 0) s = sap_solver_solve(S, b, x);
+    const double t = now() - t0;
+    if (S) sap_solver_get_stats(S, st);
+    if (s != SAP_OK && s != SAP_WARN_BOOSTED_PIVOTS)
+        fprintf(stderr, "  sap_solver: %s (%s)\n", sap_status_name(s), sap_context_last_error(ctx));
+    sap_solver_destroy(S);
+    return s >= 0 ? t : -1;
+}
+
+typedef struct e2e_result {
+    double wall, dev, named, resid; /* wall INFINITY: every run failed */
+    sap_solver_stats st;
+} e2e_result;
+
+/* The seconds the profile names (every T_* of sap_solver_stats). */
+static double named_seconds(const sap_solver_stats *s)
+{
+    return s->time_create + s->time_stats + s->time_refine + s->time_db + s->time_cm + s->time_drop + s->time_third +
+           s->time_transfer + s->time_asmbl + s->time_lu + s->time_spk + s->time_lurdcd + s->time_kry;
+}
+
+/* `sap solve` on A x = b, best of repeat runs: one line on stdout, one csv row, two md
+ * rows (the profile; the reason and the named share). */
+static e2e_result e2e_sap(sap_context *ctx, const char *part, const sap_csr *A, sap_int K, double d,
+                          const double *b, double *x, double *work, int repeat)
+{
+    const sap_int n = A->nrows;
+    e2e_result e;
+    memset(&e, 0, sizeof(e));
+    e.wall = INFINITY;
+    e.resid = NAN;
+    for (int r = 0; r < repeat; r++) {
+        sap_solver_stats st;
+        memset(&st, 0, sizeof(st));
+        const double t = run_solver(ctx, A, b, x, &st);
+        if (t > 0 && t < e.wall) {
+            e.wall = t;
+            e.st = st;
+            e.resid = rel_res(A, x, b, work);
+        }
+    }
+    const sap_solver_stats *s = &e.st;
+    e.dev = s->time_lu + s->time_spk + s->time_lurdcd + s->time_kry;
+    e.named = isfinite(e.wall) ? named_seconds(s) / e.wall : 0.0;
+    if (isfinite(e.wall)) {
+        if (e.named < named_min) named_min = e.named;
+        named_runs++;
+    }
+    printf("%-6s N=%8lld K=%4lld d=%.2f e2e %-10s P=%4lld it=%6.2f res=%.1e | create %.4f stats %.4f DB %.4f CM %.4f "
+           "Drop %.4f third %.4f Dtransf %.4f Asmbl %.4f LU %.4f SPK %.4f rdcd %.4f Kry %.4f refine %.4f | dev %.4f "
+           "e2e %.4f s (named %.1f%%)\n",
+           part, (long long)n, (long long)K, d, solver_method_of(s), (long long)s->partitions, s->iterations, e.resid,
+           s->time_create, s->time_stats, s->time_db, s->time_cm, s->time_drop, s->time_third, s->time_transfer,
+           s->time_asmbl, s->time_lu, s->time_spk, s->time_lurdcd, s->time_kry, s->time_refine, e.dev, e.wall,
+           100.0 * e.named);
+    printf("       K_original %lld, K_cm %lld, K_max %lld; reason: %s\n", (long long)s->K_original, (long long)s->K_cm,
+           (long long)s->K_max, s->reason);
+    fflush(stdout);
+    fprintf(csv, "%s,%lld,%lld,%.3g,e2e,0,%lld,%s,%.2f,%.3e,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", part, (long long)n,
+            (long long)K, d, (long long)s->partitions, solver_method_of(s), s->iterations, e.resid, s->time_asmbl,
+            s->time_lu, s->time_spk, s->time_lurdcd, s->time_kry, e.dev, e.wall, isfinite(e.wall));
+    fprintf(md, "| %s | %lld | %lld | %.2g | %s (sap solve) | %lld | %.2f | %.1e | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f |\n",
+            part, (long long)n, (long long)K, d, solver_method_of(s), (long long)s->partitions, s->iterations, e.resid,
+            s->time_asmbl, s->time_lu, s->time_spk, s->time_lurdcd, s->time_kry, e.dev, e.wall);
+    fprintf(md, "| | | | | named %.1f%% of the e2e wall time: T_create %.4f, T_stats %.4f, T_DB %.4f, T_CM %.4f, T_Drop %.4f, "
+                "third %.4f, T_Dtransf %.4f, T_refine %.4f; K %lld -> %lld; reason: %s | | | | | | | | | | |\n",
+            100.0 * e.named, s->time_create, s->time_stats, s->time_db, s->time_cm, s->time_drop, s->time_third,
+            s->time_transfer, s->time_refine, (long long)s->K_original, (long long)s->K_cm, s->reason);
+    return e;
+}
+
+/* dgbsv on the band A (half-width K), best of repeat runs: *call the dgbsv call, *asm the
+ * call with its band assembly from A's CSR; 0 when skipped or not available. */
+static int e2e_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x, double *work, int repeat,
+                     double max_gflop, double *call, double *asm_, double *resid)
+{
+    double tl = INFINITY, ta = INFINITY, lres = NAN;
+    for (int r = 0; r < repeat; r++) {
+        double res = 0;
+        const double t0 = now();
+        const double t = run_dgbsv(A, K, b, x, max_gflop, &res, work);
+        /* tall includes rel_res (one SpMV): a small upper bound, nothing subtracted */
+        const double tall = now() - t0;
+        if (t <= 0) break;
+        if (t < tl) tl = t, lres = res;
+        if (tall < ta) ta = tall;
+    }
+    *call = tl;
+    *asm_ = ta;
+    *resid = lres;
+    return isfinite(tl);
+}
+
+static void dgbsv_rows(const char *part, sap_int n, sap_int K, double d, double call, double asm_, double lres,
+                       const e2e_result *e)
+{
+    printf("%-6s N=%8lld K=%4lld d=%.2f dgbsv      res=%.1e call %.4f s, with band assembly %.4f s | sap e2e "
+           "speedup %.2fx (vs call %.2fx), device-part speedup %.1fx\n",
+           part, (long long)n, (long long)K, d, lres, call, asm_, asm_ / e->wall, call / e->wall, call / e->dev);
+    fprintf(csv, "%s,%lld,%lld,%.3g,dgbsv,0,0,dgbsv,0,%.3e,0,0,0,0,0,%.6f,%.6f,1\n", part, (long long)n, (long long)K,
+            d, lres, call, asm_);
+    fprintf(md, "| %s | %lld | %lld | %.2g | **dgbsv** | - | - | %.1e | | | | | | %.4f (call) | %.4f (with band assembly); "
+                "sap solve: %.2fx, %.2fx vs the call, device part %.1fx |\n",
+            part, (long long)n, (long long)K, d, lres, call, asm_, asm_ / e->wall, call / e->wall, call / e->dev);
+    fflush(stdout);
+}
 
 static void point(sap_context *ctx, const char *part, sap_int n, sap_int K, double d, const sap_int *Ps, int nP,
-                  int with_auto, int with_lapack, double max_gflop)
+                  int with_auto, int with_lapack, double max_gflop, int e2e_repeat)
 {
     sap_csr *A = NULL;
     double *b = NULL, *x = NULL, *xs = NULL, *work = NULL;
@@ -198,55 +342,42 @@ static void point(sap_context *ctx, const char *part, sap_int n, sap_int K, doub
             }
         }
     }
+    e2e_result e;
+    memset(&e, 0, sizeof(e));
+    e.wall = INFINITY;
+    if (e2e_repeat > 0) e = e2e_sap(ctx, part, A, K, d, b, x, work, e2e_repeat);
     if (with_lapack) {
-        double lres = 0;
-        double t = run_dgbsv(A, K, b, x, max_gflop, &lres, work);
-        if (t > 0) {
+        double call = 0, asm_ = 0, lres = 0;
+        if (e2e_dgbsv(A, K, b, x, work, 1, max_gflop, &call, &asm_, &lres)) {
+            const double t = call;
             printf("%-6s N=%8lld K=%3lld d=%.2f dgbsv  res=%.1e time %.4f s  speedup auto: device %.1fx, end to end "
                    "%.2fx; best device %.1fx, best end to end (%s) %.2fx\n",
                    part, (long long)n, (long long)K, d, lres, t, t / auto_dev, t / auto_total, t / best_dev, best_name,
                    t / best);
-            fprintf(csv, "%s,%lld,%lld,%.3g,dgbsv,0,0,dgbsv,0,%.3e,0,0,0,0,0,%.6f,%.6f,1\n", part, (long long)n,
-                    (long long)K, d, lres, t, t);
-            fprintf(md, "| %s | %lld | %lld | %.2g | **dgbsv** | - | - | %.1e | | | | | | | %.4f (auto: %.1fx device, %.2fx end to end) |\n",
-                    part, (long long)n, (long long)K, d, lres, t, t / auto_dev, t / auto_total);
-            if (n >= 10000 && nspeed < 4096 && isfinite(best) && isfinite(auto_dev)) {
+            if (e2e_repeat > 0) {
+                dgbsv_rows(part, n, K, d, call, asm_, lres, &e);
+            } else {
+                fprintf(csv, "%s,%lld,%lld,%.3g,dgbsv,0,0,dgbsv,0,%.3e,0,0,0,0,0,%.6f,%.6f,1\n", part, (long long)n,
+                        (long long)K, d, lres, t, asm_);
+                fprintf(md, "| %s | %lld | %lld | %.2g | **dgbsv** | - | - | %.1e | | | | | | | %.4f (auto: %.1fx device, %.2fx end to end) |\n",
+                        part, (long long)n, (long long)K, d, lres, t, t / auto_dev, t / auto_total);
+            }
+            if (n >= 10000 && nspeed < 4096 && isfinite(best) && isfinite(auto_dev) &&
+                (e2e_repeat <= 0 || isfinite(e.wall))) {
                 speedups[SP_AUTO_DEV][nspeed] = t / auto_dev;
                 speedups[SP_BEST_DEV][nspeed] = t / best_dev;
                 speedups[SP_AUTO_TOTAL][nspeed] = t / auto_total;
+                speedups[SP_E2E_CALL][nspeed] = e2e_repeat > 0 ? t / e.wall : NAN;
+                speedups[SP_E2E_ASM][nspeed] = e2e_repeat > 0 ? asm_ / e.wall : NAN;
                 nspeed++;
             }
         } else {
             printf("%-6s N=%8lld K=%3lld dgbsv %s\n", part, (long long)n, (long long)K,
-                   t == -2 ? "skipped (--dgbsv-max-gflop)" : "not available");
+                   dgbsv_gflop(n, K) > max_gflop ? "skipped (--dgbsv-max-gflop)" : "not available");
         }
         fflush(stdout);
     }
     free_problem(A, b, x, xs, work);
-}
-
-/* ---- end to end: sap_solver as `sap solve` runs it ------------------------------------ */
-
-static const char *solver_method_of(const sap_solver_stats *st) { return sap_solver_method_name(st->method); }
-
-/* One sap_solver run from the host CSR to x on the host (create, setup, solve); seconds or
- * -1.  st receives its statistics. */
-static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, double *x, sap_solver_stats *st)
-{
-    sap_solver_options so;
-    sap_solver_options_init(&so);
-    memset(x, 0, sizeof(double) * (size_t)A->nrows);
-    sap_solver *S = NULL;
-    const double t0 = now();
-    sap_status s = sap_solver_create_borrowed(ctx, A, &so, &S); /* as sap solve */
-    if (s >= 0) s = sap_solver_setup(S);
-    if (s >= 0) s = sap_solver_solve(S, b, x);
-    const double t = now() - t0;
-    if (S) sap_solver_get_stats(S, st);
-    if (s != SAP_OK && s != SAP_WARN_BOOSTED_PIVOTS)
-        fprintf(stderr, "  sap_solver: %s (%s)\n", sap_status_name(s), sap_context_last_error(ctx));
-    sap_solver_destroy(S);
-    return s >= 0 ? t : -1;
 }
 
 static void e2e_point(sap_context *ctx, sap_int n, sap_int K, double d, int repeat, double max_gflop)
@@ -254,62 +385,56 @@ static void e2e_point(sap_context *ctx, sap_int n, sap_int K, double d, int repe
     sap_csr *A = NULL;
     double *b = NULL, *x = NULL, *xs = NULL, *work = NULL;
     if (!make_problem(ctx, n, K, d, &A, &b, &x, &xs, &work)) return;
-    double best = INFINITY, resid = NAN;
-    sap_solver_stats bst;
-    memset(&bst, 0, sizeof(bst));
-    for (int r = 0; r < repeat; r++) {
-        sap_solver_stats st;
-        memset(&st, 0, sizeof(st));
-        const double t = run_solver(ctx, A, b, x, &st);
-        if (t > 0 && t < best) {
-            best = t;
-            bst = st;
-            resid = rel_res(A, x, b, work);
-        }
-    }
-    const double dev = bst.time_lu + bst.time_spk + bst.time_lurdcd + bst.time_kry;
-    const double named = bst.time_create + bst.time_stats + bst.time_refine + bst.time_db + bst.time_cm + bst.time_drop + bst.time_third +
-                         bst.time_transfer + bst.time_asmbl + bst.time_lu + bst.time_spk + bst.time_lurdcd +
-                         bst.time_kry;
-    printf("e2e    N=%8lld K=%4lld d=%.2f %-10s P=%4lld it=%6.2f res=%.1e | stats %.4f DB %.4f CM %.4f Asmbl %.4f "
-           "Dtransf %.4f LU %.4f SPK %.4f rdcd %.4f Kry %.4f | dev %.4f e2e %.4f s (named %.0f%%)\n",
-           (long long)n, (long long)K, d, solver_method_of(&bst), (long long)bst.partitions, bst.iterations, resid,
-           bst.time_stats, bst.time_db, bst.time_cm, bst.time_asmbl, bst.time_transfer, bst.time_lu, bst.time_spk,
-           bst.time_lurdcd, bst.time_kry, dev, best, 100.0 * named / best);
-    printf("       reason: %s\n", bst.reason);
-    fprintf(csv, "e2e,%lld,%lld,%.3g,auto,0,%lld,%s,%.2f,%.3e,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n", (long long)n,
-            (long long)K, d, (long long)bst.partitions, solver_method_of(&bst), bst.iterations, resid, bst.time_asmbl,
-            bst.time_lu, bst.time_spk, bst.time_lurdcd, bst.time_kry, dev, best, isfinite(best));
-    fprintf(md, "| e2e | %lld | %lld | %.2g | %s (sap solve) | %lld | %.2f | %.1e | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f |\n",
-            (long long)n, (long long)K, d, solver_method_of(&bst), (long long)bst.partitions, bst.iterations, resid,
-            bst.time_asmbl, bst.time_lu, bst.time_spk, bst.time_lurdcd, bst.time_kry, dev, best);
-    fprintf(md, "| | | | | reason: %s; named %.0f%% of the e2e time (T_create %.4f, T_stats %.4f, T_refine %.4f) | | | | | | | | | | |\n",
-            bst.reason, 100.0 * named / best, bst.time_create, bst.time_stats, bst.time_refine);
-    /* dgbsv: best of the same number of runs; its band assembly from the CSR timed too */
-    double tl = INFINITY, ta = INFINITY, lres = NAN;
-    for (int r = 0; r < repeat; r++) {
-        double res = 0;
-        const double t0 = now();
-        const double t = run_dgbsv(A, K, b, x, max_gflop, &res, work);
-        const double tall = now() - t0;
-        if (t <= 0) break;
-        if (t < tl) tl = t, lres = res;
-        if (tall < ta) ta = tall;
-    }
-    if (isfinite(tl)) {
-        /* tall includes rel_res (one SpMV): subtract nothing, it is a small upper bound */
-        printf("e2e    N=%8lld K=%4lld d=%.2f dgbsv      res=%.1e call %.4f s, with band assembly %.4f s | sap e2e "
-               "speedup %.2fx (vs call %.2fx), device-part speedup %.1fx\n",
-               (long long)n, (long long)K, d, lres, tl, ta, ta / best, tl / best, tl / dev);
-        fprintf(csv, "e2e,%lld,%lld,%.3g,dgbsv,0,0,dgbsv,0,%.3e,0,0,0,0,0,%.6f,%.6f,1\n", (long long)n, (long long)K, d,
-                lres, tl, ta);
-        fprintf(md, "| e2e | %lld | %lld | %.2g | **dgbsv** | - | - | %.1e | | | | | | %.4f (call) | %.4f (with band assembly; sap: %.2fx) |\n",
-                (long long)n, (long long)K, d, lres, tl, ta, ta / best);
-    } else {
+    e2e_result e = e2e_sap(ctx, "e2e", A, K, d, b, x, work, repeat);
+    double call = 0, asm_ = 0, lres = 0;
+    if (e2e_dgbsv(A, K, b, x, work, repeat, max_gflop, &call, &asm_, &lres))
+        dgbsv_rows("e2e", n, K, d, call, asm_, lres, &e);
+    else
         printf("e2e    N=%8lld K=%4lld dgbsv skipped or not available\n", (long long)n, (long long)K);
-    }
     fflush(stdout);
     free_problem(A, b, x, xs, work);
+}
+
+/* gen:synthetic:N=n,K=K,d=d,fill=fill (seed 42, as `sap solve` with that spec and seed=42)
+ * end to end; dgbsv on the band the generator hid: A(i, c) = Band(p[i], q[c]), so
+ * Band = A(pinv, qinv) and A x = b is Band y = c with y[q[c]] = x[c], c[p[i]] = b[i]. */
+static void synthetic_point(sap_context *ctx, sap_int n, sap_int K, double d, double fill, int repeat,
+                            double max_gflop)
+{
+    sap_csr *A = NULL, *B = NULL;
+    sap_int *p = malloc(sizeof(sap_int) * (size_t)n), *q = malloc(sizeof(sap_int) * (size_t)n);
+    sap_int *pinv = malloc(sizeof(sap_int) * (size_t)n), *qinv = malloc(sizeof(sap_int) * (size_t)n);
+    double *b = malloc(sizeof(double) * (size_t)n), *x = malloc(sizeof(double) * (size_t)n);
+    double *xs = malloc(sizeof(double) * (size_t)n), *work = malloc(sizeof(double) * (size_t)n);
+    double *c = malloc(sizeof(double) * (size_t)n);
+    char part[16] = "synth";
+    const double tg = now();
+    if (!p || !q || !pinv || !qinv || !b || !x || !xs || !work || !c ||
+        sap_gen_synthetic(ctx, n, K, d, fill, 42, &A, p, q) != SAP_OK) {
+        fprintf(stderr, "synthetic N=%lld K=%lld: %s\n", (long long)n, (long long)K, sap_context_last_error(ctx));
+        goto done;
+    }
+    printf("synth  N=%8lld K=%4lld d=%.2f fill %.2f: %lld nonzeros, generated in %.3f s\n", (long long)n, (long long)K,
+           d, fill, (long long)A->nnz, now() - tg);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+    sap_csr_spmv(A, 1.0, xs, 0.0, b);
+    e2e_result e = e2e_sap(ctx, part, A, K, d, b, x, work, repeat);
+    if (sap_perm_invert(ctx, n, p, pinv) != SAP_OK || sap_perm_invert(ctx, n, q, qinv) != SAP_OK ||
+        sap_csr_permute(A, pinv, qinv, &B) != SAP_OK) {
+        fprintf(stderr, "synthetic: un-permuting the band: %s\n", sap_context_last_error(ctx));
+        goto done;
+    }
+    for (sap_int i = 0; i < n; i++) c[p[i]] = b[i];
+    double call = 0, asm_ = 0, lres = 0;
+    if (e2e_dgbsv(B, K, c, x, work, repeat, max_gflop, &call, &asm_, &lres))
+        dgbsv_rows(part, n, K, d, call, asm_, lres, &e);
+    else
+        printf("synth  N=%8lld K=%4lld dgbsv skipped or not available\n", (long long)n, (long long)K);
+    fflush(stdout);
+done:
+    sap_csr_destroy(A);
+    sap_csr_destroy(B);
+    free(p), free(q), free(pinv), free(qinv), free(b), free(x), free(xs), free(work), free(c);
 }
 
 static int cmpd(const void *a, const void *b)
@@ -323,8 +448,9 @@ int main(int argc, char **argv)
     const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep", *stem = "banded";
     double Ns[32] = {1000, 10000, 100000, 200000, 500000, 1000000}, Ks[16] = {10, 20, 50, 100, 200, 500};
     double Pl[32] = {10, 20, 50, 100, 200, 400, 1000, 2000}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
-    int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0;
-    double max_gflop = 1e9;
+    int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0, grid_all = 1;
+    double max_gflop = 1e9, fill = 1.0;
+    int graph_where = 0; /* 0 auto, 1 host, 2 gpu */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -345,6 +471,15 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--dgbsv-max-gflop")) max_gflop = atof(v);
         else if (!strcmp(o, "--threads")) threads = atoi(v);
         else if (!strcmp(o, "--warmup")) warmup = atoi(v);
+        else if (!strcmp(o, "--fill")) fill = atof(v);
+        else if (!strcmp(o, "--reorder-graph")) graph_where = !strcmp(v, "host") ? 1 : !strcmp(v, "gpu") ? 2 : 0;
+        else if (!strcmp(o, "--grid-methods")) {
+            if (strcmp(v, "all") && strcmp(v, "auto")) {
+                fprintf(stderr, "--grid-methods %s: need all or auto\n", v);
+                return 2;
+            }
+            grid_all = !strcmp(v, "all");
+        }
         else {
             fprintf(stderr, "unknown option %s\n", o);
             return 2;
@@ -367,6 +502,10 @@ int main(int argc, char **argv)
     printf("dgbsv: not linked (OpenBLAS not found at configure time)\n");
 #endif
     printf("backend %s: %s\n", sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx));
+    if (graph_where) {
+        sap__offload_set_min_nnz(ctx, SAP_OFFLOAD_GRAPH, graph_where == 1 ? INT64_MAX : 0);
+        printf("CM graph on the %s (--reorder-graph)\n", graph_where == 1 ? "host cores" : "GPU when offered");
+    }
     mkdir(out, 0755);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.csv", out, stem);
@@ -410,21 +549,38 @@ int main(int argc, char **argv)
         sap_csr_destroy(A);
     }
     const sap_int P50[1] = {50};
+    int skipped = 0;
+    char skipped_list[1024] = "";
     if (strstr(parts, "grid"))
         for (int a = 0; a < nN; a++)
             for (int k = 0; k < nK; k++) {
-                if ((sap_int)Ks[k] >= (sap_int)Ns[a]) continue;
-                point(ctx, "grid", (sap_int)Ns[a], (sap_int)Ks[k], 1.0, (sap_int)Ns[a] >= 50 ? P50 : NULL,
-                      (sap_int)Ns[a] >= 50, 1, 1, max_gflop);
+                const sap_int n = (sap_int)Ns[a], K = (sap_int)Ks[k];
+                if (K >= n) continue;
+                if (dgbsv_gflop(n, K) > max_gflop) { /* the whole point: the run must fit its time */
+                    printf("grid   N=%8lld K=%3lld skipped: dgbsv %.0f Gflop > --dgbsv-max-gflop %g\n", (long long)n,
+                           (long long)K, dgbsv_gflop(n, K), max_gflop);
+                    snprintf(skipped_list + strlen(skipped_list), sizeof skipped_list - strlen(skipped_list),
+                             "%s(%lld, %lld)", skipped ? ", " : "", (long long)n, (long long)K);
+                    skipped++;
+                    continue;
+                }
+                const int with_p50 = grid_all && n >= 50;
+                point(ctx, "grid", n, K, 1.0, with_p50 ? P50 : NULL, with_p50, 1, 1, max_gflop, repeat);
             }
     if (strstr(parts, "psweep")) {
         sap_int Ps[32];
         for (int i = 0; i < nPl; i++) Ps[i] = (sap_int)Pl[i];
-        point(ctx, "psweep", 200000, 200, 1.0, Ps, nPl, 1, 0, max_gflop);
+        point(ctx, "psweep", 200000, 200, 1.0, Ps, nPl, 1, 0, max_gflop, 0);
     }
     if (strstr(parts, "dsweep"))
-        for (int i = 0; i < nd; i++) point(ctx, "dsweep", 200000, 200, dl[i], P50, 1, 0, 0, max_gflop);
-    if (strstr(parts, "e2e"))
+        for (int i = 0; i < nd; i++) point(ctx, "dsweep", 200000, 200, dl[i], P50, 1, 0, 0, max_gflop, 0);
+    if (strstr(parts, "synthetic"))
+        for (int a = 0; a < nN; a++)
+            for (int k = 0; k < nK; k++)
+                if ((sap_int)Ks[k] < (sap_int)Ns[a])
+                    synthetic_point(ctx, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[0] : 1.0, fill, repeat,
+                                    max_gflop);
+    if (strstr(parts, "e2e") && !strstr(parts, "e2e_"))
         for (int a = 0; a < nN; a++)
             for (int k = 0; k < nK; k++)
                 for (int i = 0; i < (d_given ? nd : 1); i++) {
@@ -433,13 +589,17 @@ int main(int argc, char **argv)
                 }
     if (nspeed) {
         static const char *names[SP_KINDS] = {"automatic choice, device time (T_LU + T_SPK + T_LUrdcd + T_Kry)",
-                                              "best run, device time", "automatic choice, end to end from the host CSR"};
+                                              "best run, device time",
+                                              "band solver (auto), end to end from the host CSR, vs the dgbsv call",
+                                              "sap solve end to end, vs the dgbsv call",
+                                              "sap solve end to end, vs dgbsv with its band assembly"};
         fprintf(md, "\nSpeedup over dgbsv at the %d grid points with N >= 10,000 (the distribution of Figure 5):\n\n"
                     "| speedup | min | Q1 | median | Q3 | max | points >= 20x |\n|---|---|---|---|---|---|---|\n",
                 nspeed);
         printf("\nspeedup over dgbsv, %d grid points with N >= 10000 (min Q1 median Q3 max):\n", nspeed);
         for (int k = 0; k < SP_KINDS; k++) {
             double *v = speedups[k];
+            if (isnan(v[0])) continue; /* no end-to-end runs */
             qsort(v, (size_t)nspeed, sizeof(double), cmpd);
             double q[5];
             for (int i = 0; i < 5; i++) { /* linear interpolation between order statistics */
@@ -453,9 +613,19 @@ int main(int argc, char **argv)
             fprintf(md, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %d of %d |\n", names[k], q[0], q[1], q[2], q[3], q[4],
                     ge20, nspeed);
         }
+        if (skipped)
+            fprintf(md, "\n%d grid points skipped whole (dgbsv above --dgbsv-max-gflop %g): %s.\n", skipped, max_gflop,
+                    skipped_list);
         fprintf(md, "\nAutomatic choice, device-time speedups in increasing order:");
         for (int i = 0; i < nspeed; i++) fprintf(md, " %.1f", speedups[SP_AUTO_DEV][i]);
         fprintf(md, "\n");
+    }
+    if (named_runs) {
+        printf("profile coverage: the named T_* account for >= %.1f%% of the end-to-end wall time in all %d runs\n",
+               100.0 * named_min, named_runs);
+        fprintf(md, "\nProfile coverage: the named T_* account for at least %.1f%% of the end-to-end wall time (create "
+                    "+ setup + solve) in each of the %d end-to-end runs.\n",
+                100.0 * named_min, named_runs);
     }
     fclose(csv);
     fclose(md);

@@ -219,6 +219,16 @@ if has banded_e2e; then
     --d 0.5,1 --repeat 3 --out "$OUT/banded_e2e" --name banded_e2e_k1500 >> "$OUT/banded_e2e.log" 2>&1
   echo "banded_e2e: rc=$? ($(elapsed) s)"
   grep "^e2e" "$OUT/banded_e2e.log" | tail -8
+  # the band hidden by random permutations (DB + CM on 80M entries), host and GPU CM graph
+  for g in host gpu; do
+    timeout ${SAP_BANDED_E2E_TIMEOUT_S:-500} "$BUILD/bench/banded" --backend cuda --parts synthetic --n 200000 \
+      --k 200 --repeat 2 --reorder-graph $g --out "$OUT/banded_e2e" --name banded_synthetic_$g >> "$OUT/banded_e2e.log" 2>&1
+  done
+  # the Table 3 grid end to end as sap solve (points above 250 Gflop of dgbsv skipped)
+  timeout ${SAP_BANDED_E2E_TIMEOUT_S:-500} "$BUILD/bench/banded" --backend cuda --parts grid --grid-methods auto \
+    --repeat 2 --dgbsv-max-gflop 250 --out "$OUT/banded_e2e" --name banded_grid_e2e >> "$OUT/banded_e2e.log" 2>&1
+  echo "banded_e2e synthetic + grid: rc=$? ($(elapsed) s)"
+  grep -E "^synth .*e2e|sap solve end to end|profile coverage" "$OUT/banded_e2e.log" | tail -8
 fi
 
 # ---- per-kernel metrics of the band kernels (Nsight Compute), N = 200,000, K = 200 ---------------

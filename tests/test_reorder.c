@@ -1064,6 +1064,77 @@ static void test_oom(void)
     printf("oom sweep: %d failing allocations checked\n", failures_seen);
 }
 
+/* The parallel graph build (per-thread transposed pattern, lists sorted by rank), the
+ * parallel bandwidth, CM and DB on 4 threads give exactly what 1 thread gives, on matrices
+ * above the parallel threshold with symmetric (fill 1) and unsymmetric (fill 0.4)
+ * patterns. */
+static void test_cm_parallel(void)
+{
+    sap_context *c[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        sap_context_config cfg;
+        sap_context_config_init(&cfg);
+        cfg.backend = SAP_BACKEND_CPU;
+        cfg.threads = k ? 4 : 1;
+        CHECK_OK(NULL, sap_context_create(&c[k], &cfg));
+        if (!c[k]) return;
+    }
+    const double fills[2] = {1.0, 0.4};
+    for (int f = 0; f < 2; f++) {
+        const sap_int n = 8000;
+        sap_csr *A[2] = {NULL, NULL};
+        sap__cm_work w[2];
+        memset(w, 0, sizeof(w));
+        sap_int *perm[2] = {malloc(sizeof(sap_int) * n), malloc(sizeof(sap_int) * n)};
+        sap_cm_info info[2];
+        for (int k = 0; k < 2; k++) {
+            CHECK_OK(c[k], sap_gen_synthetic(c[k], n, 40, 1.0, fills[f], 7, &A[k], NULL, NULL));
+            if (!A[k]) continue;
+            CHECK(A[k]->nnz > SAP_REORDER_PAR_MIN);
+            CHECK_OK(c[k], sap__cm_work_create(c[k], n, A[k]->nnz, &w[k]));
+            if (k) {
+                w[k].tcnt = malloc(sizeof(sap_int) * 4 * (size_t)n);
+                w[k].tcnt_threads = 4;
+            }
+            sap__cm_build_graph(A[k], 0, n, k ? 4 : 1, &w[k]);
+            CHECK_OK(c[k], sap_cm_reorder(A[k], SAP_CM_AUTO, perm[k], &info[k]));
+        }
+        if (A[0] && A[1] && w[0].xadj && w[1].xadj) {
+            CHECK_MSG(memcmp(w[0].xadj, w[1].xadj, sizeof(sap_int) * (size_t)(n + 1)) == 0,
+                      "fill %g: graph row pointers differ", fills[f]);
+            CHECK_MSG(memcmp(w[0].adj, w[1].adj, sizeof(sap__cm_idx) * (size_t)w[0].xadj[n]) == 0,
+                      "fill %g: neighbour lists differ", fills[f]);
+            CHECK_MSG(memcmp(w[0].bydeg, w[1].bydeg, sizeof(sap__cm_idx) * (size_t)n) == 0,
+                      "fill %g: degree order differs", fills[f]);
+            CHECK_MSG(memcmp(perm[0], perm[1], sizeof(sap_int) * (size_t)n) == 0, "fill %g: CM orders differ",
+                      fills[f]);
+            CHECK(info[0].K_before == info[1].K_before && info[0].K_after == info[1].K_after);
+            CHECK(sap__block_bandwidth(A[0], 0, n) == sap__block_bandwidth(A[1], 0, n));
+            CHECK(sap__block_bandwidth(A[1], 0, n) == info[1].K_before);
+            /* DB: the parallel column minima give the same matching and scaling */
+            sap_int *dp[2] = {malloc(sizeof(sap_int) * n), malloc(sizeof(sap_int) * n)};
+            double *rs[2] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n)};
+            double *cs[2] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n)};
+            for (int k = 0; k < 2; k++) CHECK_OK(c[k], sap_db_matching(A[k], dp[k], rs[k], cs[k], NULL));
+            CHECK_MSG(memcmp(dp[0], dp[1], sizeof(sap_int) * (size_t)n) == 0, "fill %g: DB permutations differ",
+                      fills[f]);
+            CHECK_MSG(memcmp(rs[0], rs[1], sizeof(double) * (size_t)n) == 0 &&
+                          memcmp(cs[0], cs[1], sizeof(double) * (size_t)n) == 0,
+                      "fill %g: DB scalings differ", fills[f]);
+            for (int k = 0; k < 2; k++) free(dp[k]), free(rs[k]), free(cs[k]);
+        }
+        for (int k = 0; k < 2; k++) {
+            free(w[k].tcnt);
+            w[k].tcnt = NULL;
+            sap__cm_work_free(c[k], &w[k]);
+            sap_csr_destroy(A[k]);
+            free(perm[k]);
+        }
+    }
+    sap_context_destroy(c[0]);
+    sap_context_destroy(c[1]);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
@@ -1079,6 +1150,7 @@ static int cpu_part(void)
     test_third_stage(ctx);
     test_chain(ctx);
     test_real(ctx);
+    test_cm_parallel();
     test_oom();
     sap_context_destroy(ctx);
     return 0;

@@ -195,6 +195,20 @@ static inline bool sap__mul_overflows(int64_t a, int64_t b, int64_t limit)
 /* Sorts n (column, value) pairs by column in place (src/matrix/sort_pairs.c). */
 void sap__sort_pairs(sap_int *c, double *v, sap_int n);
 
+/* Inside a parallel region run by a team of nb threads, called by all of them: cnt holds
+ * nb blocks of m per-thread column counts (thread b's at cnt + b m).  Sets tp[j + 1] to
+ * column j's total and tp[1..m] to the prefix sums over tp[0] as given, then turns each
+ * count into that thread's first position in its column (threads in order), so rows
+ * scattered thread by thread come out in order.  Ends at a barrier
+ * (src/matrix/csr_transpose.c). */
+void sap__par_col_offsets(sap_int *cnt, int nb, sap_int m, sap_int *tp);
+
+/* nt windows of *wcap = min(4 maxlen + 64, cap, m) sap_int each, every entry -1: the dense
+ * windows a parallel loop orders rows of at most maxlen entries through (thread t's at
+ * t * wcap; each use must leave its entries -1 again); NULL (and a recorded error) when
+ * the allocation fails (src/matrix/csr_permute.c). */
+sap_int *sap__window_slots(sap_context *ctx, int nt, sap_int maxlen, sap_int m, sap_int cap, sap_int *wcap);
+
 /* Wall-clock seconds (monotonic). */
 double sap__wtime(void);
 
@@ -238,6 +252,19 @@ static inline int sap__threads(const sap_context *ctx)
 #define SAP_OMP_FOR_DYNAMIC(nt, chunk) (void)(nt);
 #endif
 #define SAP_PAR_MIN_WORK 32768
+
+/* This thread's number and its team's size (0 and 1 outside a parallel region and
+ * without OpenMP). */
+static inline void sap__omp_team(int *t, int *T)
+{
+#ifdef _OPENMP
+    *t = omp_get_thread_num();
+    *T = omp_get_num_threads();
+#else
+    *t = 0;
+    *T = 1;
+#endif
+}
 
 /* First row r in 0..n with rowptr[r] + r >= target: splits rows into ranges of about
  * equal work (entries + rows) for threads (src/matrix/csr_split.c). */

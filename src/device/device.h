@@ -291,17 +291,21 @@ static inline const sap_backend_ops *sap__ops(const sap_context *ctx) { return c
  * sym_graph: SAP_OFFLOAD_GRAPH) runs on the context's device for a matrix of nnz stored
  * entries: the backend offers it and nnz is at least the context's threshold
  * (sap__offload_set_min_nnz) and fits the kernels' 32-bit indices.  Measured on an H200
- * with 16 host cores (bench/results/reorder_gpu.md): the graph build pays from about 0.5M
- * entries (1.5-1.8x, transfers included); the DB weights and scaling never pay while the
- * matrix lives on the host (the PCIe transfers cost 2-30x the host's OpenMP loops), so
- * they are off by default and kept for device-resident use and the tests. */
+ * with 16 host cores (bench/results/reorder_gpu.md): the graph build paid from about 0.5M
+ * entries (1.5-1.8x, transfers included) against the host build of then, whose transposed
+ * pattern and (degree, index) lists were serial; with both parallel the host wins (T_CM of
+ * gen:synthetic:N=200000,K=200, 80M entries, 32 host cores: 0.73 s host, 1.07 s GPU graph,
+ * bench/results/banded_synthetic_h200.md), so the graph is off by default too.  The DB
+ * weights and scaling never pay while the matrix lives on the host (the PCIe transfers
+ * cost 2-30x the host's OpenMP loops).  Both are kept for device-resident use and the
+ * tests. */
 int sap__offload(const sap_context *ctx, sap_offload_op op, sap_int nnz);
 /* The bytes one mem_alloc / vec_create of 'bytes' takes from the backend's memory (cuda:
  * the pool's size class, up to 25% more below 64 MB, 2 MB steps above; cpu: bytes), for
  * memory estimates that must be upper bounds of what is allocated. */
 double sap__device_alloc_size(const sap_context *ctx, double bytes);
 void sap__offload_set_min_nnz(sap_context *ctx, sap_offload_op op, sap_int min_nnz);
-#define SAP_OFFLOAD_GRAPH_MIN_NNZ 500000
+#define SAP_OFFLOAD_GRAPH_MIN_NNZ INT64_MAX
 #define SAP_OFFLOAD_DB_MIN_NNZ INT64_MAX
 
 #endif /* SAP_DEVICE_H */

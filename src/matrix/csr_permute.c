@@ -1,7 +1,13 @@
 /* csr_permute.c -- B = A(p, q), permutation checks and inverses.
- * Rows of B are copied in parallel; after a column permutation each row is re-sorted
- * in place (insertion sort for short rows, introsort for long ones). */
+ * Rows of B are copied in parallel; after a column permutation each row is put in order
+ * again: through a dense window of positions when its new columns are close together
+ * (a band: O(row length)), else sorted in place (insertion sort for short rows,
+ * introsort for long ones). */
 #include "base/base.h"
+
+#include <string.h>
+
+#define PERMUTE_WINDOW_MAX 65536 /* the widest window (sap_int slots per thread) */
 
 /* ---- permutations --------------------------------------------------------------------- */
 
@@ -54,6 +60,20 @@ sap_status sap_perm_invert(sap_context *ctx, sap_int n, const sap_int *p, sap_in
 
 /* ---- B = A(p, q) ------------------------------------------------------------------------ */
 
+sap_int *sap__window_slots(sap_context *ctx, int nt, sap_int maxlen, sap_int m, sap_int cap, sap_int *wcap)
+{
+    sap_int w = 4 * maxlen + 64;
+    if (w > cap) w = cap;
+    if (w > m) w = m;
+    if (w < 1) w = 1;
+    if (nt < 1) nt = 1;
+    *wcap = w;
+    sap_int *s = sap__alloc(ctx, (size_t)nt * (size_t)w, sizeof(sap_int), false, __FILE__, __LINE__);
+    if (s)
+        for (size_t k = 0; k < (size_t)nt * (size_t)w; k++) s[k] = -1;
+    return s;
+}
+
 sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q, sap_csr **out)
 {
     if (!A) return SAP_ERR_INVALID;
@@ -64,7 +84,7 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_permute: malformed CSR argument");
     const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
     sap_status st = SAP_OK;
-    sap_int *qinv = NULL;
+    sap_int *qinv = NULL, *slots = NULL;
     sap_csr *B = NULL;
     if (p) SAP_TRY(perm_validate(ctx, n, p, "p"));
     if (q) {
@@ -78,28 +98,64 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
     const double *ax = A->val;
     sap_int *bp = B->rowptr, *bi = B->colind;
     double *bx = B->val;
+    sap_int maxlen = 0;
     for (sap_int i = 0; i < n; i++) {
-        sap_int r = p ? p[i] : i;
-        bp[i + 1] = bp[i] + (ap[r + 1] - ap[r]);
+        sap_int r = p ? p[i] : i, len = ap[r + 1] - ap[r];
+        bp[i + 1] = bp[i] + len;
+        if (len > maxlen) maxlen = len;
     }
     int nt = sap__threads(ctx);
     if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
-    (void)nt;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 512)")
-    for (sap_int i = 0; i < n; i++) {
-        sap_int r = p ? p[i] : i;
-        sap_int src = ap[r], len = ap[r + 1] - src, dst = bp[i];
-        if (qinv) {
-            for (sap_int k = 0; k < len; k++) {
-                bi[dst + k] = qinv[ai[src + k]];
-                bx[dst + k] = ax[src + k];
+    /* a row whose new columns span at most wcap (and 4 x its length + 64) is ordered by a
+     * scatter into a dense window of source positions, the others by sorting */
+    sap_int wcap = 0;
+    if (qinv && maxlen > 32 && !(slots = sap__window_slots(ctx, nt, maxlen, m, PERMUTE_WINDOW_MAX, &wcap))) {
+        st = sap__alloc_failure((size_t)nt, (size_t)wcap * sizeof(sap_int));
+        goto cleanup;
+    }
+    SAP_OMP("omp parallel num_threads(nt)")
+    {
+        int t, T;
+        sap__omp_team(&t, &T);
+        sap_int *slot = slots ? slots + (size_t)t * (size_t)wcap : NULL;
+        SAP_OMP("omp for schedule(dynamic, 512)")
+        for (sap_int i = 0; i < n; i++) {
+            sap_int r = p ? p[i] : i;
+            sap_int src = ap[r], len = ap[r + 1] - src, dst = bp[i];
+            if (!qinv) {
+                memcpy(bi + dst, ai + src, sizeof(sap_int) * (size_t)len);
+                memcpy(bx + dst, ax + src, sizeof(double) * (size_t)len);
+                continue;
             }
+            sap_int cmin = m, cmax = -1;
+            for (sap_int k = 0; k < len; k++) {
+                const sap_int c = qinv[ai[src + k]];
+                bi[dst + k] = c;
+                if (c < cmin) cmin = c;
+                if (c > cmax) cmax = c;
+            }
+            const sap_int w = cmax - cmin + 1;
+            if (slot && len > 32 && w <= wcap && w <= 4 * len + 64) {
+                int dup = 0;
+                for (sap_int k = 0; k < len; k++) {
+                    sap_int *s = &slot[bi[dst + k] - cmin];
+                    dup |= *s >= 0;
+                    *s = k;
+                }
+                if (!dup) {
+                    sap_int pos = dst;
+                    for (sap_int c = 0; c < w; c++)
+                        if (slot[c] >= 0) {
+                            bi[pos] = cmin + c;
+                            bx[pos++] = ax[src + slot[c]];
+                            slot[c] = -1;
+                        }
+                    continue;
+                }
+                for (sap_int c = 0; c < w; c++) slot[c] = -1; /* repeated columns: sorted below */
+            }
+            for (sap_int k = 0; k < len; k++) bx[dst + k] = ax[src + k];
             sap__sort_pairs(bi + dst, bx + dst, len);
-        } else {
-            for (sap_int k = 0; k < len; k++) {
-                bi[dst + k] = ai[src + k];
-                bx[dst + k] = ax[src + k];
-            }
         }
     }
     *out = B;
@@ -107,5 +163,6 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
 cleanup:
     sap_csr_destroy(B);
     sap__free(ctx, qinv);
+    sap__free(ctx, slots);
     return st;
 }

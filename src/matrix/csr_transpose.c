@@ -28,6 +28,31 @@ static void transpose_serial(const sap_csr *A, sap_csr *T)
     tp[0] = 0;
 }
 
+void sap__par_col_offsets(sap_int *cnt, int nb, sap_int m, sap_int *tp)
+{
+    /* column totals, then the offset of each block inside its column */
+    SAP_OMP("omp for schedule(static)")
+    for (sap_int j = 0; j < m; j++) {
+        sap_int s = 0;
+        for (int b = 0; b < nb; b++) s += cnt[(size_t)b * (size_t)m + (size_t)j];
+        tp[j + 1] = s;
+    }
+    SAP_OMP("omp single")
+    for (sap_int j = 0; j < m; j++) tp[j + 1] += tp[j];
+    /* implicit barrier after single */
+    SAP_OMP("omp for schedule(static)")
+    for (sap_int j = 0; j < m; j++) {
+        sap_int s = tp[j];
+        for (int b = 0; b < nb; b++) {
+            sap_int *cb = cnt + (size_t)b * (size_t)m + (size_t)j;
+            sap_int k = *cb;
+            *cb = s;
+            s += k;
+        }
+    }
+    /* implicit barrier after for */
+}
+
 /* cnt: nt * m zeroed counters (thread t's block at cnt + t * m); the team may be smaller
  * than nt, its size is the number of blocks. */
 static void transpose_parallel(const sap_csr *A, sap_csr *T, int nt, sap_int *cnt)
@@ -39,37 +64,14 @@ static void transpose_parallel(const sap_csr *A, sap_csr *T, int nt, sap_int *cn
     double *tx = T->val;
     SAP_OMP("omp parallel num_threads(nt)")
     {
-        int t = 0, nb = 1; /* this thread's block, number of blocks = threads in the team */
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        nb = omp_get_num_threads();
-#endif
+        int t, nb; /* this thread's block, number of blocks = threads in the team */
+        sap__omp_team(&t, &nb);
         sap_int r0 = sap__split_rows(ap, n, work * t / nb);
         sap_int r1 = t + 1 == nb ? n : sap__split_rows(ap, n, work * (t + 1) / nb);
         sap_int *c = cnt + (size_t)t * (size_t)m;
         for (sap_int p = ap[r0]; p < ap[r1]; p++) c[ai[p]]++;
         SAP_OMP("omp barrier")
-        /* column totals, then the offset of each block inside its column */
-        SAP_OMP("omp for schedule(static)")
-        for (sap_int j = 0; j < m; j++) {
-            sap_int s = 0;
-            for (int b = 0; b < nb; b++) s += cnt[(size_t)b * (size_t)m + (size_t)j];
-            tp[j + 1] = s;
-        }
-        SAP_OMP("omp single")
-        for (sap_int j = 0; j < m; j++) tp[j + 1] += tp[j];
-        /* implicit barrier after single */
-        SAP_OMP("omp for schedule(static)")
-        for (sap_int j = 0; j < m; j++) {
-            sap_int s = tp[j];
-            for (int b = 0; b < nb; b++) {
-                sap_int *cb = cnt + (size_t)b * (size_t)m + (size_t)j;
-                sap_int k = *cb;
-                *cb = s;
-                s += k;
-            }
-        }
-        /* implicit barrier after for */
+        sap__par_col_offsets(cnt, nb, m, tp);
         for (sap_int i = r0; i < r1; i++) {
             for (sap_int p = ap[i]; p < ap[i + 1]; p++) {
                 sap_int q = c[ai[p]]++;

@@ -2,9 +2,11 @@
  *
  * Graph (CM-S1).  The adjacency of B + B^T without diagonal (B = A, or a diagonal block of
  * it for the third stage) is built from B's rows and its transposed pattern by merging
- * the two sorted lists of each row (parallel over rows), then every neighbour list is
- * put in (degree, index) order by one scatter pass in that order of the nodes (no
- * comparison sort).  A breadth-first search that appends the unvisited
+ * the two sorted lists of each row (parallel over rows, the transposed pattern too:
+ * per-thread column counts turned into per-thread cursors).  Every
+ * neighbour list is then put in (degree, index) order: serially by one scatter pass in
+ * that order of the nodes (no comparison sort), in parallel by sorting each list's ranks
+ * in that order.  A breadth-first search that appends the unvisited
  * neighbours in list order is then exactly a CM ordering at O(nnz) per search.
  *
  * Searches (CM-S2/S3).  Components are taken in order of their minimum-degree node and
@@ -68,6 +70,7 @@ void sap__cm_work_free(sap_context *ctx, sap__cm_work *w)
     sap__free(ctx, w->q[1]);
     sap__free(ctx, w->bydeg);
     sap__free(ctx, w->cnt);
+    sap__free(ctx, w->tcnt);
     memset(w, 0, sizeof(*w));
 }
 
@@ -100,6 +103,58 @@ static inline sap_int merge_union(const sap_int *a, sap_int na, sap_int offa, co
     return k;
 }
 
+/* Row i of A restricted to the columns [s, e): [*p0, *p1). */
+static inline void block_row(const sap_csr *A, sap_int i, sap_int s, sap_int e, sap_int *p0, sap_int *p1)
+{
+    sap_int a = row_lower_bound(A, i, s), b = a;
+    while (b < A->rowptr[i + 1] && A->colind[b] < e) b++;
+    *p0 = a;
+    *p1 = b;
+}
+
+/* Sorts a[0..n) (distinct keys) increasingly: quicksort (median of three) down to runs of
+ * 16, then one insertion pass. */
+static void sort_keys(sap__cm_idx *a, sap_int n)
+{
+    while (n > 16) {
+        sap_int mid = n / 2, last = n - 1;
+        sap__cm_idx t;
+#define CM_SWAP(x, y) (t = a[x], a[x] = a[y], a[y] = t)
+        if (a[mid] < a[0]) CM_SWAP(mid, 0);
+        if (a[last] < a[0]) CM_SWAP(last, 0);
+        if (a[last] < a[mid]) CM_SWAP(last, mid);
+        const sap__cm_idx pivot = a[mid];
+        sap_int i = -1, j = n;
+        for (;;) {
+            do i++;
+            while (a[i] < pivot);
+            do j--;
+            while (a[j] > pivot);
+            if (i >= j) break;
+            CM_SWAP(i, j);
+        }
+#undef CM_SWAP
+        /* [0, j] and [j + 1, n): recurse on the smaller side */
+        if (j + 1 < n - j - 1) {
+            sort_keys(a, j + 1);
+            a += j + 1;
+            n -= j + 1;
+        } else {
+            sort_keys(a + j + 1, n - j - 1);
+            n = j + 1;
+        }
+    }
+    for (sap_int i = 1; i < n; i++) {
+        const sap__cm_idx x = a[i];
+        sap_int k = i;
+        while (k > 0 && a[k - 1] > x) {
+            a[k] = a[k - 1];
+            k--;
+        }
+        a[k] = x;
+    }
+}
+
 void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sap__cm_work *w)
 {
     const sap_int m = e - s;
@@ -113,34 +168,57 @@ void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sa
     /* transposed pattern of the block: tind holds, for local column j, the local rows i
      * with B(i, j) stored, increasing */
     memset(tptr, 0, sizeof(sap_int) * (size_t)(m + 1));
-    for (sap_int i = s; i < e; i++)
-        for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) tptr[ci[p] - s + 1]++;
-    for (sap_int j = 0; j < m; j++) tptr[j + 1] += tptr[j];
-    /* fill using xadj as the cursor array */
-    memcpy(xadj, tptr, sizeof(sap_int) * (size_t)m);
-    for (sap_int i = s; i < e; i++)
-        for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) tind[xadj[ci[p] - s]++] = (sap__cm_idx)(i - s);
+    if (nt > 1 && w->tcnt && w->tcnt_threads >= nt) {
+        /* in parallel: thread t counts the columns of its rows in its own array, the
+         * counts become each thread's cursors (threads in order inside every column), and
+         * every list comes out increasing as in the serial pass */
+        sap_int *tc = w->tcnt;
+        SAP_OMP("omp parallel num_threads(nt)")
+        {
+            int t, T;
+            sap__omp_team(&t, &T);
+            sap_int *c = tc + (size_t)t * (size_t)m;
+            const sap_int r0 = s + (sap_int)((double)m * t / T), r1 = s + (sap_int)((double)m * (t + 1) / T);
+            memset(c, 0, sizeof(sap_int) * (size_t)m);
+            for (sap_int i = r0; i < r1; i++)
+                for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) c[ci[p] - s]++;
+            SAP_OMP("omp barrier")
+            sap__par_col_offsets(tc, T, m, tptr);
+            for (sap_int i = r0; i < r1; i++)
+                for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++)
+                    tind[c[ci[p] - s]++] = (sap__cm_idx)(i - s);
+        }
+    } else { /* rows in order: every list comes out increasing */
+        for (sap_int i = s; i < e; i++)
+            for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) tptr[ci[p] - s + 1]++;
+        for (sap_int j = 0; j < m; j++) tptr[j + 1] += tptr[j];
+        /* fill using xadj as the cursor array */
+        memcpy(xadj, tptr, sizeof(sap_int) * (size_t)m);
+        for (sap_int i = s; i < e; i++)
+            for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++)
+                tind[xadj[ci[p] - s]++] = (sap__cm_idx)(i - s);
+    }
 
     /* the union of row i and column i of B, diagonal excluded: count, then fill adj2 */
     xadj[0] = 0;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < m; i++) {
-        sap_int p0 = row_lower_bound(A, i + s, s), p1 = p0;
-        while (p1 < rp[i + s + 1] && ci[p1] < e) p1++;
+        sap_int p0, p1;
+        block_row(A, i + s, s, e, &p0, &p1);
         xadj[i + 1] = merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, NULL);
     }
     for (sap_int i = 0; i < m; i++) xadj[i + 1] += xadj[i];
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < m; i++) {
-        sap_int p0 = row_lower_bound(A, i + s, s), p1 = p0;
-        while (p1 < rp[i + s + 1] && ci[p1] < e) p1++;
+        sap_int p0, p1;
+        block_row(A, i + s, s, e, &p0, &p1);
         merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, adj2 + xadj[i]);
     }
 
-    sap__cm_finish_graph(w, m);
+    sap__cm_finish_graph(w, m, nt);
 }
 
-void sap__cm_finish_graph(sap__cm_work *w, sap_int m)
+void sap__cm_finish_graph(sap__cm_work *w, sap_int m, int nt)
 {
     sap_int *tptr = w->tptr, *xadj = w->xadj, *cnt = w->cnt;
     sap__cm_idx *adj = w->adj, *adj2 = w->adj2, *bydeg = w->bydeg;
@@ -150,6 +228,24 @@ void sap__cm_finish_graph(sap__cm_work *w, sap_int m)
     for (sap_int d = 0; d < m; d++) cnt[d + 1] += cnt[d];
     for (sap_int v = 0; v < m; v++) bydeg[cnt[xadj[v + 1] - xadj[v]]++] = (sap__cm_idx)v;
 
+    if (nt > 1 && xadj[m] > SAP_REORDER_PAR_MIN) {
+        /* in parallel: each list as the ranks of its nodes in bydeg, sorted, mapped back */
+        sap_int *rank = tptr; /* free again */
+        (void)nt;
+        SAP_OMP("omp parallel num_threads(nt)")
+        {
+            SAP_OMP("omp for schedule(static)")
+            for (sap_int k = 0; k < m; k++) rank[bydeg[k]] = k;
+            SAP_OMP("omp for schedule(dynamic, 256)")
+            for (sap_int u = 0; u < m; u++) {
+                const sap_int p0 = xadj[u], p1 = xadj[u + 1];
+                for (sap_int p = p0; p < p1; p++) adj[p] = (sap__cm_idx)rank[adj2[p]];
+                sort_keys(adj + p0, p1 - p0);
+                for (sap_int p = p0; p < p1; p++) adj[p] = bydeg[adj[p]];
+            }
+        }
+        return;
+    }
     /* neighbour lists by (degree, index) without comparisons: visiting the nodes v in
      * that order and appending v to the list of each neighbour u fills every list in
      * order (the graph is symmetric).  tptr is free again and serves as the cursor. */
@@ -163,6 +259,12 @@ void sap__cm_finish_graph(sap__cm_work *w, sap_int m)
 sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e)
 {
     sap_int K = 0;
+    int nt = A->rowptr[e] - A->rowptr[s] > SAP_REORDER_PAR_MIN ? sap__threads(A->ctx) : 1;
+#ifdef _OPENMP
+    if (omp_in_parallel()) nt = 1; /* the third stage's blocks */
+#endif
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max:K)")
     for (sap_int i = s; i < e; i++) {
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             sap_int j = A->colind[p];
@@ -295,6 +397,11 @@ void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm
      * was placed as an isolated node, stamped with this call's own first key) */
     const sap_int first_key = ++w->run * span;
     sap_int base = 0, bw = 0, env_cm = 0, env_rcm = 0, ncomp = 0, tries = 0;
+    /* no ordering has a bandwidth below ceil(d / 2) for a node of degree d: a search that
+     * reaches that bound for the whole graph ends the tries of its component */
+    sap_int lower = 0;
+    for (sap_int v = 0; v < m; v++)
+        if ((xadj[v + 1] - xadj[v] + 1) / 2 > lower) lower = (xadj[v + 1] - xadj[v] + 1) / 2;
     /* component starts are kept in cnt (free again) for the reversal */
     for (sap_int k = 0; k < m; k++) {
         sap_int s0 = bydeg[k];
@@ -315,9 +422,9 @@ void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm
         cm_run deep = best;
         copy_order(perm + base, w->q[cur], best.size);
         const sap_int size = best.size;
-        if (size > 2) {
+        if (size > 2 && best.bw > lower) {
             /* pseudo-peripheral walk: go on while the height grows */
-            while (ntried < CM_WALK_TRIES) {
+            while (ntried < CM_WALK_TRIES && best.bw > lower) {
                 sap_int s = pick_candidate(w, w->q[cur], deep.last_level, deep.size, tried, ntried);
                 if (s < 0) break;
                 cm_run r = cm_search(w, s, w->q[1 - cur], INT64_MAX);
@@ -335,7 +442,7 @@ void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm
                 }
             }
             /* extra low-degree candidates of the deepest structure's last level */
-            for (int x = 0; x < CM_EXTRA_TRIES; x++) {
+            for (int x = 0; x < CM_EXTRA_TRIES && best.bw > lower; x++) {
                 sap_int s = pick_candidate(w, w->q[cur], deep.last_level, deep.size, tried, ntried);
                 if (s < 0) break;
                 cm_run r = cm_search(w, s, w->q[1 - cur], best.bw);
@@ -349,7 +456,7 @@ void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm
             /* the next lowest-degree nodes of the component (bydeg order): the bandwidth
              * is sensitive to ties among the low-degree candidates */
             int left = CM_MINDEG_TRIES;
-            for (sap_int kk = k + 1; kk < m && left > 0; kk++) {
+            for (sap_int kk = k + 1; kk < m && left > 0 && best.bw > lower; kk++) {
                 sap_int s = bydeg[kk];
                 if (stamp[s] < comp_key) continue;
                 int seen = 0;
@@ -415,11 +522,20 @@ sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_inf
         sap__try_begin(ctx);
         gs = sap__ops(ctx)->sym_graph(ctx, A, w.xadj, w.adj2, &nadj);
         sap__try_end(ctx);
-        if (gs == SAP_OK) sap__cm_finish_graph(&w, n);
+        if (gs == SAP_OK) sap__cm_finish_graph(&w, n, sap__threads(ctx));
         else if (gs == SAP_ERR_OUT_OF_MEMORY) sap_context_clear_error(ctx); /* a full device: the host builds it */
         else SAP_TRY(gs);
     }
-    if (gs != SAP_OK) sap__cm_build_graph(A, 0, n, sap__threads(ctx), &w);
+    if (gs != SAP_OK) {
+        /* the per-thread column counts of the parallel transposed pattern (at most 1 GB:
+         * above that the pattern is transposed by one thread) */
+        const int nt = sap__threads(ctx);
+        if (nt > 1 && A->nnz > SAP_REORDER_PAR_MIN && (double)nt * (double)n * sizeof(sap_int) <= 1e9) {
+            SAP_ALLOC(ctx, w.tcnt, (size_t)nt * (size_t)n);
+            w.tcnt_threads = nt;
+        }
+        sap__cm_build_graph(A, 0, n, nt, &w);
+    }
     sap__cm_result r;
     sap__cm_order(&w, n, flags, perm, &r);
     sap_int K0 = sap__block_bandwidth(A, 0, n);

@@ -8,8 +8,9 @@
  * the four stages of the report:
  *   S1 weights      row maxima and c_ij (parallel over rows);
  *   S2 initial      dual variables u (rows) and v (columns) with u_i + v_j <= c_ij:
- *                   v_j = min_i c_ij, u_i = min_j (c_ij - v_j); rows are matched greedily
- *                   along tight edges (reduced cost c_ij - u_i - v_j = 0), then by
+ *                   v_j = min_i c_ij (per-thread minima in parallel), u_i = min_j (c_ij - v_j);
+ *                   rows are matched greedily along tight edges (reduced cost
+ *                   c_ij - u_i - v_j = 0; each row's first one found in parallel), then by
  *                   length-two augmentations through tight edges;
  *   S3 augment      for each row still unmatched, Dijkstra on the reduced costs (a binary
  *                   heap of columns keyed by distance) finds a shortest augmenting path;
@@ -175,9 +176,32 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
         v[j] = INFINITY;
         mcol[j] = -1;
     }
-    for (sap_int p = 0; p < nnz; p++) {
-        sap_int j = ci[p];
-        if (c[p] < v[j]) v[j] = c[p];
+    /* column minima: in parallel into per-thread arrays (at most 1 GB of them), then the
+     * minimum over the threads */
+    if (nt > 1 && nnz > SAP_REORDER_PAR_MIN && (double)nt * (double)n * sizeof(double) <= 1e9) {
+        double *vt = NULL;
+        SAP_ALLOC(ctx, vt, (size_t)nt * (size_t)n);
+        SAP_OMP("omp parallel num_threads(nt)")
+        {
+            int t, T;
+            sap__omp_team(&t, &T);
+            double *w = vt + (size_t)t * (size_t)n;
+            for (sap_int j = 0; j < n; j++) w[j] = INFINITY;
+            const sap_int r0 = (sap_int)((double)n * t / T), r1 = (sap_int)((double)n * (t + 1) / T);
+            for (sap_int p = rp[r0]; p < rp[r1]; p++)
+                if (c[p] < w[ci[p]]) w[ci[p]] = c[p];
+            SAP_OMP("omp barrier")
+            SAP_OMP("omp for schedule(static)")
+            for (sap_int j = 0; j < n; j++)
+                for (int k = 0; k < T; k++)
+                    if (vt[(size_t)k * (size_t)n + j] < v[j]) v[j] = vt[(size_t)k * (size_t)n + j];
+        }
+        sap__free(ctx, vt);
+    } else {
+        for (sap_int p = 0; p < nnz; p++) {
+            sap_int j = ci[p];
+            if (c[p] < v[j]) v[j] = c[p];
+        }
     }
     for (sap_int j = 0; j < n; j++)
         if (v[j] == INFINITY) v[j] = 0.0; /* empty column: A is singular, any value works */
@@ -193,9 +217,20 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
         mpos[i] = -1;
     }
     sap_int matched = 0;
-    /* pass 1: a free column along a tight edge */
+    /* pass 1: a free column along a tight edge.  Each row's first tight edge is found in
+     * parallel (into mpos); the rows then take it in order when its column is still free,
+     * else scan on from there: the choices of one serial scan exactly. */
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (nnz > SAP_REORDER_PAR_MIN)")
     for (sap_int i = 0; i < n; i++) {
-        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+        sap_int p = rp[i];
+        while (p < rp[i + 1] && c[p] - v[ci[p]] > u[i]) p++;
+        mpos[i] = p < rp[i + 1] ? p : -1;
+    }
+    for (sap_int i = 0; i < n; i++) {
+        sap_int p = mpos[i];
+        mpos[i] = -1;
+        if (p < 0) continue;
+        for (; p < rp[i + 1]; p++) {
             sap_int j = ci[p];
             if (mcol[j] < 0 && c[p] - v[j] <= u[i]) {
                 mrow[i] = j;

@@ -60,6 +60,8 @@ cleanup:
     return st;
 }
 
+sap_status sap__drop_hist(const sap_csr *A, double **h, sap_int *hl) { return distance_histogram(A, h, hl); }
+
 sap_status sap__drop_from_hist(sap_context *ctx, const double *h, sap_int hl, double delta, sap_int *K,
                                double *kept_fraction)
 {

@@ -15,6 +15,9 @@
 /* *fraction = the part of ||A||_F^2 in the entries with |i - j| <= K (1 for a zero
  * matrix; NaN when the squares overflow), from the distance histogram of sap_drop_off. */
 sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction);
+/* *h (allocated from A's context, hl entries): h[d] = the sum of a_ij^2 over |i - j| = d,
+ * the distance histogram of sap_drop_off (one parallel pass). */
+sap_status sap__drop_hist(const sap_csr *A, double **h, sap_int *hl);
 /* sap_drop_off's K and kept fraction from a distance histogram h of hl entries
  * (sap__csr_scan's or its own). */
 /* sap__drop_kept_fraction's figure from such a histogram. */
@@ -62,6 +65,9 @@ typedef struct sap__cm_work {
     sap__cm_idx *q[2];  /* cap_n each: BFS queues (the current level structure and a trial) */
     sap__cm_idx *bydeg; /* cap_n: nodes sorted by (degree, index), set by the build */
     sap_int *cnt;       /* cap_n + 1: counting-sort buckets, component starts */
+    sap_int *tcnt;      /* tcnt_threads x cap_n or NULL: per-thread column counts of the
+                           parallel transposed pattern (sap_cm_reorder allocates it) */
+    int tcnt_threads;
     sap_int run;        /* last run id used in stamp[] */
 } sap__cm_work;
 
@@ -72,12 +78,14 @@ void sap__cm_work_free(sap_context *ctx, sap__cm_work *w);
  * entries with both indices in [s, e); stored entries count, explicit zeros included),
  * with each neighbour list sorted by ascending degree then index.  Needs
  * e - s <= cap_n and the rows' stored entries <= cap_e.  threads > 1 runs the row loops
- * in parallel (call with 1 inside a parallel region). */
+ * in parallel, the transposed pattern too when w->tcnt holds threads x (e - s) counts
+ * (call with 1 inside a parallel region). */
 void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sap__cm_work *w);
 
 /* The second half of sap__cm_build_graph: given w->xadj and the index-sorted lists in
- * w->adj2 of an m-node graph, sorts the nodes and the lists by (degree, index). */
-void sap__cm_finish_graph(sap__cm_work *w, sap_int m);
+ * w->adj2 of an m-node graph, sorts the nodes and the lists by (degree, index) (nt > 1:
+ * the lists in parallel; the same lists). */
+void sap__cm_finish_graph(sap__cm_work *w, sap_int m, int nt);
 
 /* Outcome of the CM core on the graph held in w. */
 typedef struct sap__cm_result {

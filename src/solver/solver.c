@@ -224,6 +224,8 @@ static void free_setup(sap_solver *S)
     sap_reorder_result_destroy(S->R);
     S->R = NULL;
     SAP_FREE(S->ctx, S->map0);
+    SAP_FREE(S->ctx, S->hist_R);
+    S->hist_R_len = 0;
     SAP_FREE(S->ctx, S->w);
     if (S->hctx) sap_context_destroy(S->hctx);
     S->hctx = NULL;
@@ -236,6 +238,8 @@ void sap__solver_scan_drop(sap_solver *S)
     SAP_FREE(S->ctx, S->scan.hist);
     S->scan.hist_len = 0;
     S->scan_ok = 0;
+    SAP_FREE(S->ctx, S->hist_R); /* R->A's values change with A's */
+    S->hist_R_len = 0;
 }
 
 void sap_solver_destroy(sap_solver *S)
@@ -365,15 +369,8 @@ sap_status sap_solver_setup(sap_solver *S)
     }
     s->K_cm = S->K_cm;
 
-    /* original entry -> R->A entry (the refactor's map; none when R->A is S->A) */
-    if (S->R->A != S->A) {
-        SAP_ALLOC(ctx, rinv, n);
-        SAP_ALLOC(ctx, cinv, n);
-        SAP_ALLOC(ctx, S->map0, S->A->nnz);
-        SAP_TRY(sap_perm_invert(ctx, n, S->R->row_perm, rinv));
-        SAP_TRY(sap_perm_invert(ctx, n, S->R->col_perm, cinv));
-        sap__solver_map_entries(S->A, rinv, cinv, S->R->A, S->map0, sap__threads(ctx));
-    }
+    /* original entry -> R->A entry: the refactor's map, built by the first refactor
+     * (sap__solver_map0), not here: a solve with one set of values never reads it */
     SAP_ALLOC(ctx, S->w, 6 * (n > 0 ? n : 1));
 
     /* the backend: small systems on the host */

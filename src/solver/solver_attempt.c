@@ -69,13 +69,13 @@ sap_status sap__solver_att_permute(sap_solver *S, sap__attempt *a, sap_int *t)
     SAP_TRY(sap_perm_invert(ctx, n, t, tinv));
     SAP_TRY(sap_csr_permute(RA, t, t, &a->A_att));
     SAP_ALLOC(ctx, a->map_att, RA->nnz);
-    sap__solver_map_entries(RA, tinv, tinv, a->A_att, a->map_att, nt);
+    SAP_TRY(sap__solver_map_entries(RA, tinv, tinv, a->A_att, a->map_att, nt));
     if (a->A_pc) {
         SAP_TRY(sap_csr_permute(a->A_pc, t, t, &pc));
         sap_csr_destroy(a->A_pc);
         a->A_pc = pc;
         SAP_ALLOC(ctx, a->map_pc, RA->nnz);
-        sap__solver_map_entries(RA, tinv, tinv, a->A_pc, a->map_pc, nt);
+        SAP_TRY(sap__solver_map_entries(RA, tinv, tinv, a->A_pc, a->map_pc, nt));
     }
 cleanup:
     sap__free(ctx, tinv);
@@ -174,7 +174,7 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
     else if (sb > 0 && st == SAP_OK) st = sb;
     if (a->A_pc && !a->map_pc) {
         SAP_ALLOC(ctx, a->map_pc, RA->nnz);
-        sap__solver_map_entries(RA, NULL, NULL, a->A_pc, a->map_pc, sap__threads(ctx));
+        SAP_TRY(sap__solver_map_entries(RA, NULL, NULL, a->A_pc, a->map_pc, sap__threads(ctx)));
     }
     *pred = a->predicted;
     *budget = a->budget;

@@ -170,6 +170,10 @@ struct sap_solver {
      * valid (scan_ok) while A's values are those it read (a refactor drops them) */
     sap_csr_scan scan;
     int scan_ok;
+    /* the distance histogram of R->A when it is not A (sap__drop_hist), built once by the
+     * first kept-fraction or drop-off question of a setup; dropped with the scan */
+    double *hist_R;
+    sap_int hist_R_len;
     sap_int K_lb; /* a lower bound of K under any ordering (sap__solver_plan_reorder) */
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
@@ -516,8 +520,10 @@ sap_status sap__solver_own_matrix(sap_solver *S);
 /* Drops create's scan (A's values changed). */
 void sap__solver_scan_drop(sap_solver *S);
 /* The fraction of ||R->A||_F^2 within distance K of the diagonal (sap__drop_kept_fraction),
- * from create's histogram when R->A is the input. */
+ * from create's histogram when R->A is the input, else from S->hist_R. */
 sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction);
+/* sap_drop_off(R->A, delta) from the same histograms. */
+sap_status sap__solver_drop_off(sap_solver *S, double delta, sap_int *K, double *kept);
 
 /* solver_refactor.c */
 /* The numeric part of a refactor of a solver with no host copy of A (solver_device.c: the
@@ -525,8 +531,8 @@ sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction)
 sap_status sap__solver_refactor_dev(sap_solver *S);
 /* map[k] = the position in Y of entry k of X, where X(i, j) is Y(rinv[i], cinv[j]) (NULL:
  * identity); -1 where Y has no such entry. */
-void sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,
-                             sap_int *map, int nt);
+sap_status sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,
+                                   sap_int *map, int nt);
 
 /* solver_report.c */
 /* Copies an error message of the internal context into the user's. */

@@ -102,7 +102,7 @@ static sap_int preferred_K(sap_solver *S, const sap__solver_method_type *t, doub
     const double dd = S->opt.drop_delta;
     if (dd >= 0 && dd < 1) {
         sap_int K = 0;
-        *st = sap_drop_off(S->R->A, dd, &K, kept);
+        *st = sap__solver_drop_off(S, dd, &K, kept);
         return K;
     }
     if (t->band == SAP__SM_BAND_AUTO) {
@@ -233,13 +233,41 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
     }
 }
 
-sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction)
+/* The distance histogram of R->A: create's when R->A is the input, else S->hist_R (built
+ * once: the plan asks for kept fractions of several K and the drop-off). */
+static sap_status r_hist(sap_solver *S, const double **h, sap_int *hl)
 {
     if (S->scan_ok && S->scan.hist && S->R->A == S->A) {
-        *fraction = sap__drop_kept_from_hist(S->scan.hist, S->scan.hist_len, K);
+        *h = S->scan.hist;
+        *hl = S->scan.hist_len;
         return SAP_OK;
     }
-    return sap__drop_kept_fraction(S->R->A, K, fraction);
+    if (!S->hist_R) {
+        sap_status st = sap__drop_hist(S->R->A, &S->hist_R, &S->hist_R_len);
+        if (st < 0) return st;
+    }
+    *h = S->hist_R;
+    *hl = S->hist_R_len;
+    return SAP_OK;
+}
+
+sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction)
+{
+    const double *h = NULL;
+    sap_int hl = 0;
+    sap_status st = r_hist(S, &h, &hl);
+    if (st < 0) return st;
+    *fraction = sap__drop_kept_from_hist(h, hl, K);
+    return SAP_OK;
+}
+
+sap_status sap__solver_drop_off(sap_solver *S, double delta, sap_int *K, double *kept)
+{
+    const double *h = NULL;
+    sap_int hl = 0;
+    sap_status st = r_hist(S, &h, &hl);
+    if (st < 0) return st;
+    return sap__drop_from_hist(S->ctx, h, hl, delta, K, kept);
 }
 
 sap_status sap__solver_plan_drop(sap_solver *S)
@@ -254,10 +282,8 @@ sap_status sap__solver_plan_drop(sap_solver *S)
     if (o->drop_delta < 0 && S->K_cm > 1) {
         sap_int Kd = 0;
         double kf = 1;
-        /* the histogram of create's pass when the matrix is the input's */
-        if (S->scan_ok && S->scan.hist && S->R->A == S->A)
-            st = sap__drop_from_hist(S->ctx, S->scan.hist, S->scan.hist_len, SV_DROP_DELTA, &Kd, &kf);
-        else st = sap_drop_off(S->R->A, SV_DROP_DELTA, &Kd, &kf);
+        /* the histogram of create's pass when the matrix is the input's, else R->A's */
+        st = sap__solver_drop_off(S, SV_DROP_DELTA, &Kd, &kf);
         if (st < 0) return st;
         if (Kd * SV_DROP_GAIN <= S->K_cm) {
             S->K_auto = Kd;

@@ -1,5 +1,5 @@
 /* solver_refactor.c -- sap_solver_refactor: new values for the pattern of setup.  The
- * values go through position maps computed once (original entry -> R->A entry at setup,
+ * values go through position maps computed once (original entry -> R->A entry at the first refactor,
  * R->A entry -> the attempt's matrices when it is built), scaled with the DB factors of
  * the setup; the current attempt then redoes only its numeric work, or hands over to the
  * next method of the chain. */
@@ -8,25 +8,77 @@
 #include <math.h>
 #include <string.h>
 
-/* Rows of Y are sorted: binary search. */
-void sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,
-                             sap_int *map, int nt)
+/* Rows of Y whose column range is at most this wide (and at most 4 x the row length + 64)
+ * are searched through a dense window of positions instead of a binary search. */
+#define MAP_WINDOW_MAX 65536
+
+sap_status sap__solver_map_entries(const sap_csr *X, const sap_int *rinv, const sap_int *cinv, const sap_csr *Y,
+                                   sap_int *map, int nt)
 {
-    (void)nt;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (X->nnz > 200000)")
-    for (sap_int i = 0; i < X->nrows; i++) {
-        const sap_int yi = rinv ? rinv[i] : i;
-        for (sap_int k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
-            const sap_int yj = cinv ? cinv[X->colind[k]] : X->colind[k];
-            sap_int lo = Y->rowptr[yi], hi = Y->rowptr[yi + 1];
-            while (lo < hi) {
-                sap_int mid = lo + (hi - lo) / 2;
-                if (Y->colind[mid] < yj) lo = mid + 1;
-                else hi = mid;
+    sap_context *ctx = X->ctx;
+    sap_int wcap = 0, maxlen = 0, *slots = NULL;
+    for (sap_int i = 0; i < Y->nrows; i++)
+        if (Y->rowptr[i + 1] - Y->rowptr[i] > maxlen) maxlen = Y->rowptr[i + 1] - Y->rowptr[i];
+    if (X->nnz <= 200000 || nt < 1) nt = 1;
+    slots = sap__window_slots(ctx, nt, maxlen, Y->ncols, MAP_WINDOW_MAX, &wcap);
+    if (!slots) return sap__alloc_failure((size_t)nt, (size_t)wcap * sizeof(sap_int));
+    SAP_OMP("omp parallel num_threads(nt)")
+    {
+        int t, T;
+        sap__omp_team(&t, &T);
+        sap_int *slot = slots + (size_t)t * (size_t)wcap;
+        SAP_OMP("omp for schedule(static)")
+        for (sap_int i = 0; i < X->nrows; i++) {
+            const sap_int yi = rinv ? rinv[i] : i;
+            const sap_int y0 = Y->rowptr[yi], y1 = Y->rowptr[yi + 1];
+            const sap_int lo_col = y1 > y0 ? Y->colind[y0] : 0, w = y1 > y0 ? Y->colind[y1 - 1] - lo_col + 1 : 0;
+            if (w > 0 && w <= wcap && w <= 4 * (y1 - y0) + 64) { /* the dense window: rows of Y are sorted */
+                for (sap_int q = y0; q < y1; q++) slot[Y->colind[q] - lo_col] = q;
+                for (sap_int k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
+                    const sap_int yj = (cinv ? cinv[X->colind[k]] : X->colind[k]) - lo_col;
+                    map[k] = yj >= 0 && yj < w ? slot[yj] : -1;
+                }
+                for (sap_int q = y0; q < y1; q++) slot[Y->colind[q] - lo_col] = -1;
+                continue;
             }
-            map[k] = (lo < Y->rowptr[yi + 1] && Y->colind[lo] == yj) ? lo : -1;
+            for (sap_int k = X->rowptr[i]; k < X->rowptr[i + 1]; k++) {
+                const sap_int yj = cinv ? cinv[X->colind[k]] : X->colind[k];
+                sap_int lo = y0, hi = y1;
+                while (lo < hi) {
+                    sap_int mid = lo + (hi - lo) / 2;
+                    if (Y->colind[mid] < yj) lo = mid + 1;
+                    else hi = mid;
+                }
+                map[k] = (lo < y1 && Y->colind[lo] == yj) ? lo : -1;
+            }
         }
     }
+    sap__free(ctx, slots);
+    return SAP_OK;
+}
+
+/* S->map0 (original entry -> R->A entry) when R->A is not S->A and it is not there yet. */
+static sap_status solver_map0(sap_solver *S)
+{
+    const sap_reorder_result *R = S->R;
+    if (!R || R->A == S->A || S->map0) return SAP_OK;
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    sap_int *rinv = NULL, *cinv = NULL, *map = NULL;
+    SAP_ALLOC(ctx, rinv, n);
+    SAP_ALLOC(ctx, cinv, n);
+    SAP_ALLOC(ctx, map, S->A->nnz > 0 ? S->A->nnz : 1);
+    SAP_TRY(sap_perm_invert(ctx, n, R->row_perm, rinv));
+    SAP_TRY(sap_perm_invert(ctx, n, R->col_perm, cinv));
+    SAP_TRY(sap__solver_map_entries(S->A, rinv, cinv, R->A, map, sap__threads(ctx)));
+    S->map0 = map;
+    map = NULL;
+cleanup:
+    sap__free(ctx, rinv);
+    sap__free(ctx, cinv);
+    sap__free(ctx, map);
+    return st;
 }
 
 static sap_status refactor_numeric(sap_solver *S);
@@ -66,6 +118,8 @@ static sap_status refactor_numeric(sap_solver *S)
     /* R->A = diag(r) P A Q diag(c) with the setup's permutations and scaling factors */
     const sap_reorder_result *R = S->R;
     sap_csr *RA = R->A;
+    st = solver_map0(S);
+    if (st < 0) return st;
     for (sap_int i = 0; RA != A && i < A->nrows; i++) { /* RA == A: the values are there */
         const double ri = R->row_scale ? R->row_scale[i] : 1.0;
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
