@@ -144,8 +144,8 @@ static double measure_sweep_step(sap_context *ctx, sap_int np, sap_int K)
     const sap_band_factor_opts fo = {.boost_threshold = -1, .boost_value = -1, .coupled = 0};
     sap_int dropped = 0;
     double tbc = 0;
-    if (sap__band_fact_create(ctx, A, SV_SWEEP_P, 0, SAP_FLOAT, &fo, 0, &F, &dropped, &tbc) < 0) goto done;
-    if (ops->vec_create(ctx, n, SAP_FLOAT, &r) < 0 || ops->vec_create(ctx, n, SAP_FLOAT, &z) < 0) goto done;
+    if (sap__band_fact_create(ctx, A, SV_SWEEP_P, 0, SAP_DOUBLE, &fo, 0, &F, &dropped, &tbc) < 0) goto done;
+    if (ops->vec_create(ctx, n, SAP_DOUBLE, &r) < 0 || ops->vec_create(ctx, n, SAP_DOUBLE, &z) < 0) goto done;
     ops->set(ctx, &r, 1.0);
     if (sap__band_fact_apply(F, r.data, z.data) < 0) goto done; /* first touch */
     ops->synchronize(ctx);
@@ -161,7 +161,7 @@ static double measure_sweep_step(sap_context *ctx, sap_int np, sap_int K)
             ts[u - 1] = tmp;
         }
     }
-    step = ts[1] / (sap__cost_sweep_rounds(ctx, n, SV_SWEEP_P, K, SAP_FLOAT) * (2.0 * (double)np - 1.0));
+    step = ts[1] / (sap__cost_sweep_rounds(ctx, n, SV_SWEEP_P, K, SAP_DOUBLE) * (2.0 * (double)np - 1.0));
 done:
     if (r.data) ops->vec_destroy(ctx, &r);
     if (z.data) ops->vec_destroy(ctx, &z);
@@ -170,14 +170,15 @@ done:
     return step;
 }
 
-/* sweep[0] + sweep[1] K from two half-bandwidths (a device's steps are mostly a barrier's
- * latency, a host's mostly K multiply-adds): cuda 64 and 256 (a thread block per
- * partition, one thread per band row up to 1024), the host 16 and 64 (its factorization
- * of the calibration band costs ms) */
+/* sweep[0] + sweep[1] K from two half-bandwidths, in double (float steps are not slower
+ * than that): a device's steps are mostly a barrier's latency, which grows with the
+ * threads of the block (one per band row, 64 to 1024): cuda K = 64 and 640 (1024
+ * threads); a host's steps are mostly K multiply-adds: 16 and 64 (its factorization of
+ * the calibration band costs ms) */
 static void measure_sweep(sap_context *ctx, double sweep[2])
 {
     const int gpu = sap__solver_on_cuda(ctx);
-    const sap_int K1 = gpu ? 64 : 16, K2 = gpu ? 256 : 64, np = gpu ? 1024 : 512;
+    const sap_int K1 = gpu ? 64 : 16, K2 = gpu ? 640 : 64, np = gpu ? 1024 : 512;
     const double s1 = measure_sweep_step(ctx, np, K1), s2 = measure_sweep_step(ctx, np, K2);
     sweep[0] = sweep[1] = 0;
     if (!(s1 > 0 && s2 > 0)) return;
@@ -438,7 +439,13 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
     if (why && wl) why[0] = 0;
     if (!t) return -1;
     if (t->direct && t->band == SAP__SM_BAND_NONE) {
-        if (m == SAP_METHOD_DIRECT_CUDSS || S->dpred_done || (nnz <= SV_DIRECT_PREDICT_NNZ && (S->cost_best < 0 || S->cost_best > SV_DIRECT_ASK))) {
+        /* the analysis up front only where the direct method could win: the best other
+         * prediction unknown or above the least the direct one can take (a quick iteration
+         * predicted in ms pays no analysis; a learned cut asks for it later) */
+        const int could_win = S->cost_best < 0 || S->cost_best > sap__solver_direct_floor(S, m);
+        if (S->dpred_done ||
+            (could_win && (m == SAP_METHOD_DIRECT_CUDSS ||
+                           (nnz <= SV_DIRECT_PREDICT_NNZ && (S->cost_best < 0 || S->cost_best > SV_DIRECT_ASK))))) {
             const double p = sap__solver_direct_predict(S, m);
             if (p > 0 && why) snprintf(why, wl, "%.3g flop", S->dpred_flops);
             return p;

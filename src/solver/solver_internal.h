@@ -192,6 +192,7 @@ struct sap_solver {
     int budget_stop;
     char budget_note[128];
     double slope_t[32], slope_r[32], slope_it[32], slope_last_it;
+    double slope_r0, slope_it0; /* the first step of the running Krylov solve */
     int slope_n;
     /* learned from the first steps of a cut attempt: its observed total (elapsed + the
      * extrapolated rest) over its prediction; the band methods after it are predicted that
@@ -409,7 +410,9 @@ void sap__solver_direct_forget(sap_solver *S);
 #define SV_LEARN_STEPS 6
 #define SV_LEARN_MARGIN 2.0
 #define SV_LEARN_MIN 0.1
-#define SV_LEARN_NEAR 1.0 /* decades above tol within which a solve is never cut */
+#define SV_LEARN_NEAR 1.0 /* decades above tol within which a solve is never cut, nor one
+                             whose steps so far, at their average progress, would reach tol
+                             within as many steps again (timing noise cannot change that) */
 /* The best prediction of the sparse direct methods after chain index i (computed once,
  * the analysis time added to a->t_start when a is given); *m receives it; < 0: none. */
 double sap__solver_direct_after(sap_solver *S, sap__attempt *a, int i, sap_solver_method *m);

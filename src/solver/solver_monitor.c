@@ -144,6 +144,8 @@ static int learned_cut(sap_solver *S, sap__attempt *a, double now)
     const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-300;
     const double need = log10(tol) - S->slope_r[newest]; /* decades still to go, < 0 */
     if (need >= -SV_LEARN_NEAR) return 0; /* about to finish: within SV_LEARN_NEAR decades of tol */
+    const double done = S->slope_r0 - S->slope_r[newest], its = S->slope_it[newest] - S->slope_it0;
+    if (done > 0 && its > 0 && -need / (done / its) <= its) return 0; /* past half way at its average pace */
     const double rate = (S->slope_r[newest] - S->slope_r[ref]) / dt; /* decades a second, < 0 falling */
     /* not falling: stagnation needs twice the evidence (BiCGStab's residual is erratic) */
     if (rate >= 0 && S->slope_n < 2 * SV_LEARN_STEPS) return 0;
@@ -183,6 +185,7 @@ static int over_budget(sap_solver *S, double iteration, double relres)
     S->slope_t[S->slope_n % SV_SLOPE_WINDOW] = now;
     S->slope_r[S->slope_n % SV_SLOPE_WINDOW] = lr;
     S->slope_it[S->slope_n % SV_SLOPE_WINDOW] = iteration;
+    if (S->slope_n == 0) S->slope_r0 = lr, S->slope_it0 = iteration;
     S->slope_n++;
     if (learned_cut(S, a, now)) return 1;
     if (!a->budget_set) {
