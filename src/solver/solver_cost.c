@@ -41,6 +41,16 @@ typedef struct cal_slot {
 static cal_slot cal_cache[SV_CAL_SLOTS];
 static atomic_flag cal_lock = ATOMIC_FLAG_INIT;
 
+/* ts[0..k-1] sorted: ts[k] into its place (the medians of the timings) */
+static void sort_last(double *ts, int k)
+{
+    for (int q = k; q > 0 && ts[q] < ts[q - 1]; q--) {
+        const double tmp = ts[q];
+        ts[q] = ts[q - 1];
+        ts[q - 1] = tmp;
+    }
+}
+
 /* bytes/s of y = a x + b y (3 vectors) and seconds of one small update, on ctx's backend */
 static void measure_stream(sap_context *ctx, double *bw, double *lat)
 {
@@ -61,11 +71,7 @@ static void measure_stream(sap_context *ctx, double *bw, double *lat)
         ops->axpby(ctx, 0.5, &x, 0.5, &y);
         ops->synchronize(ctx);
         ts[r] = sap__wtime() - t0;
-        for (int q = r; q > 0 && ts[q] < ts[q - 1]; q--) {
-            const double tmp = ts[q];
-            ts[q] = ts[q - 1];
-            ts[q - 1] = tmp;
-        }
+        sort_last(ts, r);
     }
     if (ts[1] > 0) *bw = 3.0 * 8.0 * SV_CAL_N / ts[1];
     const double t0 = sap__wtime();
@@ -155,11 +161,7 @@ static double measure_sweep_step(sap_context *ctx, sap_int np, sap_int K)
         if (sap__band_fact_apply(F, r.data, z.data) < 0) goto done;
         ops->synchronize(ctx);
         ts[q] = sap__wtime() - t0;
-        for (int u = q; u > 0 && ts[u] < ts[u - 1]; u--) {
-            const double tmp = ts[u];
-            ts[u] = ts[u - 1];
-            ts[u - 1] = tmp;
-        }
+        sort_last(ts, q);
     }
     step = ts[1] / (sap__cost_sweep_rounds(ctx, n, SV_SWEEP_P, K, SAP_DOUBLE) * (2.0 * (double)np - 1.0));
 done:
