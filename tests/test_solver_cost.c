@@ -8,6 +8,9 @@
  * them. */
 #include "testing.h"
 
+#define SAP_TEST_HAS_GPU_PART 1
+
+#include "device/device.h"
 #include "device/direct_kernels.h"
 #include "solver/solver_internal.h"
 
@@ -361,13 +364,10 @@ static void test_auto(sap_context *ctx)
     sap_csr_destroy(Sg);
 }
 
-int main(void)
+static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
-    if (!ctx) {
-        fprintf(stderr, "no context\n");
-        return 1;
-    }
+    if (!ctx) return 1;
     test_rates(ctx);
     test_latency(ctx);
     test_learned(ctx);
@@ -375,5 +375,37 @@ int main(void)
     test_bjacobi(ctx);
     test_auto(ctx);
     sap_context_destroy(ctx);
-    return sap_test_finish("test_solver_cost");
+    return 0;
 }
+
+/* ---- GPU: the rates and the sweeps' latency measured on the device -------------------------- */
+
+static int gpu_part(void)
+{
+    int dryrun = 0;
+    sap_context *G = NULL;
+    int rc = sap_test_gpu_context(sap_test_name(), 1, &G, &dryrun);
+    if (rc) return rc;
+    test_rates(G);
+    sap__cost_rates r;
+    sap__cost_rates_get(G, &r);
+    printf("  sweep step %.3g s + %.3g s x K on %s\n", r.sweep[0], r.sweep[1], sap_context_device_name(G));
+    CHECK(r.sweep[0] + 200.0 * r.sweep[1] > 0 && r.sweep[0] + 200.0 * r.sweep[1] < 1e-3);
+    /* the partitions swept at once: at least one a unit (SM), and P = 16 per SM of SaP-D
+     * at K = 200 in at most a few rounds */
+    const sap_int units = sap__ops(G)->units(G);
+    const double rounds = sap__cost_sweep_rounds(G, 200000, 16 * units, 200, SAP_FLOAT);
+    printf("  %lld units; P = %lld at K = 200: %.0f rounds\n", (long long)units, (long long)(16 * units), rounds);
+    CHECK(rounds >= 1 && rounds <= 16);
+    /* one long partition against 2,000 short ones of the same band (N = 200,000, K = 200):
+     * the latency term makes the long one far slower (2N dependent steps); by the bytes
+     * alone they cost the same */
+    const double t1 = sap__cost_apply_seconds(G, &r, 200000, 200, 1, SAP_FLOAT, 0);
+    const double tm = sap__cost_apply_seconds(G, &r, 200000, 200, 2000, SAP_FLOAT, 0);
+    printf("  apply N = 200,000, K = 200: P = 1 %.3g s, P = 2000 %.3g s\n", t1, tm);
+    if (!dryrun) CHECK_MSG(t1 > 20.0 * tm, "%.3g %.3g", t1, tm);
+    sap_context_destroy(G);
+    return 0;
+}
+
+int main(int argc, char **argv) { return sap_test_main(argc, argv, "test_solver_cost", cpu_part, gpu_part); }
