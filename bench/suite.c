@@ -22,7 +22,8 @@
  * out-of-memory kill is recorded as crash / timeout / oom and the suite goes on.
  *
  * usage: suite [--dir DIR] [--gen | --no-gen] [--no-real] [--match SUBSTR] [--only N,N]
- *              [--skip N,N] [--max-n N] [--part I/M] [--solvers LIST] [--timeout S]
+ *              [--skip N,N] [--max-n N] [--min-n N] [--part I/M] [--solvers LIST] [--timeout S]
+ *              [--oracle-timeout S]
  *              [--prep-timeout S] [--deadline S] [--out DIR] [--append] [--plot] [--tmp DIR]
  *              [--add NAME=SPEC] [--list] [--no-warmup] [--repeat R] [--repeat-below S]
  *        suite --report-only A.csv[,B.csv...] [--out DIR] [--plot]
@@ -58,7 +59,14 @@
 static const suite_solver_fn solver_fns[SUITE_NSOLVERS] = {
     suite_run_sap,     suite_run_superlu, suite_run_umfpack,     suite_run_mumps,
     suite_run_pardiso, suite_run_cudss,   suite_run_cusolver_qr, suite_run_cusparse_ilu0,
-    suite_run_sap_direct_host, suite_run_sap_direct_cudss};
+    suite_run_sap_direct_host, suite_run_sap_direct_cudss, suite_run_sap_sapd, suite_run_sap_sapc,
+    suite_run_sap_band_lu, suite_run_sap_ilu, suite_run_sap_bjacobi, suite_run_sap_jacobi};
+
+/* the iterative methods of sap's toolbox forced (the oracle column): their own time limit */
+static int oracle_iterative(int s)
+{
+    return !strncmp(suite_solver_names[s], "sap_", 4) && strncmp(suite_solver_names[s], "sap_direct", 10);
+}
 
 /* The generated set: name, spec, N (for --max-n before generating). */
 typedef struct gen_item {
@@ -85,7 +93,8 @@ typedef struct item {
 typedef struct options {
     const char *dir, *out, *match, *only, *skip, *tmp, *report_only;
     int gen, real, append, plot, list, no_warmup;
-    long long max_n;
+    long long max_n, min_n;
+    double oracle_timeout; /* limit of the forced iterative methods (sap_sapd ..); <= 0: --timeout */
     int part_i, part_m;
     int solver_on[SUITE_NSOLVERS];
     double timeout, prep_timeout, deadline;
@@ -588,12 +597,14 @@ static void list_real(const char *dir, item **items, int *n, int *cap)
 static void usage(void)
 {
     printf("usage: suite [--dir DIR] [--gen | --no-gen] [--no-real] [--match SUBSTR] [--only NAME,..]\n"
-           "             [--skip NAME,..] [--max-n N] [--part I/M] [--solvers LIST] [--timeout S]\n"
+           "             [--skip NAME,..] [--max-n N] [--min-n N] [--part I/M] [--solvers LIST] [--timeout S]\n"
+           "             [--oracle-timeout S]\n"
            "             [--prep-timeout S] [--deadline S] [--out DIR] [--append] [--plot] [--tmp DIR]\n"
            "             [--add NAME=SPEC] [--list]\n"
            "             [--no-warmup] [--repeat R] [--repeat-below S]\n"
            "       suite --report-only A.csv[,B.csv..] [--out DIR] [--plot]\n"
-           "solvers: sap,superlu,umfpack,mumps,pardiso,cudss,cusolver_qr,cusparse_ilu0,sap_direct_host,sap_direct_cudss (default: all)\n"
+           "solvers: sap,superlu,umfpack,mumps,pardiso,cudss,cusolver_qr,cusparse_ilu0,sap_direct_host,sap_direct_cudss,\n"
+           "         sap_sapd,sap_sapc,sap_band_lu,sap_ilu,sap_bjacobi,sap_jacobi (default: all)\n"
            "dir default: $SAP_MATRIX_DIR, else %s; out default: bench/results\n",
            SAP_MATRIX_DIR_DEFAULT);
 }
@@ -650,6 +661,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--only")) NEED_ARG, o.only = v;
         else if (!strcmp(a, "--skip")) NEED_ARG, o.skip = v;
         else if (!strcmp(a, "--max-n")) NEED_ARG, o.max_n = (long long)atof(v);
+        else if (!strcmp(a, "--min-n")) NEED_ARG, o.min_n = (long long)atof(v);
+        else if (!strcmp(a, "--oracle-timeout")) NEED_ARG, o.oracle_timeout = atof(v);
         else if (!strcmp(a, "--part")) {
             NEED_ARG;
             if (sscanf(v, "%d/%d", &o.part_i, &o.part_m) != 2 || o.part_m < 1 || o.part_i < 1 ||
@@ -757,6 +770,7 @@ int main(int argc, char **argv)
         if (o.only && !in_list(o.only, it->name)) keep = 0;
         if (o.skip && in_list(o.skip, it->name)) keep = 0;
         if (o.max_n > 0 && it->n_hint > o.max_n) keep = 0;
+        if (o.min_n > 0 && it->n_hint > 0 && it->n_hint < o.min_n) keep = 0; /* an --add spec: N unknown, kept */
         if (keep) items[nsel++] = *it;
     }
     int nrun = 0;
@@ -843,7 +857,8 @@ int main(int argc, char **argv)
             row.n = n, row.nnz = nnz, row.spd = pr.spd;
             row.time_s = row.init_s = row.rel_error = row.rel_residual = NAN;
             remaining = o.deadline > 0 ? o.deadline - (suite_now() - t_start) : 1e30;
-            double eff_timeout = fmin(o.timeout, remaining);
+            const double lim = oracle_iterative(s) && o.oracle_timeout > 0 ? fmin(o.oracle_timeout, o.timeout) : o.timeout;
+            double eff_timeout = fmin(lim, remaining);
             if (!pr.ok) {
                 snprintf(row.status, sizeof row.status, "n-a");
                 snprintf(row.notes, sizeof row.notes, "matrix not available: %s", pr.err);
@@ -856,12 +871,12 @@ int main(int argc, char **argv)
                 memset(&cr, 0, sizeof cr);
                 snprintf(label, sizeof label, "%s: %s", it->name, suite_solver_names[s]);
                 run_outcome ro = run_child(solve_child, &sa, &cr, sizeof cr, eff_timeout, label);
-                if (ro.kind == 1 && eff_timeout < o.timeout) {
+                if (ro.kind == 1 && eff_timeout < lim) {
                     snprintf(row.status, sizeof row.status, "n-a");
                     snprintf(row.notes, sizeof row.notes, "not finished before the suite deadline (--deadline)");
                 } else if (ro.kind == 1) {
                     snprintf(row.status, sizeof row.status, "timeout");
-                    row.time_s = o.timeout;
+                    row.time_s = lim;
                     snprintf(row.notes, sizeof row.notes, "%s", ro.why);
                 } else if (ro.kind == 2) {
                     int killed = strstr(ro.why, "out of memory?") != NULL;

@@ -63,6 +63,14 @@ int suite_run_cusparse_ilu0(const suite_problem *p, double *x, suite_run *r);
 /* sap_solver with method=direct-host / direct-cudss forced (fallback=0) */
 int suite_run_sap_direct_host(const suite_problem *p, double *x, suite_run *r);
 int suite_run_sap_direct_cudss(const suite_problem *p, double *x, suite_run *r);
+/* sap_solver with an iterative method of its toolbox forced (fallback=0): sap-d, sap-c,
+ * band-lu, ilu, bjacobi, jacobi (the suite's oracle column) */
+int suite_run_sap_sapd(const suite_problem *p, double *x, suite_run *r);
+int suite_run_sap_sapc(const suite_problem *p, double *x, suite_run *r);
+int suite_run_sap_band_lu(const suite_problem *p, double *x, suite_run *r);
+int suite_run_sap_ilu(const suite_problem *p, double *x, suite_run *r);
+int suite_run_sap_bjacobi(const suite_problem *p, double *x, suite_run *r);
+int suite_run_sap_jacobi(const suite_problem *p, double *x, suite_run *r);
 
 /* 32-bit copies of the CSR index arrays (base 0 or 1); NULL when an index or nnz does not
  * fit in int32 or the allocation failed (note says which). */

@@ -17,11 +17,13 @@
 #include <string.h>
 #include <time.h>
 
-/* sap_direct_host / sap_direct_cudss: sap_solver with that direct method forced (sap's own
- * toolbox beside the strategy's choice, not anchors: left out of the speedup table) */
-const char *const suite_solver_names[SUITE_NSOLVERS] = {"sap",         "superlu",       "umfpack",        "mumps",
-                                                        "pardiso",     "cudss",         "cusolver_qr",    "cusparse_ilu0",
-                                                        "sap_direct_host", "sap_direct_cudss"};
+/* sap_direct_host / sap_direct_cudss and sap_sapd .. sap_jacobi: sap_solver with that
+ * method forced (sap's own toolbox beside the strategy's choice, for the oracle column;
+ * not anchors: left out of the speedup table) */
+const char *const suite_solver_names[SUITE_NSOLVERS] = {
+    "sap",         "superlu",       "umfpack",         "mumps",          "pardiso",  "cudss",
+    "cusolver_qr", "cusparse_ilu0", "sap_direct_host", "sap_direct_cudss", "sap_sapd", "sap_sapc",
+    "sap_band_lu", "sap_ilu",       "sap_bjacobi",     "sap_jacobi"};
 
 static void csv_field(FILE *f, const char *s)
 {
@@ -233,8 +235,8 @@ static void cell(char *buf, size_t len, const suite_row *r)
 
 /* ---- issue 19's targets over the systems with N >= SUITE_I19_MIN_N --------------------
  * Anchors: SuperLU, UMFPACK, MUMPS, PARDISO (CPU direct) and cuDSS.  sap's toolbox as the
- * suite measures it: sap's choice (solver "sap") and the direct methods forced
- * (sap_direct_host, sap_direct_cudss); the oracle column is the best of those that solved.
+ * suite measures it: sap's choice (solver "sap") and each method forced (sap_direct_host,
+ * sap_direct_cudss, sap_sapd .. sap_jacobi); the oracle column is the best of those that solved.
  * Medians are over the systems both sides solve; a system an anchor solves and sap does not
  * is listed and counts against "never over 1.5x". */
 #define SUITE_I19_MIN_N 10000
@@ -255,12 +257,15 @@ static void median_line(FILE *f, double *v, int n, const char *what, double targ
 static void write_issue19(FILE *f, const mat_entry *m, int nm, const int *present)
 {
     static const char *const anchors[] = {"superlu", "umfpack", "mumps", "pardiso", "cudss"};
-    static const char *const toolbox[] = {"sap", "sap_direct_host", "sap_direct_cudss"};
+    static const char *const toolbox[] = {"sap",      "sap_direct_host", "sap_direct_cudss", "sap_sapd",
+                                          "sap_sapc", "sap_band_lu",     "sap_ilu",          "sap_bjacobi",
+                                          "sap_jacobi"};
     const int na = (int)(sizeof anchors / sizeof anchors[0]), nt = (int)(sizeof toolbox / sizeof toolbox[0]);
     fprintf(f, "\n## Targets of issue 19 (systems with N >= %d)\n\n", SUITE_I19_MIN_N);
     fprintf(f, "Anchors: SuperLU, UMFPACK, MUMPS, PARDISO (CPU direct; those run) and cuDSS.  Oracle: the fastest of "
-               "sap's methods the suite times on its own (sap's choice, sap_direct_host, sap_direct_cudss; not "
-               "each iterative method).  Ratios > 1 in the last three ratio columns: sap is faster.\n\n");
+               "sap's methods the suite times on its own (sap's choice and each method forced without fallback, "
+               "of those run: sap_direct_host, sap_direct_cudss, sap_sapd, sap_sapc, sap_band_lu, sap_ilu, "
+               "sap_bjacobi, sap_jacobi; the iterative ones under --oracle-timeout).  Ratios > 1 in the last three ratio columns: sap is faster.\n\n");
     fprintf(f, "| Name | N | sap (ms) | fastest anchor | its time (ms) | T_sap / T_fastest | T_CPU direct / T_sap "
                "| T_cuDSS / T_sap | best sap method | T_sap / T_best |\n");
     fprintf(f, "|---|---:|---:|---|---:|---:|---:|---:|---|---:|\n");

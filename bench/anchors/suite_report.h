@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#define SUITE_NSOLVERS 10
+#define SUITE_NSOLVERS 16
 extern const char *const suite_solver_names[SUITE_NSOLVERS]; /* "sap" first */
 
 /* The generated system the speedup target is about (N = 400,000, K = 100). */

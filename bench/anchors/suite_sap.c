@@ -114,3 +114,9 @@ int suite_run_sap_direct_cudss(const suite_problem *p, double *x, suite_run *r)
 {
     return run_sap(p, x, r, "direct-cudss");
 }
+int suite_run_sap_sapd(const suite_problem *p, double *x, suite_run *r) { return run_sap(p, x, r, "sap-d"); }
+int suite_run_sap_sapc(const suite_problem *p, double *x, suite_run *r) { return run_sap(p, x, r, "sap-c"); }
+int suite_run_sap_band_lu(const suite_problem *p, double *x, suite_run *r) { return run_sap(p, x, r, "band-lu"); }
+int suite_run_sap_ilu(const suite_problem *p, double *x, suite_run *r) { return run_sap(p, x, r, "ilu"); }
+int suite_run_sap_bjacobi(const suite_problem *p, double *x, suite_run *r) { return run_sap(p, x, r, "bjacobi"); }
+int suite_run_sap_jacobi(const suite_problem *p, double *x, suite_run *r) { return run_sap(p, x, r, "jacobi"); }

@@ -90,6 +90,10 @@ typedef struct sap_band_kernels {
     /* the host bytes prepare holds at its peak for P partitions (the private state it
      * keeps in F->dev and any staging buffer), for sap__band_fact_bytes; NULL: none */
     double (*prepare_host_bytes)(int64_t P);
+    /* the partitions whose block_solve sweeps run at once for n rows in partitions of at
+     * most nmax rows, half-bandwidth K, precision prec (the cost model's rounds of
+     * sweeps: cpu the threads, cuda the resident thread blocks); NULL: ops->units */
+    sap_int (*solve_slots)(sap_context *ctx, sap_int n, sap_int nmax, sap_int K, sap_precision prec);
 } sap_band_kernels;
 
 

@@ -126,7 +126,27 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
         /* the cost model's prediction of the whole solve, where it made one */
         if (S->cost_ordered && i < SV_MAX_CHAIN && S->pred[i] > a->predicted) a->predicted = S->pred[i];
         const sap_solver_method md = sap__solver_next_direct(S, i);
-        if (type->direct && !final && a->predicted > SV_DIRECT_CMP_MIN && md != SAP_METHOD_AUTO &&
+        /* an automatic iterative attempt predicted beyond SV_LEARN_MARGIN times a sparse
+         * direct method after it is skipped (the criterion of the learned cut, before the
+         * start); a band method after a band method cut by its first steps has its
+         * prediction scaled by the miss learned there (the predictions share the model) */
+        sap_solver_method ml = SAP_METHOD_AUTO;
+        double pl = -1;
+        const int band_m = type->band != SAP__SM_BAND_NONE;
+        const double pm = a->predicted * (band_m && S->learn_miss > 1 ? S->learn_miss : 1.0);
+        if (!type->direct && !final && S->opt.fallback && S->opt.time_budget == 0 &&
+            !(i == 0 && S->opt.method != SAP_METHOD_AUTO) && pm > SV_LEARN_MIN)
+            pl = sap__solver_direct_after(S, NULL, i, &ml);
+        if (pl > 0 && pm > SV_LEARN_MARGIN * pl) {
+            if (pm > a->predicted)
+                snprintf(note, nl, "predicted %.2g s x miss %.2g learned > %.2gx %s %.2g s: skip", a->predicted,
+                         S->learn_miss, SV_LEARN_MARGIN, sap_solver_method_name(ml), pl);
+            else
+                snprintf(note, nl, "predicted %.2g s > %.2gx %s %.2g s: skip", a->predicted, SV_LEARN_MARGIN,
+                         sap_solver_method_name(ml), pl);
+            st = SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "sap_solver %s: %s", sap_solver_method_name(m), note);
+            goto cleanup;
+        } else if (type->direct && !final && a->predicted > SV_DIRECT_CMP_MIN && md != SAP_METHOD_AUTO &&
             S->opt.time_budget >= 0 && !(i == 0 && S->opt.method != SAP_METHOD_AUTO)) {
             /* a band direct solve (band-pivot) against the sparse direct one after it: both
              * costs are predicted, without a floor; the cheaper one runs.  The analysis

@@ -14,6 +14,7 @@
  * (the bytes of their factors at the measured bandwidth, a launch per level of a
  * triangular solve).  Without a probe the iterative methods have no prediction and keep
  * the fallback order after those that have one.  Internal. */
+#include "band/band_impl.h"
 #include "device/device.h"
 #include "matrix/backend_matrix.h"
 #include "matrix/csr_blocks.h"
@@ -40,6 +41,16 @@ typedef struct cal_slot {
 static cal_slot cal_cache[SV_CAL_SLOTS];
 static atomic_flag cal_lock = ATOMIC_FLAG_INIT;
 
+/* ts[0..k-1] sorted: ts[k] into its place (the medians of the timings) */
+static void sort_last(double *ts, int k)
+{
+    for (int q = k; q > 0 && ts[q] < ts[q - 1]; q--) {
+        const double tmp = ts[q];
+        ts[q] = ts[q - 1];
+        ts[q - 1] = tmp;
+    }
+}
+
 /* bytes/s of y = a x + b y (3 vectors) and seconds of one small update, on ctx's backend */
 static void measure_stream(sap_context *ctx, double *bw, double *lat)
 {
@@ -60,11 +71,7 @@ static void measure_stream(sap_context *ctx, double *bw, double *lat)
         ops->axpby(ctx, 0.5, &x, 0.5, &y);
         ops->synchronize(ctx);
         ts[r] = sap__wtime() - t0;
-        for (int q = r; q > 0 && ts[q] < ts[q - 1]; q--) {
-            const double tmp = ts[q];
-            ts[q] = ts[q - 1];
-            ts[q - 1] = tmp;
-        }
+        sort_last(ts, r);
     }
     if (ts[1] > 0) *bw = 3.0 * 8.0 * SV_CAL_N / ts[1];
     const double t0 = sap__wtime();
@@ -78,15 +85,11 @@ done:
     if (v.data) ops->vec_destroy(ctx, &v);
 }
 
-/* flop/s per thread of LAPACK's dgbtrf (kl = ku = K: 4 N K^2) */
-static double measure_lapack(sap_context *ctx)
+/* An n x n band of half-bandwidth K, diagonally dominant (the calibration's matrix). */
+static sap_csr *calibration_band(sap_context *ctx, sap_int n, sap_int K)
 {
-    if (!sap__bp_available()) return 0;
-    const sap_int n = SV_CAL_BAND_N, K = SV_CAL_K;
     sap_csr *A = NULL;
-    sap__bp *F = NULL;
-    double rate = 0;
-    if (sap_csr_create(ctx, n, n, n * (2 * K + 1), &A) < 0) return 0;
+    if (sap_csr_create(ctx, n, n, n * (2 * K + 1), &A) < 0) return NULL;
     int64_t p = 0;
     for (sap_int i = 0; i < n; i++) {
         A->rowptr[i] = p;
@@ -98,11 +101,94 @@ static double measure_lapack(sap_context *ctx)
     }
     A->rowptr[n] = p;
     A->nnz = p;
+    return A;
+}
+
+/* flop/s per thread of LAPACK's dgbtrf (kl = ku = K: 4 N K^2) */
+static double measure_lapack(sap_context *ctx)
+{
+    if (!sap__bp_available()) return 0;
+    const sap_int n = SV_CAL_BAND_N, K = SV_CAL_K;
+    sap__bp *F = NULL;
+    double rate = 0;
+    sap_csr *A = calibration_band(ctx, n, K);
+    if (!A) return 0;
     if (sap__bp_create(ctx, A, K, K, &F) == SAP_OK && F->t_lu > 0)
         rate = 4.0 * (double)n * (double)K * (double)K / F->t_lu / (double)sap__threads(ctx);
     sap__bp_destroy(F);
     sap_csr_destroy(A);
     return rate;
+}
+
+/* ---- the sweeps of the SaP apply ------------------------------------------------------- */
+
+double sap__cost_sweep_rounds(sap_context *ctx, sap_int n, sap_int P, sap_int K, sap_precision prec)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (P < 1) P = 1;
+    const sap_int np = (n + P - 1) / P;
+    sap_int slots = ops->band && ops->band->solve_slots ? ops->band->solve_slots(ctx, n, np, K, prec) : ops->units(ctx);
+    if (slots < 1) slots = 1;
+    return ceil((double)P / (double)slots);
+}
+
+/* Seconds of one dependent sweep step (a row of one partition's forward or backward
+ * sweep) of the backend's band block solve at half-bandwidth K: the real apply of a SaP-D
+ * factorization of SV_SWEEP_P partitions of SV_SWEEP_NP rows, timed (median of 3) and
+ * divided by its rounds x 2 n_p steps; 0 when it could not be measured. */
+#define SV_SWEEP_P 2
+static double measure_sweep_step(sap_context *ctx, sap_int np, sap_int K)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = SV_SWEEP_P * np;
+    sap_band_fact *F = NULL;
+    sap_vec r, z;
+    memset(&r, 0, sizeof(r)), memset(&z, 0, sizeof(z));
+    double step = 0;
+    sap_csr *A = calibration_band(ctx, n, K);
+    if (!A) return 0;
+    const sap_band_factor_opts fo = {.boost_threshold = -1, .boost_value = -1, .coupled = 0};
+    sap_int dropped = 0;
+    double tbc = 0;
+    if (sap__band_fact_create(ctx, A, SV_SWEEP_P, 0, SAP_DOUBLE, &fo, 0, &F, &dropped, &tbc) < 0) goto done;
+    if (ops->vec_create(ctx, n, SAP_DOUBLE, &r) < 0 || ops->vec_create(ctx, n, SAP_DOUBLE, &z) < 0) goto done;
+    ops->set(ctx, &r, 1.0);
+    if (sap__band_fact_apply(F, r.data, z.data) < 0) goto done; /* first touch */
+    ops->synchronize(ctx);
+    double ts[3];
+    for (int q = 0; q < 3; q++) {
+        const double t0 = sap__wtime();
+        if (sap__band_fact_apply(F, r.data, z.data) < 0) goto done;
+        ops->synchronize(ctx);
+        ts[q] = sap__wtime() - t0;
+        sort_last(ts, q);
+    }
+    step = ts[1] / (sap__cost_sweep_rounds(ctx, n, SV_SWEEP_P, K, SAP_DOUBLE) * (2.0 * (double)np - 1.0));
+done:
+    if (r.data) ops->vec_destroy(ctx, &r);
+    if (z.data) ops->vec_destroy(ctx, &z);
+    sap__band_fact_destroy(F);
+    sap_csr_destroy(A);
+    return step;
+}
+
+/* sweep[0] + sweep[1] K from two half-bandwidths, in double (float steps are not slower
+ * than that): a device's steps are mostly a barrier's latency, which grows with the
+ * threads of the block (one per band row, 64 to 1024): cuda K = 64 and 640 (1024
+ * threads); a host's steps are mostly K multiply-adds: 16 and 64 (its factorization of
+ * the calibration band costs ms) */
+static void measure_sweep(sap_context *ctx, double sweep[2])
+{
+    const int gpu = sap__solver_on_cuda(ctx);
+    const sap_int K1 = gpu ? 64 : 16, K2 = gpu ? 640 : 64, np = gpu ? 1024 : 512;
+    const double s1 = measure_sweep_step(ctx, np, K1), s2 = measure_sweep_step(ctx, np, K2);
+    sweep[0] = sweep[1] = 0;
+    if (!(s1 > 0 && s2 > 0)) return;
+    double b = (s2 - s1) / (double)(K2 - K1), a = s1 - b * (double)K1;
+    if (b < 0) b = 0, a = 0.5 * (s1 + s2);
+    if (a < 0) a = 0, b = s2 / (double)K2;
+    sweep[0] = a;
+    sweep[1] = b;
 }
 
 int sap__cost_rates_peek(const sap_context *ctx, sap__cost_rates *r)
@@ -142,6 +228,7 @@ void sap__cost_rates_get(const sap_context *cctx, sap__cost_rates *r)
      * band_solver.c keeps its measured constant; beyond the cache it is memory-bound at
      * the bandwidth measured above */
     m.lapack = measure_lapack(ctx);
+    measure_sweep(ctx, m.sweep);
     sap__try_end(ctx);
     sap_context_clear_error(ctx);
     m.seconds = sap__wtime() - t0;
@@ -354,7 +441,13 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
     if (why && wl) why[0] = 0;
     if (!t) return -1;
     if (t->direct && t->band == SAP__SM_BAND_NONE) {
-        if (m == SAP_METHOD_DIRECT_CUDSS || S->dpred_done || (nnz <= SV_DIRECT_PREDICT_NNZ && (S->cost_best < 0 || S->cost_best > SV_DIRECT_ASK))) {
+        /* the analysis up front only where the direct method could win: the best other
+         * prediction unknown or above the least the direct one can take (a quick iteration
+         * predicted in ms pays no analysis; a learned cut asks for it later) */
+        const int could_win = S->cost_best < 0 || S->cost_best > sap__solver_direct_floor(S, m);
+        if (S->dpred_done ||
+            (could_win && (m == SAP_METHOD_DIRECT_CUDSS ||
+                           (nnz <= SV_DIRECT_PREDICT_NNZ && (S->cost_best < 0 || S->cost_best > SV_DIRECT_ASK))))) {
             const double p = sap__solver_direct_predict(S, m);
             if (p > 0 && why) snprintf(why, wl, "%.3g flop", S->dpred_flops);
             return p;
@@ -406,10 +499,39 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
         if (left > it) it = left;
     }
     *iters = it;
-    const double es = prec == SAP_FLOAT ? 4.0 : 8.0;
-    const double step = tj + applies * (2.0 * n * (2.0 * (double)K + 1.0) * es / bw + (double)P * r.lat);
+    /* the attempt's Krylov method: CG (one apply a step) where SaP-D runs on an SPD matrix
+     * without DB, else BiCGStab(2) (an iteration = 2l = 4 applies) */
+    const int coupled = m == SAP_METHOD_SAPC;
+    const int cg = S->stats.spd && !S->stats.db_used && !coupled &&
+                   (!S->opt.krylov_auto ? S->opt.krylov.type == SAP_KRYLOV_CG : 1);
+    const double apc = cg ? 1.0 : 4.0;
+    const double ta = sap__cost_apply_seconds(S->x, &r, S->A->nrows, K, P, prec, coupled);
+    const double step = tj + apc * ta;
     if (why) snprintf(why, wl, "setup %.2g s + %.0f it x %.2g ms", e.seconds, it, 1e3 * step);
     return e.seconds + it * step;
+}
+
+/* Seconds of one SaP preconditioner apply (n rows, P partitions, half-bandwidth K): the
+ * factors' bytes at the bandwidth or the sweeps' dependent steps, whichever is longer.  A
+ * block solve sweeps each partition forward and backward (2 n_p - 1 steps), the partitions
+ * in rounds of the backend's slots; SaP-C adds a second block solve and the reduced
+ * systems' 2 m steps (m = min(K, n_p)) and three launches. */
+double sap__cost_apply_seconds(sap_context *x, const sap__cost_rates *r, sap_int n, sap_int K, sap_int P,
+                               sap_precision prec, int coupled)
+{
+    if (P < 1) P = 1;
+    const double es = prec == SAP_FLOAT ? 4.0 : 8.0, bw = r->bw > 0 ? r->bw : 1e10;
+    const double np = ceil((double)n / (double)P), m = (double)K < np ? (double)K : np;
+    const double solves = coupled ? 2.0 : 1.0;
+    const double t_bytes = solves * (double)n * (2.0 * (double)K + 1.0) * es / bw + (coupled ? 4.0 : 1.0) * r->lat;
+    double t_steps = 0;
+    if (r->sweep[0] > 0 || r->sweep[1] > 0) {
+        const double step = r->sweep[0] + r->sweep[1] * (double)K;
+        const double rounds = sap__cost_sweep_rounds(x, n, P, K, prec);
+        t_steps = solves * rounds * (2.0 * np - 1.0) * step;
+        if (coupled && P > 1) t_steps += 2.0 * m * (r->sweep[0] + r->sweep[1] * m) + 3.0 * r->lat;
+    }
+    return t_steps > t_bytes ? t_steps : t_bytes;
 }
 
 void sap__cost_probe(sap_solver *S, double best_band)

@@ -194,9 +194,14 @@ struct sap_solver {
      * residual slope predicted it would; what it said; the residual history of the
      * running Krylov solve (log10 relres and time, a ring of SV_SLOPE_WINDOW) */
     int budget_stop;
-    char budget_note[64];
-    double slope_t[32], slope_r[32], slope_last_it;
+    char budget_note[128];
+    double slope_t[32], slope_r[32], slope_it[32], slope_last_it;
+    double slope_r0, slope_it0; /* the first step of the running Krylov solve */
     int slope_n;
+    /* learned from the first steps of a cut attempt: its observed total (elapsed + the
+     * extrapolated rest) over its prediction; the band methods after it are predicted that
+     * many times slower (0: nothing learned in this setup) */
+    double learn_miss;
     /* the direct methods' prediction from a host symbolic analysis (solver_method_direct.c;
      * computed at most once per setup, when a budget needs it or direct-host builds) */
     int dpred_done, dpred_ok;
@@ -400,6 +405,21 @@ void sap__solver_direct_forget(sap_solver *S);
                                 not change the method chosen) */
 #define SV_BUDGET_CHECK 0.5  /* an attempt is not checked before it has run this long (the
                                 automatic budget costs an analysis: not for a quick attempt) */
+/* Learning from the first steps (solver_monitor.c): after SV_LEARN_STEPS monitored Krylov
+ * steps of an automatic attempt, the observed residual slope (decades a second over the
+ * newer half of the steps) extrapolates the rest of the solve; the attempt is cut when
+ * that rest exceeds SV_LEARN_MARGIN times the best prediction of the sparse direct methods
+ * after it, and at least SV_LEARN_MIN seconds (a loaded host's noise).  A solve about to
+ * finish (its residual within SV_LEARN_NEAR decades of tol, or a short rest) is never cut. */
+#define SV_LEARN_STEPS 6
+#define SV_LEARN_MARGIN 2.0
+#define SV_LEARN_MIN 0.1
+#define SV_LEARN_NEAR 1.0 /* decades above tol within which a solve is never cut, nor one
+                             whose steps so far, at their average progress, would reach tol
+                             within as many steps again (timing noise cannot change that) */
+/* The best prediction of the sparse direct methods after chain index i (computed once,
+ * the analysis time added to a->t_start when a is given); *m receives it; < 0: none. */
+double sap__solver_direct_after(sap_solver *S, sap__attempt *a, int i, sap_solver_method *m);
 /* The first sparse direct method after chain index i, or SAP_METHOD_AUTO (none). */
 sap_solver_method sap__solver_next_direct(const sap_solver *S, int i);
 #define SV_DIRECT_CMP_MIN 0.1 /* band-pivot predicted above this (s) is compared with the next
@@ -415,6 +435,10 @@ typedef struct sap__cost_rates {
     double band[2];   /* flop/s per thread of the SaP band factorization, [SAP_FLOAT], [SAP_DOUBLE]
                          (0: not measured, the constants of band_solver.c hold) */
     double lapack;    /* flop/s per thread of LAPACK's dgbtrf (0: not measured) */
+    double sweep[2];  /* seconds of one dependent step of the band block solve's sweeps
+                         (a row of the forward or backward sweep of one partition) at
+                         half-bandwidth K: sweep[0] + sweep[1] K, measured through the band
+                         kernels on a small band of few long partitions (0: not measured) */
     double seconds;   /* what measuring took */
 } sap__cost_rates;
 /* The rates of ctx's backend and thread count: measured at the first call of the process
@@ -435,6 +459,12 @@ void sap__cost_probe(sap_solver *S, double best_band);
 /* Predicted seconds of method m for the whole solve (setup + *iters steps); < 0: no
  * prediction.  why receives the figures. */
 double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char *why, size_t wl);
+/* Rounds of the band block solve's sweeps for n rows in P partitions of half-bandwidth K
+ * (P over the partitions the backend sweeps at once). */
+double sap__cost_sweep_rounds(sap_context *ctx, sap_int n, sap_int P, sap_int K, sap_precision prec);
+/* Predicted seconds of one SaP apply (coupled: SaP-C) on x's backend with rates r. */
+double sap__cost_apply_seconds(sap_context *x, const sap__cost_rates *r, sap_int n, sap_int K, sap_int P,
+                               sap_precision prec, int coupled);
 
 /* solver_plan.c */
 /* The method's estimate (bytes, flops, predicted seconds: filled when the method leaves 0). */

@@ -30,6 +30,46 @@ sap_solver_method sap__solver_next_direct(const sap_solver *S, int i)
     return SAP_METHOD_AUTO;
 }
 
+/* S->pred[j] of the sparse direct method at chain index j: a method the plan did not
+ * analyse is analysed now (once per setup; its time is the direct method's work, not the
+ * attempt a's) */
+static double chain_pred(sap_solver *S, sap__attempt *a, int j)
+{
+    if (S->pred[j] <= 0 && !S->dpred_done) {
+        const double t0 = sap__wtime();
+        S->pred[j] = sap__solver_direct_predict(S, S->chain[j]);
+        if (a) a->t_start += sap__wtime() - t0;
+    } else if (S->pred[j] <= 0) {
+        S->pred[j] = sap__solver_direct_predict(S, S->chain[j]); /* analysed: no work */
+    }
+    return S->pred[j];
+}
+
+double sap__solver_direct_after(sap_solver *S, sap__attempt *a, int i, sap_solver_method *m)
+{
+    double best = -1;
+    *m = SAP_METHOD_AUTO;
+    if (!S->cost_ordered) { /* the fallback order: its next sparse direct method */
+        const sap_solver_method md = sap__solver_next_direct(S, i);
+        if (md == SAP_METHOD_AUTO) return -1;
+        const double t0 = sap__wtime();
+        best = sap__solver_direct_predict(S, md);
+        if (a) a->t_start += sap__wtime() - t0;
+        if (best > 0) *m = md;
+        return best;
+    }
+    for (int j = i + 1; j < S->nchain; j++) {
+        const sap__solver_method_type *tj = sap__solver_method_get(S->chain[j]);
+        if (!tj || !tj->direct || tj->band != SAP__SM_BAND_NONE) continue;
+        const double p = chain_pred(S, a, j);
+        if (p > 0 && (best < 0 || p < best)) {
+            best = p;
+            *m = S->chain[j];
+        }
+    }
+    return best;
+}
+
 double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size_t wl)
 {
     if (why && wl) why[0] = 0;
@@ -57,12 +97,7 @@ double sap__solver_budget(sap_solver *S, sap__attempt *a, int i, char *why, size
         for (int j = i + 1; j < S->nchain; j++) {
             const sap__solver_method_type *tj = sap__solver_method_get(S->chain[j]);
             if (band_i && tj && tj->band != SAP__SM_BAND_NONE) continue;
-            if (S->pred[j] <= 0 && tj && tj->direct && tj->band == SAP__SM_BAND_NONE) {
-                /* a sparse direct method the plan did not analyse: now (once per setup) */
-                const double t0 = sap__wtime();
-                S->pred[j] = sap__solver_direct_predict(S, S->chain[j]);
-                a->t_start += sap__wtime() - t0; /* the direct method's work, not this attempt's */
-            }
+            if (tj && tj->direct && tj->band == SAP__SM_BAND_NONE) chain_pred(S, a, j);
             if (S->pred[j] > 0 && (jb < 0 || S->pred[j] < S->pred[jb])) jb = j;
         }
         if (jb >= 0) {
@@ -92,9 +127,52 @@ static void note_budget(sap_solver *S, const sap__attempt *a)
     if (a->itry >= 0 && a->itry < S->stats.ntries) S->stats.tried[a->itry].budget = a->budget;
 }
 
+#define SV_SLOPE_WINDOW 32
+
+/* Learning from the first steps (SV_LEARN_*): 1 when the attempt's extrapolated rest is
+ * far beyond the sparse direct method's prediction (S->budget_stop = 3, budget_note; the
+ * band methods after it learn the miss, S->learn_miss). */
+static int learned_cut(sap_solver *S, sap__attempt *a, double now)
+{
+    /* automatic attempts of the cost model's order only (a given budget or method rules) */
+    if (S->opt.time_budget != 0 || (S->ichain == 0 && S->opt.method != SAP_METHOD_AUTO)) return 0;
+    if (S->slope_n < SV_LEARN_STEPS) return 0;
+    const int w = S->slope_n < SV_SLOPE_WINDOW ? S->slope_n : SV_SLOPE_WINDOW;
+    const int newest = (S->slope_n - 1) % SV_SLOPE_WINDOW, ref = (S->slope_n - 1 - w / 2) % SV_SLOPE_WINDOW;
+    const double dt = S->slope_t[newest] - S->slope_t[ref];
+    if (dt <= 0) return 0;
+    const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-300;
+    const double need = log10(tol) - S->slope_r[newest]; /* decades still to go, < 0 */
+    if (need >= -SV_LEARN_NEAR) return 0; /* about to finish: within SV_LEARN_NEAR decades of tol */
+    const double done = S->slope_r0 - S->slope_r[newest], its = S->slope_it[newest] - S->slope_it0;
+    if (done > 0 && its > 0 && -need / (done / its) <= its) return 0; /* past half way at its average pace */
+    const double rate = (S->slope_r[newest] - S->slope_r[ref]) / dt; /* decades a second, < 0 falling */
+    /* not falling: stagnation needs twice the evidence (BiCGStab's residual is erratic) */
+    if (rate >= 0 && S->slope_n < 2 * SV_LEARN_STEPS) return 0;
+    const double rest = rate < 0 ? need / rate : INFINITY;
+    if (rest <= SV_LEARN_MIN) return 0; /* about to finish */
+    sap_solver_method md;
+    const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
+    if (pd <= 0 || rest <= SV_LEARN_MARGIN * pd) return 0;
+    const double dit = S->slope_it[newest] - S->slope_it[ref];
+    const double el = now - a->t_start;
+    if (a->predicted > 0 && a->type && a->type->band != SAP__SM_BAND_NONE) {
+        const double miss = (el + (isfinite(rest) ? rest : 10.0 * el)) / a->predicted;
+        if (miss > S->learn_miss) S->learn_miss = miss;
+    }
+    S->budget_stop = 3;
+    if (isfinite(rest))
+        snprintf(S->budget_note, sizeof(S->budget_note),
+                 "learned at %.2g s: %.2g ms/it, rest ~%.2g s > %.2gx %s %.2g s", el, dit > 0 ? 1e3 * dt / dit : 0.0,
+                 rest, SV_LEARN_MARGIN, sap_solver_method_name(md), pd);
+    else
+        snprintf(S->budget_note, sizeof(S->budget_note), "learned at %.2g s: residual not falling; %s %.2g s", el,
+                 sap_solver_method_name(md), pd);
+    return 1;
+}
+
 /* 1 when the current attempt must stop: out of time, or its residual slope over the last
  * SV_SLOPE_WINDOW steps predicts it would be (S->budget_stop, S->budget_note). */
-#define SV_SLOPE_WINDOW 32
 static int over_budget(sap_solver *S, double iteration, double relres)
 {
     sap__attempt *a = S->att;
@@ -106,7 +184,10 @@ static int over_budget(sap_solver *S, double iteration, double relres)
     const double lr = relres > 0 ? log10(relres) : -300;
     S->slope_t[S->slope_n % SV_SLOPE_WINDOW] = now;
     S->slope_r[S->slope_n % SV_SLOPE_WINDOW] = lr;
+    S->slope_it[S->slope_n % SV_SLOPE_WINDOW] = iteration;
+    if (S->slope_n == 0) S->slope_r0 = lr, S->slope_it0 = iteration;
     S->slope_n++;
+    if (learned_cut(S, a, now)) return 1;
     if (!a->budget_set) {
         /* an automatic budget costs an analysis: not for an attempt that ends soon */
         if (now - a->t_start < SV_BUDGET_CHECK) return 0;

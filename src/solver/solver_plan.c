@@ -483,6 +483,7 @@ void sap__solver_plan_chain(sap_solver *S)
     sap_solver_method first = o->method;
     char why_first[240] = "";
     S->cost_ordered = 0;
+    S->learn_miss = 0;
     for (int i = 0; i < SV_MAX_CHAIN; i++) S->pred[i] = S->pred_it[i] = -1;
     /* the structure passes (levels, natural blocks) only when they cost a small share of the
      * best band method's prediction (an already banded system needs none of them) */

@@ -79,7 +79,7 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
         sap_status st = solve_col(S, b, x, &it, res, tkry);
         if (st == SAP_WARN_INTERRUPTED && S->budget_stop && !S->interrupted) {
             /* the time box stopped it: a failure of this method, the chain goes on */
-            st = SAP_ERROR(S->ctx, S->budget_stop == 1 ? SAP_WARN_NOT_CONVERGED : SAP_WARN_STAGNATED,
+            st = SAP_ERROR(S->ctx, S->budget_stop == 2 ? SAP_WARN_STAGNATED : SAP_WARN_NOT_CONVERGED,
                            "sap_solver %s: %s", sap_solver_method_name(a->method), S->budget_note);
         }
         sap__solver_try_end(S, expected);

@@ -41,6 +41,13 @@ static sap_status cpu_fill_from_band(sap_band_fact *Fa, const sap_band_source *s
     return DISPATCH(fill_from_band, Fa, src, norms);
 }
 
+/* band_block_solve runs one partition per thread (one thread below 4096 rows) */
+static sap_int cpu_solve_slots(sap_context *ctx, sap_int n, sap_int nmax, sap_int K, sap_precision prec)
+{
+    (void)nmax, (void)K, (void)prec;
+    return n < 4096 ? 1 : (sap_int)sap__threads(ctx);
+}
+
 const sap_band_kernels sap__cpu_band_kernels = {
     .name = "cpu",
     .factor = cpu_factor,
@@ -50,5 +57,6 @@ const sap_band_kernels sap__cpu_band_kernels = {
     .reduced_solve = cpu_reduced_solve,
     .purify = cpu_purify,
     .fill_from_band = cpu_fill_from_band,
+    .solve_slots = cpu_solve_slots,
 };
 

@@ -689,6 +689,37 @@ static sap_status c_spikes(sap_band_fact *F) { return DISPATCH(spikes_t, F); }
 static sap_status c_reduced_factor(sap_band_fact *F) { return DISPATCH(reduced_factor_t, F); }
 static sap_status c_block_solve(sap_band_fact *F, const void *r, void *z) { return DISPATCH(block_solve_t, F, r, z); }
 static sap_status c_reduced_solve(sap_band_fact *F, const void *g) { return DISPATCH(reduced_solve_t, F, g); }
+
+/* resident thread blocks of block_solve_t's launch for partitions of nmax rows and
+ * half-bandwidth K, times the SMs (the cost model's rounds of sweeps) */
+template <typename T> static int solve_blocks_per_sm(long long nmax, long long K)
+{
+    const size_t smem = smem_elems<T>(nmax);
+    const bool use_smem = smem <= 48 * 1024;
+    int nb = 0;
+    cudaError_t e;
+    if (K <= 32) {
+        e = use_smem ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, true, true>, 32, smem)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, true, false>, 32, 0);
+    } else {
+        int t = 64;
+        while (t < K && t < 1024) t *= 2;
+        e = use_smem ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, false, true>, t, smem)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, false, false>, t, 0);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: the cost model falls back to one block an SM */
+        nb = 1;
+    }
+    return nb > 0 ? nb : 1;
+}
+
+static sap_int c_solve_slots(sap_context *ctx, sap_int n, sap_int nmax, sap_int K, sap_precision prec)
+{
+    (void)n;
+    const int per = prec == SAP_FLOAT ? solve_blocks_per_sm<float>(nmax, K) : solve_blocks_per_sm<double>(nmax, K);
+    return (sap_int)per * (sap_int)sap__cuda_sm_count(ctx);
+}
 static sap_status c_purify(sap_band_fact *F, const void *r, void *f) { return DISPATCH(purify_t, F, r, f); }
 
 sap_band_kernels make_table()
@@ -707,6 +738,7 @@ sap_band_kernels make_table()
     t.purify = c_purify;
     t.fill_from_band = c_fill_from_band;
     t.update_boost = c_update_boost;
+    t.solve_slots = c_solve_slots;
     return t;
 }
 
