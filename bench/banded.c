@@ -19,6 +19,7 @@
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
  *               [--parts grid,psweep,dsweep,e2e,apply] [--out DIR] [--dgbsv-max-gflop G] [--threads T]
  *               [--warmup 0|1] [--repeat R] [--name STEM] [--apply N:K:P,...]
+ *               [--solver-opts key=value,...] (sap_solver options of the e2e runs)
  * LIST is comma separated.  SaP times: "dev" is the papers' total time D_Tot / C_Tot =
  * T_LU + T_SPK + T_LUrdcd + T_Kry (the factorization and the solve on the device, the
  * system already there); "total" is end to end from the host CSR: setup (host band build,
@@ -235,12 +236,27 @@ static void point(sap_context *ctx, const char *part, sap_int n, sap_int K, doub
 
 static const char *solver_method_of(const sap_solver_stats *st) { return sap_solver_method_name(st->method); }
 
+/* --solver-opts "key=value,...": sap_solver options for the e2e runs (e.g. krylov=bicgstabl:2,
+ * the Krylov method before the automatic Richardson) */
+static const char *e2e_opts = NULL;
+
 /* One sap_solver run from the host CSR to x on the host (create, setup, solve); seconds or
  * -1.  st receives its statistics. */
 static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, double *x, sap_solver_stats *st)
 {
     sap_solver_options so;
     sap_solver_options_init(&so);
+    if (e2e_opts) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", e2e_opts);
+        char *save = NULL;
+        for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(kv, '=');
+            if (!eq) continue;
+            *eq = '\0';
+            if (sap_solver_options_set(&so, kv, eq + 1) != SAP_OK) fprintf(stderr, "bad solver option %s\n", kv);
+        }
+    }
     memset(x, 0, sizeof(double) * (size_t)A->nrows);
     sap_solver *S = NULL;
     const double t0 = now();
@@ -372,14 +388,22 @@ static double apply_bytes(const sap_band_fact *F)
     return bytes;
 }
 
+static sap_int apply_K = -1;
+static sap_csr *apply_A = NULL;
+
 static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int coupled, int reps, double bw)
 {
     const sap_backend_ops *ops = sap__ops(ctx);
-    sap_csr *A = NULL;
-    if (sap_gen_banded(ctx, n, K, 1.0, 0, 42, &A) != SAP_OK) {
+    if (apply_A && (apply_A->nrows != n || apply_K != K)) { /* kept for the next point of the same N and K */
+        sap_csr_destroy(apply_A);
+        apply_A = NULL;
+    }
+    if (!apply_A && sap_gen_banded(ctx, n, K, 1.0, 0, 42, &apply_A) != SAP_OK) {
         fprintf(stderr, "generation failed N=%lld K=%lld\n", (long long)n, (long long)K);
         return;
     }
+    apply_K = K;
+    const sap_csr *A = apply_A;
     sap_band_method m = coupled ? SAP_BAND_SAPC : SAP_BAND_SAPD;
     sap_int P = Pin;
     sap__band_auto(ctx, n, K, 1.0, &m, &P, NULL, NULL, 0);
@@ -441,13 +465,12 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
     free(z0);
     free(z1);
     free(ts);
-    sap_csr_destroy(A);
 }
 
 int main(int argc, char **argv)
 {
     const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep", *stem = "banded";
-    const char *apply_list = "200000:200:2000,10974:521:10,50000:1500:0";
+    const char *apply_list = "200000:200:2000,200000:200:1000,200000:200:400,200000:200:200,10974:521:10,50000:1500:0";
     double Ns[32] = {1000, 10000, 100000, 200000, 500000, 1000000}, Ks[16] = {10, 20, 50, 100, 200, 500};
     double Pl[32] = {10, 20, 50, 100, 200, 400, 1000, 2000}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
     int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0;
@@ -465,6 +488,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--name")) stem = v;
         else if (!strcmp(o, "--parts")) parts = v;
         else if (!strcmp(o, "--apply")) apply_list = v;
+        else if (!strcmp(o, "--solver-opts")) e2e_opts = v;
         else if (!strcmp(o, "--n")) nN = parse_list(v, Ns, 32);
         else if (!strcmp(o, "--k")) nK = parse_list(v, Ks, 16);
         else if (!strcmp(o, "--p")) nPl = parse_list(v, Pl, 32);
@@ -586,6 +610,8 @@ int main(int argc, char **argv)
             }
             for (int c = 0; c < 2; c++) apply_point(ctx, (sap_int)an, (sap_int)ak, (sap_int)ap, c, 20 * repeat, bw);
         }
+        sap_csr_destroy(apply_A);
+        apply_A = NULL;
         fclose(apply_md);
     }
     if (nspeed) {

@@ -322,14 +322,20 @@ __global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T
 template <typename T, int BW>
 __device__ inline void stage_chunk(T *buf, const T *a, long long n, long long K, int Ke, long long c0, bool upper)
 {
-    const int tot = (Ke + 1) * BW;
-    for (int e = threadIdx.x; e < tot; e += blockDim.x) {
-        const int dd = e / BW, kc = e - dd * BW;
-        const long long col = c0 + kc, row = upper ? col - dd : col + dd;
-        T *dst = buf + dd * (BW + 1) + kc;
-        if (col < n && row >= 0 && row < n && (upper || dd > 0))
-            __pipeline_memcpy_async(dst, a + (upper ? K + dd : K - dd) * n + row, sizeof(T));
+    /* blockDim.x is a multiple of 32 >= BW: a thread keeps its column kc and walks the
+     * diagonals dd0, dd0 + ds, ... (pointer increments only) */
+    const int kc = threadIdx.x % BW, ds = blockDim.x / BW;
+    int dd = threadIdx.x / BW;
+    const long long col = c0 + kc;
+    const bool colok = col < n;
+    const long long step = (long long)ds * (n - 1);
+    const T *src = upper ? a + (K + dd) * n + col - dd : a + (K - dd) * n + col + dd;
+    T *dst = buf + dd * (BW + 1) + kc;
+    for (; dd <= Ke; dd += ds, dst += ds * (BW + 1)) {
+        const long long row = upper ? col - dd : col + dd;
+        if (colok && (upper ? row >= 0 : dd > 0 && row < n)) __pipeline_memcpy_async(dst, src, sizeof(T));
         else *dst = T(0);
+        src = upper ? src + step : src - step;
     }
     __pipeline_commit();
 }
@@ -395,21 +401,29 @@ __global__ void __launch_bounds__(1024) k_block_solve_chunked(const T *lu, const
         if (!up) {
             /* rows c0 + bb .. c0 + bb + Ke - 1 (inside the partition): column kc reaches
              * row c0 + rel when rel - kc <= Ke */
-            const long long r1 = c0 + bb + Ke < n ? c0 + bb + Ke : n;
-            for (long long row = c0 + bb + threadIdx.x; row < r1; row += blockDim.x) {
-                const int rel = (int)(row - c0), k0 = rel - Ke > 0 ? rel - Ke : 0;
+            const int r1 = (int)(n - c0 < bb + Ke ? n - c0 : bb + Ke);
+            const T *xc = x + c0;
+            for (int rel = bb + threadIdx.x; rel < r1; rel += blockDim.x) {
+                const int k0 = rel - Ke;
+                const T *cr = cur + rel * LD; /* L(c0 + rel, c0 + kc) at cr[-kc BW] */
                 T acc = T(0);
-                for (int kc = k0; kc < bb; kc++) acc += cur[(rel - kc) * LD + kc] * x[c0 + kc];
-                x[row] -= acc;
+#pragma unroll
+                for (int kc = 0; kc < BW; kc++)
+                    if (kc >= k0 && kc < bb) acc += cr[-kc * BW] * xc[kc];
+                x[c0 + rel] -= acc;
             }
         } else {
             /* rows c0 - Ke .. c0 - 1: column kc reaches row c0 - rel when rel + kc <= Ke */
-            const long long r0 = c0 - Ke > 0 ? c0 - Ke : 0;
-            for (long long row = r0 + threadIdx.x; row < c0; row += blockDim.x) {
-                const int rel = (int)(c0 - row), k1 = Ke - rel + 1 < bb ? Ke - rel + 1 : bb;
+            const int rmax = (int)(c0 < Ke ? c0 : Ke);
+            const T *xc = x + c0;
+            for (int rel = 1 + threadIdx.x; rel <= rmax; rel += blockDim.x) {
+                const int k1 = Ke - rel + 1 < bb ? Ke - rel + 1 : bb;
+                const T *cr = cur + rel * LD; /* U(c0 - rel, c0 + kc) at cr[kc (LD + 1)] */
                 T acc = T(0);
-                for (int kc = 0; kc < k1; kc++) acc += cur[(rel + kc) * LD + kc] * x[c0 + kc];
-                x[row] -= acc;
+#pragma unroll
+                for (int kc = 0; kc < BW; kc++)
+                    if (kc < k1) acc += cr[kc * (LD + 1)] * xc[kc];
+                x[c0 - rel] -= acc;
             }
         }
         __syncthreads(); /* cur is restaged at s + 2 */
