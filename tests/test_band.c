@@ -785,7 +785,7 @@ static void compare_case(sap_int n, sap_int K, double d, sap_int P, int coupled,
 
 /* The block-solve sweep kernels of the backend against the cpu reference apply, on random
  * bands over K (1 .. 600, N not a multiple of K), P (1 .. 64) and both precisions: the
- * default choice (chunked where it fits), every chunk width forced (SAP_BAND_SWEEP=chunkedBW:
+ * default choice (chunked at these P, <= 4 per SM), every chunk width forced (SAP_BAND_SWEEP=chunkedBW:
  * a partition's unknowns in shared memory or, N = 20011 at P = 1 in double, in global
  * memory) and the per-step kernel (=step).  Each is compared with the cpu apply entry by
  * entry, and the default with the per-step kernel. */

@@ -7,8 +7,8 @@
  *                 step: the kk x kk Schur update is done diagonal by diagonal, consecutive
  *                 threads on consecutive rows of one diagonal (coalesced in the
  *                 tall-and-thin layout); multipliers and the pivot row in shared memory.
- *   block_solve   chunked sweeps (k_block_solve_chunked, the default where its staging
- *                 fits in shared memory): chunks of BW columns, the next chunk's factor
+ *   block_solve   chunked sweeps (k_block_solve_chunked, the default for P <= 4 per SM
+ *                 where its staging fits in shared memory; sweep_plan): chunks of BW columns, the next chunk's factor
  *                 entries copied into shared memory (cp.async) while the current one is
  *                 solved as a BW x BW triangle by one warp plus one dense update of the K
  *                 rows next to it: 2 barriers per BW columns.  Else (or SAP_BAND_SWEEP=
@@ -633,13 +633,19 @@ struct cuda_band_priv {
     size_t sweep_smem;
 };
 
-/* The sweep kernel of block_solve: the chunked one with the widest chunk BW in 32, 16, 8,
- * 4 whose two staging buffers (and the partition's unknowns, when they also fit) stay in
- * the device's shared memory per block, else the per-step one.  SAP_BAND_SWEEP=step
- * forces the per-step kernels (block and reduced solves; for before/after measurements
- * and tests), =chunked32 ..
- * chunked4 a chunk width where it fits. */
-static void sweep_plan(cuda_band_priv *pv, size_t es)
+/* The sweep kernel of block_solve: with at most SWEEP_CHUNKED_PER_SM partitions per SM, the
+ * chunked one with the widest chunk BW in 32, 16, 8, 4 whose two staging buffers (and the
+ * partition's unknowns, when they also fit) stay in the device's shared memory per block;
+ * else the per-step one.  Measured on an H100 (bench/banded --parts apply, float SaP-D,
+ * bench/results/banded_apply_h100.md): N = 200,000, K = 200 at P = 2000 / 1000 / 400 / 200
+ * (15 / 7.6 / 3 / 1.5 partitions per SM): chunked 0.8x / 0.9x / 1.6x / 2.0x the per-step
+ * kernel; K = 521, P = 10: 1.8x; K = 1500, P = 66: 1.9x.  Many short partitions keep enough
+ * blocks on each SM to hide the per-step latency, and the chunked staging of rows beyond
+ * a short partition costs more than it saves there.  SAP_BAND_SWEEP=step forces the
+ * per-step kernels (block and reduced solves; for before/after measurements and tests),
+ * =chunked the chunked one at any P, =chunked32 .. chunked4 a chunk width where it fits. */
+#define SWEEP_CHUNKED_PER_SM 4
+static void sweep_plan(cuda_band_priv *pv, size_t es, long long P, int sms)
 {
     int dev = 0, optin = 48 * 1024;
     if (cudaGetDevice(&dev) != cudaSuccess ||
@@ -653,7 +659,9 @@ static void sweep_plan(cuda_band_priv *pv, size_t es)
     pv->sweep_smem = 0;
     pv->sweep_step = env && strcmp(env, "step") == 0;
     if (pv->sweep_step) return;
-    if (env && strncmp(env, "chunked", 7) == 0) want = atoi(env + 7);
+    const int forced = env && strncmp(env, "chunked", 7) == 0;
+    if (forced) want = atoi(env + 7);
+    if (!forced && P > (long long)SWEEP_CHUNKED_PER_SM * sms) return;
     for (int bw = 32; bw >= 4; bw /= 2) {
         if (want > 0 && bw != want) continue;
         const size_t stage = 2 * (size_t)(pv->kemax + 1) * (size_t)(bw + 1) * es;
@@ -733,7 +741,7 @@ static sap_status c_prepare(sap_band_fact *F)
         const long long ke = L->Ki[b] < L->off[b + 1] - L->off[b] - 1 ? L->Ki[b] : L->off[b + 1] - L->off[b] - 1;
         if (ke > pv->kemax) pv->kemax = ke;
     }
-    sweep_plan(pv, F->prec == SAP_FLOAT ? sizeof(float) : sizeof(double));
+    sweep_plan(pv, F->prec == SAP_FLOAT ? sizeof(float) : sizeof(double), P, sap__cuda_sm_count(ctx));
     F->dev = pv;
     pv = NULL;
 cleanup:
