@@ -475,46 +475,37 @@ template <typename T> __global__ void k_reduced_solve(const T *V, const T *W, co
             __syncthreads();
         }
     }
+    /* stage s < nch: forward chunk s; s >= nch: backward chunk 2 nch - 1 - s */
     const int nch = chunked ? (int)((m + 31) / 32) : 0;
-    for (int c = 0; c < nch; c++) {
-        const long long c0 = 32LL * c;
+    for (int s = 0; s < 2 * nch; s++) {
+        const bool up = s >= nch;
+        const long long c0 = 32LL * (up ? 2 * nch - 1 - s : s);
         const int bb = (int)(m - c0 < 32 ? m - c0 : 32);
         if (threadIdx.x < 32) {
             const int l = threadIdx.x;
             T xl = l < bb ? xt[c0 + l] : T(0);
+            if (!up) {
 #pragma unroll
-            for (int k = 0; k < 31; k++) {
-                const T xk = __shfl_sync(0xffffffffu, xl, k);
-                if (k < l && l < bb) xl -= R[c0 + l + (c0 + k) * m] * xk;
-            }
-            if (l < bb) xt[c0 + l] = xl;
-        }
-        __syncthreads();
-        for (long long r = c0 + bb + threadIdx.x; r < m; r += blockDim.x) {
-            T acc = T(0);
-            for (int kc = 0; kc < bb; kc++) acc += R[r + (c0 + kc) * m] * xt[c0 + kc];
-            xt[r] -= acc;
-        }
-        __syncthreads();
-    }
-    for (int c = nch - 1; c >= 0; c--) {
-        const long long c0 = 32LL * c;
-        const int bb = (int)(m - c0 < 32 ? m - c0 : 32);
-        if (threadIdx.x < 32) {
-            const int l = threadIdx.x;
-            T xl = l < bb ? xt[c0 + l] : T(0);
-#pragma unroll
-            for (int k = 31; k >= 0; k--) {
-                if (k < bb) {
-                    if (l == k) xl /= R[(c0 + k) * (m + 1)];
+                for (int k = 0; k < 31; k++) {
                     const T xk = __shfl_sync(0xffffffffu, xl, k);
-                    if (l < k) xl -= R[c0 + l + (c0 + k) * m] * xk;
+                    if (k < l && l < bb) xl -= R[c0 + l + (c0 + k) * m] * xk;
+                }
+            } else {
+#pragma unroll
+                for (int k = 31; k >= 0; k--) {
+                    if (k < bb) {
+                        if (l == k) xl /= R[(c0 + k) * (m + 1)];
+                        const T xk = __shfl_sync(0xffffffffu, xl, k);
+                        if (l < k) xl -= R[c0 + l + (c0 + k) * m] * xk;
+                    }
                 }
             }
             if (l < bb) xt[c0 + l] = xl;
         }
         __syncthreads();
-        for (long long r = threadIdx.x; r < c0; r += blockDim.x) {
+        /* the rows below the chunk (forward) or above it (backward) */
+        const long long r0 = up ? 0 : c0 + bb, r1 = up ? c0 : m;
+        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
             T acc = T(0);
             for (int kc = 0; kc < bb; kc++) acc += R[r + (c0 + kc) * m] * xt[c0 + kc];
             xt[r] -= acc;
