@@ -22,13 +22,18 @@
  * automatic choice (not SaP-D / SaP-C with P = 50) besides the end-to-end run.
  * --reorder-graph host|gpu builds the CM graph on the host cores or (cuda context) on the
  * GPU whatever the matrix (default auto: the library's offload threshold, device.h).
+ *   apply   one preconditioner application (SaP-D and SaP-C, float factors) at each N:K:P
+ *           of --apply (P = 0: automatic), with the per-step sweeps and the backend's
+ *           default, beside its bytes floor at the copy bandwidth measured in the same run;
+ *           writes <out>/<STEM>_apply.md
  * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
  * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
- *               [--parts grid,psweep,dsweep,e2e,synthetic] [--out DIR] [--dgbsv-max-gflop G]
+ *               [--parts grid,psweep,dsweep,e2e,synthetic,apply] [--out DIR] [--dgbsv-max-gflop G]
  *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F]
- *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu]
+ *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu] [--apply N:K:P,...]
+ *               [--solver-opts key=value,...] (sap_solver options of the e2e runs)
  * LIST is comma separated.  SaP times: "dev" is the papers' total time D_Tot / C_Tot =
  * T_LU + T_SPK + T_LUrdcd + T_Kry (the factorization and the solve on the device, the
  * system already there); "total" is end to end from the host CSR: setup (host band build,
@@ -38,6 +43,7 @@
 #define _DEFAULT_SOURCE /* getloadavg */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
+#include "band/band_impl.h"
 #include "device/device.h" /* sap__offload_set_min_nnz: --reorder-graph */
 
 #include <math.h>
@@ -175,7 +181,7 @@ static void free_problem(sap_csr *A, double *b, double *x, double *xs, double *w
     sap_csr_destroy(A);
 }
 
-static FILE *csv, *md;
+static FILE *csv, *md, *apply_md;
 /* speedups over dgbsv at grid points with N >= 10,000: automatic choice on the device
  * time, best run on the device time, automatic choice end to end (the band solver from
  * the host CSR, against the dgbsv call), `sap solve` end to end against the dgbsv call
@@ -191,12 +197,27 @@ static int named_runs;
 
 static const char *solver_method_of(const sap_solver_stats *st) { return sap_solver_method_name(st->method); }
 
+/* --solver-opts "key=value,...": sap_solver options for the e2e runs (e.g. krylov=bicgstabl:2,
+ * the Krylov method before the automatic Richardson) */
+static const char *e2e_opts = NULL;
+
 /* One sap_solver run from the host CSR to x on the host (create, setup, solve); seconds or
  * -1.  st receives its statistics. */
 static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, double *x, sap_solver_stats *st)
 {
     sap_solver_options so;
     sap_solver_options_init(&so);
+    if (e2e_opts) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", e2e_opts);
+        char *save = NULL;
+        for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(kv, '=');
+            if (!eq) continue;
+            *eq = '\0';
+            if (sap_solver_options_set(&so, kv, eq + 1) != SAP_OK) fprintf(stderr, "bad solver option %s\n", kv);
+        }
+    }
     memset(x, 0, sizeof(double) * (size_t)A->nrows);
     sap_solver *S = NULL;
     const double t0 = now();
@@ -443,9 +464,137 @@ static int cmpd(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* ---- apply: one preconditioner application (sap__band_fact_apply on device vectors) ------
+ * For N:K:P (P = 0: the automatic P of the method), SaP-D and SaP-C with float factors,
+ * two sweep kernels of the backend (SAP_BAND_SWEEP=step: the per-step sweeps; =chunked:
+ * the chunked ones; the backend's default picks one of them from P): the median seconds of one application over 'reps' (each synchronized),
+ * the bytes it must read (the factor entries inside the partitions, SaP-C also its
+ * coupling, spike and reduced-system blocks, and the vectors) and that floor at the
+ * device bandwidth measured in the same run (a copy of a 512 MB vector). */
+static double copy_bandwidth(sap_context *ctx)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = 128 << 20; /* 128 Mi floats: 512 MB each way */
+    sap_vec a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    double bw = 0;
+    if (ops->vec_create(ctx, n, SAP_FLOAT, &a) == SAP_OK && ops->vec_create(ctx, n, SAP_FLOAT, &b) == SAP_OK) {
+        ops->copy(ctx, &a, &b);
+        ops->synchronize(ctx);
+        double best = 1e30;
+        for (int r = 0; r < 5; r++) {
+            const double t0 = now();
+            ops->copy(ctx, &a, &b);
+            ops->synchronize(ctx);
+            const double t = now() - t0;
+            if (t < best) best = t;
+        }
+        bw = 2.0 * 4.0 * (double)n / best;
+    }
+    if (a.data) ops->vec_destroy(ctx, &a);
+    if (b.data) ops->vec_destroy(ctx, &b);
+    return bw;
+}
+
+static double apply_bytes(const sap_band_fact *F)
+{
+    const sap_band_layout *L = &F->L;
+    const double es = F->prec == SAP_FLOAT ? 4.0 : 8.0;
+    double e = 0;
+    for (sap_int b = 0; b < L->P; b++) {
+        const double nb = (double)(L->off[b + 1] - L->off[b]);
+        const double ke = fmin((double)L->Ki[b], nb - 1);
+        e += nb * (2 * ke + 1) - ke * (ke + 1); /* the band entries inside the partition */
+    }
+    double bytes = e * es + 2.0 * es * (double)L->n;
+    if (F->coupled && L->P > 1) bytes = 2.0 * bytes + 5.0 * es * (double)L->coff[L->P - 1]; /* 2 sweeps; B C V W R */
+    return bytes;
+}
+
+static sap_int apply_K = -1;
+static sap_csr *apply_A = NULL;
+
+static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int coupled, int reps, double bw)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (apply_A && (apply_A->nrows != n || apply_K != K)) { /* kept for the next point of the same N and K */
+        sap_csr_destroy(apply_A);
+        apply_A = NULL;
+    }
+    if (!apply_A && sap_gen_banded(ctx, n, K, 1.0, 0, 42, &apply_A) != SAP_OK) {
+        fprintf(stderr, "generation failed N=%lld K=%lld\n", (long long)n, (long long)K);
+        return;
+    }
+    apply_K = K;
+    const sap_csr *A = apply_A;
+    sap_band_method m = coupled ? SAP_BAND_SAPC : SAP_BAND_SAPD;
+    sap_int P = Pin;
+    sap__band_auto(ctx, n, K, 1.0, &m, &P, NULL, NULL, 0);
+    double *h = malloc(sizeof(double) * (size_t)n), *z0 = malloc(sizeof(double) * (size_t)n),
+           *z1 = malloc(sizeof(double) * (size_t)n), *ts = malloc(sizeof(double) * (size_t)reps);
+    for (sap_int i = 0; i < n; i++) h[i] = sin(0.37 * (double)i) + 0.5;
+    static const char *sweeps[2] = {"step", "chunked"};
+    double tm[2] = {-1, -1}, bytes = 0;
+    for (int v = 0; v < 2; v++) {
+        if (sweeps[v]) setenv("SAP_BAND_SWEEP", sweeps[v], 1);
+        else unsetenv("SAP_BAND_SWEEP");
+        sap_band_factor_opts fo = {-1.0, 0.0, coupled};
+        sap_band_fact *F = NULL;
+        sap_int dropped = 0;
+        double tbc = 0;
+        sap_vec r, z;
+        memset(&r, 0, sizeof r);
+        memset(&z, 0, sizeof z);
+        sap_status st = sap__band_fact_create(ctx, A, P, 0, SAP_FLOAT, &fo, 0, &F, &dropped, &tbc);
+        if (st >= 0) st = ops->vec_create(ctx, n, SAP_FLOAT, &r);
+        if (st >= 0) st = ops->vec_create(ctx, n, SAP_FLOAT, &z);
+        if (st >= 0) st = ops->vec_upload(ctx, &r, h);
+        if (st >= 0) st = sap__band_fact_apply(F, r.data, z.data);
+        if (st >= 0) st = ops->synchronize(ctx);
+        for (int i = 0; i < reps && st >= 0; i++) {
+            const double t0 = now();
+            st = sap__band_fact_apply(F, r.data, z.data);
+            if (st >= 0) st = ops->synchronize(ctx);
+            ts[i] = now() - t0;
+        }
+        if (st >= 0) st = ops->vec_download(ctx, &z, v ? z1 : z0);
+        if (st >= 0) {
+            qsort(ts, (size_t)reps, sizeof(double), cmpd);
+            tm[v] = ts[reps / 2];
+            bytes = apply_bytes(F);
+        } else {
+            fprintf(stderr, "apply N=%lld K=%lld P=%lld: %s (%s)\n", (long long)n, (long long)K, (long long)P,
+                    sap_status_name(st), sap_context_last_error(ctx));
+        }
+        if (r.data) ops->vec_destroy(ctx, &r);
+        if (z.data) ops->vec_destroy(ctx, &z);
+        sap__band_fact_destroy(F);
+    }
+    unsetenv("SAP_BAND_SWEEP");
+    double num = 0, den = 0;
+    for (sap_int i = 0; i < n; i++) num += (z1[i] - z0[i]) * (z1[i] - z0[i]), den += z0[i] * z0[i];
+    const double diff = den > 0 ? sqrt(num / den) : 0, floor_s = bw > 0 ? bytes / bw : 0;
+    printf("apply N=%lld K=%lld P=%lld %s float: per-step sweeps %.4f ms, chunked %.4f ms (%.1fx); bytes %.1f MB, "
+           "floor %.4f ms at %.0f GB/s (chunked %.1fx the floor); results differ by %.2e\n",
+           (long long)n, (long long)K, (long long)P, coupled ? "sap-c" : "sap-d", 1e3 * tm[0], 1e3 * tm[1],
+           tm[1] > 0 ? tm[0] / tm[1] : 0, bytes * 1e-6, 1e3 * floor_s, bw * 1e-9, floor_s > 0 ? tm[1] / floor_s : 0, diff);
+    fprintf(csv, "apply,%lld,%lld,1,%s,%lld,%lld,step/chunked,0,%.3e,0,0,0,0,%.6f,%.6f,%.6f,%d\n", (long long)n,
+            (long long)K, coupled ? "sap-c" : "sap-d", (long long)Pin, (long long)P, diff, tm[0], tm[1], floor_s,
+            tm[0] > 0 && tm[1] > 0);
+    fprintf(apply_md, "| %lld | %lld | %lld | %s | %.4f | %.4f | %.1fx | %.1f | %.4f | %.1fx | %.1e |\n", (long long)n,
+            (long long)K, (long long)P, coupled ? "SaP-C" : "SaP-D", 1e3 * tm[0], 1e3 * tm[1],
+            tm[1] > 0 ? tm[0] / tm[1] : 0, bytes * 1e-6, 1e3 * floor_s, floor_s > 0 ? tm[1] / floor_s : 0, diff);
+    free(h);
+    free(z0);
+    free(z1);
+    free(ts);
+}
+
 int main(int argc, char **argv)
 {
     const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep", *stem = "banded";
+    const char *apply_list = "200000:200:2000,200000:200:1000,200000:200:400,200000:200:200,10974:521:10,50000:1500:0";
     double Ns[32] = {1000, 10000, 100000, 200000, 500000, 1000000}, Ks[16] = {10, 20, 50, 100, 200, 500};
     double Pl[32] = {10, 20, 50, 100, 200, 400, 1000, 2000}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
     int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0, grid_all = 1;
@@ -463,6 +612,8 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--out")) out = v;
         else if (!strcmp(o, "--name")) stem = v;
         else if (!strcmp(o, "--parts")) parts = v;
+        else if (!strcmp(o, "--apply")) apply_list = v;
+        else if (!strcmp(o, "--solver-opts")) e2e_opts = v;
         else if (!strcmp(o, "--n")) nN = parse_list(v, Ns, 32);
         else if (!strcmp(o, "--k")) nK = parse_list(v, Ks, 16);
         else if (!strcmp(o, "--p")) nPl = parse_list(v, Pl, 32);
@@ -587,6 +738,37 @@ int main(int argc, char **argv)
                     if ((sap_int)Ks[k] >= (sap_int)Ns[a]) continue;
                     e2e_point(ctx, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, repeat, max_gflop);
                 }
+    if (strstr(parts, "apply")) {
+        char path2[1100];
+        snprintf(path2, sizeof path2, "%s/%s_apply.md", out, stem);
+        apply_md = fopen(path2, "w");
+        if (!apply_md) {
+            fprintf(stderr, "cannot write %s\n", path2);
+            return 1;
+        }
+        const double bw = copy_bandwidth(ctx);
+        printf("device copy bandwidth %.0f GB/s\n", bw * 1e-9);
+        fprintf(apply_md, "# bench/banded --parts apply: one preconditioner application\n\nbackend %s: %s; gen:banded "
+                          "d = 1, float factors; median of %d applications (each synchronized); per-step: "
+                          "SAP_BAND_SWEEP=step; chunked: =chunked (the default where P <= 4 per SM); floor: the bytes one application "
+                          "must read at the copy bandwidth measured in the same run (%.0f GB/s).\n\n"
+                          "| N | K | P | method | per-step ms | chunked ms | speedup | MB | floor ms | chunked / floor | "
+                          "rel. difference |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), 20 * repeat, bw * 1e-9);
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", apply_list);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            long long an = 0, ak = 0, ap = 0;
+            if (sscanf(tok, "%lld:%lld:%lld", &an, &ak, &ap) < 2 || an < 2 || ak < 0 || ak >= an) {
+                fprintf(stderr, "bad --apply item %s (N:K:P)\n", tok);
+                continue;
+            }
+            for (int c = 0; c < 2; c++) apply_point(ctx, (sap_int)an, (sap_int)ak, (sap_int)ap, c, 20 * repeat, bw);
+        }
+        sap_csr_destroy(apply_A);
+        apply_A = NULL;
+        fclose(apply_md);
+    }
     if (nspeed) {
         static const char *names[SP_KINDS] = {"automatic choice, device time (T_LU + T_SPK + T_LUrdcd + T_Kry)",
                                               "best run, device time",

@@ -629,8 +629,10 @@ typedef enum sap_krylov_type {
     SAP_KRYLOV_TFQMR = 9,     /* transpose-free QMR */
     SAP_KRYLOV_IR = 10,       /* mixed-precision iterative refinement; parameter: the inner
                                  method ("ir:gmres", the default, "ir:bicgstab", ...) */
-    SAP_KRYLOV_ASYNC_JACOBI = 11 /* block-asynchronous Jacobi; parameter: local sweeps
+    SAP_KRYLOV_ASYNC_JACOBI = 11, /* block-asynchronous Jacobi; parameter: local sweeps
                                     (default 2, 1..64) */
+    SAP_KRYLOV_RICHARDSON = 12 /* preconditioned Richardson while every step contracts the
+                                  residual 8x, then BiCGStab(l); parameter l (default 2) */
 } sap_krylov_type;
 
 typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;
@@ -714,7 +716,8 @@ SAP_API sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P
 /* The split-and-parallelize (truncated SPIKE) solver for a banded A of half-bandwidth K:
  * A is split into P diagonal blocks A_i (sizes as sap_partition_offsets), each factored
  * independently and in parallel by LU without pivoting (small pivots boosted), and the
- * result preconditions BiCGStab(2) (CG for an SPD matrix with SaP-D).
+ * result preconditions Richardson steps while each contracts the residual 8x, then
+ * BiCGStab(2) (CG for an SPD matrix with SaP-D).
  *   SaP-D: M = blockdiag(A_i) (the coupling blocks are dropped).
  *   SaP-C: M additionally couples neighbouring blocks through the truncated spikes
  *          V_i^(b), W_{i+1}^(t) and the 2K x 2K reduced systems, with purified
@@ -764,7 +767,9 @@ typedef struct sap_band_options {
     double boost_value;      /* magnitude a boosted pivot gets (sign kept, + for 0);
                                 <= 0 (default): sqrt(eps(factor precision)) * ||A_i||_inf */
     int krylov_auto;         /* 1 (default): CG for an SPD matrix with SaP-D, else
-                                BiCGStab(2) (krylov.type/param ignored); 0: krylov as given */
+                                Richardson while each step contracts the residual 8x, then
+                                BiCGStab(2) (SAP_KRYLOV_RICHARDSON; krylov.type/param
+                                ignored); 0: krylov as given */
     sap_krylov_options krylov; /* tolerance, maxit, ... (defaults of sap_krylov_options_init) */
 } sap_band_options;
 
@@ -785,7 +790,8 @@ typedef struct sap_band_stats {
     double time_lu, time_bc, time_spk, time_lurdcd; /* T_LU, T_BC, T_SPK, T_LUrdcd (s) */
     double time_setup;              /* the whole setup (s) */
     double time_kry;                /* T_Kry: the last solve (s) */
-    double iterations;              /* of the last solve (BiCGStab(2): quarter steps; DIRECT:
+    double iterations;              /* of the last solve (BiCGStab(2): quarter steps; Richardson:
+                                       steps, then its fallback's quarter steps; DIRECT:
                                        refinement steps) */
     double relative_residual;       /* true ||b - Ax|| / ||b|| of the last solve */
     sap_status status;              /* of the last solve */
@@ -1087,7 +1093,8 @@ SAP_API sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const 
  *   -> Cuthill-McKee on A + A^T -> drop-off to the band that keeps most of ||A||_F^2
  *   -> partition into P blocks with a third-stage CM inside each block (K_i per block)
  *   -> dense banded SaP-D or SaP-C preconditioner (float factors by default)
- *   -> BiCGStab(2) (CG for SPD matrices with SaP-D) on the reordered system,
+ *   -> Richardson steps while each contracts the residual 8x, then BiCGStab(2) (CG for SPD
+ *      matrices with SaP-D) on the reordered system,
  * and maps the solution back.  Every stage is chosen automatically from the matrix
  * statistics and the backend (stats.reason says what and why), can be forced through the
  * options, and with fallback = 1, when a choice fails the next method of the chain is
@@ -1183,7 +1190,9 @@ typedef struct sap_solver_options {
     int factor_precision;     /* -1 (default): automatic; SAP_FLOAT / SAP_DOUBLE */
     double boost_threshold;   /* as sap_band_options (< 0: automatic) */
     double boost_value;       /* as sap_band_options (<= 0: automatic) */
-    int krylov_auto;          /* 1 (default): CG for SPD with SaP-D, else BiCGStab(2) */
+    int krylov_auto;          /* 1 (default): CG for SPD with SaP-D, else BiCGStab(2); with a
+                                 SaP band preconditioner (sap-d, sap-c, band-lu) Richardson
+                                 while each step contracts the residual 8x, then BiCGStab(2) */
     sap_krylov_options krylov; /* tol (default 1e-10), maxit, ...; used as given when
                                   krylov_auto = 0.  krylov.monitor, when set, is called by
                                   every attempt's Krylov solve; non-zero stops as monitor */

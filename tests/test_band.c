@@ -8,6 +8,7 @@
  * d; the preconditioner application itself compared entry by entry; boosted-pivot counts;
  * a timing line for N = 200,000, K = 200.  Exits 77 (skipped) without CUDA or without a
  * device.  SAP_TEST_GPU_DRYRUN=1 runs the "gpu" side on a second cpu context. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #define SAP_TEST_HAS_GPU_PART 1
 #include "testing.h"
 
@@ -782,6 +783,68 @@ static void compare_case(sap_int n, sap_int K, double d, sap_int P, int coupled,
     sap_csr_destroy(A);
 }
 
+/* The block-solve sweep kernels of the backend against the cpu reference apply, on random
+ * bands over K (1 .. 600, N not a multiple of K), P (1 .. 64) and both precisions: the
+ * default choice (chunked at these P, <= 4 per SM), every chunk width forced (SAP_BAND_SWEEP=chunkedBW:
+ * a partition's unknowns in shared memory or, N = 20011 at P = 1 in double, in global
+ * memory) and the per-step kernel (=step).  Each is compared with the cpu apply entry by
+ * entry, and the default with the per-step kernel. */
+static void sweep_case(sap_int n, sap_int K, sap_int P, int coupled, sap_precision prec)
+{
+    static const char *modes[] = {NULL, "step", "chunked32", "chunked16", "chunked8", "chunked4"};
+    char label[128];
+    snprintf(label, sizeof label, "sweeps N=%lld K=%lld P=%lld %s %s", (long long)n, (long long)K, (long long)P,
+             coupled ? "sap-c" : "sap-d", prec == SAP_FLOAT ? "float" : "double");
+    sap_csr *A = NULL;
+    CHECK_OK(C, sap_gen_banded(C, n, K, coupled ? 0.5 : 1.0, 0, (uint64_t)(3 * n + K), &A));
+    if (!A) return;
+    double *r = malloc(sizeof(double) * n), *zc = malloc(sizeof(double) * n), *zg = malloc(sizeof(double) * n),
+           *zd = malloc(sizeof(double) * n);
+    for (sap_int i = 0; i < n; i++) r[i] = cos(0.11 * (double)i) - 0.25;
+    const char *name = coupled ? "sap-c" : "sap-d";
+    sap_status s1 = pc_apply(C, A, name, P, prec, r, zc, NULL);
+    CHECK_MSG(s1 >= 0, "%s: cpu %s", label, sap_status_name(s1));
+    const double tol = prec == SAP_FLOAT ? 1e-3 : 1e-9;
+    for (size_t v = 0; v < sizeof(modes) / sizeof(modes[0]) && s1 >= 0; v++) {
+        if (modes[v]) setenv("SAP_BAND_SWEEP", modes[v], 1);
+        else unsetenv("SAP_BAND_SWEEP");
+        sap_status s2 = pc_apply(G, A, name, P, prec, r, zg, NULL);
+        CHECK_MSG(s2 == s1, "%s [%s]: gpu %s, cpu %s (%s)", label, modes[v] ? modes[v] : "default",
+                  sap_status_name(s2), sap_status_name(s1), sap_context_last_error(G));
+        if (s2 < 0) continue;
+        double num = 0, den = 0, nd = 0;
+        for (sap_int i = 0; i < n; i++) {
+            num += (zc[i] - zg[i]) * (zc[i] - zg[i]);
+            den += zc[i] * zc[i];
+        }
+        if (v == 0) memcpy(zd, zg, sizeof(double) * n);
+        else if (v == 1)
+            for (sap_int i = 0; i < n; i++) nd += (zd[i] - zg[i]) * (zd[i] - zg[i]);
+        CHECK_MSG(sqrt(num / den) <= tol, "%s [%s]: apply differs from the cpu by %.3g", label,
+                  modes[v] ? modes[v] : "default", sqrt(num / den));
+        if (v == 1) CHECK_MSG(sqrt(nd / den) <= tol, "%s: default and per-step sweeps differ by %.3g", label, sqrt(nd / den));
+    }
+    unsetenv("SAP_BAND_SWEEP");
+    free(r);
+    free(zc);
+    free(zg);
+    free(zd);
+    sap_csr_destroy(A);
+}
+
+static void sweep_cases(int tiny)
+{
+    static const struct {
+        sap_int n, K, P;
+    } cases[] = {{1000, 1, 3},    {2003, 7, 64},   {3001, 31, 17},  {3001, 33, 1},   {4097, 100, 64},
+                 {5003, 257, 7},  {7001, 600, 64}, {6007, 600, 1},  {20011, 150, 1}, {1501, 599, 2}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        if (tiny && cases[c].n * cases[c].K > 200000) continue;
+        for (int p = 0; p < 2; p++)
+            sweep_case(cases[c].n, cases[c].K, cases[c].P, (int)(c & 1), p ? SAP_DOUBLE : SAP_FLOAT);
+    }
+}
+
 static void boosted_case(void)
 {
     sap_csr *A = NULL;
@@ -868,6 +931,7 @@ static int gpu_part(void)
                 for (int p = 0; p < 2; p++)
                     compare_case(tiny[c].n, tiny[c].K, tiny[c].d, tiny[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT);
         compare_case(6400, 1, 1.0, 1, 0, SAP_DOUBLE);
+        sweep_cases(1);
         boosted_case();
         sap_context_destroy(C);
         sap_context_destroy(G);
@@ -880,6 +944,7 @@ static int gpu_part(void)
                 if (smoke && (cases[c].n > 8000 || p == 1)) continue; /* warp and block paths, float */
                 compare_case(cases[c].n, cases[c].K, cases[c].d, cases[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT);
             }
+    if (!smoke) sweep_cases(0);
     boosted_case();
     if (!dryrun && !smoke) timing_case();
     sap_context_destroy(C);

@@ -92,8 +92,8 @@ cleanup:
 }
 
 static const sap_krylov_method richardson = {
-    .name = "richardson",
-    .help = "Richardson iteration x += M^-1 (b - A x) (test_registry.c)",
+    .name = "plain-richardson",
+    .help = "plain Richardson iteration x += M^-1 (b - A x) (test_registry.c)",
     .nvec = richardson_nvec,
     .steps = 1,
     .sides = KRY_SIDES_RIGHT,
@@ -131,13 +131,13 @@ static void test_register(sap_krylov_type *rich)
     CHECK((int)*rich >= SAP_KRYLOV_FIRST_REGISTERED);
     CHECK(sap__krylov_register(&richardson, NULL) == SAP_ERR_INVALID);
     CHECK(sap_krylov_method_count() == nkr + 1);
-    CHECK(strcmp(sap_krylov_method_name(nkr), "richardson") == 0);
-    CHECK(strstr(sap_krylov_method_help(nkr), "Richardson") != NULL);
+    CHECK(strcmp(sap_krylov_method_name(nkr), "plain-richardson") == 0);
+    CHECK(strstr(sap_krylov_method_help(nkr), "plain Richardson") != NULL);
     sap_krylov_type t = SAP_KRYLOV_CG;
     int p = -1;
-    CHECK(sap_krylov_parse("Richardson", &t, &p) == SAP_OK && t == *rich && p == 0);
-    CHECK(sap_krylov_parse("richardson:2", &t, &p) == SAP_ERR_INVALID); /* no parameter */
-    CHECK(strcmp(sap_krylov_name(*rich), "richardson") == 0);
+    CHECK(sap_krylov_parse("Plain-Richardson", &t, &p) == SAP_OK && t == *rich && p == 0);
+    CHECK(sap_krylov_parse("plain-richardson:2", &t, &p) == SAP_ERR_INVALID); /* no parameter */
+    CHECK(strcmp(sap_krylov_name(*rich), "plain-richardson") == 0);
 }
 
 /* Solves with the dummy preconditioner at the given scale; returns the status. */

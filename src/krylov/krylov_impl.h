@@ -199,7 +199,7 @@ sap_status sap__krylov_restore_best(kry_solve *s, sap_vec *state);
 extern const sap_krylov_method sap__krylov_cg_method, sap__krylov_bicgstab_method, sap__krylov_bicgstabl_method,
     sap__krylov_gmres_method, sap__krylov_fgmres_method, sap__krylov_idr_method, sap__krylov_bicg_method,
     sap__krylov_cgs_method, sap__krylov_qmr_method, sap__krylov_tfqmr_method, sap__krylov_ir_method,
-    sap__krylov_async_jacobi_method;
+    sap__krylov_async_jacobi_method, sap__krylov_richardson_method;
 /* The IDR(s) shadow space for vectors of length n (created once, fixed seed). */
 sap_status sap__krylov_idr_shadow(kry_solve *s, int nshadow);
 

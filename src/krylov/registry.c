@@ -22,6 +22,7 @@ static const sap_krylov_method *const builtin[] = {
     &sap__krylov_tfqmr_method,  /* tfqmr.c     */
     &sap__krylov_ir_method,     /* ir.c        */
     &sap__krylov_async_jacobi_method, /* async_jacobi.c */
+    &sap__krylov_richardson_method, /* richardson.c */
 };
 #define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
 

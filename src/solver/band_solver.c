@@ -224,7 +224,9 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
                 SAP_TRY(sap_csr_stats(S->A, &ms));
                 cg = ms.spd_estimate;
             }
-            ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
+            /* else Richardson while each step contracts the residual 8x, BiCGStab(2) from the
+             * first that does not (krylov/richardson.c) */
+            ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_RICHARDSON;
             ko.param = cg ? 0 : 2;
         }
         sap_krylov_destroy(S->kry);

@@ -130,6 +130,10 @@ typedef struct sap__attempt {
     sap_int P, K, Kmax; /* partitions, drop-off half-bandwidth, largest K_i used */
     sap_precision prec;
     int third, cg, final;
+    /* rich_ok: the attempt's preconditioner is a SaP band one (near A^-1 on the bands it is
+     * chosen for); rich: the automatic Krylov method is then Richardson with its
+     * BiCGStab(2) fallback (krylov/richardson.c) */
+    int rich_ok, rich;
     double kept;               /* fraction of ||A||_F^2 in the preconditioner's band */
     sap_int *t;                /* third stage: new -> old within CM order (NULL: identity) */
     sap_csr *A_att;            /* all entries in the attempt's order (NULL: R->A) */

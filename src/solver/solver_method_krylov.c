@@ -1,6 +1,7 @@
 /* solver_method_krylov.c -- what the Krylov strategy methods share (sap-d, sap-c, band-lu,
  * jacobi; not a method itself): the Krylov matrix of all entries, the numeric setup of the
- * preconditioner the method created, the Krylov method (CG or BiCGStab(2), a capped budget
+ * preconditioner the method created, the Krylov method (CG, BiCGStab(2), or for a SaP band
+ * preconditioner Richardson with its BiCGStab(2) fallback; a capped budget
  * for an attempt that has a fallback), the boosted-pivot rejection, the inner solve (one
  * Krylov solve per column in the attempt's order), the reason words and the byte figures
  * the estimates share. */
@@ -146,10 +147,13 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
     sap_krylov_options ko = S->opt.krylov;
     a->cg = S->stats.spd && !S->stats.db_used && cg_ok;
     if (S->opt.krylov_auto) {
-        ko.type = a->cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
+        /* a SaP band preconditioner: Richardson steps while each contracts the residual 8x
+         * (measured in the solve, step by step), BiCGStab(2) from the first that does not */
+        ko.type = a->cg ? SAP_KRYLOV_CG : a->rich_ok ? SAP_KRYLOV_RICHARDSON : SAP_KRYLOV_BICGSTABL;
         ko.param = a->cg ? 0 : 2;
     }
     a->cg = ko.type == SAP_KRYLOV_CG;
+    a->rich = ko.type == SAP_KRYLOV_RICHARDSON;
     if (!a->final) {
         /* a time_budget given replaces the iteration cap */
         /* a time_budget given, or the cost model's order (its automatic budgets), replaces the
@@ -189,7 +193,7 @@ void sap__solver_krylov_destroy(sap_solver *S, sap__attempt *a)
 
 void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *buf, size_t size)
 {
-    const char *k = a->cg ? "CG" : "BiCGStab(2)";
+    const char *k = a->cg ? "CG" : a->rich ? "Richardson, BiCGStab(2) below 8x a step" : "BiCGStab(2)";
     if (with_precision) snprintf(buf, size, "%s, %s", a->prec == SAP_FLOAT ? "float" : "double", k);
     else snprintf(buf, size, "%s", k);
 }

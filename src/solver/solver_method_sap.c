@@ -102,6 +102,7 @@ sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, ch
     bo.boost_value = S->opt.boost_value;
     SAP_TRY(sap_precond_set_band_options(a->pc, &bo));
     SAP_TRY(sap_precond_set_precision(a->pc, a->prec));
+    a->rich_ok = 1;
     sap_status sk = sap__solver_krylov_setup(S, a, !coupled);
     if (sk < 0 || sk == SAP_WARN_INTERRUPTED) { /* a stop request inside the factorization */
         st = sk;

@@ -71,7 +71,9 @@ void sap__solver_att_stats(sap_solver *S, const sap__attempt *a)
     s->K_max = a->Kmax;
     s->kept_fraction = a->kept;
     s->factor_precision = a->prec;
-    s->krylov_type = a->cg ? SAP_KRYLOV_CG : (S->opt.krylov_auto ? SAP_KRYLOV_BICGSTABL : S->opt.krylov.type);
+    s->krylov_type = a->cg     ? SAP_KRYLOV_CG
+                     : a->rich ? SAP_KRYLOV_RICHARDSON
+                               : (S->opt.krylov_auto ? SAP_KRYLOV_BICGSTABL : S->opt.krylov.type);
     s->on_host = !sap__solver_on_cuda(S->x);
     s->third_stage_used = a->third;
     s->boosted_pivots = a->boosted;

@@ -7,18 +7,25 @@
  *                 step: the kk x kk Schur update is done diagonal by diagonal, consecutive
  *                 threads on consecutive rows of one diagonal (coalesced in the
  *                 tall-and-thin layout); multipliers and the pivot row in shared memory.
- *   block_solve   column sweeps: after z[k] is final, threads update z[k+1..k+K] (one
- *                 barrier per step, the next step's coefficients loaded before it); the
- *                 backward sweep divides x[k] by the pivot and writes it straight to z.
- *                 A warp per partition (__syncwarp only) for K <= 32, a block otherwise.
+ *   block_solve   chunked sweeps (k_block_solve_chunked, the default for P <= 4 per SM
+ *                 where its staging fits in shared memory; sweep_plan): chunks of BW columns, the next chunk's factor
+ *                 entries copied into shared memory (cp.async) while the current one is
+ *                 solved as a BW x BW triangle by one warp plus one dense update of the K
+ *                 rows next to it: 2 barriers per BW columns.  Else (or SAP_BAND_SWEEP=
+ *                 step) column sweeps: after z[k] is final, threads update z[k+1..k+K]
+ *                 (one barrier per step, the next step's coefficients loaded before it);
+ *                 a warp per partition (__syncwarp only) for K <= 32, a block otherwise.
  *   spikes        a thread per right-hand-side column of the m x m triangular solves.
- *   reduced_*     a block per interface: I - W V, LU with partial pivoting, solves.
+ *   reduced_*     a block per interface: I - W V, LU with partial pivoting, solves
+ *                 (in chunks of 32 columns as the block solve, unless SAP_BAND_SWEEP=step).
  *   purify        a block per interface, two launches (bottom rows, then top rows).
  * Not done: blocked (tensor-core) updates for large K; one block per partition (the
  * automatic P gives thousands of partitions on large systems instead).  Where each kernel
  * sits against the H200's floors: bench/results/banded.md. */
 #include "device/cuda/cuda_internal.h"
 
+#include <cuda_pipeline.h>
+#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -299,9 +306,135 @@ __global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T
         for (long long e = threadIdx.x; e < n; e += blockDim.x) z[o + e] = x[e];
 }
 
+/* ---- the chunked (blocked) sweeps of block_solve ----------------------------------------
+ * The per-step kernel above waits, at each of the 2 n_b dependent steps of a partition,
+ * for one barrier and one global load of the step's factor column (uncoalesced: one
+ * diagonal per thread), ~1-3 us a step on an H100: the apply is latency-bound far above
+ * its bytes floor.  Here a partition's columns go in chunks of BW: the factor entries of
+ * chunk c + 1 (BW columns of L, or of U with its pivots, on the K_e = min(K_b, n_b - 1)
+ * diagonals that reach inside the partition: BW consecutive entries of each diagonal,
+ * coalesced) are copied into shared memory with cp.async while chunk c is solved, so
+ * the loads' latency overlaps the work.  A chunk is solved as one BW x BW triangle by one
+ * warp (shuffles, no barrier) followed by one dense update of the K_e rows below (above
+ * for U) it, thread per row, BW terms each: two barriers per chunk instead of BW.
+ * Shared memory: two staging buffers of (K_e + 1) x (BW + 1) (padded: the per-row reads
+ * of a column run across banks) and, when it fits, the partition's unknowns. */
+template <typename T, int BW>
+__device__ inline void stage_chunk(T *buf, const T *a, long long n, long long K, int Ke, long long c0, bool upper)
+{
+    /* blockDim.x is a multiple of 32 >= BW: a thread keeps its column kc and walks the
+     * diagonals dd0, dd0 + ds, ... (pointer increments only) */
+    const int kc = threadIdx.x % BW, ds = blockDim.x / BW;
+    int dd = threadIdx.x / BW;
+    const long long col = c0 + kc;
+    const bool colok = col < n;
+    const long long step = (long long)ds * (n - 1);
+    const T *src = upper ? a + (K + dd) * n + col - dd : a + (K - dd) * n + col + dd;
+    T *dst = buf + dd * (BW + 1) + kc;
+    for (; dd <= Ke; dd += ds, dst += ds * (BW + 1)) {
+        const long long row = upper ? col - dd : col + dd;
+        if (colok && (upper ? row >= 0 : dd > 0 && row < n)) __pipeline_memcpy_async(dst, src, sizeof(T));
+        else *dst = T(0);
+        src = upper ? src + step : src - step;
+    }
+    __pipeline_commit();
+}
+
+template <typename T, int BW>
+__global__ void __launch_bounds__(1024) k_block_solve_chunked(const T *lu, const T *r, T *z, band_dev d, int kemax,
+                                                              int x_shared)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const long long b = blockIdx.x;
+    const long long o = d.off[b], n = d.off[b + 1] - o, K = d.Ki[b];
+    const int Ke = (int)(K < n - 1 ? K : n - 1);
+    const T *a = lu + d.boff[b];
+    constexpr int LD = BW + 1;
+    const size_t bufsz = (size_t)(kemax + 1) * LD;
+    T *buf0 = reinterpret_cast<T *>(smem_raw), *buf1 = buf0 + bufsz;
+    T *x = x_shared ? buf1 + bufsz : z + o;
+    if (x_shared || r != z)
+        for (long long e = threadIdx.x; e < n; e += blockDim.x) x[e] = r[o + e];
+    const int nc = (int)((n + BW - 1) / BW), ns = 2 * nc;
+    /* stage s < nc: forward chunk s; s >= nc: backward chunk 2 nc - 1 - s */
+    stage_chunk<T, BW>(buf0, a, n, K, Ke, 0, nc == 0);
+    for (int s = 0; s < ns; s++) {
+        const bool up = s >= nc;
+        const long long c0 = (long long)(up ? ns - 1 - s : s) * BW;
+        T *cur = (s & 1) ? buf1 : buf0;
+        if (s + 1 < ns) {
+            const int s1 = s + 1;
+            stage_chunk<T, BW>((s & 1) ? buf0 : buf1, a, n, K, Ke, (long long)(s1 >= nc ? ns - 1 - s1 : s1) * BW,
+                               s1 >= nc);
+        } else {
+            __pipeline_commit(); /* an empty group: one wait rule for every stage */
+        }
+        __pipeline_wait_prior(1);
+        __syncthreads(); /* chunk s staged by every thread; x of the previous stage final */
+        const int bb = (int)(n - c0 < BW ? n - c0 : BW);
+        if (threadIdx.x < 32) {
+            const int l = threadIdx.x;
+            T xl = l < bb ? x[c0 + l] : T(0);
+            if (!up) {
+                /* unit lower: x_l -= L(c0 + l, c0 + k) x_k, k < l */
+#pragma unroll
+                for (int k = 0; k < BW - 1; k++) {
+                    const T xk = __shfl_sync(0xffffffffu, xl, k);
+                    const int dd = l - k;
+                    if (dd > 0 && dd <= Ke && l < bb) xl -= cur[dd * LD + k] * xk;
+                }
+            } else {
+                /* upper with pivots (dd = 0 row): x_k /= U(k, k), then x_l -= U(c0 + l, c0 + k) x_k, l < k */
+#pragma unroll
+                for (int k = BW - 1; k >= 0; k--) {
+                    if (k < bb) {
+                        if (l == k) xl /= cur[k];
+                        const T xk = __shfl_sync(0xffffffffu, xl, k);
+                        const int dd = k - l;
+                        if (dd > 0 && dd <= Ke) xl -= cur[dd * LD + k] * xk;
+                    }
+                }
+            }
+            if (l < bb) x[c0 + l] = xl;
+        }
+        __syncthreads();
+        if (!up) {
+            /* rows c0 + bb .. c0 + bb + Ke - 1 (inside the partition): column kc reaches
+             * row c0 + rel when rel - kc <= Ke */
+            const int r1 = (int)(n - c0 < bb + Ke ? n - c0 : bb + Ke);
+            const T *xc = x + c0;
+            for (int rel = bb + threadIdx.x; rel < r1; rel += blockDim.x) {
+                const int k0 = rel - Ke;
+                const T *cr = cur + rel * LD; /* L(c0 + rel, c0 + kc) at cr[-kc BW] */
+                T acc = T(0);
+#pragma unroll
+                for (int kc = 0; kc < BW; kc++)
+                    if (kc >= k0 && kc < bb) acc += cr[-kc * BW] * xc[kc];
+                x[c0 + rel] -= acc;
+            }
+        } else {
+            /* rows c0 - Ke .. c0 - 1: column kc reaches row c0 - rel when rel + kc <= Ke */
+            const int rmax = (int)(c0 < Ke ? c0 : Ke);
+            const T *xc = x + c0;
+            for (int rel = 1 + threadIdx.x; rel <= rmax; rel += blockDim.x) {
+                const int k1 = Ke - rel + 1 < bb ? Ke - rel + 1 : bb;
+                const T *cr = cur + rel * LD; /* U(c0 - rel, c0 + kc) at cr[kc (LD + 1)] */
+                T acc = T(0);
+#pragma unroll
+                for (int kc = 0; kc < BW; kc++)
+                    if (kc < k1) acc += cr[kc * (LD + 1)] * xc[kc];
+                x[c0 - rel] -= acc;
+            }
+        }
+        __syncthreads(); /* cur is restaged at s + 2 */
+    }
+    if (x_shared)
+        for (long long e = threadIdx.x; e < n; e += blockDim.x) z[o + e] = x[e];
+}
+
 /* interface unknowns, a block per interface; xt in shared memory */
 template <typename T> __global__ void k_reduced_solve(const T *V, const T *W, const T *Rall, const int *pivall, const T *g,
-                                                     T *xr, band_dev d)
+                                                     T *xr, band_dev d, int chunked)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *xt = reinterpret_cast<T *>(smem_raw);
@@ -324,16 +457,59 @@ template <typename T> __global__ void k_reduced_solve(const T *V, const T *W, co
                 xt[piv[k]] = t;
             }
     __syncthreads();
-    for (long long k = 0; k < m; k++) {
-        const T xk = xt[k];
-        for (long long r = k + 1 + threadIdx.x; r < m; r += blockDim.x) xt[r] -= R[r + k * m] * xk;
-        __syncthreads();
+    /* the triangular solves with R's LU in chunks of 32 columns (as the chunked block
+     * solve): the chunk's triangle by warp 0 (shuffles), then one dense update of the
+     * rows below (above) it, thread per row: two barriers a chunk instead of one a column,
+     * the R loads of a chunk independent of each other */
+    if (!chunked) { /* one barrier a column (SAP_BAND_SWEEP=step: the earlier kernel) */
+        for (long long k = 0; k < m; k++) {
+            const T xk = xt[k];
+            for (long long r = k + 1 + threadIdx.x; r < m; r += blockDim.x) xt[r] -= R[r + k * m] * xk;
+            __syncthreads();
+        }
+        for (long long k = m - 1; k >= 0; k--) {
+            const T xk = xt[k] / R[k + k * m];
+            __syncthreads();
+            if (threadIdx.x == 0) xt[k] = xk;
+            for (long long r = threadIdx.x; r < k; r += blockDim.x) xt[r] -= R[r + k * m] * xk;
+            __syncthreads();
+        }
     }
-    for (long long k = m - 1; k >= 0; k--) {
-        const T xk = xt[k] / R[k + k * m];
+    /* stage s < nch: forward chunk s; s >= nch: backward chunk 2 nch - 1 - s */
+    const int nch = chunked ? (int)((m + 31) / 32) : 0;
+    for (int s = 0; s < 2 * nch; s++) {
+        const bool up = s >= nch;
+        const long long c0 = 32LL * (up ? 2 * nch - 1 - s : s);
+        const int bb = (int)(m - c0 < 32 ? m - c0 : 32);
+        if (threadIdx.x < 32) {
+            const int l = threadIdx.x;
+            T xl = l < bb ? xt[c0 + l] : T(0);
+            if (!up) {
+#pragma unroll
+                for (int k = 0; k < 31; k++) {
+                    const T xk = __shfl_sync(0xffffffffu, xl, k);
+                    if (k < l && l < bb) xl -= R[c0 + l + (c0 + k) * m] * xk;
+                }
+            } else {
+#pragma unroll
+                for (int k = 31; k >= 0; k--) {
+                    if (k < bb) {
+                        if (l == k) xl /= R[(c0 + k) * (m + 1)];
+                        const T xk = __shfl_sync(0xffffffffu, xl, k);
+                        if (l < k) xl -= R[c0 + l + (c0 + k) * m] * xk;
+                    }
+                }
+            }
+            if (l < bb) xt[c0 + l] = xl;
+        }
         __syncthreads();
-        if (threadIdx.x == 0) xt[k] = xk;
-        for (long long r = threadIdx.x; r < k; r += blockDim.x) xt[r] -= R[r + k * m] * xk;
+        /* the rows below the chunk (forward) or above it (backward) */
+        const long long r0 = up ? 0 : c0 + bb, r1 = up ? c0 : m;
+        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+            T acc = T(0);
+            for (int kc = 0; kc < bb; kc++) acc += R[r + (c0 + kc) * m] * xt[c0 + kc];
+            xt[r] -= acc;
+        }
         __syncthreads();
     }
     T *ob = xr + d.xoff[i], *ot = ob + m;
@@ -426,13 +602,74 @@ template <typename T> __global__ void k_fill_ul(const T *lu, T *ul, band_dev d)
 
 /* ---- host side -------------------------------------------------------------------------- */
 
+/* Dynamic shared memory for n elements of T, with SMEM_PAD elements of slack: ptxas merges
+ * the unrolled remainder of a loop over a shared array (x[k], x[k+1], x[k+2] under k < n)
+ * into one wider load that can read up to 3 elements past the last one used
+ * (compute-sanitizer reported such 12-byte reads in k_reduced_solve, 2026-11-24).  The
+ * slack keeps those reads inside the allocation. */
+#define SMEM_PAD 4
+template <typename T> static inline size_t smem_elems(long long n) { return sizeof(T) * (size_t)(n + SMEM_PAD); }
+
 struct cuda_band_priv {
     band_dev d;
     void *dev_block; /* one allocation holding every array of d */
     /* launch shapes, from the layout once (c_prepare): largest K_i, partition height and
      * coupling size */
     long long kmax, nmax, mmax;
+    /* the block solve's sweeps: largest K_e = min(K_i, n_i - 1), the chunk width BW of
+     * the chunked kernel (0: the per-step kernel), whether the unknowns sit in its shared
+     * memory, and its dynamic shared memory in bytes (c_prepare, sweep_plan) */
+    long long kemax;
+    int sweep_bw, sweep_xs, sweep_step; /* sweep_step: SAP_BAND_SWEEP=step (the reduced solve too) */
+    size_t sweep_smem;
 };
+
+/* The sweep kernel of block_solve: with at most SWEEP_CHUNKED_PER_SM partitions per SM, the
+ * chunked one with the widest chunk BW in 32, 16, 8, 4 whose two staging buffers (and the
+ * partition's unknowns, when they also fit) stay in the device's shared memory per block;
+ * else the per-step one.  Measured on an H100 (bench/banded --parts apply, float SaP-D,
+ * bench/results/banded_apply_h100.md): N = 200,000, K = 200 at P = 2000 / 1000 / 400 / 200
+ * (15 / 7.6 / 3 / 1.5 partitions per SM): chunked 0.8x / 0.9x / 1.6x / 2.0x the per-step
+ * kernel; K = 521, P = 10: 1.8x; K = 1500, P = 66: 1.9x.  Many short partitions keep enough
+ * blocks on each SM to hide the per-step latency, and the chunked staging of rows beyond
+ * a short partition costs more than it saves there.  SAP_BAND_SWEEP=step forces the
+ * per-step kernels (block and reduced solves; for before/after measurements and tests),
+ * =chunked the chunked one at any P, =chunked32 .. chunked4 a chunk width where it fits. */
+#define SWEEP_CHUNKED_PER_SM 4
+static void sweep_plan(cuda_band_priv *pv, size_t es, long long P, int sms)
+{
+    int dev = 0, optin = 48 * 1024;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        optin = 48 * 1024;
+    (void)cudaGetLastError();
+    const char *env = getenv("SAP_BAND_SWEEP");
+    int want = 0; /* 0: widest that fits */
+    pv->sweep_bw = 0;
+    pv->sweep_xs = 0;
+    pv->sweep_smem = 0;
+    pv->sweep_step = env && strcmp(env, "step") == 0;
+    if (pv->sweep_step) return;
+    const int forced = env && strncmp(env, "chunked", 7) == 0;
+    if (forced) want = atoi(env + 7);
+    if (!forced && P > (long long)SWEEP_CHUNKED_PER_SM * sms) return;
+    for (int bw = 32; bw >= 4; bw /= 2) {
+        if (want > 0 && bw != want) continue;
+        const size_t stage = 2 * (size_t)(pv->kemax + 1) * (size_t)(bw + 1) * es;
+        const size_t xs = (size_t)(pv->nmax + SMEM_PAD) * es;
+        if (stage + xs <= (size_t)optin) {
+            pv->sweep_bw = bw;
+            pv->sweep_xs = 1;
+            pv->sweep_smem = stage + xs;
+            return;
+        }
+        if (stage <= (size_t)optin) {
+            pv->sweep_bw = bw;
+            pv->sweep_smem = stage;
+            return;
+        }
+    }
+}
 
 static sap_status c_prepare(sap_band_fact *F)
 {
@@ -491,6 +728,11 @@ static sap_status c_prepare(sap_band_fact *F)
         if (L->off[b + 1] - L->off[b] > pv->nmax) pv->nmax = L->off[b + 1] - L->off[b];
         if (L->m[b] > pv->mmax) pv->mmax = L->m[b];
     }
+    for (sap_int b = 0; b < P; b++) {
+        const long long ke = L->Ki[b] < L->off[b + 1] - L->off[b] - 1 ? L->Ki[b] : L->off[b + 1] - L->off[b] - 1;
+        if (ke > pv->kemax) pv->kemax = ke;
+    }
+    sweep_plan(pv, F->prec == SAP_FLOAT ? sizeof(float) : sizeof(double), P, sap__cuda_sm_count(ctx));
     F->dev = pv;
     pv = NULL;
 cleanup:
@@ -518,14 +760,6 @@ static void c_release(sap_band_fact *F)
 }
 
 static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
-
-/* Dynamic shared memory for n elements of T, with SMEM_PAD elements of slack: ptxas merges
- * the unrolled remainder of a loop over a shared array (x[k], x[k+1], x[k+2] under k < n)
- * into one wider load that can read up to 3 elements past the last one used
- * (compute-sanitizer reported such 12-byte reads in k_reduced_solve, 2026-11-24).  The
- * slack keeps those reads inside the allocation. */
-#define SMEM_PAD 4
-template <typename T> static inline size_t smem_elems(long long n) { return sizeof(T) * (size_t)(n + SMEM_PAD); }
 
 static int factor_threads(long long K)
 {
@@ -586,6 +820,20 @@ template <typename T> static sap_status reduced_factor_t(sap_band_fact *F)
     return SAP_OK;
 }
 
+template <typename T, int BW> static sap_status launch_chunked(sap_band_fact *F, int threads, const T *r, T *z)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    if (pv->sweep_smem > 48 * 1024)
+        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_block_solve_chunked<T, BW>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pv->sweep_smem));
+    k_block_solve_chunked<T, BW><<<(unsigned)F->L.P, threads, pv->sweep_smem, s>>>((const T *)F->lu, r, z, pv->d,
+                                                                                 (int)pv->kemax, pv->sweep_xs);
+    SAP_CUDA_LAUNCHED(ctx, "band block solve (chunked)");
+    return SAP_OK;
+}
+
 template <typename T> static sap_status block_solve_t(sap_band_fact *F, const void *r, void *z)
 {
     sap_context *ctx = F->ctx;
@@ -595,6 +843,17 @@ template <typename T> static sap_status block_solve_t(sap_band_fact *F, const vo
     const size_t smem = smem_elems<T>(pv->nmax);
     const bool use_smem = smem <= 48 * 1024;
     const T *lu = (const T *)F->lu;
+    if (pv->sweep_bw) {
+        /* threads: one per row of the dense update (K_e rows), whole warps, 32 .. 1024 */
+        int t = 32;
+        while (t < pv->kemax && t < 1024) t += 32;
+        switch (pv->sweep_bw) {
+        case 32: return launch_chunked<T, 32>(F, t, (const T *)r, (T *)z);
+        case 16: return launch_chunked<T, 16>(F, t, (const T *)r, (T *)z);
+        case 8: return launch_chunked<T, 8>(F, t, (const T *)r, (T *)z);
+        default: return launch_chunked<T, 4>(F, t, (const T *)r, (T *)z);
+        }
+    }
     if (Kmax <= 32) {
         if (use_smem) k_block_solve<T, true, true><<<(unsigned)F->L.P, 32, smem, s>>>(lu, (const T *)r, (T *)z, pv->d);
         else k_block_solve<T, true, false><<<(unsigned)F->L.P, 32, 0, s>>>(lu, (const T *)r, (T *)z, pv->d);
@@ -619,7 +878,8 @@ template <typename T> static sap_status reduced_solve_t(sap_band_fact *F, const 
         SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_reduced_solve<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  (int)smem));
     k_reduced_solve<T><<<(unsigned)(F->L.P - 1), 256, smem, s>>>((const T *)F->V, (const T *)F->W, (const T *)F->R,
-                                                                 (const int *)F->rpiv, (const T *)g, (T *)F->xr, pv->d);
+                                                                 (const int *)F->rpiv, (const T *)g, (T *)F->xr, pv->d,
+                                                                 !pv->sweep_step);
     SAP_CUDA_LAUNCHED(ctx, "band reduced solve");
     return SAP_OK;
 }
