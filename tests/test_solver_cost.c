@@ -163,6 +163,44 @@ static void test_learned(sap_context *ctx)
     sap_csr_destroy(B);
 }
 
+/* ---- the iteration prior of the SaP methods ------------------------------------------------ */
+
+/* A reordered band that is diagonally dominant (d >= 1) is priced at SV_SAP_RICH_STEPS
+ * Richardson steps (the automatic Krylov method of a SaP attempt); one with d < 1 has no
+ * decay bound on its spikes and is priced at 4 / d BiCGStab(2) iterations, at most 40. */
+static void test_nodecay(sap_context *ctx)
+{
+    const double ds[3] = {1.0, 0.5, 0.02};
+    double its[3], preds[3];
+    for (int k = 0; k < 3; k++) {
+        sap_csr *B = NULL;
+        CHECK_OK(ctx, sap_gen_banded(ctx, 6000, 12, ds[k], 0, 3, &B));
+        sap_solver_options o;
+        opts(&o, NULL, NULL);
+        CHECK_OK(ctx, sap_solver_options_set(&o, "host_direct", "0"));
+        sap_solver *S = NULL;
+        CHECK_OK(ctx, sap_solver_create(ctx, B, &o, &S));
+        CHECK_OK(ctx, sap_solver_setup(S));
+        char why[160];
+        its[k] = 0;
+        preds[k] = sap__cost_predict(S, SAP_METHOD_SAPD, &its[k], why, sizeof(why));
+        const double d = S->d_cm;
+        printf("  gen:banded d=%g: d after the reorderings %.3g, SaP-D predicted %.3g s, %.3g it (%s)\n", ds[k], d,
+               preds[k], its[k], why);
+        CHECK(preds[k] > 0);
+        if (d >= 1) {
+            CHECK_MSG(its[k] == 8.0 && strstr(why, "Richardson") != NULL, "%g: %s", its[k], why);
+        } else {
+            const double prior = 4.0 / d < 40.0 ? 4.0 / d : 40.0;
+            CHECK_MSG(its[k] >= prior * (1 - 1e-12) && strstr(why, "no decay bound") != NULL, "%g < %g: %s", its[k], prior,
+                      why);
+        }
+        sap_solver_destroy(S);
+        sap_csr_destroy(B);
+    }
+    CHECK(preds[1] > preds[0]);
+}
+
 /* ---- ilu ------------------------------------------------------------------------------------ */
 
 static void test_ilu(sap_context *ctx)
@@ -371,6 +409,7 @@ static int cpu_part(void)
     test_rates(ctx);
     test_latency(ctx);
     test_learned(ctx);
+    test_nodecay(ctx);
     test_ilu(ctx);
     test_bjacobi(ctx);
     test_auto(ctx);
