@@ -73,7 +73,7 @@ static void one(sap_context *C, sap_context *G, const char *spec)
         sap__cm_build_graph(A, 0, n, nt, &w);
         sap__ops(G)->sym_graph(G, A, w.xadj, w.adj2, &nadj);
         BEST(tg_c, sap__cm_build_graph(A, 0, n, nt, &w));
-        BEST(tg_g, sap__ops(G)->sym_graph(G, A, w.xadj, w.adj2, &nadj); sap__cm_finish_graph(&w, n));
+        BEST(tg_g, sap__ops(G)->sym_graph(G, A, w.xadj, w.adj2, &nadj); sap__cm_finish_graph(&w, n, nt));
     }
     sap__cm_work_free(C, &w);
     double tr_c = NAN, tr_g = NAN;
