@@ -138,10 +138,12 @@ static void test_learned(sap_context *ctx)
         for (int i = 0; i < r.ss.ntries; i++) {
             const sap__solver_method_type *t = sap__solver_method_get(r.ss.tried[i].method);
             if (!t || t->direct || r.ss.tried[i].status == SAP_ERR_TOO_LARGE) continue;
-            /* every iterative attempt before it was cut by what it learned, early */
+            /* every iterative attempt before it was cut by what it learned, once it had spent
+             * half the direct prediction (SV_LEARN_SPENT), well short of the ~1,000 steps
+             * Jacobi would need */
             CHECK_MSG(r.ss.tried[i].status == SAP_WARN_NOT_CONVERGED && strstr(r.ss.tried[i].note, "learned"), "%s",
                       r.ss.tried[i].note);
-            CHECK(r.ss.tried[i].iterations < 40);
+            CHECK_MSG(r.ss.tried[i].iterations < 300, "%g", r.ss.tried[i].iterations);
             learned++;
         }
         printf("  %d attempts cut by their first steps\n", learned);

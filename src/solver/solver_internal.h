@@ -421,6 +421,10 @@ void sap__solver_direct_forget(sap_solver *S);
 #define SV_LEARN_NEAR 1.0 /* decades above tol within which a solve is never cut, nor one
                              whose steps so far, at their average progress, would reach tol
                              within as many steps again (timing noise cannot change that) */
+#define SV_LEARN_SPENT 0.5 /* ... nor one that has run less than this part of the direct
+                              prediction (the rent-or-buy rule: an early residual plateau, as
+                              in convection-dominated problems, extrapolates far beyond the
+                              real rest, and a cut then costs more than the steps it saves) */
 /* The best prediction of the sparse direct methods after chain index i (computed once,
  * the analysis time added to a->t_start when a is given); *m receives it; < 0: none. */
 double sap__solver_direct_after(sap_solver *S, sap__attempt *a, int i, sap_solver_method *m);

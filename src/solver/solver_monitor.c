@@ -151,11 +151,15 @@ static int learned_cut(sap_solver *S, sap__attempt *a, double now)
     if (rate >= 0 && S->slope_n < 2 * SV_LEARN_STEPS) return 0;
     const double rest = rate < 0 ? need / rate : INFINITY;
     if (rest <= SV_LEARN_MIN) return 0; /* about to finish */
+    /* rent or buy: not before the attempt has spent SV_LEARN_SPENT of the direct prediction
+     * (first against the least any direct method can take: no analysis for a young attempt) */
+    const double el = now - a->t_start;
+    const sap_solver_method mf = sap__solver_next_direct(S, S->ichain);
+    if (mf != SAP_METHOD_AUTO && el < SV_LEARN_SPENT * sap__solver_direct_floor(S, mf)) return 0;
     sap_solver_method md;
     const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
-    if (pd <= 0 || rest <= SV_LEARN_MARGIN * pd) return 0;
+    if (pd <= 0 || rest <= SV_LEARN_MARGIN * pd || now - a->t_start < SV_LEARN_SPENT * pd) return 0;
     const double dit = S->slope_it[newest] - S->slope_it[ref];
-    const double el = now - a->t_start;
     if (a->predicted > 0 && a->type && a->type->band != SAP__SM_BAND_NONE) {
         const double miss = (el + (isfinite(rest) ? rest : 10.0 * el)) / a->predicted;
         if (miss > S->learn_miss) S->learn_miss = miss;
