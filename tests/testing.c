@@ -172,6 +172,9 @@ const char *sap_test_name(void) { return test_label; }
 int sap_test_main(int argc, char **argv, const char *name, int (*cpu_part)(void), int (*gpu_part)(void))
 {
     const char *backend = "cpu";
+    /* the cost model measures its rates in each test process (no per-machine file shared
+     * between test runs, sanitized or not), unless the caller names a cache folder */
+    setenv("SAP_CACHE_DIR", "off", 0);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             backend = argv[++i];

@@ -1,7 +1,7 @@
 /* solver_cost.c -- the measured cost model of the automatic plan: the machine's rates,
- * measured once per process on the backend (a few ms: a stream of vector updates, the
- * latency of a small one, LAPACK's banded LU on a small band; cached per backend and
- * thread count), and the predicted time of every candidate
+ * measured on the backend (~0.1 s: a stream of vector updates, the latency of a small one,
+ * LAPACK's banded LU on a small band, the band apply's sweep step; cached per backend and
+ * thread count in the process and for a day in a file per machine), and the predicted time of every candidate
  * method of an AUTO chain: setup + iterations x time per iteration.
  *
  * Iterations are unknown in advance: a short probe (SV_PROBE_ITERS steps of the Krylov
@@ -14,6 +14,7 @@
  * (the bytes of their factors at the measured bandwidth, a launch per level of a
  * triangular solve).  Without a probe the iterative methods have no prediction and keep
  * the fallback order after those that have one.  Internal. */
+#define _POSIX_C_SOURCE 200809L /* gethostname, mkdir, getpid */
 #include "band/band_impl.h"
 #include "device/device.h"
 #include "matrix/backend_matrix.h"
@@ -22,9 +23,13 @@
 #include "solver/solver_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ---- the rates, measured once per process ------------------------------------------------ */
 
@@ -206,6 +211,101 @@ int sap__cost_rates_peek(const sap_context *ctx, sap__cost_rates *r)
     return found;
 }
 
+/* ---- the rates, cached per machine ----------------------------------------------------------
+ * Measuring costs ~0.1 s of a process's first solve (most of it the page faults of the
+ * stream vectors), so the rates are also kept in a file per machine, backend, device and
+ * thread count: $SAP_CACHE_DIR (off: no file), else $XDG_CACHE_HOME/sap, else
+ * $HOME/.cache/sap; file rates-<hash of the key>.txt, two lines: the key, then the rates
+ * and the time they were measured.  A file older than SV_CAL_FILE_AGE (the host's load
+ * changes the rates), of another key, or with a value that is not finite and >= 0 is
+ * measured again and rewritten (a temporary file renamed over it: concurrent processes
+ * see one or the other). */
+#define SV_CAL_FILE_AGE 86400.0 /* seconds */
+
+static int cache_dir(char *dir, size_t len)
+{
+    const char *e = getenv("SAP_CACHE_DIR");
+    if (e) {
+        if (!e[0] || !strcmp(e, "off") || !strcmp(e, "0")) return 0;
+        return snprintf(dir, len, "%s", e) < (int)len;
+    }
+    if ((e = getenv("XDG_CACHE_HOME")) && e[0]) return snprintf(dir, len, "%s/sap", e) < (int)len;
+    if ((e = getenv("HOME")) && e[0]) return snprintf(dir, len, "%s/.cache/sap", e) < (int)len;
+    return 0;
+}
+
+/* The key of ctx's rates and the file that keeps them; 0 when there is none. */
+static int cache_file(const sap_context *ctx, int nt, char *key, size_t kl, char *path, size_t pl)
+{
+    char dir[1024], host[256] = "?";
+    if (!cache_dir(dir, sizeof(dir))) return 0;
+    if (gethostname(host, sizeof(host) - 1) != 0) snprintf(host, sizeof(host), "?");
+    host[sizeof(host) - 1] = 0;
+    const char *dev = sap_context_device_name(ctx);
+    if (snprintf(key, kl, "sap-rates 1 %s backend %s threads %d host %s device %s", SAP_VERSION_STRING,
+                 sap_backend_name(ctx->backend), nt, host, dev ? dev : "?") >= (int)kl)
+        return 0;
+    for (char *c = key; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *c = key; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return snprintf(path, pl, "%s/rates-%016llx.txt", dir, (unsigned long long)h) < (int)pl;
+}
+
+static int rate_ok(double v) { return isfinite(v) && v >= 0; }
+
+/* 1 when path holds the rates of key, measured less than SV_CAL_FILE_AGE ago. */
+static int cache_load(const char *path, const char *key, sap__cost_rates *m)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[1400];
+    int ok = 0;
+    if (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = 0;
+        double v[8];
+        if (!strcmp(line, key) &&
+            fscanf(f, "%lg %lg %lg %lg %lg %lg %lg %lg", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+            ok = 1;
+            for (int i = 0; i < 8; i++) ok &= rate_ok(v[i]);
+            const double age = (double)time(NULL) - v[7];
+            if (ok && v[0] > 0 && age >= 0 && age < SV_CAL_FILE_AGE) {
+                memset(m, 0, sizeof(*m));
+                m->bw = v[0], m->lat = v[1], m->band[0] = v[2], m->band[1] = v[3];
+                m->lapack = v[4], m->sweep[0] = v[5], m->sweep[1] = v[6];
+            } else {
+                ok = 0;
+            }
+        }
+    }
+    fclose(f);
+    return ok;
+}
+
+/* Writes the rates (best effort: a folder that cannot be made or written is no error). */
+static void cache_save(const char *path, const char *key, const sap__cost_rates *m)
+{
+    char dir[1200], tmp[1300];
+    if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) return;
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = 0;
+    /* the folder and its parent (…/.cache/sap) */
+    char *up = strrchr(dir, '/');
+    if (up && up != dir) {
+        *up = 0;
+        mkdir(dir, 0700);
+        *up = '/';
+    }
+    mkdir(dir, 0700);
+    if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof(tmp)) return;
+    FILE *f = fopen(tmp, "w");
+    if (!f) return;
+    const int w = fprintf(f, "%s\n%.17g %.17g %.17g %.17g %.17g %.17g %.17g %.17g\n", key, m->bw, m->lat, m->band[0],
+                          m->band[1], m->lapack, m->sweep[0], m->sweep[1], (double)time(NULL));
+    if (fclose(f) != 0 || w < 0 || rename(tmp, path) != 0) remove(tmp);
+}
+
 void sap__cost_rates_get(const sap_context *cctx, sap__cost_rates *r)
 {
     sap_context *ctx = (sap_context *)cctx; /* measuring writes only its error state */
@@ -221,6 +321,12 @@ void sap__cost_rates_get(const sap_context *cctx, sap__cost_rates *r)
     const double t0 = sap__wtime();
     sap__cost_rates m;
     memset(&m, 0, sizeof(m));
+    char key[1400], path[1200];
+    const int cached = cache_file(ctx, nt, key, sizeof(key), path, sizeof(path));
+    if (cached && cache_load(path, key, &m)) {
+        m.seconds = sap__wtime() - t0;
+        goto keep;
+    }
     sap__try_begin(ctx);
     measure_stream(ctx, &m.bw, &m.lat);
     /* the SaP band factorization's in-cache rate is not measured here (its first call pays
@@ -232,6 +338,8 @@ void sap__cost_rates_get(const sap_context *cctx, sap__cost_rates *r)
     sap__try_end(ctx);
     sap_context_clear_error(ctx);
     m.seconds = sap__wtime() - t0;
+    if (cached && m.bw > 0) cache_save(path, key, &m);
+keep:
     sap__spin_lock(&cal_lock);
     int slot = -1;
     for (int i = 0; i < SV_CAL_SLOTS && slot < 0; i++)

@@ -1,6 +1,9 @@
 # lib.bash -- the helpers of the CLI test scripts (sourced, not a test itself).
 # The sourcing script sets SAP (the binary) and W (its work directory) first.
 MDIR=${SAP_MATRIX_DIR:-${SAP_MATRIX_DIR_DEFAULT:-../shared/matrices}}
+# the cost model's rates measured in each process, not read from a per-machine file
+# (tests/cli/rates_cache.sh names its own folder)
+export SAP_CACHE_DIR=${SAP_CACHE_DIR:-off}
 pass=0
 fail=0
 
