@@ -55,8 +55,9 @@ static sap_status richardson_run(kry_solve *s)
         if (sap__krylov_check(s, s->iter + 1.0, rn)) break;
         SAP_TRY(sap__krylov_track_best(s, x));
     }
-    if (!fallback) SAP_TRY(sap__krylov_restore_best(s, x));
-    if (fallback) {
+    if (!fallback) {
+        SAP_TRY(sap__krylov_restore_best(s, x));
+    } else {
         /* the residual of x is recomputed by BiCGStab(l), which tracks its own best
          * iterate (of its correction y when right preconditioned) */
         s->best_saved = INFINITY;

@@ -200,7 +200,7 @@ void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *
 
 /* One column: x = A^{-1} rhs approximately (x0: initial guess in the original order,
  * NULL = 0).  Returns the Krylov status. */
-static sap_status krylov_pass(sap_solver *S, const sap__attempt *a, const double *rhs, const double *x0, double *x,
+static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs, const double *x0, double *x,
                               double *iters, double *tkry)
 {
     const sap_int n = S->A->nrows;
@@ -231,7 +231,7 @@ static sap_status krylov_pass(sap_solver *S, const sap__attempt *a, const double
         const sap_reorder_result *R = S->R;
         const int original = R->A == S->A && !R->row_scale && !R->col_scale && !a->t &&
                              sap__solver_att_full(S, a) == S->A;
-        ((sap__attempt *)(uintptr_t)a)->true_rel = original ? ks.true_residual : NAN;
+        a->true_rel = original ? ks.true_residual : NAN;
     }
     if (a->t) {
         for (sap_int i = 0; i < n; i++) tmp[a->t[i]] = yh[i];

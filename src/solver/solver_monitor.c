@@ -129,6 +129,19 @@ static void note_budget(sap_solver *S, const sap__attempt *a)
 
 #define SV_SLOPE_WINDOW 32
 
+/* The least any sparse direct method after chain index i can take (0: none). */
+static double direct_floor_after(const sap_solver *S, int i)
+{
+    double f = -1;
+    for (int j = i + 1; j < S->nchain; j++) {
+        const sap__solver_method_type *tj = sap__solver_method_get(S->chain[j]);
+        if (!tj || !tj->direct || tj->band != SAP__SM_BAND_NONE) continue;
+        const double fj = sap__solver_direct_floor(S, S->chain[j]);
+        if (f < 0 || fj < f) f = fj;
+    }
+    return f > 0 ? f : 0;
+}
+
 /* Learning from the first steps (SV_LEARN_*): 1 when the attempt's extrapolated rest is
  * far beyond the sparse direct method's prediction (S->budget_stop = 3, budget_note; the
  * band methods after it learn the miss, S->learn_miss). */
@@ -153,12 +166,12 @@ static int learned_cut(sap_solver *S, sap__attempt *a, double now)
     if (rest <= SV_LEARN_MIN) return 0; /* about to finish */
     /* rent or buy: not before the attempt has spent SV_LEARN_SPENT of the direct prediction
      * (first against the least any direct method can take: no analysis for a young attempt) */
-    const double el = now - a->t_start;
-    const sap_solver_method mf = sap__solver_next_direct(S, S->ichain);
-    if (mf != SAP_METHOD_AUTO && el < SV_LEARN_SPENT * sap__solver_direct_floor(S, mf)) return 0;
+    double el = now - a->t_start;
+    if (el < SV_LEARN_SPENT * direct_floor_after(S, S->ichain)) return 0;
     sap_solver_method md;
     const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
-    if (pd <= 0 || rest <= SV_LEARN_MARGIN * pd || now - a->t_start < SV_LEARN_SPENT * pd) return 0;
+    el = now - a->t_start; /* without the analysis that prediction may have cost */
+    if (pd <= 0 || rest <= SV_LEARN_MARGIN * pd || el < SV_LEARN_SPENT * pd) return 0;
     const double dit = S->slope_it[newest] - S->slope_it[ref];
     if (a->predicted > 0 && a->type && a->type->band != SAP__SM_BAND_NONE) {
         const double miss = (el + (isfinite(rest) ? rest : 10.0 * el)) / a->predicted;
