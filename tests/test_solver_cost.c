@@ -390,6 +390,45 @@ static void test_auto(sap_context *ctx)
     }
     sap_csr_destroy(R);
 
+    /* direct-host first, before DB, CM and the cost model: a 2D mesh of N = 6,400 shifted to
+     * indefinite (no row dominant) and renumbered at random (no band): its sparse LU costs
+     * milliseconds (nested fill), less than the plan's own passes.  The same mesh unshifted is
+     * diagonally dominant (every row): the plan runs as before. */
+    sap_csr *M = NULL, *Mp = NULL;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 80, 80, &M));
+    sap_int *perm = malloc(sizeof(sap_int) * (size_t)M->nrows);
+    for (sap_int i = 0; i < M->nrows; i++) perm[i] = i;
+    uint64_t seed = 12345;
+    for (sap_int i = M->nrows - 1; i > 0; i--) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const sap_int j = (sap_int)((seed >> 33) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    CHECK_OK(ctx, sap_csr_permute(M, perm, perm, &Mp));
+    free(perm);
+    opts(&o, NULL, NULL);
+    r = solve(ctx, Mp, &o);
+    print_run("auto, poisson2d permuted", &r);
+    CHECK(r.st == SAP_OK && strstr(r.ss.reason, "direct-host first") == NULL && r.ss.db_used + r.ss.cm_used >= 1);
+    for (sap_int i = 0; i < Mp->nrows; i++)
+        for (int64_t p = Mp->rowptr[i]; p < Mp->rowptr[i + 1]; p++)
+            if (Mp->colind[p] == i) Mp->val[p] -= 1.5; /* |4 - 1.5| < 4: no row dominant */
+    r = solve(ctx, Mp, &o);
+    print_run("auto, poisson2d shifted", &r);
+    if (sap__direct_host_kernels()->available(ctx, NULL, 0)) {
+        CHECK_MSG(r.st == SAP_OK && r.res <= 1.0001e-10, "%s res %.3g", sap_status_name(r.st), r.res);
+        CHECK_MSG(r.ss.method == SAP_METHOD_DIRECT_HOST && r.ss.ntries == 1 && strstr(r.ss.reason, "direct-host first") &&
+                      !r.ss.db_used && !r.ss.cm_used,
+                  "%s", r.ss.reason);
+        /* a given method or reordering keeps the plan */
+        sap_solver_options_set(&o, "cm", "1");
+        r = solve(ctx, Mp, &o);
+        CHECK(r.st == SAP_OK && strstr(r.ss.reason, "direct-host first") == NULL && r.ss.cm_used);
+    }
+    sap_csr_destroy(Mp);
+    sap_csr_destroy(M);
+
     /* structurally singular (an empty row): reported by the setup, no method is tried */
     sap_csr *Sg = random_sparse(ctx, 3000, 6, 0.5, 0);
     CHECK(Sg != NULL);

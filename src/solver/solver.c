@@ -321,6 +321,7 @@ sap_status sap_solver_setup(sap_solver *S)
     }
     s->spd = ms.spd_estimate && n > 0;
     s->K_original = ms.half_bandwidth;
+    S->direct_first = !no_host && sap__solver_direct_first(S, &ms, S->direct_why, sizeof(S->direct_why));
     sap__solver_plan_reorder(S, &ms);
     if (no_host) {
         S->db = SAP_DB_NONE;

@@ -212,6 +212,10 @@ struct sap_solver {
     double dpred_flops, dpred_lu_nnz, dpred_t_analyse;
     char dpred_solver[48];
     struct sap_direct *dpre; /* that analysis, kept for direct-host's build */
+    /* AUTO goes to direct-host before the plan's passes (sap__solver_direct_first), or a
+     * sparse direct method was given: no DB, CM, structure passes or probe */
+    int direct_first;
+    char direct_why[96];
     /* the cost model (solver_cost.c): the structure (levels of the lower triangle, the
      * average natural block), the probe (its step time, the steps Jacobi needs), the
      * predicted seconds and steps of each chain entry (< 0: no prediction), the best
@@ -395,6 +399,11 @@ void sap__solver_direct_destroy(sap_solver *S, sap__attempt *a);
  * (done once, kept in S->dpre for direct-host); < 0 when it cannot be predicted (no
  * SuiteSparse, the analysis failed, m not a direct method). */
 double sap__solver_direct_predict(sap_solver *S, sap_solver_method m);
+/* 1 when setup goes straight to a sparse direct method, before DB, CM and the cost model:
+ * the method was given (direct-host, direct-cudss), or AUTO and direct-host is predicted
+ * cheaper than the plan's own passes (a small system that is not diagonally dominant: the
+ * host analysis up front, kept for the build); why says so. */
+int sap__solver_direct_first(sap_solver *S, const sap_matrix_stats *ms, char *why, size_t wl);
 /* A lower bound of sap__solver_direct_predict(S, m) from the sizes of A alone, with no
  * analysis (0 when m is not a direct method): a cost predicted below it needs no
  * analysis to be the cheaper one. */
@@ -421,10 +430,11 @@ void sap__solver_direct_forget(sap_solver *S);
 #define SV_LEARN_NEAR 1.0 /* decades above tol within which a solve is never cut, nor one
                              whose steps so far, at their average progress, would reach tol
                              within as many steps again (timing noise cannot change that) */
-#define SV_LEARN_SPENT 0.5 /* ... nor one that has run less than this part of the direct
-                              prediction (the rent-or-buy rule: an early residual plateau, as
-                              in convection-dominated problems, extrapolates far beyond the
-                              real rest, and a cut then costs more than the steps it saves) */
+#define SV_LEARN_SPENT 0.5 /* ... nor before the chain's attempts (this one and those before
+                              it) have run this part of the direct prediction (the rent-or-buy
+                              rule: an early residual plateau, as in convection-dominated
+                              problems, extrapolates far beyond the real rest, and a cut then
+                              costs more than the steps it saves) */
 /* The best prediction of the sparse direct methods after chain index i (computed once,
  * the analysis time added to a->t_start when a is given); *m receives it; < 0: none. */
 double sap__solver_direct_after(sap_solver *S, sap__attempt *a, int i, sap_solver_method *m);

@@ -84,6 +84,39 @@ double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
     return bytes * SV_DIRECT_BYTE_TIME;
 }
 
+/* AUTO's direct-first rule: a system that is not diagonally dominant, not already banded,
+ * with few entries (its host analysis costs milliseconds), whose direct-host solve is
+ * predicted below what the plan's own passes (DB, CM, the structure passes, the probe, the
+ * band's assembly) take before any method runs: 0.05-0.1 s on the N >= 10,000 systems of
+ * the H100 suite (bench/results/suite_h100_8cb8639.md: sap's total minus its attempts).
+ * There UMFPACK's 37-61 ms (cryg10000, bayer10) beat every method sap reached after its
+ * plan (0.21-0.34 s). */
+#define SV_DIRECT_FIRST_NNZ 2.0e5
+#define SV_DIRECT_FIRST_S 0.1
+#define SV_DIRECT_FIRST_BAND 2.0 /* "already banded": K within this factor of the bound */
+#define SV_DIRECT_FIRST_MIN_N 5000 /* below: the host's banded LU of a small system (auto_first)
+                                      costs no analysis and is as fast */
+
+int sap__solver_direct_first(sap_solver *S, const sap_matrix_stats *ms, char *why, size_t wl)
+{
+    const sap_solver_options *o = &S->opt;
+    if (why && wl) why[0] = 0;
+    if (o->method == SAP_METHOD_DIRECT_HOST || o->method == SAP_METHOD_DIRECT_CUDSS) {
+        snprintf(why, wl, "not needed by %s", sap_solver_method_name(o->method));
+        return 1;
+    }
+    if (o->method != SAP_METHOD_AUTO || o->time_budget < 0 || !o->host_direct || o->db >= 0 || o->cm >= 0) return 0;
+    const sap_int n = ms->nrows, lb = ms->max_row_nnz / 2 > 1 ? ms->max_row_nnz / 2 : 1;
+    if (n < SV_DIRECT_FIRST_MIN_N || (double)S->A->nnz > SV_DIRECT_FIRST_NNZ || ms->dominant_rows == n ||
+        (double)ms->half_bandwidth <= SV_DIRECT_FIRST_BAND * (double)lb)
+        return 0;
+    const double p = sap__solver_direct_predict(S, SAP_METHOD_DIRECT_HOST);
+    if (p <= 0 || p > SV_DIRECT_FIRST_S) return 0;
+    snprintf(why, wl, "direct-host first: predicted %.2g s (%s, %.3g flop) < %.2g s", p, S->dpred_solver,
+             S->dpred_flops, SV_DIRECT_FIRST_S);
+    return 1;
+}
+
 double sap__solver_direct_predict(sap_solver *S, sap_solver_method m)
 {
     if (m != SAP_METHOD_DIRECT_HOST && m != SAP_METHOD_DIRECT_CUDSS) return -1;

@@ -142,6 +142,18 @@ static double direct_floor_after(const sap_solver *S, int i)
     return f > 0 ? f : 0;
 }
 
+/* Seconds the attempts before a spent (their setup and steps): the rent already paid
+ * towards the sparse direct method after them. */
+static double spent_before(const sap_solver *S, const sap__attempt *a)
+{
+    double t = 0;
+    for (int k = 0; k < a->itry && k < S->stats.ntries; k++) {
+        const sap__solver_method_type *tk = sap__solver_method_get(S->stats.tried[k].method);
+        if (tk && !(tk->direct && tk->band == SAP__SM_BAND_NONE)) t += S->stats.tried[k].time;
+    }
+    return t;
+}
+
 /* Learning from the first steps (SV_LEARN_*): 1 when the attempt's extrapolated rest is
  * far beyond the sparse direct method's prediction (S->budget_stop = 3, budget_note; the
  * band methods after it learn the miss, S->learn_miss). */
@@ -164,14 +176,16 @@ static int learned_cut(sap_solver *S, sap__attempt *a, double now)
     if (rate >= 0 && S->slope_n < 2 * SV_LEARN_STEPS) return 0;
     const double rest = rate < 0 ? need / rate : INFINITY;
     if (rest <= SV_LEARN_MIN) return 0; /* about to finish */
-    /* rent or buy: not before the attempt has spent SV_LEARN_SPENT of the direct prediction
-     * (first against the least any direct method can take: no analysis for a young attempt) */
+    /* rent or buy: not before the chain's attempts have spent SV_LEARN_SPENT of the direct
+     * prediction, this one and those cut or failed before it (first against the least any
+     * direct method can take: no analysis for a young attempt) */
+    const double before = spent_before(S, a);
     double el = now - a->t_start;
-    if (el < SV_LEARN_SPENT * direct_floor_after(S, S->ichain)) return 0;
+    if (el + before < SV_LEARN_SPENT * direct_floor_after(S, S->ichain)) return 0;
     sap_solver_method md;
     const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
     el = now - a->t_start; /* without the analysis that prediction may have cost */
-    if (pd <= 0 || rest <= SV_LEARN_MARGIN * pd || el < SV_LEARN_SPENT * pd) return 0;
+    if (pd <= 0 || rest <= SV_LEARN_MARGIN * pd || el + before < SV_LEARN_SPENT * pd) return 0;
     const double dit = S->slope_it[newest] - S->slope_it[ref];
     if (a->predicted > 0 && a->type && a->type->band != SAP__SM_BAND_NONE) {
         const double miss = (el + (isfinite(rest) ? rest : 10.0 * el)) / a->predicted;

@@ -202,6 +202,9 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
     if (o->db >= 0) {
         S->db = o->db;
         snprintf(S->db_why, sizeof(S->db_why), " (given)");
+    } else if (S->direct_first) {
+        S->db = SAP_DB_NONE;
+        snprintf(S->db_why, sizeof(S->db_why), ": a sparse direct method");
     } else if (ms->spd_estimate && n > 0) {
         S->db = SAP_DB_NONE;
         snprintf(S->db_why, sizeof(S->db_why), ": SPD");
@@ -222,6 +225,9 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
     if (o->cm >= 0) {
         S->cm = o->cm != 0;
         snprintf(S->cm_why, sizeof(S->cm_why), "%s (given)", S->cm ? "on" : "off");
+    } else if (S->direct_first) {
+        S->cm = 0;
+        snprintf(S->cm_why, sizeof(S->cm_why), "off: a sparse direct method");
     } else if (S->db == SAP_DB_NONE && sap__solver_band_at_bound(S, K)) {
         S->cm = 0;
         snprintf(S->cm_why, sizeof(S->cm_why), "off: K %lld within %.2gx of the bound %lld", (long long)K, SV_CM_SKIP_FACTOR,
@@ -489,7 +495,9 @@ void sap__solver_plan_chain(sap_solver *S)
      * best band method's prediction (an already banded system needs none of them) */
     S->levels = 0;
     S->bj_avg = -1;
-    if (o->method == SAP_METHOD_AUTO && o->time_budget >= 0 && o->host_direct) {
+    if (S->direct_first) {
+        /* a sparse direct method: no structure to look at */
+    } else if (o->method == SAP_METHOD_AUTO && o->time_budget >= 0 && o->host_direct) {
         static const sap_solver_method band_m[] = {SAP_METHOD_SAPD, SAP_METHOD_SAPC, SAP_METHOD_BAND_LU,
                                                    SAP_METHOD_BAND_PIVOT};
         double best = -1, it;
@@ -502,15 +510,21 @@ void sap__solver_plan_chain(sap_solver *S)
     } else {
         sap__cost_structure(S);
     }
-    if (first == SAP_METHOD_AUTO) first = auto_first(S, why_first, sizeof(why_first));
-    else snprintf(why_first, sizeof(why_first), "%s given", sap_solver_method_name(first));
+    if (first == SAP_METHOD_AUTO && S->direct_first) {
+        first = SAP_METHOD_DIRECT_HOST;
+        snprintf(why_first, sizeof(why_first), "%s", S->direct_why);
+    } else if (first == SAP_METHOD_AUTO) {
+        first = auto_first(S, why_first, sizeof(why_first));
+    } else {
+        snprintf(why_first, sizeof(why_first), "%s given", sap_solver_method_name(first));
+    }
     S->nchain = 0;
     S->chain[S->nchain++] = first;
     /* AUTO with a fallback (and host_direct, time_budget not off), unless a small system is
      * solved directly by the band: every candidate, in the order of the predicted times
      * (host_direct = 0 asks for the band rule's SaP first; time_budget=off for choices
      * that do not depend on timing) */
-    const int by_cost = o->method == SAP_METHOD_AUTO && o->fallback && o->time_budget >= 0 && o->host_direct &&
+    const int by_cost = o->method == SAP_METHOD_AUTO && !S->direct_first && o->fallback && o->time_budget >= 0 && o->host_direct &&
                         !(first == SAP_METHOD_BAND_PIVOT && strncmp(why_first, "small system", 12) == 0);
     if (o->fallback) {
         int past = 1; /* a method not in the order (registered): every fallback after it */
