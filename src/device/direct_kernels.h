@@ -20,6 +20,9 @@ typedef struct sap_direct_info {
     double lu_nnz;      /* entries of the factors: predicted by analyse, exact after factor
                            (0: unknown) */
     double flops;       /* of the numeric factorization, as predicted by analyse (0: unknown) */
+    int bound;          /* 1: lu_nnz and flops of analyse are upper bounds (UMFPACK's
+                           unsymmetric strategy: partial pivoting unknown); 0: an estimate
+                           without pivoting (CHOLMOD, UMFPACK's symmetric strategy: AMD) */
     double t_analyse, t_factor, t_solve; /* seconds of the latest call of each */
 } sap_direct_info;
 

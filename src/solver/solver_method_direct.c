@@ -17,9 +17,9 @@
 #define SV_DIRECT_HOST_RATE 2.0e9   /* flop/s per host thread of the multifrontal / supernodal
                                        factorization (BLAS-3 on fronts; small fronts are slower):
                                        CHOLMOD's exact count on a loaded 2-core host */
-#define SV_UMF_FLOPS_DISCOUNT 0.1   /* UMFPACK's flop estimate is an upper bound (its symbolic
-                                       analysis knows no pivots): about 10x the work measured on
-                                       the circuit-like test matrices */
+#define SV_UMF_FLOPS_DISCOUNT 0.1   /* UMFPACK's flop estimate of its unsymmetric strategy is an
+                                       upper bound (its symbolic analysis knows no pivots): about
+                                       10x the work measured on the circuit-like test matrices */
 #define SV_DIRECT_GPU_RATE 1.0e11   /* flop/s of cuDSS on a GPU */
 #define SV_DIRECT_GPU_FIXED 0.06    /* seconds of cuDSS's fixed cost (handle, analysis, launches):
                                        cuDSS 1.0 on the N ~ 10,000 systems of bench/suite with
@@ -57,7 +57,7 @@ static void predict_once(sap_solver *S)
         return;
     }
     S->dpred_ok = 1;
-    S->dpred_flops = info.cholesky ? info.flops : SV_UMF_FLOPS_DISCOUNT * info.flops;
+    S->dpred_flops = info.bound ? SV_UMF_FLOPS_DISCOUNT * info.flops : info.flops;
     S->dpred_lu_nnz = info.lu_nnz;
     S->dpred_t_analyse = info.t_analyse;
     snprintf(S->dpred_solver, sizeof(S->dpred_solver), "%s", info.solver);
@@ -88,7 +88,7 @@ double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
  * with few entries (its host analysis costs milliseconds), whose direct-host solve is
  * predicted below what the plan's own passes (DB, CM, the structure passes, the probe, the
  * band's assembly) take before any method runs: 0.05-0.1 s on the N >= 10,000 systems of
- * the H100 suite (bench/results/suite_h100_8cb8639.md: sap's total minus its attempts).
+ * the H100 suite (bench/results/suite.md, 8cb8639: sap's total minus its attempts).
  * There UMFPACK's 37-61 ms (cryg10000, bayer10) beat every method sap reached after its
  * plan (0.21-0.34 s). */
 #define SV_DIRECT_FIRST_NNZ 2.0e5
