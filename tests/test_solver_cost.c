@@ -6,6 +6,7 @@
  * once, not looped on -- and the measured rates (positive, cached).  The choices compared
  * here differ in their predictions by orders of magnitude, so a loaded host does not change
  * them. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "testing.h"
 
 #define SAP_TEST_HAS_GPU_PART 1
@@ -17,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct run {
     sap_status st;
@@ -118,6 +120,18 @@ static void test_latency(sap_context *ctx)
 
 /* ---- learning from the first iterations ----------------------------------------------------- */
 
+/* A monitor that makes every Krylov step of an iterative attempt 0.5 s slower than its
+ * prediction (a loaded or mispredicted device, as SaP-C's 37 ms steps on airfoil_2d). */
+static int slow_steps(void *state, const sap_solver_progress *p)
+{
+    (void)state;
+    if (!p->setup && p->iteration > 0) {
+        struct timespec ts = {0, 500 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
 static void test_learned(sap_context *ctx)
 {
     printf("learning from the first iterations\n");
@@ -147,6 +161,28 @@ static void test_learned(sap_context *ctx)
             learned++;
         }
         printf("  %d attempts cut by their first steps\n", learned);
+        sap_csr_destroy(P);
+        /* a strictly dominant 3D mesh (the cost model orders Jacobi / IC(0), predicted from
+         * the probe in a few steps, before CHOLMOD) with every Krylov step 0.5 s late: the first iterative attempt is cut before
+         * SV_LEARN_STEPS steps, far behind its prediction, and the direct solve is taken */
+        CHECK_OK(ctx, sap_gen_poisson3d(ctx, 24, 24, 24, &P));
+        for (sap_int i = 0; i < P->nrows; i++) /* strictly dominant: a few Jacobi steps predicted */
+            for (int64_t q = P->rowptr[i]; q < P->rowptr[i + 1]; q++)
+                if (P->colind[q] == i) P->val[q] += 2.0;
+        opts(&o, NULL, NULL);
+        o.monitor = slow_steps;
+        r = solve(ctx, P, &o);
+        print_run("auto, poisson3d 24, slow steps", &r);
+        CHECK(r.st == SAP_OK && r.res <= 1.0001e-10);
+        const sap__solver_method_type *t0 = r.ss.ntries > 0 ? sap__solver_method_get(r.ss.tried[0].method) : NULL;
+        if (t0 && !t0->direct && r.ss.tried[0].predicted > 0) {
+            CHECK_MSG(strstr(r.ss.tried[0].note, "x its prediction") && r.ss.tried[0].iterations < SV_LEARN_STEPS,
+                      "%s", r.ss.tried[0].note);
+            CHECK(r.ss.method == SAP_METHOD_DIRECT_HOST || r.ss.method == SAP_METHOD_BAND_PIVOT);
+        } else {
+            printf("  (the plan put %s first: no iterative attempt to cut)\n",
+                   r.ss.ntries > 0 ? sap_solver_method_name(r.ss.tried[0].method) : "nothing");
+        }
         sap_csr_destroy(P);
     }
     /* a diagonally dominant band with SaP first (host_direct = 0: the band rule, not the

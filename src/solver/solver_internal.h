@@ -425,6 +425,9 @@ void sap__solver_direct_forget(sap_solver *S);
  * after it, and at least SV_LEARN_MIN seconds (a loaded host's noise).  A solve about to
  * finish (its residual within SV_LEARN_NEAR decades of tol, or a short rest) is never cut. */
 #define SV_LEARN_STEPS 6
+#define SV_LEARN_BEHIND 4.0 /* before those steps: an attempt past this times its prediction
+                               is cut once the direct method after it costs no more than the
+                               chain has spent (solver_monitor.c) */
 #define SV_LEARN_MARGIN 2.0
 #define SV_LEARN_MIN 0.1
 #define SV_LEARN_NEAR 1.0 /* decades above tol within which a solve is never cut, nor one
