@@ -26,6 +26,10 @@
                                        little fill (cryg10000, bcsstk17) takes 0.078-0.09 s on an
                                        H100 and an H200, through sap 0.09-0.1 s (suite.md) */
 #define SV_DIRECT_BYTE_TIME 2.0e-9  /* seconds per byte of factors written and read (solve) */
+#define SV_DIRECT_AN_FLOOR 5.0e-8   /* seconds per entry of A of the least host symbolic analysis:
+                                       half the fastest measured on the H100 machine's host
+                                       (CHOLMOD on bcsstk18: 0.017 s for 1.5e5 entries; UMFPACK
+                                       2-3.3e-7 s an entry on cryg10000, bayer10, cage10) */
 
 typedef struct direct_state {
     const sap_direct_kernels *k;
@@ -80,8 +84,9 @@ double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
      * off-diagonal entries plus nothing else (lu_nnz >= (nnz - n) / 2) */
     const double nnz = (double)S->A->nnz, n = (double)S->A->nrows;
     const double lu = nnz > n ? 0.5 * (nnz - n) : 0.0, bytes = 12.0 * (lu + nnz);
-    if (m == SAP_METHOD_DIRECT_CUDSS) return SV_DIRECT_GPU_FIXED + bytes * 1e-10;
-    return bytes * SV_DIRECT_BYTE_TIME;
+    const double an = SV_DIRECT_AN_FLOOR * nnz; /* the analysis that prediction needs */
+    if (m == SAP_METHOD_DIRECT_CUDSS) return SV_DIRECT_GPU_FIXED + an + bytes * 1e-10;
+    return an + bytes * SV_DIRECT_BYTE_TIME;
 }
 
 /* AUTO's direct-first rule: a system far from diagonally dominant, not already banded,
