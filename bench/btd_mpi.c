@@ -217,7 +217,8 @@ int main(int argc, char **argv)
                         "process 0 alone in the same run; efficiency = total(1) / total(P); comm = communication "
                         "of process 0 (MPI, and BCYCLIC's staging copies through host memory; with a device-to-device "
                         "transport, the device time of its exchanges); transport = sap_btd_stats.transport "
-                        "($SAP_BTD_TRANSPORT = %s).\n\n",
+                        "($SAP_BTD_TRANSPORT = %s); bcyclic-interior = BCYCLIC interior first "
+                        "($SAP_BTD_DIST=interior), bcyclic = the levels order.\n\n",
                     solves, p, sap_backend_name(sap_context_backend(ctx)), devs,
                     scale > 1 ? " (divided by --scale)" : "", getenv("SAP_BTD_TRANSPORT") ? getenv("SAP_BTD_TRANSPORT")
                                                                                              : "unset: auto");

@@ -578,15 +578,18 @@ fail:
 sap_status sap__bc_update(sap_btd *T, int bat, int lane0, int m, int n, const double *a, int64_t sa, const double *b, int ldb,
                           int64_t sb, double beta, double *c, int ldc, int64_t sc, int count)
 {
-    const int k = (int)T->k;
+    const int k = (int)T->k, began = !T->lanes_on;
     sap_status st = lanes_begin(T, bat, count);
     if (st != SAP_OK) return st;
     T->lane0 = lane0;
     st = x_gemm(T, bat, m, n, -1.0, a, k, sa, b, ldb, sb, beta, c, ldc, sc, count);
     T->lane0 = 0;
-    sap_status st2 = lanes_end(T);
+    sap_status st2 = began ? lanes_end(T) : SAP_OK;
     return st != SAP_OK ? st : st2;
 }
+
+sap_status sap__bc_lanes(sap_btd *T, int bat, int count) { return lanes_begin(T, bat, count); }
+sap_status sap__bc_lanes_end(sap_btd *T) { return lanes_end(T); }
 
 sap_status sap__bc_solve_rows(sap_btd *T, int count, const double *D, int64_t sd, const int32_t *piv, int64_t sp,
                               const double *Binv, double *z, int ldz, int64_t sz, int nrhs)

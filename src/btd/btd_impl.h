@@ -96,6 +96,9 @@ sap_status sap__bc_eliminate(sap_btd *T, int count, double *D, int64_t sd, int32
                              int64_t si, double *AC, int64_t sac, double *Binv, double *W);
 sap_status sap__bc_update(sap_btd *T, int bat, int lane0, int m, int n, const double *a, int64_t sa, const double *b, int ldb,
                           int64_t sb, double beta, double *c, int ldc, int64_t sc, int count);
+/* Several sap__bc_update calls in one fork of the lanes (non-batched variants, count > 1) */
+sap_status sap__bc_lanes(sap_btd *T, int bat, int count);
+sap_status sap__bc_lanes_end(sap_btd *T);
 sap_status sap__bc_solve_rows(sap_btd *T, int count, const double *D, int64_t sd, const int32_t *piv, int64_t sp,
                               const double *Binv, double *z, int ldz, int64_t sz, int nrhs);
 /* Distributed BCYCLIC, interior first (btd_interior.c; T->comm, T->dist_interior): factor

@@ -103,6 +103,8 @@ static sap_status local_eliminate(sap_btd *T, const iplan *P, const ilev *L)
         if (nK > j0) SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, nK - j0, AC + 2 * k0 * kk, k, 4 * h * kk, Hl, k, 2 * kk));
         const double *HL = Hl + (int64_t)(nK - j0) * 2 * kk;
         if (P->pin) SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, 1, AC + 2 * l * kk, k, 0, (double *)HL, k, 0));
+        /* kept row j on lane j in the four updates (two of them write B_i) */
+        SAP_TRY(sap__bc_lanes(T, bat, nK));
         /* kept i = 2h (j + 1), eliminated e = i - h, j < nK - 1: B_i -= A_i C^_e; A_i := -A_i A^_e */
         const double *Hk1 = Hl + (int64_t)(1 - j0) * 2 * kk;
         SAP_TRY(sap__bc_update(T, bat, 1, k, k, Hk1, 2 * kk, AC + 2 * e0 * kk + kk, k, 4 * h * kk, 1.0,
@@ -115,6 +117,7 @@ static sap_status local_eliminate(sap_btd *T, const iplan *P, const ilev *L)
                                k, 2 * h * kk, nE - j0));
         SAP_TRY(sap__bc_update(T, bat, j0, k, k, Hl + kk, 2 * kk, AC + 2 * f0 * kk + kk, k, 4 * h * kk, 0.0,
                                AC + 2 * k0 * kk + kk, k, 4 * h * kk, nE - j0));
+        SAP_TRY(sap__bc_lanes_end(T));
         if (L[li].lastE) { /* the pinned row, its neighbour below p eliminated */
             const int64_t p = L[li].p - o;
             SAP_TRY(sap__bc_update(T, 1, 0, k, k, HL, 0, AC + 2 * p * kk + kk, k, 0, 1.0, D + l * kk, k, 0, 1));
@@ -123,6 +126,7 @@ static sap_status local_eliminate(sap_btd *T, const iplan *P, const ilev *L)
         Hl += (int64_t)(nK - j0 + P->pin) * 2 * kk;
     }
 cleanup:
+    if (st != SAP_OK) sap__bc_lanes_end(T);
     return st;
 }
 
