@@ -12,11 +12,15 @@
  *
  * usage: mpiexec -n P btd_mpi [--backend auto|cpu|cuda] [--ks 64,256,1024] [--solves 16]
  *                             [--variant auto|getri|...] [--algos bcyclic,spike] [--scale S]
- *                             [--nb N] [--out DIR]
+ *                             [--nb N] [--dist levels,interior] [--out DIR]
+ * --dist: the orders of the distributed BCYCLIC measured, each its own row ($SAP_BTD_DIST set
+ * before each creation; algo column "bcyclic" for levels, "bcyclic-interior" for interior first;
+ * default: $SAP_BTD_DIST, else levels).
  * Device: process r uses cuda device (local rank) mod (devices visible), the local rank
  * from OMPI_COMM_WORLD_LOCAL_RANK / MPI_LOCALRANKID / SLURM_LOCALID (else the rank).
  * --scale S divides the block rows per process by S; --nb N gives every k N block rows per process.  Writes <out>/btd_mpi_P<P>.csv and .md
  * (process 0). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "sap.h"
 #include "bench_out.h"
 
@@ -135,6 +139,7 @@ int main(int argc, char **argv)
 {
     static const int ks_all[] = {64, 256, 512, 1024}, rows_all[] = {400, 100, 50, 25};
     const char *backend = "auto", *out = "bench/results", *ks_arg = NULL, *vname = "auto", *algos = "bcyclic,spike";
+    const char *dists = getenv("SAP_BTD_DIST") && *getenv("SAP_BTD_DIST") ? getenv("SAP_BTD_DIST") : "levels";
     int solves = 16;
     double scale = 1;
     int nb_fixed = 0;
@@ -153,6 +158,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--algos")) algos = v;
         else if (!strcmp(a, "--scale")) scale = atof(v);
         else if (!strcmp(a, "--nb")) nb_fixed = atoi(v);
+        else if (!strcmp(a, "--dist")) dists = v;
         else {
             if (rank == 0) fprintf(stderr, "btd_mpi: unknown option %s\n", a);
             MPI_Finalize();
@@ -211,14 +217,15 @@ int main(int argc, char **argv)
                         "process 0 alone in the same run; efficiency = total(1) / total(P); comm = communication "
                         "of process 0 (MPI, and BCYCLIC's staging copies through host memory; with a device-to-device "
                         "transport, the device time of its exchanges); transport = sap_btd_stats.transport "
-                        "($SAP_BTD_TRANSPORT = %s).\n\n",
+                        "($SAP_BTD_TRANSPORT = %s); bcyclic-interior = BCYCLIC interior first "
+                        "($SAP_BTD_DIST=interior), bcyclic = the levels order.\n\n",
                     solves, p, sap_backend_name(sap_context_backend(ctx)), devs,
                     scale > 1 ? " (divided by --scale)" : "", getenv("SAP_BTD_TRANSPORT") ? getenv("SAP_BTD_TRANSPORT")
                                                                                              : "unset: auto");
             fprintf(md, "| k | nb/process | P | algo | variant | transport | factor | %d solves | total | comm | "
                         "residual | efficiency |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", solves);
         }
-        printf("%-5s %-6s %-3s %-14s %-14s %-20s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant",
+        printf("%-5s %-6s %-3s %-16s %-14s %-20s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant",
                "transport", "factor", "solves", "total", "comm", "residual", "eff");
     }
     for (size_t ci = 0; ci < sizeof ks_all / sizeof *ks_all; ci++) {
@@ -228,9 +235,18 @@ int main(int argc, char **argv)
         if (!bench_in_list(ks_arg, key)) continue;
         int nbp = nb_fixed > 0 ? nb_fixed : (int)(rows_all[ci] / scale + 0.5);
         if (nbp < 2) nbp = 2;
-        for (int ai = SAP_BTD_BCYCLIC; ai <= SAP_BTD_REDUCED_SPIKE; ai++) {
+        for (int ai = SAP_BTD_BCYCLIC; ai <= SAP_BTD_REDUCED_SPIKE; ai++)
+          for (int di = 0; di < 2; di++) {
+            static const char *dname[] = {"levels", "interior"};
             const char *an = sap_btd_algo_name((sap_btd_algo)ai);
             if (!bench_in_list(algos, an)) continue;
+            if (ai == SAP_BTD_BCYCLIC) {
+                if (!bench_in_list(dists, dname[di])) continue;
+                setenv("SAP_BTD_DIST", dname[di], 1);
+                if (di == 1) an = "bcyclic-interior";
+            } else if (di == 1) {
+                continue;
+            }
             result r[2];
             for (int pass = 0; pass < 2; pass++) {
                 int np = pass == 0 ? 1 : p;
@@ -256,13 +272,13 @@ int main(int argc, char **argv)
                 int np = pass == 0 ? 1 : p;
                 result *q = &r[pass];
                 if (!q->ok) {
-                    printf("%-5d %-6d %-3d %-14s failed\n", k, nbp, np, an);
+                    printf("%-5d %-6d %-3d %-16s failed\n", k, nbp, np, an);
                     if (md) fprintf(md, "| %d | %d | %d | %s | - | | | | failed | | | |\n", k, nbp, np, an);
                     continue;
                 }
                 double tot = q->factor + q->solve, t1 = r[0].factor + r[0].solve;
                 double eff = r[0].ok && tot > 0 ? t1 / tot : NAN;
-                printf("%-5d %-6d %-3d %-14s %-14s %-20s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an,
+                printf("%-5d %-6d %-3d %-16s %-14s %-20s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an,
                        q->variant, q->transport, q->factor, q->solve, tot, q->comm, q->resid, 100 * eff);
                 if (csv) fprintf(csv, "%s,%d,%d,%d,%s,%s,%s,%.6f,%d,%.6f,%.6f,%.6f,%.3e,%.4f\n",
                                  sap_backend_name(sap_context_backend(ctx)), k, nbp, np, an, q->variant, q->transport,

@@ -1528,14 +1528,17 @@ SAP_API int sap_mpi_init(int *argc, char ***argv);
 SAP_API int sap_mpi_rank(void);
 SAP_API void sap_mpi_finalize(void);
 /* Collective over the MPI communicator *mpi_comm (an MPI_Comm*, NULL: MPI_COMM_WORLD):
- * this process' nb_local >= 2 consecutive block rows (the ranks in order), the arrays as for
+ * this process' nb_local consecutive block rows (the ranks in order; >= 2, >= 1 for bcyclic), the arrays as for
  * sap_btd_create but lower block 0 is the coupling to the previous process' last row and
  * upper block nb_local - 1 the coupling to the next process' first row.  Each process
  * factors its rows (BCYCLIC) and its spikes on its context's device; the reduced system is
  * gathered and solved on every process.  Algorithms: spike (default), reduced-spike
  * (direct) and bcyclic (the cyclic reduction over the global block rows: each level's
  * boundary rows are sent to the neighbouring process that needs them, point to point; the
- * last row is solved by process 0); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
+ * last row is solved by process 0; with $SAP_BTD_DIST=interior at creation, interior first:
+ * each process eliminates its rows but its interface rows locally, the interface rows of all
+ * processes are reduced as above, then each process back-substitutes locally; "levels", the
+ * default, or unset: the former; another value: SAP_ERR_INVALID); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
  * over more than one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
  * stats.time_comm is the time spent communicating (MPI; for BCYCLIC also the copies staging
  * the exchanged blocks through host memory, page-locked on a GPU).  Host staging: device

@@ -352,6 +352,122 @@ static void test_determinism(sap_context *ctx)
     free_sys(&S);
 }
 
+/* one distributed BCYCLIC object of rows first .. first + cnt - 1 of S in the order
+ * $SAP_BTD_DIST = dist (restored after creation) */
+static sap_status create_mode(sap_context *ctx, const sys *S, int first, int cnt, const char *dist, sap_btd_variant v,
+                              sap_btd **T)
+{
+    const char *old = getenv("SAP_BTD_DIST");
+    char *keep = old ? strdup(old) : NULL;
+    setenv("SAP_BTD_DIST", dist, 1);
+    sap_btd_options o;
+    sap_btd_options_init(&o);
+    o.algo = SAP_BTD_BCYCLIC;
+    o.variant = v;
+    size_t kk = (size_t)S->k * S->k;
+    sap_status st = sap_btd_create_dist(ctx, NULL, S->k, cnt, S->lo + first * kk, S->di + first * kk,
+                                        S->up + first * kk, &o, T);
+    if (keep) setenv("SAP_BTD_DIST", keep, 1);
+    else unsetenv("SAP_BTD_DIST");
+    free(keep);
+    return st;
+}
+
+/* solve nrhs random right-hand sides with T (rows first .. of S, cnt of them) and compare
+ * with the dense solve: the relative error (every process) */
+static double dist_error(sap_context *ctx, sap_btd *T, const sys *S, int first, int cnt, int nrhs, uint64_t seed)
+{
+    int n = S->n, k = S->k;
+    double *B = malloc((size_t)n * nrhs * 8), *ref = malloc((size_t)n * nrhs * 8), *M = dense_of(S);
+    double *X = malloc((size_t)n * nrhs * 8), *BL = malloc((size_t)cnt * k * nrhs * 8), *XL = malloc((size_t)cnt * k * nrhs * 8);
+    for (size_t i = 0; i < (size_t)n * nrhs; i++) B[i] = ref[i] = urand(&seed);
+    CHECK(dense_solve(n, nrhs, M, ref) == 0);
+    int nl = cnt * k;
+    for (int c = 0; c < nrhs; c++) memcpy(BL + (size_t)c * nl, B + (size_t)c * n + (size_t)first * k, (size_t)nl * 8);
+    double e = INFINITY;
+    sap_status st = sap_btd_solve_many(T, nrhs, BL, nl, XL, nl);
+    CHECK_OK(ctx, st);
+    if (st == SAP_OK) {
+        for (int c = 0; c < nrhs; c++) CHECK_OK(ctx, sap_btd_gather(T, XL + (size_t)c * nl, X + (size_t)c * n));
+        e = rel_err(n, nrhs, X, ref);
+    }
+    free(B), free(ref), free(M), free(X), free(BL), free(XL);
+    return e;
+}
+
+/* The distributed BCYCLIC in both orders ($SAP_BTD_DIST levels / interior) on uneven
+ * partitions (1 block row on a process included) against the dense solve: every variant,
+ * several right-hand sides, refactor; a singular block inside a process and on an
+ * interface row named by every process, the object usable after; a bad $SAP_BTD_DIST. */
+static void test_dist_orders(sap_context *ctx, int p, int rank)
+{
+    static const int counts[][5] = {{1, 1, 1, 1, 1}, {3, 1, 2, 5, 1}, {2, 7, 1, 4, 3}, {9, 2, 6, 1, 5},
+                                    {17, 3, 1, 8, 2}, {4, 4, 4, 4, 4}, {12, 5, 33, 2, 6}};
+    static const int ks[] = {1, 3, 5, 8, 2, 16, 4};
+    static const char *modes[] = {"levels", "interior"};
+    /* on a GPU each object opens its NCCL communicator (~0.7 s): three cases there */
+    const int gpu = sap_context_backend(ctx) != SAP_BACKEND_CPU;
+    for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+        if (gpu && ci != 0 && ci != 2 && ci != 6) continue;
+        int k = ks[ci], dom = ci != 3, nrhs = 1 + (int)ci % 3, nb = 0, first = 0, cnt = counts[ci][rank % 5];
+        for (int r = 0; r < p; r++) {
+            if (r < rank) first += counts[ci][r % 5];
+            nb += counts[ci][r % 5];
+        }
+        sys S = make_sys(k, nb, dom, 100 + ci), R = make_sys(k, nb, dom, 200 + ci);
+        size_t kk = (size_t)k * k;
+        for (int mi = 0; mi < 2; mi++) {
+            sap_btd_variant v = (sap_btd_variant)(1 + (ci + (size_t)mi) % 4);
+            sap_btd *T = NULL;
+            sap_status cs = create_mode(ctx, &S, first, cnt, modes[mi], v, &T);
+            CHECK_OK(ctx, cs);
+            if (cs != SAP_OK) continue;
+            double tol = dom ? 1e-10 : 1e-7;
+            double e = dist_error(ctx, T, &S, first, cnt, nrhs, 7 + ci);
+            CHECK_MSG(e <= tol, "rank %d of %d: %s k %d nb %d (case %zu) %s: error %.3g", rank, p, modes[mi], k, nb, ci,
+                      sap_btd_variant_name(v), e);
+            CHECK_OK(ctx, sap_btd_refactor(T, R.lo + first * kk, R.di + first * kk, R.up + first * kk));
+            e = dist_error(ctx, T, &R, first, cnt, 2, 9 + ci);
+            CHECK_MSG(e <= tol, "rank %d of %d: %s refactor k %d nb %d: error %.3g", rank, p, modes[mi], k, nb, e);
+            sap_btd_destroy(T);
+        }
+        /* singular: an all-zero block row inside the last process (when it has one) or its first row */
+        int last0 = nb - counts[ci][(p - 1) % 5], lcnt = counts[ci][(p - 1) % 5];
+        int bad[2] = {lcnt >= 3 ? last0 + 1 : -1, last0};
+        for (int bi = 0; bi < 2 && (!gpu || ci == 2); bi++) {
+            if (bad[bi] < 0) continue;
+            sys Z = make_sys(k, nb, 1, 300 + ci);
+            memset(Z.di + (size_t)bad[bi] * kk, 0, kk * 8);
+            memset(Z.lo + (size_t)bad[bi] * kk, 0, kk * 8);
+            memset(Z.up + (size_t)bad[bi] * kk, 0, kk * 8);
+            sys G = make_sys(k, nb, 1, 400 + ci);
+            for (int mi = 0; mi < 2; mi++) {
+                sap_btd *T = NULL;
+                sap_status cs = create_mode(ctx, &Z, first, cnt, modes[mi], SAP_BTD_GETRS_BATCHED, &T);
+                CHECK_OK(ctx, cs);
+                if (cs != SAP_OK) continue;
+                CHECK_STATUS(ctx, sap_btd_factor(T), SAP_ERR_SINGULAR);
+                sap_btd_stats st;
+                sap_btd_get_stats(T, &st);
+                CHECK_MSG(st.singular_block == bad[bi], "rank %d %s: singular block %lld, expected %d", rank,
+                          modes[mi], (long long)st.singular_block, bad[bi]);
+                CHECK_OK(ctx, sap_btd_refactor(T, G.lo + first * kk, G.di + first * kk, G.up + first * kk));
+                double e = dist_error(ctx, T, &G, first, cnt, 1, 11);
+                CHECK_MSG(e <= 1e-10, "rank %d %s: after a singular factor: error %.3g", rank, modes[mi], e);
+                sap_btd_destroy(T);
+            }
+            free_sys(&Z), free_sys(&G);
+        }
+        free_sys(&S), free_sys(&R);
+    }
+    /* a bad order: every process fails creation */
+    sys S = make_sys(2, 2 * p, 1, 5);
+    sap_btd *T = NULL;
+    CHECK_STATUS(ctx, create_mode(ctx, &S, 2 * rank, 2, "bogus", SAP_BTD_GETRS, &T), SAP_ERR_INVALID);
+    CHECK(T == NULL);
+    free_sys(&S);
+}
+
 /* Under mpiexec (SAP_TEST_MPI=1): every algorithm distributed over the processes against
  * the dense solve, singular blocks found on any process, the unsupported combinations. */
 static void test_distributed(sap_context *ctx)
@@ -484,6 +600,7 @@ static void test_distributed(sap_context *ctx)
                   sap_status_name(cs));
     }
     free_sys(&S);
+    test_dist_orders(ctx, p, rank);
     sap_mpi_finalize();
 }
 

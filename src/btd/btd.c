@@ -303,7 +303,7 @@ sap_status sap_btd_factor(sap_btd *T)
     SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, (int)T->nb, T->AC0, k, 2 * T->kk, T->AC, k, 2 * T->kk));
     if (T->comm && T->algo == SAP_BTD_BCYCLIC) {
         T->P = T->comm->size;
-        SAP_TRY(sap__bc_factor_dist(T));
+        SAP_TRY(T->dist_interior ? sap__bi_factor(T) : sap__bc_factor_dist(T));
     } else if (T->comm) {
         T->P = T->comm->size;
         SAP_TRY(sap__dist_factor(T));
@@ -389,7 +389,7 @@ sap_status sap__btd_apply(sap_btd *T, const double *x, double *y, int nrhs)
 /* z (backend, n x nrhs, ld n) := T^{-1} z with the factors */
 static sap_status solve_direct(sap_btd *T, double *z, int nrhs)
 {
-    if (T->comm && T->algo == SAP_BTD_BCYCLIC) return sap__bc_solve_dist(T, z, nrhs);
+    if (T->comm && T->algo == SAP_BTD_BCYCLIC) return T->dist_interior ? sap__bi_solve(T, z, nrhs) : sap__bc_solve_dist(T, z, nrhs);
     if (T->comm) return sap__dist_solve(T, z, nrhs);
     if (T->algo == SAP_BTD_BCYCLIC) return sap__bc_solve(T, 0, T->nb, T->H, z, (int)(T->k * T->nb), nrhs);
     return sap__spike_solve(T, z, nrhs);

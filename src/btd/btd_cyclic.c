@@ -556,6 +556,59 @@ sap_status sap__bc_solve(sap_btd *T, sap_int o, sap_int m, const double *H, doub
     return solve_seg(&s, H, z, ldz, nrhs);
 }
 
+/* ---- the steps, for the interior-first variant (btd_interior.c) ------------------ */
+
+int sap__bc_batched(const sap_btd *T) { return batched(T); }
+int sap__bc_uses_getri(const sap_btd *T) { return use_getri(T); }
+
+sap_status sap__bc_eliminate(sap_btd *T, int count, double *D, int64_t sd, int32_t *piv, int64_t sp, int32_t *info,
+                             int64_t si, double *AC, int64_t sac, double *Binv, double *W)
+{
+    sap_status st = SAP_OK;
+    const int bat = batched(T);
+    BC(lanes_begin(T, bat, count));
+    BC(x_getrf(T, bat, count, D, sd, piv, sp, info, si));
+    BC(hat_rows(T, count, D, sd, piv, sp, AC, sac, Binv, W));
+    return lanes_end(T);
+fail:
+    lanes_end(T);
+    return st;
+}
+
+sap_status sap__bc_update(sap_btd *T, int bat, int lane0, int m, int n, const double *a, int64_t sa, const double *b, int ldb,
+                          int64_t sb, double beta, double *c, int ldc, int64_t sc, int count)
+{
+    const int k = (int)T->k, began = !T->lanes_on;
+    sap_status st = lanes_begin(T, bat, count);
+    if (st != SAP_OK) return st;
+    T->lane0 = lane0;
+    st = x_gemm(T, bat, m, n, -1.0, a, k, sa, b, ldb, sb, beta, c, ldc, sc, count);
+    T->lane0 = 0;
+    sap_status st2 = began ? lanes_end(T) : SAP_OK;
+    return st != SAP_OK ? st : st2;
+}
+
+sap_status sap__bc_lanes(sap_btd *T, int bat, int count) { return lanes_begin(T, bat, count); }
+sap_status sap__bc_lanes_end(sap_btd *T) { return lanes_end(T); }
+
+sap_status sap__bc_solve_rows(sap_btd *T, int count, const double *D, int64_t sd, const int32_t *piv, int64_t sp,
+                              const double *Binv, double *z, int ldz, int64_t sz, int nrhs)
+{
+    sap_status st = SAP_OK;
+    const int k = (int)T->k, bat = batched(T);
+    BC(lanes_begin(T, bat || use_getri(T), count));
+    if (!use_getri(T)) {
+        BC(x_getrs(T, bat, nrhs, count, D, sd, piv, sp, z, ldz, sz));
+    } else { /* T->Zw has the layout of z */
+        BC(x_gemm(T, 1, k, nrhs, 1.0, Binv, k, sd, z, ldz, sz, 0.0, T->Zw, ldz, sz, count));
+        BC(x_lacpy(T, 1, k, nrhs, count, T->Zw, ldz, sz, z, ldz, sz));
+    }
+    return lanes_end(T);
+fail:
+    lanes_end(T);
+    return st;
+}
+
 /* ---- over processes -------------------------------------------------------------- */
 
 static seg dist_seg(sap_btd *T)
@@ -573,6 +626,24 @@ static void peer_time(sap_btd *T)
     if (c->peer && c->peer_ops->seconds(T->ctx, c->peer, &sec) == SAP_OK) c->seconds += sec;
 }
 
+sap_status sap__bc_agree(sap_btd *T, sap_status lst, int64_t key, const char *what)
+{
+    sap_context *ctx = T->ctx;
+    sap__btd_comm *c = T->comm;
+    if (lst != SAP_OK) key = -1;
+    /* every process learns the first singular block (or a failure elsewhere) */
+    sap_status st = c->allreduce_min(c, ctx, &key);
+    if (st != SAP_OK) return st;
+    if (key < 0)
+        return SAP_ERROR(ctx, lst != SAP_OK ? lst : SAP_ERR_DEVICE, "sap_btd: the distributed %s failed on a process",
+                         what);
+    if (key == INT64_MAX) return SAP_OK;
+    T->st.singular_block = key % T->nbg;
+    return SAP_ERROR(ctx, SAP_ERR_SINGULAR, "sap_btd: diagonal block of block row %lld is singular (level %lld of the "
+                     "%s over %d processes)", (long long)T->st.singular_block, (long long)(key / T->nbg + 1), what,
+                     c->size);
+}
+
 sap_status sap__bc_factor_dist(sap_btd *T)
 {
     sap_context *ctx = T->ctx;
@@ -586,24 +657,14 @@ sap_status sap__bc_factor_dist(sap_btd *T)
         SAP_TRY(T->ops->mem_alloc(ctx, (size_t)(hb > 0 ? hb : 1) * 8, (void **)&T->H));
     }
     /* the couplings to the neighbouring processes take their places in the rows */
-    if (c->rank > 0) SAP_TRY(T->ops->mem_upload(ctx, T->AC, T->hA1, (size_t)kk * 8));
-    if (c->rank + 1 < c->size)
+    if (c->rank > 0 && T->hA1) SAP_TRY(T->ops->mem_upload(ctx, T->AC, T->hA1, (size_t)kk * 8));
+    if (c->rank + 1 < c->size && T->hCl)
         SAP_TRY(T->ops->mem_upload(ctx, T->AC + 2 * (T->nb - 1) * kk + kk, T->hCl, (size_t)kk * 8));
     lst = factor_seg(&s, T->H);
     int64_t key = INT64_MAX;
     int lev = 0;
     if (lst == SAP_OK) lst = first_singular(&s, &key, &lev);
-    if (lst != SAP_OK) key = -1;
-    /* every process learns the first singular block (or a failure elsewhere) */
-    SAP_TRY(c->allreduce_min(c, ctx, &key));
-    if (key < 0) SAP_FAIL(ctx, lst != SAP_OK ? lst : SAP_ERR_DEVICE, "sap_btd: the distributed cyclic reduction failed "
-                          "on a process");
-    if (key != INT64_MAX) {
-        T->st.singular_block = key % T->nbg;
-        SAP_FAIL(ctx, SAP_ERR_SINGULAR, "sap_btd: diagonal block of block row %lld is singular (level %lld of the "
-                 "cyclic reduction over %d processes)", (long long)T->st.singular_block, (long long)(key / T->nbg + 1),
-                 c->size);
-    }
+    SAP_TRY(sap__bc_agree(T, lst, key, "cyclic reduction"));
 cleanup:
     peer_time(T);
     T->st.time_comm = c->seconds - t0;

@@ -302,10 +302,20 @@ sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_
     SAP_TRY(sap__btd_comm_mpi(ctx, mpi_comm, &c));
     /* the processes agree on the outcome (one failing alone would leave the others
      * waiting in the next collective) */
-    sap_status lst = nb_local < 2 && c->size > 1
-                         ? SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd_create_dist: every process needs >= 2 block rows "
-                                     "(this one has %lld)", (long long)nb_local)
-                         : sap_btd_create(ctx, k, nb_local, lower, diag, upper, opt, &B);
+    /* $SAP_BTD_DIST: the distributed BCYCLIC's order, levels (default) or interior first */
+    const char *dv = getenv("SAP_BTD_DIST");
+    const int bcyc = opt && opt->algo == SAP_BTD_BCYCLIC;
+    int interior = 0;
+    sap_status lst = SAP_OK;
+    if (dv && *dv && strcmp(dv, "levels") != 0) {
+        if (strcmp(dv, "interior") == 0) interior = 1;
+        else lst = SAP_ERROR(ctx, SAP_ERR_INVALID, "SAP_BTD_DIST=%s: levels or interior", dv);
+    }
+    if (lst == SAP_OK)
+        lst = nb_local < (bcyc ? 1 : 2) && c->size > 1
+                  ? SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd_create_dist: every process needs >= %d block rows "
+                              "(this one has %lld)", bcyc ? 1 : 2, (long long)nb_local)
+                  : sap_btd_create(ctx, k, nb_local, lower, diag, upper, opt, &B);
     int64_t ok = lst == SAP_OK;
     SAP_TRY(c->allreduce_min(c, ctx, &ok));
     if (!ok) {
@@ -313,6 +323,7 @@ sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_
         goto cleanup;
     }
     B->comm = c;
+    B->dist_interior = interior && bcyc;
     c = NULL;
     /* BCYCLIC's exchanges: device to device where every process has the transport */
     if (opt && opt->algo == SAP_BTD_BCYCLIC) SAP_TRY(sap__btd_comm_peer(B->comm, ctx, B->ops));
@@ -423,6 +434,7 @@ cleanup:
 
 void sap__dist_free(sap_btd *T)
 {
+    sap__bi_free(T); /* before the communicator it shares */
     if (T->comm) T->comm->destroy(T->comm, T->ctx);
     T->comm = NULL;
     sap__free(T->ctx, T->hA1);

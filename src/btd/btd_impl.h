@@ -55,6 +55,9 @@ struct sap_btd {
     int lanes_on;      /* between dk->fork and dk->join (btd_cyclic.c) */
     int lane0;         /* block i of a per-block step runs on lane lane0 + i */
     double *hA1, *hCl; /* host: A of the first local row, C of the last (the coupling) */
+    int dist_interior; /* distributed BCYCLIC "interior first" ($SAP_BTD_DIST=interior, btd_interior.c) */
+    struct sap_btd *ired; /* its reduced system: this process' interface rows, distributed BCYCLIC over
+                           * the same communicator (comm, hA1, hCl shared with this object) */
 };
 
 /* Number of matrices i = start, start + step, ... below limit. */
@@ -76,7 +79,34 @@ sap_status sap__bc_solve(sap_btd *T, sap_int o, sap_int m, const double *H, doub
  * couplings to the neighbouring processes included): factor (collective; the processes
  * agree on a singular block) and solve of the local rows of z (ld k nb). */
 sap_status sap__bc_factor_dist(sap_btd *T);
+/* After a factorization step on every process (T->comm): lst its status here, key the first
+ * singular block found here (level * nbg + global row, INT64_MAX: none); collective: the
+ * processes agree on a failure anywhere (lst's status or SAP_ERR_DEVICE) or the first singular
+ * block (SAP_ERR_SINGULAR, T->st.singular_block, "level of the <what>" in the message). */
+sap_status sap__bc_agree(sap_btd *T, sap_status lst, int64_t key, const char *what);
 sap_status sap__bc_solve_dist(sap_btd *T, double *z, int nrhs);
+/* The steps of BCYCLIC for btd_interior.c, as the variant runs them (one strided batched
+ * call or one call per block on the backend's lanes): count rows B_i = LU, [A_i C_i] :=
+ * B_i^{-1} [A_i C_i] (strides in doubles / ints); c_i := beta c_i - a_i b_i (k x k times
+ * k x n; bat: one strided call, else the variant's way) with block i on lane lane0 + i; z_i := B_i^{-1} z_i (the getri variants through
+ * T->Zw, laid out as z). */
+int sap__bc_batched(const sap_btd *T);
+int sap__bc_uses_getri(const sap_btd *T);
+sap_status sap__bc_eliminate(sap_btd *T, int count, double *D, int64_t sd, int32_t *piv, int64_t sp, int32_t *info,
+                             int64_t si, double *AC, int64_t sac, double *Binv, double *W);
+sap_status sap__bc_update(sap_btd *T, int bat, int lane0, int m, int n, const double *a, int64_t sa, const double *b, int ldb,
+                          int64_t sb, double beta, double *c, int ldc, int64_t sc, int count);
+/* Several sap__bc_update calls in one fork of the lanes (non-batched variants, count > 1) */
+sap_status sap__bc_lanes(sap_btd *T, int bat, int count);
+sap_status sap__bc_lanes_end(sap_btd *T);
+sap_status sap__bc_solve_rows(sap_btd *T, int count, const double *D, int64_t sd, const int32_t *piv, int64_t sp,
+                              const double *Binv, double *z, int ldz, int64_t sz, int nrhs);
+/* Distributed BCYCLIC, interior first (btd_interior.c; T->comm, T->dist_interior): factor
+ * (collective, the processes agree on a singular block), solve of the local rows of z (ld
+ * k nb), release of the reduced system. */
+sap_status sap__bi_factor(sap_btd *T);
+sap_status sap__bi_solve(sap_btd *T, double *z, int nrhs);
+void sap__bi_free(sap_btd *T);
 /* The variant for T->k and T->opt.solves on this context: one factorization + opt.solves
  * single-column solves modelled on a small batch of blocks, measured once (cached). */
 sap_status sap__bc_choose_variant(sap_btd *T, sap_btd_variant *v, double *seconds);

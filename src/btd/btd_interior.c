@@ -1,0 +1,298 @@
+/* btd_interior.c -- distributed BCYCLIC, interior first ($SAP_BTD_DIST=interior): each
+ * process first eliminates its own rows but its interface rows with no communication, then
+ * the interface rows of all processes are reduced by the distributed cyclic reduction of
+ * btd_cyclic.c, then each process back-substitutes locally (Lamas Davina and Roman 2018,
+ * section 3.1, partitioned as Spike's reduced system, section 3.2, but the interface
+ * couplings found by elimination, no spikes).
+ *
+ * Interface rows: the first and the last row of a process, but the first process keeps only
+ * its last (its row 0 has no neighbour below) and the last process only its first: 2 P - 2
+ * rows (1 on one process).  The local elimination is BCYCLIC's levels in a virtual numbering
+ * v = row + off (off = 1 on the first of several processes: virtual row 0, kept at every
+ * level, does not exist there): level h = 1, 2, 4, ... while h < lim eliminates the virtual
+ * rows h, 3h, 5h, ... < lim and keeps 0, 2h, 4h, ... < lim, the same strided batched steps,
+ * where lim = the virtual row count, less one where the last row is pinned (kept to the end:
+ * every process but the last).  The pinned row L's neighbour below at level h is
+ * p = h floor((lim - 1) / h), the last live row; when p is eliminated at that level (p / h
+ * odd) L takes B_L -= A_L C^_p, A_L := -A_L A^_p (one block, a fill-in coupling that ends on
+ * the process' row 0), and p's back substitution reads x_L in place of x_{p+h}.  What is
+ * left, row 0 (A_0 the coupling to the previous process, C_0 to L) and L (A_L to row 0, C_L
+ * to the next process), is a block-tridiagonal system in process order, solved by the
+ * distributed BCYCLIC of a second object (T->ired) over the same communicator: on 2
+ * processes 2 rows, 1 exchange per factorization and 2 per solve (the levels order: 6 and
+ * 12-16 at 25 rows a process), for one elimination step more than one process (as the
+ * levels order).  The history keeps, per level, the kept rows' A|C and L's before the update
+ * (the forward solve's products).  A singular eliminated block is found by every process (one
+ * all-reduce before the reduced system), a singular interface block by the distributed
+ * BCYCLIC; both name the global block row. */
+#include "btd/btd_comm.h"
+#include "btd/btd_impl.h"
+
+#include <stdlib.h>
+
+/* The plan of a process: virtual rows v = real row + off; off = 1 on the first of several
+ * processes (its virtual row 0 does not exist: its real row 0 is eliminated like an interior
+ * row, it has no neighbour below), pin = 1 but on the last process (its real row m-1 is kept
+ * to the end; the last process eliminates it, it has no neighbour above).  The rows
+ * eliminated are the virtual 1 .. lim - 1, lim = m + off - pin. */
+typedef struct iplan {
+    int off, pin;
+    int64_t lim;
+    int nl;
+    int nred;    /* interface rows here: real 0 (when off = 0) and m - 1 (when pin), once */
+    sap_int ifr[2];
+} iplan;
+
+typedef struct ilev {
+    int64_t h, p; /* p: the pinned row's neighbour below at this level (virtual) */
+    int nE, nK;   /* eliminated rows h + 2h j, kept 2h j (virtual, < lim; kept 0 absent when off) */
+    int lastE;    /* pin and p is eliminated here (row m - 1 is updated) */
+} ilev;
+
+static iplan plan_of(int rank, int size, sap_int m, ilev *L)
+{
+    iplan P;
+    P.off = rank == 0 && size > 1;
+    P.pin = rank + 1 < size;
+    P.lim = (int64_t)m + P.off - P.pin;
+    P.nl = 0;
+    for (int64_t h = 1; h < P.lim; h *= 2) {
+        ilev v;
+        v.h = h;
+        v.nE = sap__btd_count(h, 2 * h, P.lim);
+        v.nK = sap__btd_count(0, 2 * h, P.lim);
+        v.p = h * ((P.lim - 1) / h);
+        v.lastE = P.pin && (v.p / h) % 2 == 1;
+        L[P.nl++] = v;
+    }
+    P.nred = 0;
+    if (!P.off) P.ifr[P.nred++] = 0;
+    if (P.pin && (P.nred == 0 || m > 1)) P.ifr[P.nred++] = m - 1;
+    return P;
+}
+
+/* interface rows of process q holding mq rows */
+static int nred_of(int q, int size, sap_int mq)
+{
+    if (mq == 1) return 1;
+    return (q > 0 || size == 1) + (q + 1 < size);
+}
+
+static int64_t history_doubles(const sap_btd *T, const iplan *P, const ilev *L)
+{
+    int64_t hb = 0;
+    for (int li = 0; li < P->nl; li++) hb += (int64_t)(L[li].nK - P->off + P->pin) * 2 * T->kk;
+    return hb;
+}
+
+static sap_status local_eliminate(sap_btd *T, const iplan *P, const ilev *L)
+{
+    sap_context *ctx = T->ctx;
+    const int k = (int)T->k, bat = sap__bc_batched(T), j0 = P->off;
+    const int64_t kk = T->kk, l = T->nb - 1, o = P->off;
+    double *D = T->D, *AC = T->AC, *Hl = T->H;
+    sap_status st = SAP_OK;
+    for (int li = 0; li < P->nl; li++) {
+        const int64_t h = L[li].h, e0 = h - o; /* real row of the first eliminated */
+        const int nE = L[li].nE, nK = L[li].nK;
+        SAP_TRY(sap__bc_eliminate(T, nE, D + e0 * kk, 2 * h * kk, T->piv + e0 * k, 2 * h * k, T->info + e0, 2 * h,
+                                  AC + 2 * e0 * kk, 4 * h * kk, T->Binv ? T->Binv + e0 * kk : NULL,
+                                  T->W ? T->W + 2 * e0 * kk : NULL));
+        /* history: the kept rows' A|C (j >= j0), then the pinned row's */
+        const int64_t k0 = 2 * h * j0 - o; /* real row of the first kept present */
+        if (nK > j0) SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, nK - j0, AC + 2 * k0 * kk, k, 4 * h * kk, Hl, k, 2 * kk));
+        const double *HL = Hl + (int64_t)(nK - j0) * 2 * kk;
+        if (P->pin) SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, 1, AC + 2 * l * kk, k, 0, (double *)HL, k, 0));
+        /* kept row j on lane j in the four updates (two of them write B_i) */
+        SAP_TRY(sap__bc_lanes(T, bat, nK));
+        /* kept i = 2h (j + 1), eliminated e = i - h, j < nK - 1: B_i -= A_i C^_e; A_i := -A_i A^_e */
+        const double *Hk1 = Hl + (int64_t)(1 - j0) * 2 * kk;
+        SAP_TRY(sap__bc_update(T, bat, 1, k, k, Hk1, 2 * kk, AC + 2 * e0 * kk + kk, k, 4 * h * kk, 1.0,
+                               D + (2 * h - o) * kk, k, 2 * h * kk, nK - 1));
+        SAP_TRY(sap__bc_update(T, bat, 1, k, k, Hk1, 2 * kk, AC + 2 * e0 * kk, k, 4 * h * kk, 0.0,
+                               AC + 2 * (2 * h - o) * kk, k, 4 * h * kk, nK - 1));
+        /* kept i = 2h j, eliminated e = i + h, j0 <= j < nE: B_i -= C_i A^_e; C_i := -C_i C^_e */
+        const int64_t f0 = h + 2 * h * j0 - o; /* real row of the first such e */
+        SAP_TRY(sap__bc_update(T, bat, j0, k, k, Hl + kk, 2 * kk, AC + 2 * f0 * kk, k, 4 * h * kk, 1.0, D + k0 * kk,
+                               k, 2 * h * kk, nE - j0));
+        SAP_TRY(sap__bc_update(T, bat, j0, k, k, Hl + kk, 2 * kk, AC + 2 * f0 * kk + kk, k, 4 * h * kk, 0.0,
+                               AC + 2 * k0 * kk + kk, k, 4 * h * kk, nE - j0));
+        SAP_TRY(sap__bc_lanes_end(T));
+        if (L[li].lastE) { /* the pinned row, its neighbour below p eliminated */
+            const int64_t p = L[li].p - o;
+            SAP_TRY(sap__bc_update(T, 1, 0, k, k, HL, 0, AC + 2 * p * kk + kk, k, 0, 1.0, D + l * kk, k, 0, 1));
+            SAP_TRY(sap__bc_update(T, 1, 0, k, k, HL, 0, AC + 2 * p * kk, k, 0, 0.0, AC + 2 * l * kk, k, 0, 1));
+        }
+        Hl += (int64_t)(nK - j0 + P->pin) * 2 * kk;
+    }
+cleanup:
+    if (st != SAP_OK) sap__bc_lanes_end(T);
+    return st;
+}
+
+/* the first singular eliminated block in elimination order: level * nbg + global row */
+static sap_status local_singular(sap_btd *T, const iplan *P, const ilev *L, int64_t *key)
+{
+    sap_context *ctx = T->ctx;
+    sap_status st = SAP_OK;
+    int32_t *f = NULL;
+    *key = INT64_MAX;
+    if (P->nl == 0) return SAP_OK;
+    SAP_ALLOC(ctx, f, (size_t)T->nb);
+    if (!f) goto cleanup;
+    SAP_TRY(T->dk->get_ints(ctx, T->info, T->nb, f));
+    for (int li = 0; li < P->nl && *key == INT64_MAX; li++)
+        for (int j = 0; j < L[li].nE; j++) {
+            const int64_t i = L[li].h + 2 * L[li].h * j - P->off;
+            if (f[i] != 0) {
+                *key = (int64_t)li * T->nbg + T->row0 + i;
+                break;
+            }
+        }
+cleanup:
+    sap__free(ctx, f);
+    return st;
+}
+
+/* the reduced system's object: the interface rows here, the same communicator and couplings */
+static sap_status make_reduced(sap_btd *T, const iplan *P)
+{
+    sap_context *ctx = T->ctx;
+    sap__btd_comm *c = T->comm;
+    sap_status st = SAP_OK;
+    sap_btd_options o = T->opt;
+    o.algo = SAP_BTD_BCYCLIC;
+    o.variant = T->variant;
+    sap_btd *R = NULL;
+    SAP_TRY(sap__btd_alloc(ctx, T->k, P->nred, &o, &R));
+    T->ired = R;
+    R->algo = SAP_BTD_BCYCLIC;
+    R->comm = c;
+    R->hA1 = T->hA1;
+    R->hCl = T->hCl;
+    SAP_ALLOC(ctx, R->roff, (size_t)c->size + 1);
+    if (!R->roff) goto cleanup;
+    R->roff[0] = 0;
+    for (int q = 0; q < c->size; q++) R->roff[q + 1] = R->roff[q] + nred_of(q, c->size, T->roff[q + 1] - T->roff[q]);
+    R->row0 = R->roff[c->rank];
+    R->nbg = R->roff[c->size]; /* nred_of(rank) == P->nred */
+cleanup:
+    return st;
+}
+
+void sap__bi_free(sap_btd *T)
+{
+    sap_btd *R = T->ired;
+    if (!R) return;
+    R->comm = NULL; /* T's */
+    R->hA1 = R->hCl = NULL;
+    sap_btd_destroy(R);
+    T->ired = NULL;
+}
+
+sap_status sap__bi_factor(sap_btd *T)
+{
+    sap_context *ctx = T->ctx;
+    sap__btd_comm *c = T->comm;
+    sap_status st = SAP_OK, lst = SAP_OK;
+    const int k = (int)T->k;
+    const int64_t kk = T->kk;
+    const double t0 = c->seconds;
+    ilev L[64];
+    const iplan P = plan_of(c->rank, c->size, T->nb, L);
+    if (!T->H) {
+        int64_t hb = history_doubles(T, &P, L);
+        lst = T->ops->mem_alloc(ctx, (size_t)(hb > 0 ? hb : 1) * 8, (void **)&T->H);
+    }
+    /* the interiors, no communication; every process learns of a singular block or a failure */
+    if (lst == SAP_OK) lst = local_eliminate(T, &P, L);
+    int64_t key = INT64_MAX;
+    if (lst == SAP_OK) lst = local_singular(T, &P, L, &key);
+    SAP_TRY(sap__bc_agree(T, lst, key, "interior elimination"));
+    /* the interface rows, distributed BCYCLIC */
+    if (!T->ired) SAP_TRY(make_reduced(T, &P));
+    sap_btd *R = T->ired;
+    R->variant = T->variant;
+    R->opt.variant = T->variant;
+    if (sap__bc_uses_getri(R) && !R->Binv) {
+        SAP_TRY(R->ops->mem_alloc(ctx, (size_t)R->nb * kk * 8, (void **)&R->Binv));
+        SAP_TRY(R->ops->mem_alloc(ctx, (size_t)R->nb * 2 * kk * 8, (void **)&R->W));
+    }
+    for (int i = 0; i < P.nred; i++) {
+        SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->D + P.ifr[i] * kk, k, 0, R->D + i * kk, k, 0));
+        SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, 1, T->AC + 2 * P.ifr[i] * kk, k, 0, R->AC + 2 * i * kk, k, 0));
+    }
+    R->st.singular_block = -1;
+    st = sap__bc_factor_dist(R);
+    if (st == SAP_ERR_SINGULAR && R->st.singular_block >= 0) { /* the interface row, by its global number */
+        sap_int q = R->st.singular_block;
+        int r = 0;
+        while (r + 1 < c->size && R->roff[r + 1] <= q) r++;
+        sap_int mr = T->roff[r + 1] - T->roff[r];
+        int first_is_0 = !(r == 0 && c->size > 1); /* the interface rows of process r: 0 (not on the first), m - 1 */
+        T->st.singular_block = T->roff[r] + (q == R->roff[r] && first_is_0 ? 0 : mr - 1);
+        SAP_FAIL(ctx, SAP_ERR_SINGULAR, "sap_btd: diagonal block of block row %lld is singular (an interface row "
+                 "after the interior elimination, %d processes)", (long long)T->st.singular_block, c->size);
+    }
+cleanup:
+    T->st.time_comm = c->seconds - t0;
+    return st;
+}
+
+sap_status sap__bi_solve(sap_btd *T, double *z, int nrhs)
+{
+    sap_context *ctx = T->ctx;
+    sap__btd_comm *c = T->comm;
+    sap_btd *R = T->ired;
+    sap_status st = SAP_OK;
+    const int k = (int)T->k, ldz = (int)(T->k * T->nb);
+    const int64_t kk = T->kk, l = T->nb - 1;
+    const double *D = T->D, *AC = T->AC, *Hl = T->H;
+    const double t0 = c->seconds;
+    if (!R) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_btd: not factored");
+    ilev L[64];
+    const iplan P = plan_of(c->rank, c->size, T->nb, L);
+    const int j0 = P.off;
+    const int64_t o = P.off;
+    /* forward: z^_e = B_e^{-1} z_e, the kept rows (and the pinned one) updated */
+    for (int li = 0; li < P.nl; li++) {
+        const int64_t h = L[li].h, e0 = h - o, k0 = 2 * h * j0 - o, f0 = h + 2 * h * j0 - o;
+        const int nE = L[li].nE, nK = L[li].nK;
+        SAP_TRY(sap__bc_solve_rows(T, nE, D + e0 * kk, 2 * h * kk, T->piv + e0 * k, 2 * h * k,
+                                   T->Binv ? T->Binv + e0 * kk : NULL, z + e0 * k, ldz, 2 * h * k, nrhs));
+        SAP_TRY(sap__bc_update(T, 1, 0, k, nrhs, Hl + (int64_t)(1 - j0) * 2 * kk, 2 * kk, z + e0 * k, ldz, 2 * h * k,
+                               1.0, z + (2 * h - o) * k, ldz, 2 * h * k, nK - 1));
+        SAP_TRY(sap__bc_update(T, 1, 0, k, nrhs, Hl + kk, 2 * kk, z + f0 * k, ldz, 2 * h * k, 1.0, z + k0 * k, ldz,
+                               2 * h * k, nE - j0));
+        if (L[li].lastE)
+            SAP_TRY(sap__bc_update(T, 1, 0, k, nrhs, Hl + (int64_t)(nK - j0) * 2 * kk, 0, z + (L[li].p - o) * k, ldz,
+                                   0, 1.0, z + l * k, ldz, 0, 1));
+        Hl += (int64_t)(nK - j0 + P.pin) * 2 * kk;
+    }
+    /* the interface rows over the processes */
+    const int ldr = (int)(R->k * R->nb);
+    SAP_TRY(sap__btd_reserve(R, (int64_t)ldr * nrhs));
+    for (int i = 0; i < P.nred; i++)
+        SAP_TRY(T->dk->lacpy(ctx, k, nrhs, 1, z + P.ifr[i] * k, ldz, 0, R->Z + i * k, ldr, 0));
+    SAP_TRY(sap__bc_solve_dist(R, R->Z, nrhs));
+    for (int i = 0; i < P.nred; i++)
+        SAP_TRY(T->dk->lacpy(ctx, k, nrhs, 1, R->Z + i * k, ldr, 0, z + P.ifr[i] * k, ldz, 0));
+    /* back: x_e = z^_e - A^_e x_{e-h} - C^_e x_{e+h}; the last e's neighbour above is the pinned
+     * row when e + h >= lim (none on the last process) */
+    for (int li = P.nl - 1; li >= 0; li--) {
+        const int64_t h = L[li].h, e0 = h - o, f0 = h + 2 * h * j0 - o, k0 = 2 * h * j0 - o;
+        const int nE = L[li].nE, nK = L[li].nK;
+        SAP_TRY(sap__bc_update(T, 1, 0, k, nrhs, AC + 2 * f0 * kk, 4 * h * kk, z + k0 * k, ldz, 2 * h * k, 1.0,
+                               z + f0 * k, ldz, 2 * h * k, nE - j0));
+        SAP_TRY(sap__bc_update(T, 1, 0, k, nrhs, AC + 2 * e0 * kk + kk, 4 * h * kk, z + (2 * h - o) * k, ldz, 2 * h * k,
+                               1.0, z + e0 * k, ldz, 2 * h * k, nK - 1));
+        if (nE > nK - 1 && P.pin) {
+            const int64_t el = e0 + 2 * h * (nE - 1);
+            SAP_TRY(sap__bc_update(T, 1, 0, k, nrhs, AC + 2 * el * kk + kk, 0, z + l * k, ldz, 0, 1.0, z + el * k, ldz,
+                                   0, 1));
+        }
+    }
+cleanup:
+    T->st.time_comm = c->seconds - t0;
+    return st;
+}
