@@ -37,6 +37,7 @@
 #include <cub/cub.cuh>
 #include <cuda_fp16.h>
 #include <float.h>
+#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -75,6 +76,8 @@ struct cuda_bj {
     int nmem;
     long long nnz;
     int maxeb; /* the bytes of the widest precision stored (8 unless factor returned them) */
+    int ap_key;            /* the apply's launch below is for maxeb 8 * variant + maxeb (0: not yet) */
+    unsigned ap_grid[2];   /* its persistent grid (double, float vectors) */
 };
 
 static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
@@ -123,6 +126,8 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
     const bool valid = b >= 0;
     const int o = valid ? d.off[b] : 0;
     const int s = valid ? d.off[b + 1] - o : 0;
+    /* the result's offset, loaded now: its latency hides behind the extraction */
+    const long long slotoff = valid ? __ldg(d.slot + b) : 0;
     const bool mine = l < s;
     int nonfinite = 0;
 #pragma unroll
@@ -189,11 +194,17 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
                     vv[u] = __ldg(d.val + p);
                 }
             }
+            /* identity rows: the block's columns are o .. o + s - 1 (no map loads) */
 #pragma unroll
             for (int u = 0; u < 4; u++)
                 if (cc[u] >= 0) {
-                    bb[u] = __ldg(d.blk + cc[u]);
-                    pp[u] = __ldg(d.pos + cc[u]);
+                    if (d.ident) {
+                        bb[u] = (unsigned)(cc[u] - o) < (unsigned)s ? b : -1;
+                        pp[u] = cc[u] - o;
+                    } else {
+                        bb[u] = __ldg(d.blk + cc[u]);
+                        pp[u] = __ldg(d.pos + cc[u]);
+                    }
                 }
 #pragma unroll
             for (int u = 0; u < 4; u++)
@@ -354,7 +365,7 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
         sc = m > 0 && isfinite(m) ? ldexp(1.0, ilogb(m) - 13) : 1.0;
     }
     if (valid && mine) {
-        unsigned char *slot = out + d.slot[b];
+        unsigned char *slot = out + slotoff;
         for (int j = 0; j < s; j++) {
             const double x = (LU && j < l) ? TILE(l, j) : TILE(l, j) / sc;
             const int idx = j * s + l;
@@ -550,6 +561,196 @@ __global__ void k_apply_lu(bj_dev d, const unsigned char *store, int nb, const T
         y[k] = v / load_val(slot, prec, k * s + k);
     }
     for (int k = 0; k < s; k++) z[d.rows[o + k]] = (T)y[k];
+}
+
+/* ---- apply: persistent warps, the next unit's storage copied while this one computes ---- */
+
+/* cp.async (sm_80 and later): global -> shared memory without registers, completion by
+ * groups (commit / wait); below sm_80 a plain copy */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src)
+                 : "memory");
+#else
+    *(uint4 *)dst = __ldcs((const uint4 *)src);
+#endif
+}
+
+template <typename T> __device__ __forceinline__ void cp_async_elem(T *dst, const T *src)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "n"((int)sizeof(T))
+                 : "memory");
+#else
+    *dst = *src;
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/* every group of copies but the newest complete (this thread's copies) */
+__device__ __forceinline__ void cp_async_wait_prev()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ int warp_imax(int v)
+{
+#if __CUDA_ARCH__ >= 800
+    return (int)__reduce_max_sync(0xffffffffu, (unsigned)v);
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+#endif
+}
+
+/* the width class of warp unit u (the launch's warps, widest class first) */
+__device__ __forceinline__ int unit_class(const classes &cl, int u)
+{
+    return u < cl.w[3] ? 3 : u < cl.w[2] ? 2 : u < cl.w[1] ? 1 : 0;
+}
+
+/* a[i] for a run-time i by selects (no local-memory copy of the kernel argument) */
+__device__ __forceinline__ int pick5(const int (&a)[5], int i)
+{
+    return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : i == 3 ? a[3] : a[4];
+}
+
+/* what a lane keeps of its group's block between the copy and the compute */
+struct apply_item {
+    int s, prec, row, piv;
+    double sc;
+};
+
+/* the staging buffer of one warp unit: the groups' storage (group grp of a class of W lanes
+ * at grp W^2 eb; mbytes = 32 W_max eb in all), then r of the 32 lanes' rows (lane order) */
+template <typename T, bool LU>
+__device__ __forceinline__ void apply_issue(const bj_dev &d, const unsigned char *__restrict__ store,
+                                            const int4 *__restrict__ meta, const double *__restrict__ gscale,
+                                            const classes &cl, int u, unsigned char *buf, int mbytes, int eb,
+                                            const T *__restrict__ r, apply_item &it)
+{
+    const int lane = threadIdx.x & 31;
+    it.s = 0;
+    if (u < cl.w[0]) { /* uniform over the warp */
+        const int c = unit_class(cl, u), lw = 2 + c, W = 1 << lw, grp = lane >> lw, l = lane & (W - 1);
+        const int g = pick5(cl.l, c) + (u - pick5(cl.w, c + 1)) * (32 >> lw) + grp;
+        if (g < pick5(cl.l, c + 1)) {
+            const int4 m = __ldg(meta + g);
+            const long long so = (long long)(unsigned)m.x | (long long)m.y << 32;
+            const int o = m.z;
+            it.s = m.w & 0xff;
+            it.prec = m.w >> 8;
+            it.sc = __ldg(gscale + g);
+            unsigned char *gs = buf + grp * W * W * eb;
+            const int nv = (int)(slot_bytes(it.s, it.prec) / 16);
+            const unsigned char *src = store + so;
+            for (int i = l; i < nv; i += W) cp_async16(gs + 16 * i, src + 16 * i);
+            if (l < it.s) {
+                it.row = d.ident ? o + l : __ldg(d.rows + o + l);
+                cp_async_elem((T *)(buf + mbytes) + lane, r + it.row);
+                if (LU) it.piv = __ldg(d.piv + o + l);
+            }
+        }
+    }
+    cp_async_commit();
+}
+
+__device__ __forceinline__ double staged_val(const unsigned char *m, int prec, int idx)
+{
+    if (prec == SAP_BJ_FP64) return ((const double *)m)[idx];
+    if (prec == SAP_BJ_FP32) return (double)((const float *)m)[idx];
+    return (double)__half2float(((const __half *)m)[idx]);
+}
+
+/* GJ: lane k of the group: z_k = scale sum_j inv(k, j) r_j from the staged column-major
+ * values (consecutive lanes, consecutive addresses; r_j a broadcast).  LU: lane k owns
+ * step row k: forward substitution by columns (y_k broadcast by a shuffle, lanes > k
+ * update), then backward (x_k = v_k / u_kk broadcast, lanes < k update); the shuffles
+ * span the warp (uniform trip count: the warp's largest block). */
+template <typename T, bool LU>
+__device__ __forceinline__ void apply_compute(const classes &cl, int u, const unsigned char *buf, int mbytes, int eb,
+                                              const apply_item &it, T *__restrict__ z)
+{
+    const int lane = threadIdx.x & 31;
+    const int c = unit_class(cl, u), lw = 2 + c, W = 1 << lw, grp = lane >> lw, l = lane & (W - 1);
+    const int gbase = grp * W, s = it.s, prec = it.prec;
+    const unsigned char *gs = buf + grp * W * W * eb;
+    const T *xs = (const T *)(buf + mbytes) + gbase;
+    const bool mine = l < s;
+    if (!LU) {
+        if (!mine) return;
+        double y = 0;
+        if (prec == SAP_BJ_FP64) {
+            const double *m = (const double *)gs;
+#pragma unroll 4
+            for (int j = 0; j < s; j++) y += m[j * s + l] * (double)xs[j];
+        } else if (prec == SAP_BJ_FP32) {
+            const float *m = (const float *)gs;
+#pragma unroll 4
+            for (int j = 0; j < s; j++) y += (double)m[j * s + l] * (double)xs[j];
+        } else {
+            const __half *m = (const __half *)gs;
+#pragma unroll 4
+            for (int j = 0; j < s; j++) y += (double)__half2float(m[j * s + l]) * (double)xs[j];
+        }
+        z[it.row] = (T)(y * it.sc);
+    } else {
+        const int smax = warp_imax(s);
+        /* forward: L unit lower, L(l, k) at k s + l */
+        double v = mine ? (double)xs[it.piv] : 0.0;
+        for (int k = 0; k < smax - 1; k++) {
+            const double yk = __shfl_sync(0xffffffffu, v, gbase + k);
+            if (mine && l > k) v -= staged_val(gs, prec, k * s + l) * yk;
+        }
+        /* backward: U / scale, U(l, k) at k s + l */
+        const double dinv = mine ? 1.0 / staged_val(gs, prec, l * s + l) : 0.0;
+        v = mine ? v / it.sc : 0.0;
+        for (int k = smax - 1; k > 0; k--) {
+            const double xk = __shfl_sync(0xffffffffu, v * dinv, gbase + k);
+            if (l < k && k < s) v -= staged_val(gs, prec, k * s + l) * xk;
+        }
+        if (mine) z[it.row] = (T)(v * dinv);
+    }
+}
+
+/* one launch, persistent warps (the grid fills the device once): warp unit u (the factor's
+ * classes: 32 / W blocks a unit) is staged while unit u - nw computes (two buffers a warp,
+ * cp.async groups) */
+template <typename T, bool LU>
+__global__ void __launch_bounds__(128) k_apply(bj_dev d, const unsigned char *__restrict__ store,
+                                               const int4 *__restrict__ meta, const double *__restrict__ gscale,
+                                               classes cl, int mbytes, int eb, const T *__restrict__ r,
+                                               T *__restrict__ z)
+{
+    extern __shared__ __align__(16) unsigned char smraw[];
+    const int bufb = mbytes + 32 * 8;
+    unsigned char *b0 = smraw + (size_t)(threadIdx.x / 32) * 2 * bufb, *b1 = b0 + bufb;
+    const int nw = gridDim.x * 4;
+    int u = blockIdx.x * 4 + threadIdx.x / 32;
+    if (u >= cl.w[0]) return; /* whole warps */
+    apply_item cur, nxt;
+    apply_issue<T, LU>(d, store, meta, gscale, cl, u, b0, mbytes, eb, r, cur);
+    for (int i = 0; u < cl.w[0]; u += nw, i++) {
+        unsigned char *bc = i & 1 ? b1 : b0, *bn = i & 1 ? b0 : b1;
+        apply_issue<T, LU>(d, store, meta, gscale, cl, u + nw, bn, mbytes, eb, r, nxt);
+        cp_async_wait_prev();
+        __syncwarp();
+        apply_compute<T, LU>(cl, u, bc, mbytes, eb, cur, z);
+        __syncwarp(); /* bc is the next unit's but one */
+        cur = nxt;
+    }
 }
 
 static void c_release(sap_bj_fact *F)
@@ -790,6 +991,37 @@ cleanup:
     return st;
 }
 
+/* the staging bytes of a warp unit's groups: 32 W_max eb (W_max the widest class present) */
+static int apply_mbytes(const cuda_bj *pv)
+{
+    int wmax = 4;
+    for (int c = 0; c < 4; c++)
+        if (pv->cls[c + 1] > pv->cls[c]) wmax = 4 << c;
+    return 32 * wmax * pv->maxeb;
+}
+
+/* the persistent launch of k_apply<T, LU>: as many 4-warp blocks as fit the device at once
+ * (two staging buffers a warp), no more than the units need */
+template <typename T, bool LU>
+static sap_status launch_apply(sap_bj_fact *F, cuda_bj *pv, const T *r, T *z, unsigned *grid)
+{
+    sap_context *ctx = F->ctx;
+    const classes cl = make_classes(pv);
+    const int mbytes = apply_mbytes(pv);
+    const size_t smem = 4 * 2 * ((size_t)mbytes + 32 * 8);
+    if (!*grid) {
+        int per = 0;
+        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_apply<T, LU>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        SAP_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_apply<T, LU>, 128, smem));
+        const long long fill = (long long)(per > 0 ? per : 1) * sap__cuda_sm_count(ctx), need = (cl.w[0] + 3) / 4;
+        *grid = (unsigned)(need < fill ? need : fill);
+    }
+    k_apply<T, LU><<<*grid, 128, smem, stream_of(ctx)>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, mbytes, pv->maxeb,
+                                                          r, z);
+    SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply");
+    return SAP_OK;
+}
+
 static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision prec)
 {
     sap_context *ctx = F->ctx;
@@ -797,7 +1029,22 @@ static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision 
     sap_status st = sap__cuda_enter(ctx);
     if (st < 0) return st;
     cudaStream_t s = stream_of(ctx);
-    if (F->n == 0) return SAP_OK;
+    if (F->n == 0 || F->nb == 0) return SAP_OK;
+    static int legacy = -1; /* TEMPORARY A/B switch for the device run (removed after) */
+    if (legacy < 0) legacy = getenv("SAP_BJ_APPLY_LEGACY") != NULL;
+    if (!legacy) {
+        const int key = 8 * F->variant + pv->maxeb;
+        if (pv->ap_key != key) {
+            pv->ap_key = key;
+            pv->ap_grid[0] = pv->ap_grid[1] = 0;
+        }
+        const int lu = F->variant == SAP_BJ_LU;
+        if (prec == SAP_FLOAT)
+            return lu ? launch_apply<float, true>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1])
+                      : launch_apply<float, false>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1]);
+        return lu ? launch_apply<double, true>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0])
+                  : launch_apply<double, false>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0]);
+    }
     if (F->variant == SAP_BJ_GJ) {
         const classes cl = make_classes(pv);
         const size_t sw = max_smem_warp(pv, apply_smem_warp, pv->maxeb);
