@@ -24,13 +24,17 @@
  *          aligned).  Without adaptive precision every block is fp64 and the factor writes
  *          there directly; with it the factor writes fp64-sized slots of a scratch buffer,
  *          then the compact offsets (cub scan of the sizes) and a 16-byte copy.
- * apply    GJ: one launch, a group of W lanes a block (the factor's classes): the block's
- *          storage staged into shared memory by 16-byte coalesced streaming loads, r of
- *          the block's rows read by lane k = row k; lane k computes z_k from the staged
- *          column-major values (consecutive lanes, consecutive addresses), the precision
- *          switched per block.  LU: one thread per block (forward and backward
- *          substitution from its factors).
- * Not done: a warp-cooperative LU apply. */
+ * apply    one launch of persistent warps (the grid fills the device once), each walking warp
+ *          units of the factor's classes (32 / W blocks a unit, a group of W lanes a block):
+ *          the next unit's storage (16-byte cp.async, coalesced) and r of its rows (cp.async
+ *          of one element a lane) are copied into the warp's second shared-memory buffer
+ *          while the current unit computes, and the records (list position -> offset, rows,
+ *          size, precision, scale) are loaded a unit before that.  GJ: lane k computes
+ *          z_k = scale sum_j inv(k, j) r_j from the staged column-major values (consecutive
+ *          lanes, consecutive addresses).  LU: lane k owns step row k: forward substitution
+ *          by columns (y_k broadcast by a shuffle, the lanes below update), then backward
+ *          (x_k = v_k / u_kk broadcast, the lanes above update); a warp whose blocks share
+ *          one precision runs loops without a precision branch. */
 #include "device/cuda/cuda_internal.h"
 #include "device/bjacobi_kernels.h"
 
@@ -126,8 +130,6 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
     const bool valid = b >= 0;
     const int o = valid ? d.off[b] : 0;
     const int s = valid ? d.off[b + 1] - o : 0;
-    /* the result's offset, loaded now: its latency hides behind the extraction */
-    const long long slotoff = valid ? __ldg(d.slot + b) : 0;
     const bool mine = l < s;
     int nonfinite = 0;
 #pragma unroll
@@ -194,17 +196,11 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
                     vv[u] = __ldg(d.val + p);
                 }
             }
-            /* identity rows: the block's columns are o .. o + s - 1 (no map loads) */
 #pragma unroll
             for (int u = 0; u < 4; u++)
                 if (cc[u] >= 0) {
-                    if (d.ident) {
-                        bb[u] = (unsigned)(cc[u] - o) < (unsigned)s ? b : -1;
-                        pp[u] = cc[u] - o;
-                    } else {
-                        bb[u] = __ldg(d.blk + cc[u]);
-                        pp[u] = __ldg(d.pos + cc[u]);
-                    }
+                    bb[u] = __ldg(d.blk + cc[u]);
+                    pp[u] = __ldg(d.pos + cc[u]);
                 }
 #pragma unroll
             for (int u = 0; u < 4; u++)
@@ -365,7 +361,7 @@ __device__ __forceinline__ void factor_group(const bj_dev &d, unsigned char *out
         sc = m > 0 && isfinite(m) ? ldexp(1.0, ilogb(m) - 13) : 1.0;
     }
     if (valid && mine) {
-        unsigned char *slot = out + slotoff;
+        unsigned char *slot = out + d.slot[b];
         for (int j = 0; j < s; j++) {
             const double x = (LU && j < l) ? TILE(l, j) : TILE(l, j) / sc;
             const int idx = j * s + l;
@@ -615,6 +611,17 @@ __device__ __forceinline__ int warp_imax(int v)
 #endif
 }
 
+__device__ __forceinline__ unsigned warp_uor(unsigned v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_or_sync(0xffffffffu, v);
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) v |= __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+#endif
+}
+
 /* the width class of warp unit u (the launch's warps, widest class first) */
 __device__ __forceinline__ int unit_class(const classes &cl, int u)
 {
@@ -627,6 +634,30 @@ __device__ __forceinline__ int pick5(const int (&a)[5], int i)
     return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : i == 3 ? a[3] : a[4];
 }
 
+/* the apply record of a lane's group in warp unit u (loaded a unit ahead of its copy: the
+ * loads are not waited for until the copy is issued) */
+struct unit_meta {
+    int4 m;
+    double sc;
+    int valid;
+};
+
+__device__ __forceinline__ void load_meta(const int4 *__restrict__ meta, const double *__restrict__ gscale,
+                                          const classes &cl, int u, unit_meta &um)
+{
+    const int lane = threadIdx.x & 31;
+    um.valid = 0;
+    if (u < cl.w[0]) { /* uniform over the warp */
+        const int c = unit_class(cl, u), lw = 2 + c;
+        const int g = pick5(cl.l, c) + (u - pick5(cl.w, c + 1)) * (32 >> lw) + (lane >> lw);
+        if (g < pick5(cl.l, c + 1)) {
+            um.m = __ldg(meta + g);
+            um.sc = __ldg(gscale + g);
+            um.valid = 1;
+        }
+    }
+}
+
 /* what a lane keeps of its group's block between the copy and the compute */
 struct apply_item {
     int s, prec, row, piv;
@@ -637,48 +668,67 @@ struct apply_item {
  * at grp W^2 eb; mbytes = 32 W_max eb in all), then r of the 32 lanes' rows (lane order) */
 template <typename T, bool LU>
 __device__ __forceinline__ void apply_issue(const bj_dev &d, const unsigned char *__restrict__ store,
-                                            const int4 *__restrict__ meta, const double *__restrict__ gscale,
-                                            const classes &cl, int u, unsigned char *buf, int mbytes, int eb,
-                                            const T *__restrict__ r, apply_item &it)
+                                            const classes &cl, int u, const unit_meta &um, unsigned char *buf,
+                                            int mbytes, int eb, const T *__restrict__ r, apply_item &it)
 {
     const int lane = threadIdx.x & 31;
     it.s = 0;
-    if (u < cl.w[0]) { /* uniform over the warp */
+    it.prec = SAP_BJ_FP64;
+    if (um.valid) {
         const int c = unit_class(cl, u), lw = 2 + c, W = 1 << lw, grp = lane >> lw, l = lane & (W - 1);
-        const int g = pick5(cl.l, c) + (u - pick5(cl.w, c + 1)) * (32 >> lw) + grp;
-        if (g < pick5(cl.l, c + 1)) {
-            const int4 m = __ldg(meta + g);
-            const long long so = (long long)(unsigned)m.x | (long long)m.y << 32;
-            const int o = m.z;
-            it.s = m.w & 0xff;
-            it.prec = m.w >> 8;
-            it.sc = __ldg(gscale + g);
-            unsigned char *gs = buf + grp * W * W * eb;
-            const int nv = (int)(slot_bytes(it.s, it.prec) / 16);
-            const unsigned char *src = store + so;
-            for (int i = l; i < nv; i += W) cp_async16(gs + 16 * i, src + 16 * i);
-            if (l < it.s) {
-                it.row = d.ident ? o + l : __ldg(d.rows + o + l);
-                cp_async_elem((T *)(buf + mbytes) + lane, r + it.row);
-                if (LU) it.piv = __ldg(d.piv + o + l);
-            }
+        const long long so = (long long)(unsigned)um.m.x | (long long)um.m.y << 32;
+        const int o = um.m.z;
+        it.s = um.m.w & 0xff;
+        it.prec = um.m.w >> 8;
+        it.sc = um.sc;
+        unsigned char *gs = buf + grp * W * W * eb;
+        const int nv = (int)(slot_bytes(it.s, it.prec) / 16);
+        const unsigned char *src = store + so;
+        for (int i = l; i < nv; i += W) cp_async16(gs + 16 * i, src + 16 * i);
+        if (l < it.s) {
+            it.row = d.ident ? o + l : __ldg(d.rows + o + l);
+            cp_async_elem((T *)(buf + mbytes) + lane, r + it.row);
+            if (LU) it.piv = __ldg(d.piv + o + l);
         }
     }
     cp_async_commit();
 }
 
-__device__ __forceinline__ double staged_val(const unsigned char *m, int prec, int idx)
+/* element idx of staged storage in precision P (P < 0: the run-time prec) */
+template <int P> __device__ __forceinline__ double staged_val(const unsigned char *m, int prec, int idx)
 {
-    if (prec == SAP_BJ_FP64) return ((const double *)m)[idx];
-    if (prec == SAP_BJ_FP32) return (double)((const float *)m)[idx];
+    if (P == SAP_BJ_FP64 || (P < 0 && prec == SAP_BJ_FP64)) return ((const double *)m)[idx];
+    if (P == SAP_BJ_FP32 || (P < 0 && prec == SAP_BJ_FP32)) return (double)((const float *)m)[idx];
     return (double)__half2float(((const __half *)m)[idx]);
 }
 
+/* LU: lane l owns step row l: forward substitution by columns (y_k broadcast by a shuffle,
+ * lanes > k update), then backward (x_k = v_k / u_kk broadcast, lanes < k update); the
+ * shuffles span the warp (uniform trip count: the warp's largest block) */
+template <typename T, int P>
+__device__ __forceinline__ void lu_solve(const unsigned char *gs, const T *xs, const apply_item &it, int l, int gbase,
+                                         int smax, T *__restrict__ z)
+{
+    const int s = it.s, prec = it.prec;
+    const bool mine = l < s;
+    /* forward: L unit lower, L(l, k) at k s + l */
+    double v = mine ? (double)xs[it.piv] : 0.0;
+    for (int k = 0; k < smax - 1; k++) {
+        const double yk = __shfl_sync(0xffffffffu, v, gbase + k);
+        if (mine && l > k) v -= staged_val<P>(gs, prec, k * s + l) * yk;
+    }
+    /* backward: U / scale, U(l, k) at k s + l */
+    const double dinv = mine ? 1.0 / staged_val<P>(gs, prec, l * s + l) : 0.0;
+    v = mine ? v / it.sc : 0.0;
+    for (int k = smax - 1; k > 0; k--) {
+        const double xk = __shfl_sync(0xffffffffu, v * dinv, gbase + k);
+        if (l < k && k < s) v -= staged_val<P>(gs, prec, k * s + l) * xk;
+    }
+    if (mine) z[it.row] = (T)(v * dinv);
+}
+
 /* GJ: lane k of the group: z_k = scale sum_j inv(k, j) r_j from the staged column-major
- * values (consecutive lanes, consecutive addresses; r_j a broadcast).  LU: lane k owns
- * step row k: forward substitution by columns (y_k broadcast by a shuffle, lanes > k
- * update), then backward (x_k = v_k / u_kk broadcast, lanes < k update); the shuffles
- * span the warp (uniform trip count: the warp's largest block). */
+ * values (consecutive lanes, consecutive addresses; r_j a broadcast).  LU: lu_solve. */
 template <typename T, bool LU>
 __device__ __forceinline__ void apply_compute(const classes &cl, int u, const unsigned char *buf, int mbytes, int eb,
                                               const apply_item &it, T *__restrict__ z)
@@ -707,21 +757,14 @@ __device__ __forceinline__ void apply_compute(const classes &cl, int u, const un
         }
         z[it.row] = (T)(y * it.sc);
     } else {
+        /* the warp's precisions: one (the usual case) gives loops without a precision
+         * branch; the branches below are uniform over the warp */
         const int smax = warp_imax(s);
-        /* forward: L unit lower, L(l, k) at k s + l */
-        double v = mine ? (double)xs[it.piv] : 0.0;
-        for (int k = 0; k < smax - 1; k++) {
-            const double yk = __shfl_sync(0xffffffffu, v, gbase + k);
-            if (mine && l > k) v -= staged_val(gs, prec, k * s + l) * yk;
-        }
-        /* backward: U / scale, U(l, k) at k s + l */
-        const double dinv = mine ? 1.0 / staged_val(gs, prec, l * s + l) : 0.0;
-        v = mine ? v / it.sc : 0.0;
-        for (int k = smax - 1; k > 0; k--) {
-            const double xk = __shfl_sync(0xffffffffu, v * dinv, gbase + k);
-            if (l < k && k < s) v -= staged_val(gs, prec, k * s + l) * xk;
-        }
-        if (mine) z[it.row] = (T)(v * dinv);
+        const unsigned pm = warp_uor(mine ? 1u << prec : 0u);
+        if (pm == 1u << SAP_BJ_FP64) lu_solve<T, SAP_BJ_FP64>(gs, xs, it, l, gbase, smax, z);
+        else if (pm == 1u << SAP_BJ_FP32) lu_solve<T, SAP_BJ_FP32>(gs, xs, it, l, gbase, smax, z);
+        else if (pm == 1u << SAP_BJ_FP16) lu_solve<T, SAP_BJ_FP16>(gs, xs, it, l, gbase, smax, z);
+        else lu_solve<T, -1>(gs, xs, it, l, gbase, smax, z);
     }
 }
 
@@ -741,10 +784,14 @@ __global__ void __launch_bounds__(128) k_apply(bj_dev d, const unsigned char *__
     int u = blockIdx.x * 4 + threadIdx.x / 32;
     if (u >= cl.w[0]) return; /* whole warps */
     apply_item cur, nxt;
-    apply_issue<T, LU>(d, store, meta, gscale, cl, u, b0, mbytes, eb, r, cur);
+    unit_meta um;
+    load_meta(meta, gscale, cl, u, um);
+    apply_issue<T, LU>(d, store, cl, u, um, b0, mbytes, eb, r, cur);
+    load_meta(meta, gscale, cl, u + nw, um);
     for (int i = 0; u < cl.w[0]; u += nw, i++) {
         unsigned char *bc = i & 1 ? b1 : b0, *bn = i & 1 ? b0 : b1;
-        apply_issue<T, LU>(d, store, meta, gscale, cl, u + nw, bn, mbytes, eb, r, nxt);
+        apply_issue<T, LU>(d, store, cl, u + nw, um, bn, mbytes, eb, r, nxt);
+        load_meta(meta, gscale, cl, u + 2 * nw, um); /* waited for at the next issue */
         cp_async_wait_prev();
         __syncwarp();
         apply_compute<T, LU>(cl, u, bc, mbytes, eb, cur, z);
