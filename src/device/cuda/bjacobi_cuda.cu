@@ -41,7 +41,6 @@
 #include <cub/cub.cuh>
 #include <cuda_fp16.h>
 #include <float.h>
-#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -432,16 +431,6 @@ __global__ void k_compact(bj_dev d, int nb, const unsigned char *from, unsigned 
     for (int i = l; i < nv; i += 8) dst[i] = __ldcs(src + i);
 }
 
-/* apply, GJ: a group of W lanes per block.  The block's storage (s^2 values in its
- * precision, 16-byte aligned) is staged into shared memory with 16-byte coalesced loads
- * (read once: streaming), r_(block) is read by lane k = row k; then lane k computes
- * z_k = scale sum_j inv(k, j) r_j from the staged column-major values (consecutive lanes,
- * consecutive addresses). */
-/* the staging area of a group: W^2 values of eb bytes (the widest precision of the batch:
- * fp16-only storage takes a quarter of fp64's shared memory, so more warps run) + r */
-template <int W> __host__ __device__ inline size_t apply_smem_group(int eb) { return (size_t)W * W * eb + W * 8; }
-static inline size_t apply_smem_warp(int W, int eb) { return (size_t)(32 / W) * ((size_t)W * W * eb + W * 8); }
-
 /* the apply's record of the block at list position g (written after each factor): its
  * compact offset (low, high 32 bits), first row position, size | precision << 8; the scale
  * beside it.  One 16-byte load instead of list -> off, soff, bprec, scale (a shorter chain
@@ -455,108 +444,6 @@ __global__ void k_meta(bj_dev d, const int32_t *list, int nb, int4 *meta, double
     const int o = d.off[b];
     meta[g] = make_int4((int)(unsigned)(so & 0xffffffffLL), (int)(so >> 32), o, (d.off[b + 1] - o) | (int)d.bprec[b] << 8);
     gscale[g] = d.scale[b];
-}
-
-/* the list position of this thread's group in class c, or -1 */
-template <int W> __device__ __forceinline__ int group_index(const classes &cl, int c, int w)
-{
-    const int gi = (w - cl.w[c + 1]) * (32 / W) + (threadIdx.x & 31) / W;
-    return gi < cl.l[c + 1] - cl.l[c] ? cl.l[c] + gi : -1;
-}
-
-template <int W, typename T>
-__device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char *store, const int4 *__restrict__ meta,
-                                            const double *__restrict__ gscale, int g, const T *__restrict__ r,
-                                            T *__restrict__ z, unsigned char *sm, int eb)
-{
-    const int lane = threadIdx.x & 31, grp = lane / W, gbase = grp * W, l = lane - gbase;
-    const unsigned gm = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << gbase;
-    unsigned char *stage = sm + grp * apply_smem_group<W>(eb);
-    double *xs = (double *)(stage + W * W * eb);
-    int o = 0, s = 0, prec = SAP_BJ_FP64;
-    long long so = 0;
-    double sc = 1.0;
-    if (g >= 0) {
-        const int4 m = __ldg(meta + g);
-        so = (long long)(unsigned)m.x | (long long)m.y << 32;
-        o = m.z;
-        s = m.w & 0xff;
-        prec = m.w >> 8;
-        sc = __ldg(gscale + g);
-    }
-    const bool mine = l < s;
-    int row = 0;
-    if (mine) {
-        row = d.ident ? o + l : d.rows[o + l];
-        xs[l] = (double)r[row];
-    }
-    const int nv = (int)(slot_bytes(s, prec) / 16);
-    const uint4 *src = (const uint4 *)(store + so);
-    uint4 *dst = (uint4 *)stage;
-#pragma unroll 4
-    for (int i = l; i < nv; i += W) dst[i] = __ldcs(src + i);
-    __syncwarp(gm);
-    if (mine) {
-        double y = 0;
-        if (prec == SAP_BJ_FP64) {
-            const double *m = (const double *)stage;
-            for (int j = 0; j < s; j++) y += m[j * s + l] * xs[j];
-        } else if (prec == SAP_BJ_FP32) {
-            const float *m = (const float *)stage;
-            for (int j = 0; j < s; j++) y += (double)m[j * s + l] * xs[j];
-        } else {
-            const __half *m = (const __half *)stage;
-            for (int j = 0; j < s; j++) y += (double)__half2float(m[j * s + l]) * xs[j];
-        }
-        z[row] = (T)(y * sc);
-    }
-}
-
-template <typename T>
-__global__ void __launch_bounds__(128) k_apply_gj(bj_dev d, const unsigned char *store, const int4 *meta,
-                                                  const double *gscale, classes cl,
-                                                  int smem_warp, int eb, const T *__restrict__ r,
-                                                  T *__restrict__ z)
-{
-    extern __shared__ __align__(16) unsigned char smraw[];
-    const int w = blockIdx.x * 4 + threadIdx.x / 32;
-    if (w >= cl.w[0]) return;
-    unsigned char *sm = smraw + (size_t)(threadIdx.x / 32) * smem_warp;
-    if (w < cl.w[3]) apply_group<32>(d, store, meta, gscale, group_index<32>(cl, 3, w), r, z, sm, eb);
-    else if (w < cl.w[2]) apply_group<16>(d, store, meta, gscale, group_index<16>(cl, 2, w), r, z, sm, eb);
-    else if (w < cl.w[1]) apply_group<8>(d, store, meta, gscale, group_index<8>(cl, 1, w), r, z, sm, eb);
-    else apply_group<4>(d, store, meta, gscale, group_index<4>(cl, 0, w), r, z, sm, eb);
-}
-
-__device__ inline double load_val(const unsigned char *slot, int prec, int idx)
-{
-    if (prec == SAP_BJ_FP64) return ((const double *)slot)[idx];
-    if (prec == SAP_BJ_FP32) return (double)((const float *)slot)[idx];
-    return (double)__half2float(((const __half *)slot)[idx]);
-}
-
-/* apply, LU: one thread per block (forward and backward substitution from its factors) */
-template <typename T>
-__global__ void k_apply_lu(bj_dev d, const unsigned char *store, int nb, const T *__restrict__ r, T *__restrict__ z)
-{
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nb) return;
-    const int o = d.off[b], s = d.off[b + 1] - o;
-    const unsigned char *slot = store + d.soff[b];
-    const int prec = d.bprec[b];
-    const double sc = d.scale[b];
-    double y[32];
-    for (int k = 0; k < s; k++) {
-        double v = (double)r[d.rows[o + d.piv[o + k]]];
-        for (int i = 0; i < k; i++) v -= load_val(slot, prec, i * s + k) * y[i];
-        y[k] = v;
-    }
-    for (int k = s - 1; k >= 0; k--) {
-        double v = y[k] / sc;
-        for (int j = k + 1; j < s; j++) v -= load_val(slot, prec, j * s + k) * y[j];
-        y[k] = v / load_val(slot, prec, k * s + k);
-    }
-    for (int k = 0; k < s; k++) z[d.rows[o + k]] = (T)y[k];
 }
 
 /* ---- apply: persistent warps, the next unit's storage copied while this one computes ---- */
@@ -1075,42 +962,18 @@ static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision 
     cuda_bj *pv = (cuda_bj *)F->dev;
     sap_status st = sap__cuda_enter(ctx);
     if (st < 0) return st;
-    cudaStream_t s = stream_of(ctx);
     if (F->n == 0 || F->nb == 0) return SAP_OK;
-    static int legacy = -1; /* TEMPORARY A/B switch for the device run (removed after) */
-    if (legacy < 0) legacy = getenv("SAP_BJ_APPLY_LEGACY") != NULL;
-    if (!legacy) {
-        const int key = 8 * F->variant + pv->maxeb;
-        if (pv->ap_key != key) {
-            pv->ap_key = key;
-            pv->ap_grid[0] = pv->ap_grid[1] = 0;
-        }
-        const int lu = F->variant == SAP_BJ_LU;
-        if (prec == SAP_FLOAT)
-            return lu ? launch_apply<float, true>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1])
-                      : launch_apply<float, false>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1]);
-        return lu ? launch_apply<double, true>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0])
-                  : launch_apply<double, false>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0]);
+    const int key = 8 * F->variant + pv->maxeb;
+    if (pv->ap_key != key) {
+        pv->ap_key = key;
+        pv->ap_grid[0] = pv->ap_grid[1] = 0;
     }
-    if (F->variant == SAP_BJ_GJ) {
-        const classes cl = make_classes(pv);
-        const size_t sw = max_smem_warp(pv, apply_smem_warp, pv->maxeb);
-        const unsigned grid = (unsigned)((cl.w[0] + 3) / 4);
-        if (prec == SAP_FLOAT)
-            k_apply_gj<float><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw, pv->maxeb,
-                                                        (const float *)r, (float *)z);
-        else
-            k_apply_gj<double><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw,
-                                                         pv->maxeb,
-                                                         (const double *)r, (double *)z);
-    } else {
-        const unsigned grid = (unsigned)((F->nb + 127) / 128);
-        if (prec == SAP_FLOAT)
-            k_apply_lu<float><<<grid, 128, 0, s>>>(pv->d, pv->store, (int)F->nb, (const float *)r, (float *)z);
-        else k_apply_lu<double><<<grid, 128, 0, s>>>(pv->d, pv->store, (int)F->nb, (const double *)r, (double *)z);
-    }
-    SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply");
-    return SAP_OK;
+    const int lu = F->variant == SAP_BJ_LU;
+    if (prec == SAP_FLOAT)
+        return lu ? launch_apply<float, true>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1])
+                  : launch_apply<float, false>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1]);
+    return lu ? launch_apply<double, true>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0])
+              : launch_apply<double, false>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0]);
 }
 
 sap_bjacobi_kernels make_table()
