@@ -11,15 +11,18 @@
  *   4 per row) + the factors written, at the device copy bandwidth measured in the run.
  *   Times: CUDA events around the batched kernels (results left on the device), best of 5.
  * Part 2 (cuda): apply z = D^{-1} r on the mix (1e6 blocks) with every block in fp64,
- *   fp32, fp16 and adaptive storage, against its bytes floor (the blocks' storage + r + z
- *   at the copy bandwidth).
+ *   fp32, fp16 and adaptive storage, GJ and LU, against its bytes floor (the blocks'
+ *   storage + r + z at the copy bandwidth).
  * Part 3 (the backend of --backend): CG with scalar Jacobi, bjacobi, bjacobi-adaptive (and
  *   IC(0), CG's incomplete factorization, where the build registers "ic0")
  *   on the collection's matrices with natural blocks and on gen:elasticity3d systems:
  *   iterations, setup and solve seconds, the share of blocks stored in each precision.
  *
  * usage: bjacobi [--backend cpu|cuda] [--out DIR] [--matrix-dir DIR] [--quick]
- *                [--no-factor] [--no-solver] [--filter SUBSTR]
+ *                [--no-factor] [--no-solver] [--parts factor,apply,solver] [--sizes 4,16,0]
+ *                [--filter SUBSTR]
+ *   --no-factor: no part 1 nor 2; --parts: the parts named only; --sizes: part 1's block
+ *   sizes (0: the mix; default 4,8,16,24,32,0).
  * Writes DIR/bjacobi_<backend>.csv and .md (default DIR: bench/results of the source tree). */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
@@ -40,6 +43,8 @@
 #endif
 
 static FILE *md, *csv;
+/* part 1's block sizes (0: the mix 1..32) */
+static int sizes_sel[8] = {4, 8, 16, 24, 32, 0}, nsizes = 6;
 
 static void out(const char *fmt, ...)
 {
@@ -52,6 +57,7 @@ static void out(const char *fmt, ...)
         va_start(ap, fmt);
         vfprintf(md, fmt, ap);
         va_end(ap);
+        fflush(md); /* a run stopped part way keeps its rows */
     }
 }
 
@@ -286,13 +292,12 @@ static void part_factor(sap_context *ctx, int quick)
         copy_bw / 1e9);
     out("| sizes | blocks | GJ ms | GJ blocks/s | GJ GFLOP/s | GJ / floor | LU ms | LU blocks/s | cuBLAS ms | cuBLAS "
         "blocks/s | cuBLAS / floor | GJ speedup vs cuBLAS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    const int sizes[] = {4, 8, 16, 24, 32, 0};
     const sap_int counts[] = {100000, 1000000};
-    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+    for (int si = 0; si < nsizes; si++)
         for (int ci = 0; ci < 2; ci++) {
             if (quick && ci == 1) continue;
             sap_int nb = counts[ci];
-            const int s0 = sizes[si];
+            const int s0 = sizes_sel[si];
             const double avg2 = s0 ? (double)s0 * s0 : 33.0 * 65.0 / 6.0; /* E[s^2], s uniform in 1..32 */
             const sap_int cap = (sap_int)(1.1e9 / avg2);
             if (nb > cap) nb = cap;
@@ -359,10 +364,14 @@ static void part_apply(sap_context *ctx, int quick)
     for (sap_int b = 0; b < nb; b++) sz[b] = 1 + (int)((urand() + 1.0) * 16.0 - 1e-9);
     sap_csr *A = block_diag(ctx, nb, sz, 30);
     const sap_backend_ops *ops = sap__ops(ctx);
-    out("\n## Apply z = D^-1 r (GJ, mix of sizes 1..32, %lld blocks, %lld rows)\n\n"
-        "floor: the blocks' storage + r read + z written (fp64 vectors) at the copy bandwidth.\n\n"
-        "| storage | fp16 / fp32 / fp64 blocks | MB | ms | floor ms | x floor |\n|---|---|---|---|---|---|\n",
-        (long long)nb, (long long)A->nrows);
+    if (copy_bw <= 0) measure_copy_bw(stream);
+    out("\n## Apply z = D^-1 r (mix of sizes 1..32, %lld blocks, %lld rows)\n\n"
+        "device copy bandwidth %.0f GB/s (read + written).  floor: the blocks' storage + r read + z\n"
+        "written (fp64 vectors) at the copy bandwidth.  GJ: the stored inverse times r; LU: forward\n"
+        "and backward substitution with the stored factors (the same storage precision and bytes).\n\n"
+        "| storage | fp16 / fp32 / fp64 blocks | MB | GJ ms | floor ms | GJ x floor | LU ms | LU x floor |\n"
+        "|---|---|---|---|---|---|---|---|\n",
+        (long long)nb, (long long)A->nrows, copy_bw / 1e9);
     static const struct {
         const char *name;
         int adaptive;
@@ -373,22 +382,28 @@ static void part_apply(sap_context *ctx, int quick)
     ops->vec_create(ctx, A->nrows, SAP_DOUBLE, &z);
     ops->set(ctx, &r, 1.0);
     for (int m = 0; m < 4; m++) {
-        bjfact f;
-        if (bj_build(ctx, A, nb, sz, SAP_BJ_GJ, &f) < 0) exit(1);
-        f.F.adaptive = modes[m].adaptive;
-        f.F.cond_fp16 = modes[m].c16;
-        f.F.cond_fp32 = modes[m].c32;
-        run_factor(&f);
+        double t[2], bytes = 0, floor_s = 0;
         sap_int cnt[3] = {0, 0, 0};
-        for (sap_int b = 0; b < nb; b++) cnt[f.F.bprec[b] % 3]++;
-        apply_arg a = {&f, &r, &z};
-        const double t = best_time(stream, run_apply, &a, 20);
-        const double bytes = sap__bj_apply_bytes(&f.F, 8), floor_s = bytes / copy_bw;
-        out("| %s | %.1f%% / %.1f%% / %.1f%% | %.1f | %.4f | %.4f | %.2f |\n", modes[m].name,
+        for (int v = 0; v < 2; v++) {
+            bjfact f;
+            if (bj_build(ctx, A, nb, sz, v ? SAP_BJ_LU : SAP_BJ_GJ, &f) < 0) exit(1);
+            f.F.adaptive = modes[m].adaptive;
+            f.F.cond_fp16 = modes[m].c16;
+            f.F.cond_fp32 = modes[m].c32;
+            run_factor(&f);
+            if (!v) { /* (LU chooses the same precisions: the same kappa_1) */
+                for (sap_int b = 0; b < nb; b++) cnt[f.F.bprec[b] % 3]++;
+                bytes = sap__bj_apply_bytes(&f.F, 8);
+                floor_s = bytes / copy_bw;
+            }
+            apply_arg a = {&f, &r, &z};
+            t[v] = best_time(stream, run_apply, &a, 20);
+            bj_free(&f);
+        }
+        out("| %s | %.1f%% / %.1f%% / %.1f%% | %.1f | %.4f | %.4f | %.2f | %.4f | %.2f |\n", modes[m].name,
             100.0 * cnt[SAP_BJ_FP16] / nb, 100.0 * cnt[SAP_BJ_FP32] / nb, 100.0 * cnt[SAP_BJ_FP64] / nb, bytes / 1e6,
-            t * 1e3, floor_s * 1e3, t / floor_s);
-        fprintf(csv, "apply,%s,%lld,%.6e,%.6e,%.6e\n", modes[m].name, (long long)nb, t, bytes, floor_s);
-        bj_free(&f);
+            t[0] * 1e3, floor_s * 1e3, t[0] / floor_s, t[1] * 1e3, t[1] / floor_s);
+        fprintf(csv, "apply,%s,%lld,%.6e,%.6e,%.6e,%.6e\n", modes[m].name, (long long)nb, t[0], bytes, floor_s, t[1]);
     }
     ops->vec_destroy(ctx, &r);
     ops->vec_destroy(ctx, &z);
@@ -512,7 +527,7 @@ int main(int argc, char **argv)
     const char *outdir = SAP_SOURCE_DIR "/bench/results", *mdir = getenv("SAP_MATRIX_DIR"), *filter = NULL;
     if (!mdir) mdir = SAP_MATRIX_DIR_DEFAULT;
     sap_backend backend = SAP_BACKEND_AUTO;
-    int quick = 0, do_factor = 1, do_solver = 1;
+    int quick = 0, do_factor = 1, do_apply = 1, do_solver = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) outdir = argv[++i];
         else if (!strcmp(argv[i], "--matrix-dir") && i + 1 < argc) mdir = argv[++i];
@@ -523,11 +538,29 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--no-factor")) do_factor = 0;
+        else if (!strcmp(argv[i], "--no-factor")) do_factor = do_apply = 0;
+        else if (!strcmp(argv[i], "--parts") && i + 1 < argc) {
+            const char *l = argv[++i];
+            do_factor = strstr(l, "factor") != NULL;
+            do_apply = strstr(l, "apply") != NULL;
+            do_solver = strstr(l, "solver") != NULL;
+        } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+            const char *l = argv[++i];
+            nsizes = 0;
+            for (char *e; *l && nsizes < 8; l = *e ? e + 1 : e) {
+                const long v = strtol(l, &e, 10);
+                if (e == l || v < 0 || v > 32) {
+                    fprintf(stderr, "bjacobi: bad --sizes '%s'\n", argv[i]);
+                    return 2;
+                }
+                sizes_sel[nsizes++] = (int)v;
+            }
+        }
         else if (!strcmp(argv[i], "--no-solver")) do_solver = 0;
         else {
             fprintf(stderr, "usage: bjacobi [--backend cpu|cuda] [--out DIR] [--matrix-dir DIR] [--quick]\n"
-                            "               [--no-factor] [--no-solver] [--filter SUBSTR]\n");
+                            "               [--no-factor] [--no-solver] [--parts factor,apply,solver] [--sizes 4,16,0]\n"
+                            "               [--filter SUBSTR]\n");
             return 2;
         }
     }
@@ -555,12 +588,10 @@ int main(int argc, char **argv)
         gpu ? " --backend cuda" : "");
     fprintf(csv, "part,case,size,a,b,c,d,e,f,g,h,i\n");
 #ifdef SAP_HAVE_CUDA
-    if (gpu && do_factor) {
-        part_factor(ctx, quick);
-        part_apply(ctx, quick);
-    }
+    if (gpu && do_factor) part_factor(ctx, quick);
+    if (gpu && do_apply) part_apply(ctx, quick);
 #endif
-    if (!gpu && do_factor) out("\n(batched factorization and apply tables: cuda only)\n");
+    if (!gpu && (do_factor || do_apply)) out("\n(batched factorization and apply tables: cuda only)\n");
     if (do_solver) part_solver(ctx, mdir, filter, quick);
     fclose(md);
     fclose(csv);

@@ -753,6 +753,27 @@ static int gpu_part(void)
         CHECK_MSG(!zd || nfail > 0, "zero diagonals, maxb 16: no singular block (%lld)", (long long)nfail);
         sap_csr_destroy(A);
     }
+    /* the rows permuted: blocks of scattered rows (the row -> block map paths of the
+     * factor's extraction and the apply's gathers), every variant and precision mode */
+    {
+        int sz[600];
+        const int nnode = smoke ? 100 : 600;
+        const sap_int n = random_sizes(sz, nnode, 1, 32);
+        sap_csr *A0 = node_matrix(C, nnode, sz, 1.0, 0, 1), *A = NULL;
+        sap_int *p = malloc(sizeof(sap_int) * (size_t)n);
+        for (sap_int i = 0; i < n; i++) p[i] = i;
+        for (sap_int i = n - 1; i > 0; i--) {
+            sap_int j = (sap_int)(rnd() % (uint64_t)(i + 1)), t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        CHECK_OK(C, sap_csr_permute(A0, p, p, &A));
+        for (int variant = 0; variant < 2; variant++)
+            for (int adaptive = 0; adaptive < 2; adaptive++) compare_backends(G, A, variant, adaptive, 32, 0);
+        free(p);
+        sap_csr_destroy(A0);
+        sap_csr_destroy(A);
+    }
     /* singular and ill-conditioned blocks: the same fallbacks */
     {
         const double v[] = {2, 1, 1, 3, 1, 2, 2, 4, 1, 1, 1, 1 + 4e-16, 0, 5, 4, 0, 0, 0, 0, 7};

@@ -24,13 +24,17 @@
  *          aligned).  Without adaptive precision every block is fp64 and the factor writes
  *          there directly; with it the factor writes fp64-sized slots of a scratch buffer,
  *          then the compact offsets (cub scan of the sizes) and a 16-byte copy.
- * apply    GJ: one launch, a group of W lanes a block (the factor's classes): the block's
- *          storage staged into shared memory by 16-byte coalesced streaming loads, r of
- *          the block's rows read by lane k = row k; lane k computes z_k from the staged
- *          column-major values (consecutive lanes, consecutive addresses), the precision
- *          switched per block.  LU: one thread per block (forward and backward
- *          substitution from its factors).
- * Not done: a warp-cooperative LU apply. */
+ * apply    one launch of persistent warps (the grid fills the device once), each walking warp
+ *          units of the factor's classes (32 / W blocks a unit, a group of W lanes a block):
+ *          the next unit's storage (16-byte cp.async, coalesced) and r of its rows (cp.async
+ *          of one element a lane) are copied into the warp's second shared-memory buffer
+ *          while the current unit computes, and the records (list position -> offset, rows,
+ *          size, precision, scale) are loaded a unit before that.  GJ: lane k computes
+ *          z_k = scale sum_j inv(k, j) r_j from the staged column-major values (consecutive
+ *          lanes, consecutive addresses).  LU: lane k owns step row k: forward substitution
+ *          by columns (y_k broadcast by a shuffle, the lanes below update), then backward
+ *          (x_k = v_k / u_kk broadcast, the lanes above update); a warp whose blocks share
+ *          one precision runs loops without a precision branch. */
 #include "device/cuda/cuda_internal.h"
 #include "device/bjacobi_kernels.h"
 
@@ -75,6 +79,8 @@ struct cuda_bj {
     int nmem;
     long long nnz;
     int maxeb; /* the bytes of the widest precision stored (8 unless factor returned them) */
+    int ap_key;            /* the apply's launch below is for maxeb 8 * variant + maxeb (0: not yet) */
+    unsigned ap_grid[2];   /* its persistent grid (double, float vectors) */
 };
 
 static inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
@@ -425,16 +431,6 @@ __global__ void k_compact(bj_dev d, int nb, const unsigned char *from, unsigned 
     for (int i = l; i < nv; i += 8) dst[i] = __ldcs(src + i);
 }
 
-/* apply, GJ: a group of W lanes per block.  The block's storage (s^2 values in its
- * precision, 16-byte aligned) is staged into shared memory with 16-byte coalesced loads
- * (read once: streaming), r_(block) is read by lane k = row k; then lane k computes
- * z_k = scale sum_j inv(k, j) r_j from the staged column-major values (consecutive lanes,
- * consecutive addresses). */
-/* the staging area of a group: W^2 values of eb bytes (the widest precision of the batch:
- * fp16-only storage takes a quarter of fp64's shared memory, so more warps run) + r */
-template <int W> __host__ __device__ inline size_t apply_smem_group(int eb) { return (size_t)W * W * eb + W * 8; }
-static inline size_t apply_smem_warp(int W, int eb) { return (size_t)(32 / W) * ((size_t)W * W * eb + W * 8); }
-
 /* the apply's record of the block at list position g (written after each factor): its
  * compact offset (low, high 32 bits), first row position, size | precision << 8; the scale
  * beside it.  One 16-byte load instead of list -> off, soff, bprec, scale (a shorter chain
@@ -450,106 +446,245 @@ __global__ void k_meta(bj_dev d, const int32_t *list, int nb, int4 *meta, double
     gscale[g] = d.scale[b];
 }
 
-/* the list position of this thread's group in class c, or -1 */
-template <int W> __device__ __forceinline__ int group_index(const classes &cl, int c, int w)
+/* ---- apply: persistent warps, the next unit's storage copied while this one computes ---- */
+
+/* cp.async (sm_80 and later): global -> shared memory without registers, completion by
+ * groups (commit / wait); below sm_80 a plain copy */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
 {
-    const int gi = (w - cl.w[c + 1]) * (32 / W) + (threadIdx.x & 31) / W;
-    return gi < cl.l[c + 1] - cl.l[c] ? cl.l[c] + gi : -1;
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src)
+                 : "memory");
+#else
+    *(uint4 *)dst = __ldcs((const uint4 *)src);
+#endif
 }
 
-template <int W, typename T>
-__device__ __forceinline__ void apply_group(const bj_dev &d, const unsigned char *store, const int4 *__restrict__ meta,
-                                            const double *__restrict__ gscale, int g, const T *__restrict__ r,
-                                            T *__restrict__ z, unsigned char *sm, int eb)
+template <typename T> __device__ __forceinline__ void cp_async_elem(T *dst, const T *src)
 {
-    const int lane = threadIdx.x & 31, grp = lane / W, gbase = grp * W, l = lane - gbase;
-    const unsigned gm = W == 32 ? 0xffffffffu : ((1u << W) - 1u) << gbase;
-    unsigned char *stage = sm + grp * apply_smem_group<W>(eb);
-    double *xs = (double *)(stage + W * W * eb);
-    int o = 0, s = 0, prec = SAP_BJ_FP64;
-    long long so = 0;
-    double sc = 1.0;
-    if (g >= 0) {
-        const int4 m = __ldg(meta + g);
-        so = (long long)(unsigned)m.x | (long long)m.y << 32;
-        o = m.z;
-        s = m.w & 0xff;
-        prec = m.w >> 8;
-        sc = __ldg(gscale + g);
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "n"((int)sizeof(T))
+                 : "memory");
+#else
+    *dst = *src;
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/* every group of copies but the newest complete (this thread's copies) */
+__device__ __forceinline__ void cp_async_wait_prev()
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ int warp_imax(int v)
+{
+#if __CUDA_ARCH__ >= 800
+    return (int)__reduce_max_sync(0xffffffffu, (unsigned)v);
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+#endif
+}
+
+__device__ __forceinline__ unsigned warp_uor(unsigned v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_or_sync(0xffffffffu, v);
+#else
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) v |= __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+#endif
+}
+
+/* the width class of warp unit u (the launch's warps, widest class first) */
+__device__ __forceinline__ int unit_class(const classes &cl, int u)
+{
+    return u < cl.w[3] ? 3 : u < cl.w[2] ? 2 : u < cl.w[1] ? 1 : 0;
+}
+
+/* a[i] for a run-time i by selects (no local-memory copy of the kernel argument) */
+__device__ __forceinline__ int pick5(const int (&a)[5], int i)
+{
+    return i == 0 ? a[0] : i == 1 ? a[1] : i == 2 ? a[2] : i == 3 ? a[3] : a[4];
+}
+
+/* the apply record of a lane's group in warp unit u (loaded a unit ahead of its copy: the
+ * loads are not waited for until the copy is issued) */
+struct unit_meta {
+    int4 m;
+    double sc;
+    int valid;
+};
+
+__device__ __forceinline__ void load_meta(const int4 *__restrict__ meta, const double *__restrict__ gscale,
+                                          const classes &cl, int u, unit_meta &um)
+{
+    const int lane = threadIdx.x & 31;
+    um.valid = 0;
+    if (u < cl.w[0]) { /* uniform over the warp */
+        const int c = unit_class(cl, u), lw = 2 + c;
+        const int g = pick5(cl.l, c) + (u - pick5(cl.w, c + 1)) * (32 >> lw) + (lane >> lw);
+        if (g < pick5(cl.l, c + 1)) {
+            um.m = __ldg(meta + g);
+            um.sc = __ldg(gscale + g);
+            um.valid = 1;
+        }
     }
+}
+
+/* what a lane keeps of its group's block between the copy and the compute */
+struct apply_item {
+    int s, prec, row, piv;
+    double sc;
+};
+
+/* the staging buffer of one warp unit: the groups' storage (group grp of a class of W lanes
+ * at grp W^2 eb; mbytes = 32 W_max eb in all), then r of the 32 lanes' rows (lane order) */
+template <typename T, bool LU>
+__device__ __forceinline__ void apply_issue(const bj_dev &d, const unsigned char *__restrict__ store,
+                                            const classes &cl, int u, const unit_meta &um, unsigned char *buf,
+                                            int mbytes, int eb, const T *__restrict__ r, apply_item &it)
+{
+    const int lane = threadIdx.x & 31;
+    it.s = 0;
+    it.prec = SAP_BJ_FP64;
+    if (um.valid) {
+        const int c = unit_class(cl, u), lw = 2 + c, W = 1 << lw, grp = lane >> lw, l = lane & (W - 1);
+        const long long so = (long long)(unsigned)um.m.x | (long long)um.m.y << 32;
+        const int o = um.m.z;
+        it.s = um.m.w & 0xff;
+        it.prec = um.m.w >> 8;
+        it.sc = um.sc;
+        unsigned char *gs = buf + grp * W * W * eb;
+        const int nv = (int)(slot_bytes(it.s, it.prec) / 16);
+        const unsigned char *src = store + so;
+        for (int i = l; i < nv; i += W) cp_async16(gs + 16 * i, src + 16 * i);
+        if (l < it.s) {
+            it.row = d.ident ? o + l : __ldg(d.rows + o + l);
+            cp_async_elem((T *)(buf + mbytes) + lane, r + it.row);
+            if (LU) it.piv = __ldg(d.piv + o + l);
+        }
+    }
+    cp_async_commit();
+}
+
+/* element idx of staged storage in precision P (P < 0: the run-time prec) */
+template <int P> __device__ __forceinline__ double staged_val(const unsigned char *m, int prec, int idx)
+{
+    if (P == SAP_BJ_FP64 || (P < 0 && prec == SAP_BJ_FP64)) return ((const double *)m)[idx];
+    if (P == SAP_BJ_FP32 || (P < 0 && prec == SAP_BJ_FP32)) return (double)((const float *)m)[idx];
+    return (double)__half2float(((const __half *)m)[idx]);
+}
+
+/* LU: lane l owns step row l: forward substitution by columns (y_k broadcast by a shuffle,
+ * lanes > k update), then backward (x_k = v_k / u_kk broadcast, lanes < k update); the
+ * shuffles span the warp (uniform trip count: the warp's largest block) */
+template <typename T, int P>
+__device__ __forceinline__ void lu_solve(const unsigned char *gs, const T *xs, const apply_item &it, int l, int gbase,
+                                         int smax, T *__restrict__ z)
+{
+    const int s = it.s, prec = it.prec;
     const bool mine = l < s;
-    int row = 0;
-    if (mine) {
-        row = d.ident ? o + l : d.rows[o + l];
-        xs[l] = (double)r[row];
+    /* forward: L unit lower, L(l, k) at k s + l */
+    double v = mine ? (double)xs[it.piv] : 0.0;
+    for (int k = 0; k < smax - 1; k++) {
+        const double yk = __shfl_sync(0xffffffffu, v, gbase + k);
+        if (mine && l > k) v -= staged_val<P>(gs, prec, k * s + l) * yk;
     }
-    const int nv = (int)(slot_bytes(s, prec) / 16);
-    const uint4 *src = (const uint4 *)(store + so);
-    uint4 *dst = (uint4 *)stage;
-#pragma unroll 4
-    for (int i = l; i < nv; i += W) dst[i] = __ldcs(src + i);
-    __syncwarp(gm);
-    if (mine) {
+    /* backward: U / scale, U(l, k) at k s + l */
+    const double dinv = mine ? 1.0 / staged_val<P>(gs, prec, l * s + l) : 0.0;
+    v = mine ? v / it.sc : 0.0;
+    for (int k = smax - 1; k > 0; k--) {
+        const double xk = __shfl_sync(0xffffffffu, v * dinv, gbase + k);
+        if (l < k && k < s) v -= staged_val<P>(gs, prec, k * s + l) * xk;
+    }
+    if (mine) z[it.row] = (T)(v * dinv);
+}
+
+/* GJ: lane k of the group: z_k = scale sum_j inv(k, j) r_j from the staged column-major
+ * values (consecutive lanes, consecutive addresses; r_j a broadcast).  LU: lu_solve. */
+template <typename T, bool LU>
+__device__ __forceinline__ void apply_compute(const classes &cl, int u, const unsigned char *buf, int mbytes, int eb,
+                                              const apply_item &it, T *__restrict__ z)
+{
+    const int lane = threadIdx.x & 31;
+    const int c = unit_class(cl, u), lw = 2 + c, W = 1 << lw, grp = lane >> lw, l = lane & (W - 1);
+    const int gbase = grp * W, s = it.s, prec = it.prec;
+    const unsigned char *gs = buf + grp * W * W * eb;
+    const T *xs = (const T *)(buf + mbytes) + gbase;
+    const bool mine = l < s;
+    if (!LU) {
+        if (!mine) return;
         double y = 0;
         if (prec == SAP_BJ_FP64) {
-            const double *m = (const double *)stage;
-            for (int j = 0; j < s; j++) y += m[j * s + l] * xs[j];
+            const double *m = (const double *)gs;
+#pragma unroll 4
+            for (int j = 0; j < s; j++) y += m[j * s + l] * (double)xs[j];
         } else if (prec == SAP_BJ_FP32) {
-            const float *m = (const float *)stage;
-            for (int j = 0; j < s; j++) y += (double)m[j * s + l] * xs[j];
+            const float *m = (const float *)gs;
+#pragma unroll 4
+            for (int j = 0; j < s; j++) y += (double)m[j * s + l] * (double)xs[j];
         } else {
-            const __half *m = (const __half *)stage;
-            for (int j = 0; j < s; j++) y += (double)__half2float(m[j * s + l]) * xs[j];
+            const __half *m = (const __half *)gs;
+#pragma unroll 4
+            for (int j = 0; j < s; j++) y += (double)__half2float(m[j * s + l]) * (double)xs[j];
         }
-        z[row] = (T)(y * sc);
+        z[it.row] = (T)(y * it.sc);
+    } else {
+        /* the warp's precisions: one (the usual case) gives loops without a precision
+         * branch; the branches below are uniform over the warp */
+        const int smax = warp_imax(s);
+        const unsigned pm = warp_uor(mine ? 1u << prec : 0u);
+        if (pm == 1u << SAP_BJ_FP64) lu_solve<T, SAP_BJ_FP64>(gs, xs, it, l, gbase, smax, z);
+        else if (pm == 1u << SAP_BJ_FP32) lu_solve<T, SAP_BJ_FP32>(gs, xs, it, l, gbase, smax, z);
+        else if (pm == 1u << SAP_BJ_FP16) lu_solve<T, SAP_BJ_FP16>(gs, xs, it, l, gbase, smax, z);
+        else lu_solve<T, -1>(gs, xs, it, l, gbase, smax, z);
     }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(128) k_apply_gj(bj_dev d, const unsigned char *store, const int4 *meta,
-                                                  const double *gscale, classes cl,
-                                                  int smem_warp, int eb, const T *__restrict__ r,
-                                                  T *__restrict__ z)
+/* one launch, persistent warps (the grid fills the device once): warp unit u (the factor's
+ * classes: 32 / W blocks a unit) is staged while unit u - nw computes (two buffers a warp,
+ * cp.async groups) */
+template <typename T, bool LU>
+__global__ void __launch_bounds__(128) k_apply(bj_dev d, const unsigned char *__restrict__ store,
+                                               const int4 *__restrict__ meta, const double *__restrict__ gscale,
+                                               classes cl, int mbytes, int eb, const T *__restrict__ r,
+                                               T *__restrict__ z)
 {
     extern __shared__ __align__(16) unsigned char smraw[];
-    const int w = blockIdx.x * 4 + threadIdx.x / 32;
-    if (w >= cl.w[0]) return;
-    unsigned char *sm = smraw + (size_t)(threadIdx.x / 32) * smem_warp;
-    if (w < cl.w[3]) apply_group<32>(d, store, meta, gscale, group_index<32>(cl, 3, w), r, z, sm, eb);
-    else if (w < cl.w[2]) apply_group<16>(d, store, meta, gscale, group_index<16>(cl, 2, w), r, z, sm, eb);
-    else if (w < cl.w[1]) apply_group<8>(d, store, meta, gscale, group_index<8>(cl, 1, w), r, z, sm, eb);
-    else apply_group<4>(d, store, meta, gscale, group_index<4>(cl, 0, w), r, z, sm, eb);
-}
-
-__device__ inline double load_val(const unsigned char *slot, int prec, int idx)
-{
-    if (prec == SAP_BJ_FP64) return ((const double *)slot)[idx];
-    if (prec == SAP_BJ_FP32) return (double)((const float *)slot)[idx];
-    return (double)__half2float(((const __half *)slot)[idx]);
-}
-
-/* apply, LU: one thread per block (forward and backward substitution from its factors) */
-template <typename T>
-__global__ void k_apply_lu(bj_dev d, const unsigned char *store, int nb, const T *__restrict__ r, T *__restrict__ z)
-{
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nb) return;
-    const int o = d.off[b], s = d.off[b + 1] - o;
-    const unsigned char *slot = store + d.soff[b];
-    const int prec = d.bprec[b];
-    const double sc = d.scale[b];
-    double y[32];
-    for (int k = 0; k < s; k++) {
-        double v = (double)r[d.rows[o + d.piv[o + k]]];
-        for (int i = 0; i < k; i++) v -= load_val(slot, prec, i * s + k) * y[i];
-        y[k] = v;
+    const int bufb = mbytes + 32 * 8;
+    unsigned char *b0 = smraw + (size_t)(threadIdx.x / 32) * 2 * bufb, *b1 = b0 + bufb;
+    const int nw = gridDim.x * 4;
+    int u = blockIdx.x * 4 + threadIdx.x / 32;
+    if (u >= cl.w[0]) return; /* whole warps */
+    apply_item cur, nxt;
+    unit_meta um;
+    load_meta(meta, gscale, cl, u, um);
+    apply_issue<T, LU>(d, store, cl, u, um, b0, mbytes, eb, r, cur);
+    load_meta(meta, gscale, cl, u + nw, um);
+    for (int i = 0; u < cl.w[0]; u += nw, i++) {
+        unsigned char *bc = i & 1 ? b1 : b0, *bn = i & 1 ? b0 : b1;
+        apply_issue<T, LU>(d, store, cl, u + nw, um, bn, mbytes, eb, r, nxt);
+        load_meta(meta, gscale, cl, u + 2 * nw, um); /* waited for at the next issue */
+        cp_async_wait_prev();
+        __syncwarp();
+        apply_compute<T, LU>(cl, u, bc, mbytes, eb, cur, z);
+        __syncwarp(); /* bc is the next unit's but one */
+        cur = nxt;
     }
-    for (int k = s - 1; k >= 0; k--) {
-        double v = y[k] / sc;
-        for (int j = k + 1; j < s; j++) v -= load_val(slot, prec, j * s + k) * y[j];
-        y[k] = v / load_val(slot, prec, k * s + k);
-    }
-    for (int k = 0; k < s; k++) z[d.rows[o + k]] = (T)y[k];
 }
 
 static void c_release(sap_bj_fact *F)
@@ -790,33 +925,55 @@ cleanup:
     return st;
 }
 
+/* the staging bytes of a warp unit's groups: 32 W_max eb (W_max the widest class present) */
+static int apply_mbytes(const cuda_bj *pv)
+{
+    int wmax = 4;
+    for (int c = 0; c < 4; c++)
+        if (pv->cls[c + 1] > pv->cls[c]) wmax = 4 << c;
+    return 32 * wmax * pv->maxeb;
+}
+
+/* the persistent launch of k_apply<T, LU>: as many 4-warp blocks as fit the device at once
+ * (two staging buffers a warp), no more than the units need */
+template <typename T, bool LU>
+static sap_status launch_apply(sap_bj_fact *F, cuda_bj *pv, const T *r, T *z, unsigned *grid)
+{
+    sap_context *ctx = F->ctx;
+    const classes cl = make_classes(pv);
+    const int mbytes = apply_mbytes(pv);
+    const size_t smem = 4 * 2 * ((size_t)mbytes + 32 * 8);
+    if (!*grid) {
+        int per = 0;
+        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_apply<T, LU>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        SAP_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_apply<T, LU>, 128, smem));
+        const long long fill = (long long)(per > 0 ? per : 1) * sap__cuda_sm_count(ctx), need = (cl.w[0] + 3) / 4;
+        *grid = (unsigned)(need < fill ? need : fill);
+    }
+    k_apply<T, LU><<<*grid, 128, smem, stream_of(ctx)>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, mbytes, pv->maxeb,
+                                                          r, z);
+    SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply");
+    return SAP_OK;
+}
+
 static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision prec)
 {
     sap_context *ctx = F->ctx;
     cuda_bj *pv = (cuda_bj *)F->dev;
     sap_status st = sap__cuda_enter(ctx);
     if (st < 0) return st;
-    cudaStream_t s = stream_of(ctx);
-    if (F->n == 0) return SAP_OK;
-    if (F->variant == SAP_BJ_GJ) {
-        const classes cl = make_classes(pv);
-        const size_t sw = max_smem_warp(pv, apply_smem_warp, pv->maxeb);
-        const unsigned grid = (unsigned)((cl.w[0] + 3) / 4);
-        if (prec == SAP_FLOAT)
-            k_apply_gj<float><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw, pv->maxeb,
-                                                        (const float *)r, (float *)z);
-        else
-            k_apply_gj<double><<<grid, 128, 4 * sw, s>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, (int)sw,
-                                                         pv->maxeb,
-                                                         (const double *)r, (double *)z);
-    } else {
-        const unsigned grid = (unsigned)((F->nb + 127) / 128);
-        if (prec == SAP_FLOAT)
-            k_apply_lu<float><<<grid, 128, 0, s>>>(pv->d, pv->store, (int)F->nb, (const float *)r, (float *)z);
-        else k_apply_lu<double><<<grid, 128, 0, s>>>(pv->d, pv->store, (int)F->nb, (const double *)r, (double *)z);
+    if (F->n == 0 || F->nb == 0) return SAP_OK;
+    const int key = 8 * F->variant + pv->maxeb;
+    if (pv->ap_key != key) {
+        pv->ap_key = key;
+        pv->ap_grid[0] = pv->ap_grid[1] = 0;
     }
-    SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply");
-    return SAP_OK;
+    const int lu = F->variant == SAP_BJ_LU;
+    if (prec == SAP_FLOAT)
+        return lu ? launch_apply<float, true>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1])
+                  : launch_apply<float, false>(F, pv, (const float *)r, (float *)z, &pv->ap_grid[1]);
+    return lu ? launch_apply<double, true>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0])
+              : launch_apply<double, false>(F, pv, (const double *)r, (double *)z, &pv->ap_grid[0]);
 }
 
 sap_bjacobi_kernels make_table()
