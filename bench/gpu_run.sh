@@ -35,6 +35,11 @@
 #                (default 256,512,1024, BCYCLIC) for the other two; SAP_BTD_MPI_DIST (default levels;
 #                levels,interior measures both orders of the distributed BCYCLIC, $SAP_BTD_DIST, in
 #                each of the three runs: rows "bcyclic" and "bcyclic-interior")
+#   .petsc/      (optional, git-ignored) a uniprocessor PETSc + SLEPc packed by bench/petsc_pack.sh (the
+#                GPU machines have none): unpacked into .petsc/prefix, given to CMake as SAP_PETSC_DIR
+#   step "slepc" (issue 17) examples/slepc/radiative_sinvert on the GPU against SLEPc with PETSc's LU in
+#                the same run (SAP_SLEPC_CASES, default "512x25 1024x25"; SAP_SLEPC_BUDGET_S, default 480):
+#                slepc_<date>.md
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -73,6 +78,17 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 t0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - t0 )); }
+# PETSc + SLEPc (uniprocessor, bench/petsc_pack.sh) for the SLEPc example, when .petsc/ was carried:
+# unpacked once into .petsc/prefix (with lib/compat: the BLAS/LAPACK/libquadmath this machine lacks)
+if [ -f "$ROOT/.petsc/petsc.tar.xz" ] && { has build || has slepc; } &&
+   PETSC_PREFIX=$(bash "$ROOT/bench/petsc_pack.sh" unpack "$ROOT/.petsc" 2> "$OUT/petsc_unpack.log"); then
+  DEPS_ARGS="$DEPS_ARGS -DSAP_PETSC_DIR=$PETSC_PREFIX"
+  export LD_LIBRARY_PATH="$PETSC_PREFIX/lib:$PETSC_PREFIX/lib/compat${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "petsc: $PETSC_PREFIX ($(head -2 "$ROOT/.petsc/VERSION" 2>/dev/null | tr '\n' ' '))"
+  cat "$OUT/petsc_unpack.log"; rm -f "$OUT/petsc_unpack.log"
+elif [ -f "$ROOT/.petsc/petsc.tar.xz" ]; then
+  echo "petsc: bench/petsc_pack.sh unpack failed"; cat "$OUT/petsc_unpack.log"
+fi
 
 # ---- build --------------------------------------------------------------------------------
 if has build; then
@@ -315,6 +331,60 @@ PYEOF
     done
   else
     echo "bench/btd_mpi: no mpiexec or no bench/btd_mpi (MPI not found at configure)"
+  fi
+fi
+
+# ---- the SLEPc example (issue 17): SLEPc EPS + STSINVERT whose solve is sap_btd (BCYCLIC) on the GPU,
+#      against the same EPS with PETSc's own sparse LU (SLEPc's default direct solver) on one core --------
+#      (the build needs .petsc/ carried, or a PETSc/SLEPc found by pkg-config: SAP_GPU_TARGETS=slepc_radiative_sinvert).
+#      SAP_SLEPC_CASES: "KxNB ..." (default "512x25 1024x25": k = 1024 with 25 block rows is the one-GPU case of
+#      Table 5 of Lamas Davina & Roman 2018), run in this order while SAP_SLEPC_BUDGET_S (default 480) lasts
+if has slepc; then
+  EX=$BUILD/examples/slepc/slepc_radiative_sinvert
+  F=$OUT/slepc_$DATE.md
+  if [ ! -x "$EX" ]; then
+    echo "slepc: $EX missing (carry .petsc/ from bench/petsc_pack.sh; SAP_GPU_TARGETS=slepc_radiative_sinvert)"
+    grep -h "SLEPc example" "$OUT/build.log" 2>/dev/null
+  else
+    ts=$(date +%s)
+    {
+      echo "# SLEPc shift-and-invert with sap_btd on the GPU against PETSc's LU ($DATE)"
+      echo
+      echo "- date: $STAMP"
+      echo "- GPU: $GPU"
+      echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores (PETSc's LU runs on one)"
+      echo "- commit: $SAP_COMMIT"
+      echo "- PETSc/SLEPc: $(grep -h 'SLEPc example' "$OUT/build.log" 2>/dev/null | head -1 | sed 's/^-- //')"
+      [ -f "$ROOT/.petsc/VERSION" ] && sed 's/^/  - /' "$ROOT/.petsc/VERSION"
+      echo "- problem: gen:radiative, albedo 0.75, the 5 eigenvalues closest to 0.75 (Krylov-Schur, basis 16, tol 1e-8),"
+      echo "  band of equation 21 filling the blocks of width k; sap: STSINVERT's KSP PREONLY + PCSHELL of sap_btd"
+      echo "  (BCYCLIC, --backend cuda), total = its create (upload) + calibration + factor + EPSSetUp + EPSSolve;"
+      echo "  PETSc LU: the same EPS with PCLU (PETSc's sequential sparse LU, default ordering), total = EPSSetUp + EPSSolve"
+      echo "- paper (Table 5, one GPU, k = 1024, 25 block rows, BCYCLIC): 0.91 s"
+      echo
+    } > "$F"
+    for c in ${SAP_SLEPC_CASES:-512x25 1024x25}; do
+      k=${c%x*}; nb=${c#*x}
+      left=$(( ${SAP_SLEPC_BUDGET_S:-480} - ($(date +%s) - ts) ))
+      if [ $left -lt 20 ]; then echo "## k = $k, $nb block rows: not run (SAP_SLEPC_BUDGET_S spent)" >> "$F"; continue; fi
+      CMD="examples/slepc/slepc_radiative_sinvert -k $k -nb $nb -backend cuda"
+      tc=$(date +%s)
+      (cd "$BUILD" && timeout $left $CMD) > "$OUT/slepc.raw" 2>&1
+      rc=$?
+      {
+        echo "## k = $k, $nb block rows (n = $((k * nb)))"
+        echo
+        echo "command (build dir): \`$CMD\` -- exit code $rc (0: 5 eigenpairs, same as PETSc LU to 1e-8), $(( $(date +%s) - tc )) s wall$([ $rc = 124 ] && echo ", TIMED OUT after $left s")"
+        echo
+        echo '```'
+        cat "$OUT/slepc.raw"
+        echo '```'
+        echo
+      } >> "$F"
+      echo "slepc k=$k nb=$nb: rc=$rc ($(elapsed) s)"
+      grep -E "^sap_btd|^PETSc LU|^speedup" "$OUT/slepc.raw"
+    done
+    rm -f "$OUT/slepc.raw"
   fi
 fi
 
