@@ -306,7 +306,11 @@ static void test_long_step(void)
     const double s3 = sap_band_estimate_seconds(ctx, 20000, 19999, 0, SAP_DOUBLE);
     printf("  sap_band_estimate_seconds N = 20000: K = 100 %.3g s, K = 1000 %.3g s, K = 19999 %.3g s\n", s1, s2, s3);
     CHECK(s1 > 0 && s1 < s2 && s2 < s3);
-    CHECK(s3 > 3600); /* the case: hours */
+    /* the issue's case (hours on the SaP kernels of the time): 2 N K^2 = 1.6e13 flop, 400x the
+     * K = 1000 work; its seconds follow the dgbtrf rate measured in this process (2-8 GFlop/s
+     * a thread on a shared 2-core host: 1e3-4e3 s), so the check is the K^2 growth and at
+     * least the minutes that make the long-step warning fire */
+    CHECK_MSG(s3 > 100.0 * s2 && s3 > 60.0, "%.3g s (K = 1000: %.3g s)", s3, s2);
     sap_context_destroy(ctx);
 }
 
