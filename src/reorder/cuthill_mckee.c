@@ -31,6 +31,7 @@
 #define CM_MINDEG_TRIES 6 /* lowest-degree nodes of the component after that */
 #define CM_MAX_TRIES (CM_WALK_TRIES + CM_EXTRA_TRIES + CM_MINDEG_TRIES)
 #define CM_PAR_LEVEL 32768 /* adjacency entries of a level searched in parallel */
+#define CM_PAR_PROBE 32    /* a wide level searched the other way once in this many */
 
 /* ---- workspace ------------------------------------------------------------------------- */
 
@@ -406,14 +407,10 @@ static sap_int level_parallel(sap__cm_work *w, int nt, sap__cm_idx *q, sap_int k
             for (sap_int p = xadj[u]; p < xadj[u + 1]; p++)
                 cnt += atomic_load_explicit(&claim[adj[p]], memory_order_relaxed) == mine;
         }
-        off[t + 1] = cnt;
+        off[t] = cnt;
         SAP_OMP("omp barrier")
-        SAP_OMP("omp single")
-        {
-            off[0] = t0;
-            for (int x = 0; x < T; x++) off[x + 1] += off[x];
-        }
-        sap_int pos = off[t];
+        sap_int pos = t0;
+        for (int x = 0; x < t; x++) pos += off[x];
         for (sap_int k = k0; k < k1; k++) {
             const sap_int u = q[k], mine = key0 + k;
             for (sap_int p = xadj[u]; p < xadj[u + 1]; p++) {
@@ -438,7 +435,7 @@ static sap_int level_parallel(sap__cm_work *w, int nt, sap__cm_idx *q, sap_int k
             if (maxp - k > b) b = maxp - k;
         }
     }
-    *tail = off[nt];
+    for (int x = 0; x < nt; x++) *tail += off[x];
     *bw = b;
     *env_cm += ec;
     *env_rcm += er;
@@ -475,7 +472,19 @@ static cm_run cm_search(sap__cm_work *w, sap_int start, sap__cm_idx *q, sap_int 
             const sap_int per = w->par_level / 4 > 0 ? w->par_level / 4 : 1;
             if (nt > work / per) nt = (int)(work / per);
             if (nt > le - ls) nt = (int)(le - ls);
-            work = level_parallel(w, nt, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);
+            /* both ways give the same level: the one of the lower measured time per entry
+             * (threads busy elsewhere make the parallel one slower), the other every
+             * CM_PAR_PROBE wide levels again */
+            const double rs = w->e_ser ? w->t_ser / (double)w->e_ser : 0, rp = w->e_par ? w->t_par / (double)w->e_par : 0;
+            int par = !w->e_par || (w->e_ser && rp <= rs);
+            if (++w->wide % CM_PAR_PROBE == 0) par = !par;
+            const double tw = sap__wtime();
+            const sap_int e0 = work;
+            if (par) work = level_parallel(w, nt, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);
+            else work = level_serial(w, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);
+            const double dt = sap__wtime() - tw;
+            if (par) w->t_par += dt, w->e_par += e0;
+            else w->t_ser += dt, w->e_ser += e0;
         } else
 #endif
             work = level_serial(w, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);

@@ -74,6 +74,9 @@ typedef struct sap__cm_work {
     sap_int *par_off;       /* threads + 1: its per-thread offsets */
     int threads;            /* threads of a parallel search level */
     sap_int par_level;      /* adjacency entries from which a level is searched in parallel */
+    double t_ser, t_par;    /* seconds and adjacency entries of the wide levels searched */
+    sap_int e_ser, e_par;   /* serially and in parallel (the faster way is taken) */
+    sap_int wide;           /* wide levels searched */
     sap_int run;        /* last run id used in stamp[] */
 } sap__cm_work;
 
