@@ -31,7 +31,7 @@
 #define CM_MINDEG_TRIES 6 /* lowest-degree nodes of the component after that */
 #define CM_MAX_TRIES (CM_WALK_TRIES + CM_EXTRA_TRIES + CM_MINDEG_TRIES)
 #define CM_PAR_LEVEL 32768 /* adjacency entries of a level searched in parallel */
-#define CM_PAR_PROBE 32    /* a wide level searched the other way once in this many */
+#define CM_PAR_PROBE 64    /* a wide level searched the other way once in this many */
 
 /* ---- workspace ------------------------------------------------------------------------- */
 
