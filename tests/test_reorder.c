@@ -1323,6 +1323,67 @@ static void test_cm_levels(sap_context *ctx)
     sap_csr_destroy(D);
 }
 
+/* sap_reorder without the per-stage statistics builds the CM graph from A's rows in the DB
+ * order and permutes A once, scaling on the way; with them it forms the DB matrix, then
+ * the CM one.  Both give the same permutations, scalings and matrix, bit for bit: DB with
+ * and without scaling and the transversal, every CM flag, on random unsymmetric patterns
+ * (rows of up to 40 entries spread anywhere: the sorted rows of the permutation), a hidden
+ * band (the dense window), a narrow band CM cannot beat (AUTO keeps the DB order) and
+ * with drop-off and the third stage after them. */
+static void test_reorder_fused(sap_context *ctx)
+{
+    sap_csr *M[4] = {random_matrix(ctx, 1500, 5, 0, 0.0, 0.0, 21), random_matrix(ctx, 900, 40, 0, 0.0, 0.1, 22),
+                     NULL, random_matrix(ctx, 1200, 4, 2, 0.0, 0.0, 23)};
+    CHECK_OK(ctx, sap_gen_synthetic(ctx, 2500, 30, 1.0, 0.6, 9, &M[2], NULL, NULL));
+    const char *names[4] = {"random", "random long rows", "hidden band", "narrow band"};
+    int kept_db_order = 0;
+    for (int m = 0; m < 4; m++) {
+        if (!M[m]) continue;
+        for (int mode = 0; mode < 4; mode++) {
+            for (int flags = SAP_CM_AUTO; flags <= SAP_CM_FORCE_CM; flags++) {
+                sap_reorder_options o;
+                sap_reorder_options_init(&o);
+                o.db = mode == 2 ? SAP_DB_TRANSVERSAL : SAP_DB_PRODUCT;
+                o.scale = mode != 1;
+                o.cm_flags = flags;
+                if (mode == 3) {
+                    o.drop_delta = 0.999;
+                    o.partitions = 3;
+                }
+                sap_reorder_result *R[2] = {NULL, NULL};
+                for (int k = 0; k < 2; k++) {
+                    o.stats = k;
+                    CHECK_OK(ctx, sap_reorder(M[m], &o, &R[k]));
+                }
+                if (R[0] && R[1]) {
+                    const sap_int n = M[m]->nrows, nnz = M[m]->nnz;
+                    const sap_csr *F = R[0]->A, *S = R[1]->A;
+                    int same = memcmp(R[0]->row_perm, R[1]->row_perm, sizeof(sap_int) * (size_t)n) == 0 &&
+                               memcmp(R[0]->col_perm, R[1]->col_perm, sizeof(sap_int) * (size_t)n) == 0 &&
+                               F->nnz == S->nnz && memcmp(F->rowptr, S->rowptr, sizeof(sap_int) * (size_t)(n + 1)) == 0 &&
+                               memcmp(F->colind, S->colind, sizeof(sap_int) * (size_t)nnz) == 0 &&
+                               memcmp(F->val, S->val, sizeof(double) * (size_t)nnz) == 0 &&
+                               (R[0]->row_scale != NULL) == (R[1]->row_scale != NULL) &&
+                               R[0]->cm.chosen == R[1]->cm.chosen && R[0]->cm.K_before == R[1]->cm.K_before &&
+                               R[0]->cm.K_after == R[1]->cm.K_after && R[0]->K_drop == R[1]->K_drop;
+                    if (same && R[0]->row_scale)
+                        same = memcmp(R[0]->row_scale, R[1]->row_scale, sizeof(double) * (size_t)n) == 0 &&
+                               memcmp(R[0]->col_scale, R[1]->col_scale, sizeof(double) * (size_t)n) == 0;
+                    if (same && mode == 3)
+                        same = (R[0]->A_band != NULL) == (R[1]->A_band != NULL) &&
+                               memcmp(R[0]->Ki, R[1]->Ki, sizeof(sap_int) * 3) == 0;
+                    CHECK_MSG(same, "%s, DB mode %d, CM flags %d: the reordering without the matrix in between differs",
+                              names[m], mode, flags);
+                    kept_db_order += R[0]->cm.chosen == SAP_CM_AUTO;
+                }
+                for (int k = 0; k < 2; k++) sap_reorder_result_destroy(R[k]);
+            }
+        }
+    }
+    CHECK_MSG(kept_db_order > 0, "no case kept the DB order (the narrow band should)");
+    for (int m = 0; m < 4; m++) sap_csr_destroy(M[m]);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
@@ -1340,6 +1401,7 @@ static int cpu_part(void)
     test_real(ctx);
     test_cm_parallel();
     test_cm_levels(ctx);
+    test_reorder_fused(ctx);
     test_oom();
     sap_context_destroy(ctx);
     return 0;
