@@ -20,7 +20,13 @@
  * known during its search: when node u at position k is dequeued all its neighbours have
  * positions, so max_pos(neighbours) - k is its row's reach.  The envelopes of the CM
  * ordering and of its reverse come the same way; the reverse has the same bandwidth on
- * a symmetric pattern, and AUTO keeps the smaller envelope. */
+ * a symmetric pattern, and AUTO keeps the smaller envelope.
+ *
+ * A search runs level by level; a wide level may run on all threads with the same order
+ * (level_parallel: the known level-synchronous scheme of parallel RCM, each new node going
+ * to the least parent position, with no sort needed since every thread's part of the
+ * level is contiguous).  sap__cm_reorder_rows orders A(rows, :) without forming it (the
+ * DB + CM composition of reorder.c). */
 #include "reorder/reorder_internal.h"
 #include "base/csr_search.h"
 

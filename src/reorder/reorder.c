@@ -6,7 +6,9 @@
  * (new -> old) to the current matrix; the overall maps compose as
  * row_perm[i] = row_perm_prev[p_s[i]] and col_perm[j] = col_perm_prev[q_s[j]].  DB permutes
  * rows only; CM and the third stage are symmetric.  Scaling (DB) multiplies each entry as
- * (r_i * a_ij) * c_j, and sap_reorder_undo_matrix divides in the reverse order. */
+ * (r_i * a_ij) * c_j, and sap_reorder_undo_matrix divides in the reverse order.  Without
+ * per-stage statistics DB and CM share one permutation of A (the matrix in between is
+ * never formed; the same result). */
 #include "reorder/reorder_internal.h"
 
 #include <math.h>
