@@ -1135,33 +1135,14 @@ static void test_cm_parallel(void)
     sap_context_destroy(c[1]);
 }
 
-static int cpu_part(void)
-{
-    sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
-    if (!ctx) {
-        fprintf(stderr, "no context\n");
-        return 1;
-    }
-    test_db_bruteforce(ctx);
-    test_db_dense_reference(ctx);
-    test_cm_path_grid(ctx);
-    test_cm_disconnected(ctx);
-    test_dropoff(ctx);
-    test_third_stage(ctx);
-    test_chain(ctx);
-    test_real(ctx);
-    test_cm_parallel();
-    test_oom();
-    sap_context_destroy(ctx);
-    return 0;
-}
 
-/* ==== --backend cuda: the GPU stages against their CPU versions ======================== */
-
-static sap_context *G;
-#ifdef SAP_HAVE_CUDA
-static sap_context *C;
-
+/* The CM searches with their wide levels on 4 threads (sap__cm_work_parallel, down to
+ * levels of 1 and 8 adjacency entries) give the orderings, bandwidths, envelopes and tries
+ * of the serial searches, and every component's segment of the CM order (FORCE_CM) is
+ * exactly the breadth-first order from its first node with the neighbours taken by
+ * (degree, index), checked by a plain node-by-node search here.  Graphs: random
+ * unsymmetric patterns with empty rows (many components and isolated nodes), a band
+ * hidden by random permutations (fill 0.5: unsymmetric), and the two side by side. */
 /* xorshift, unlike the cpu part's splitmix rnd() */
 static uint64_t xs_state = 0x9e3779b97f4a7c15ull;
 static uint64_t xs_rnd(void)
@@ -1235,6 +1216,202 @@ static sap_csr *random_matrix(sap_context *ctx, sap_int n, sap_int per_row, sap_
     free(cols);
     return A;
 }
+
+static void check_cm_levels(sap_context *ctx, const sap_csr *A, const char *what)
+{
+    const sap_int n = A->nrows;
+    sap__cm_work w[3];
+    memset(w, 0, sizeof(w));
+    sap_int *perm[3] = {malloc(sizeof(sap_int) * (size_t)(n + 1)), malloc(sizeof(sap_int) * (size_t)(n + 1)),
+                        malloc(sizeof(sap_int) * (size_t)(n + 1))};
+    sap_int *pos = malloc(sizeof(sap_int) * (size_t)(n + 1)), *ref = malloc(sizeof(sap_int) * (size_t)(n + 1));
+    sap_int *rank = malloc(sizeof(sap_int) * (size_t)(n + 1));
+    const sap_int level_min[3] = {0, 1, 8};
+    for (int flags = SAP_CM_AUTO; flags <= SAP_CM_FORCE_CM; flags++) {
+        sap__cm_result r[3];
+        for (int k = 0; k < 3; k++) {
+            CHECK_OK(ctx, sap__cm_work_create(ctx, n, A->nnz, &w[k]));
+            if (k) CHECK_OK(ctx, sap__cm_work_parallel(ctx, &w[k], 4, level_min[k]));
+            sap__cm_build_graph(A, 0, n, 1, &w[k]);
+            sap__cm_order(&w[k], n, flags, perm[k], &r[k]);
+        }
+        for (int k = 1; k < 3; k++) {
+            CHECK_MSG(memcmp(perm[0], perm[k], sizeof(sap_int) * (size_t)n) == 0,
+                      "%s flags %d level min %lld: the parallel search's order differs", what, flags,
+                      (long long)level_min[k]);
+            CHECK_MSG(r[0].bandwidth == r[k].bandwidth && r[0].components == r[k].components &&
+                          r[0].tries == r[k].tries && r[0].profile_cm == r[k].profile_cm &&
+                          r[0].profile_rcm == r[k].profile_rcm && r[0].reversed == r[k].reversed,
+                      "%s flags %d: results differ (K %lld / %lld, tries %lld / %lld)", what, flags,
+                      (long long)r[0].bandwidth, (long long)r[k].bandwidth, (long long)r[0].tries,
+                      (long long)r[k].tries);
+        }
+        if (flags == SAP_CM_FORCE_CM) {
+            /* the reference: each segment is the node-by-node CM order from its first node */
+            const sap_int *xadj = w[1].xadj;
+            const sap__cm_idx *bydeg = w[1].bydeg;
+            for (sap_int k = 0; k < n; k++) rank[bydeg[k]] = k;
+            for (sap_int v = 0; v < n; v++) pos[v] = -1;
+            sap_int base = 0, bad = 0, ncomp = 0;
+            sap_int *nb = malloc(sizeof(sap_int) * (size_t)(n + 1));
+            while (base < n) {
+                sap_int head = base, tail = base;
+                ref[tail] = perm[1][base];
+                pos[ref[tail++]] = 0;
+                while (head < tail) {
+                    const sap_int u = ref[head++];
+                    sap_int m = 0;
+                    for (sap_int p = xadj[u]; p < xadj[u + 1]; p++)
+                        if (pos[w[1].adj2[p]] < 0) nb[m++] = w[1].adj2[p];
+                    for (sap_int a = 1; a < m; a++) { /* by (degree, index) = by rank */
+                        sap_int x = nb[a], b = a - 1;
+                        while (b >= 0 && rank[nb[b]] > rank[x]) {
+                            nb[b + 1] = nb[b];
+                            b--;
+                        }
+                        nb[b + 1] = x;
+                    }
+                    for (sap_int a = 0; a < m; a++) {
+                        pos[nb[a]] = 0;
+                        ref[tail++] = nb[a];
+                    }
+                }
+                for (sap_int k = base; k < tail; k++) bad += ref[k] != perm[1][k];
+                base = tail;
+                ncomp++;
+            }
+            free(nb);
+            CHECK_MSG(bad == 0 && ncomp == r[1].components, "%s: %lld positions differ from the plain CM search",
+                      what, (long long)bad);
+        }
+        for (int k = 0; k < 3; k++) sap__cm_work_free(ctx, &w[k]);
+    }
+    for (int k = 0; k < 3; k++) free(perm[k]);
+    free(pos);
+    free(ref);
+    free(rank);
+}
+
+static void test_cm_levels(sap_context *ctx)
+{
+    sap_csr *A = random_matrix(ctx, 3000, 2, 0, 0.1, 0.0, 11);
+    if (A) check_cm_levels(ctx, A, "random, empty rows");
+    sap_csr *B = NULL;
+    CHECK_OK(ctx, sap_gen_synthetic(ctx, 3000, 25, 1.0, 0.5, 5, &B, NULL, NULL));
+    if (B) check_cm_levels(ctx, B, "hidden band");
+    sap_csr *D = random_matrix(ctx, 4000, 6, 60, 0.02, 0.0, 12);
+    if (D) check_cm_levels(ctx, D, "random band, empty rows");
+    if (A && B) { /* block diagonal: the two side by side */
+        const sap_int n = A->nrows + B->nrows;
+        sap_csr *C = NULL;
+        CHECK_OK(ctx, sap_csr_create(ctx, n, n, A->nnz + B->nnz, &C));
+        if (C) {
+            memcpy(C->rowptr, A->rowptr, sizeof(sap_int) * (size_t)A->nrows);
+            for (sap_int i = 0; i <= B->nrows; i++) C->rowptr[A->nrows + i] = A->nnz + B->rowptr[i];
+            memcpy(C->colind, A->colind, sizeof(sap_int) * (size_t)A->nnz);
+            memcpy(C->val, A->val, sizeof(double) * (size_t)A->nnz);
+            for (sap_int p = 0; p < B->nnz; p++) {
+                C->colind[A->nnz + p] = B->colind[p] + A->nrows;
+                C->val[A->nnz + p] = B->val[p];
+            }
+            check_cm_levels(ctx, C, "two blocks");
+            sap_csr_destroy(C);
+        }
+    }
+    sap_csr_destroy(A);
+    sap_csr_destroy(B);
+    sap_csr_destroy(D);
+}
+
+/* sap_reorder without the per-stage statistics builds the CM graph from A's rows in the DB
+ * order and permutes A once, scaling on the way; with them it forms the DB matrix, then
+ * the CM one.  Both give the same permutations, scalings and matrix, bit for bit: DB with
+ * and without scaling and the transversal, every CM flag, on random unsymmetric patterns
+ * (rows of up to 40 entries spread anywhere: the sorted rows of the permutation), a hidden
+ * band (the dense window), a narrow band CM cannot beat (AUTO keeps the DB order) and
+ * with drop-off and the third stage after them. */
+static void test_reorder_fused(sap_context *ctx)
+{
+    sap_csr *M[4] = {random_matrix(ctx, 1500, 5, 0, 0.0, 0.0, 21), random_matrix(ctx, 900, 40, 0, 0.0, 0.1, 22),
+                     NULL, random_matrix(ctx, 1200, 4, 2, 0.0, 0.0, 23)};
+    CHECK_OK(ctx, sap_gen_synthetic(ctx, 2500, 30, 1.0, 0.6, 9, &M[2], NULL, NULL));
+    const char *names[4] = {"random", "random long rows", "hidden band", "narrow band"};
+    int kept_db_order = 0;
+    for (int m = 0; m < 4; m++) {
+        if (!M[m]) continue;
+        for (int mode = 0; mode < 4; mode++) {
+            for (int flags = SAP_CM_AUTO; flags <= SAP_CM_FORCE_CM; flags++) {
+                sap_reorder_options o;
+                sap_reorder_options_init(&o);
+                o.db = mode == 2 ? SAP_DB_TRANSVERSAL : SAP_DB_PRODUCT;
+                o.scale = mode != 1;
+                o.cm_flags = flags;
+                if (mode == 3) {
+                    o.drop_delta = 0.999;
+                    o.partitions = 3;
+                }
+                sap_reorder_result *R[2] = {NULL, NULL};
+                for (int k = 0; k < 2; k++) {
+                    o.stats = k;
+                    CHECK_OK(ctx, sap_reorder(M[m], &o, &R[k]));
+                }
+                if (R[0] && R[1]) {
+                    const sap_int n = M[m]->nrows, nnz = M[m]->nnz;
+                    const sap_csr *F = R[0]->A, *S = R[1]->A;
+                    int same = memcmp(R[0]->row_perm, R[1]->row_perm, sizeof(sap_int) * (size_t)n) == 0 &&
+                               memcmp(R[0]->col_perm, R[1]->col_perm, sizeof(sap_int) * (size_t)n) == 0 &&
+                               F->nnz == S->nnz && memcmp(F->rowptr, S->rowptr, sizeof(sap_int) * (size_t)(n + 1)) == 0 &&
+                               memcmp(F->colind, S->colind, sizeof(sap_int) * (size_t)nnz) == 0 &&
+                               memcmp(F->val, S->val, sizeof(double) * (size_t)nnz) == 0 &&
+                               (R[0]->row_scale != NULL) == (R[1]->row_scale != NULL) &&
+                               R[0]->cm.chosen == R[1]->cm.chosen && R[0]->cm.K_before == R[1]->cm.K_before &&
+                               R[0]->cm.K_after == R[1]->cm.K_after && R[0]->K_drop == R[1]->K_drop;
+                    if (same && R[0]->row_scale)
+                        same = memcmp(R[0]->row_scale, R[1]->row_scale, sizeof(double) * (size_t)n) == 0 &&
+                               memcmp(R[0]->col_scale, R[1]->col_scale, sizeof(double) * (size_t)n) == 0;
+                    if (same && mode == 3)
+                        same = (R[0]->A_band != NULL) == (R[1]->A_band != NULL) &&
+                               memcmp(R[0]->Ki, R[1]->Ki, sizeof(sap_int) * 3) == 0;
+                    CHECK_MSG(same, "%s, DB mode %d, CM flags %d: the reordering without the matrix in between differs",
+                              names[m], mode, flags);
+                    kept_db_order += R[0]->cm.chosen == SAP_CM_AUTO;
+                }
+                for (int k = 0; k < 2; k++) sap_reorder_result_destroy(R[k]);
+            }
+        }
+    }
+    CHECK_MSG(kept_db_order > 0, "no case kept the DB order (the narrow band should)");
+    for (int m = 0; m < 4; m++) sap_csr_destroy(M[m]);
+}
+
+static int cpu_part(void)
+{
+    sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
+    if (!ctx) {
+        fprintf(stderr, "no context\n");
+        return 1;
+    }
+    test_db_bruteforce(ctx);
+    test_db_dense_reference(ctx);
+    test_cm_path_grid(ctx);
+    test_cm_disconnected(ctx);
+    test_dropoff(ctx);
+    test_third_stage(ctx);
+    test_chain(ctx);
+    test_real(ctx);
+    test_cm_parallel();
+    test_cm_levels(ctx);
+    test_reorder_fused(ctx);
+    test_oom();
+    sap_context_destroy(ctx);
+    return 0;
+}
+
+/* ==== --backend cuda: the GPU stages against their CPU versions ======================== */
+
+static sap_context *G;
+#ifdef SAP_HAVE_CUDA
+static sap_context *C;
 
 static sap_csr *clone_to(sap_context *ctx, const sap_csr *A)
 {

@@ -209,6 +209,12 @@ void sap__par_col_offsets(sap_int *cnt, int nb, sap_int m, sap_int *tp);
  * the allocation fails (src/matrix/csr_permute.c). */
 sap_int *sap__window_slots(sap_context *ctx, int nt, sap_int maxlen, sap_int m, sap_int cap, sap_int *wcap);
 
+/* sap_csr_permute(A, p, q) with the entries scaled on the way: B(i, j) = (rs[p[i]] * a) *
+ * cs[q[j]] for a = A(p[i], q[j]) (rs, cs indexed by A's rows and columns; both or neither
+ * NULL), the same values as permuting first and then scaling each entry in that order. */
+sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
+                                   const double *cs, sap_csr **out);
+
 /* Wall-clock seconds (monotonic). */
 double sap__wtime(void);
 

@@ -76,6 +76,12 @@ sap_int *sap__window_slots(sap_context *ctx, int nt, sap_int maxlen, sap_int m, 
 
 sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q, sap_csr **out)
 {
+    return sap__csr_permute_scaled(A, p, q, NULL, NULL, out);
+}
+
+sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
+                                   const double *cs, sap_csr **out)
+{
     if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_permute: output pointer is NULL");
@@ -106,6 +112,8 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
     }
     int nt = sap__threads(ctx);
     if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    if ((rs == NULL) != (cs == NULL))
+        SAP_FAIL(ctx, SAP_ERR_INVALID, "sap_csr_permute: row and column scalings must both be given or both be NULL");
     /* a row whose new columns span at most wcap (and 4 x its length + 64) is ordered by a
      * scatter into a dense window of source positions, the others by sorting */
     sap_int wcap = 0;
@@ -122,9 +130,14 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
         for (sap_int i = 0; i < n; i++) {
             sap_int r = p ? p[i] : i;
             sap_int src = ap[r], len = ap[r + 1] - src, dst = bp[i];
+            const double ri = rs ? rs[r] : 1.0;
+#define PERMUTE_VAL(k) (rs ? (ri * ax[k]) * cs[ai[k]] : ax[k]) /* entry k of A, scaled */
             if (!qinv) {
                 memcpy(bi + dst, ai + src, sizeof(sap_int) * (size_t)len);
-                memcpy(bx + dst, ax + src, sizeof(double) * (size_t)len);
+                if (rs)
+                    for (sap_int k = 0; k < len; k++) bx[dst + k] = PERMUTE_VAL(src + k);
+                else
+                    memcpy(bx + dst, ax + src, sizeof(double) * (size_t)len);
                 continue;
             }
             sap_int cmin = m, cmax = -1;
@@ -147,15 +160,16 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
                     for (sap_int c = 0; c < w; c++)
                         if (slot[c] >= 0) {
                             bi[pos] = cmin + c;
-                            bx[pos++] = ax[src + slot[c]];
+                            bx[pos++] = PERMUTE_VAL(src + slot[c]);
                             slot[c] = -1;
                         }
                     continue;
                 }
                 for (sap_int c = 0; c < w; c++) slot[c] = -1; /* repeated columns: sorted below */
             }
-            for (sap_int k = 0; k < len; k++) bx[dst + k] = ax[src + k];
+            for (sap_int k = 0; k < len; k++) bx[dst + k] = PERMUTE_VAL(src + k);
             sap__sort_pairs(bi + dst, bx + dst, len);
+#undef PERMUTE_VAL
         }
     }
     *out = B;

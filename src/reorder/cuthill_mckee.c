@@ -20,7 +20,13 @@
  * known during its search: when node u at position k is dequeued all its neighbours have
  * positions, so max_pos(neighbours) - k is its row's reach.  The envelopes of the CM
  * ordering and of its reverse come the same way; the reverse has the same bandwidth on
- * a symmetric pattern, and AUTO keeps the smaller envelope. */
+ * a symmetric pattern, and AUTO keeps the smaller envelope.
+ *
+ * A search runs level by level; a wide level may run on all threads with the same order
+ * (level_parallel: the known level-synchronous scheme of parallel RCM, each new node going
+ * to the least parent position, with no sort needed since every thread's part of the
+ * level is contiguous).  sap__cm_reorder_rows orders A(rows, :) without forming it (the
+ * DB + CM composition of reorder.c). */
 #include "reorder/reorder_internal.h"
 #include "base/csr_search.h"
 
@@ -30,8 +36,31 @@
 #define CM_EXTRA_TRIES 2  /* low-degree last-level candidates after the walk */
 #define CM_MINDEG_TRIES 6 /* lowest-degree nodes of the component after that */
 #define CM_MAX_TRIES (CM_WALK_TRIES + CM_EXTRA_TRIES + CM_MINDEG_TRIES)
+#define CM_PAR_LEVEL 32768 /* adjacency entries of a level searched in parallel */
+#define CM_PAR_PROBE 64    /* a wide level searched the other way once in this many */
 
 /* ---- workspace ------------------------------------------------------------------------- */
+
+sap_status sap__cm_work_parallel(sap_context *ctx, sap__cm_work *w, int threads, sap_int level_min)
+{
+    sap_status st = SAP_OK;
+#ifdef _OPENMP
+    if (threads > 1 && w->cap_n > 0 && !w->claim) {
+        SAP_ALLOC(ctx, w->claim, w->cap_n);
+        SAP_ALLOC(ctx, w->par_off, threads + 1);
+        for (sap_int v = 0; v < w->cap_n; v++) atomic_init(&w->claim[v], -1);
+        w->threads = threads;
+        w->par_level = level_min > 1 ? level_min : 1;
+    }
+#else
+    (void)ctx;
+    (void)w;
+    (void)threads;
+    (void)level_min;
+#endif
+cleanup:
+    return st;
+}
 
 sap_status sap__cm_work_create(sap_context *ctx, sap_int cap_n, sap_int cap_e, sap__cm_work *w)
 {
@@ -71,6 +100,8 @@ void sap__cm_work_free(sap_context *ctx, sap__cm_work *w)
     sap__free(ctx, w->bydeg);
     sap__free(ctx, w->cnt);
     sap__free(ctx, w->tcnt);
+    sap__free(ctx, w->claim);
+    sap__free(ctx, w->par_off);
     memset(w, 0, sizeof(*w));
 }
 
@@ -157,11 +188,18 @@ static void sort_keys(sap__cm_idx *a, sap_int n)
 
 void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sap__cm_work *w)
 {
+    sap__cm_build_graph_rows(A, NULL, s, e, threads, w);
+}
+
+void sap__cm_build_graph_rows(const sap_csr *A, const sap_int *rows, sap_int s, sap_int e, int threads,
+                              sap__cm_work *w)
+{
+#define CM_ROW(i) (rows ? rows[i] : (i)) /* the row of A that is row i of B */
     const sap_int m = e - s;
     const sap_int *rp = A->rowptr, *ci = A->colind;
     sap_int *tptr = w->tptr, *xadj = w->xadj;
     sap__cm_idx *tind = w->tind, *adj2 = w->adj2;
-    const sap_int work = rp[e] - rp[s];
+    const sap_int work = rows ? A->nnz : rp[e] - rp[s];
     const int nt = work > SAP_REORDER_PAR_MIN ? threads : 1;
     (void)nt;
 
@@ -181,21 +219,23 @@ void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sa
             const sap_int r0 = s + (sap_int)((double)m * t / T), r1 = s + (sap_int)((double)m * (t + 1) / T);
             memset(c, 0, sizeof(sap_int) * (size_t)m);
             for (sap_int i = r0; i < r1; i++)
-                for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) c[ci[p] - s]++;
+                for (sap_int p = row_lower_bound(A, CM_ROW(i), s); p < rp[CM_ROW(i) + 1] && ci[p] < e; p++)
+                    c[ci[p] - s]++;
             SAP_OMP("omp barrier")
             sap__par_col_offsets(tc, T, m, tptr);
             for (sap_int i = r0; i < r1; i++)
-                for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++)
+                for (sap_int p = row_lower_bound(A, CM_ROW(i), s); p < rp[CM_ROW(i) + 1] && ci[p] < e; p++)
                     tind[c[ci[p] - s]++] = (sap__cm_idx)(i - s);
         }
     } else { /* rows in order: every list comes out increasing */
         for (sap_int i = s; i < e; i++)
-            for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++) tptr[ci[p] - s + 1]++;
+            for (sap_int p = row_lower_bound(A, CM_ROW(i), s); p < rp[CM_ROW(i) + 1] && ci[p] < e; p++)
+                tptr[ci[p] - s + 1]++;
         for (sap_int j = 0; j < m; j++) tptr[j + 1] += tptr[j];
         /* fill using xadj as the cursor array */
         memcpy(xadj, tptr, sizeof(sap_int) * (size_t)m);
         for (sap_int i = s; i < e; i++)
-            for (sap_int p = row_lower_bound(A, i, s); p < rp[i + 1] && ci[p] < e; p++)
+            for (sap_int p = row_lower_bound(A, CM_ROW(i), s); p < rp[CM_ROW(i) + 1] && ci[p] < e; p++)
                 tind[xadj[ci[p] - s]++] = (sap__cm_idx)(i - s);
     }
 
@@ -204,18 +244,19 @@ void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sa
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < m; i++) {
         sap_int p0, p1;
-        block_row(A, i + s, s, e, &p0, &p1);
+        block_row(A, CM_ROW(i + s), s, e, &p0, &p1);
         xadj[i + 1] = merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, NULL);
     }
     for (sap_int i = 0; i < m; i++) xadj[i + 1] += xadj[i];
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < m; i++) {
         sap_int p0, p1;
-        block_row(A, i + s, s, e, &p0, &p1);
+        block_row(A, CM_ROW(i + s), s, e, &p0, &p1);
         merge_union(ci + p0, p1 - p0, s, tind + tptr[i], tptr[i + 1] - tptr[i], i, adj2 + xadj[i]);
     }
 
     sap__cm_finish_graph(w, m, nt);
+#undef CM_ROW
 }
 
 void sap__cm_finish_graph(sap__cm_work *w, sap_int m, int nt)
@@ -256,17 +297,20 @@ void sap__cm_finish_graph(sap__cm_work *w, sap_int m, int nt)
     }
 }
 
-sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e)
+sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e) { return sap__block_bandwidth_rows(A, NULL, s, e); }
+
+sap_int sap__block_bandwidth_rows(const sap_csr *A, const sap_int *rows, sap_int s, sap_int e)
 {
     sap_int K = 0;
-    int nt = A->rowptr[e] - A->rowptr[s] > SAP_REORDER_PAR_MIN ? sap__threads(A->ctx) : 1;
+    int nt = (rows ? A->nnz : A->rowptr[e] - A->rowptr[s]) > SAP_REORDER_PAR_MIN ? sap__threads(A->ctx) : 1;
 #ifdef _OPENMP
     if (omp_in_parallel()) nt = 1; /* the third stage's blocks */
 #endif
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max:K)")
     for (sap_int i = s; i < e; i++) {
-        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
+        const sap_int r = rows ? rows[i] : i;
+        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
             sap_int j = A->colind[p];
             if (j < s) continue;
             if (j >= e) break;
@@ -290,59 +334,179 @@ typedef struct cm_run {
     int aborted;
 } cm_run;
 
-/* CM search from 'start' writing the order into q; stops early (aborted = 1) once the
- * bandwidth reaches abort_bw. */
-static cm_run cm_search(sap__cm_work *w, sap_int start, sap__cm_idx *q, sap_int abort_bw)
+/* One level of a search, serially: the nodes q[ls..le) are dequeued in order, each
+ * appending its unplaced neighbours in list order at q[*tail...] (stamp = key0 + position),
+ * and each row's reach and envelope terms are taken once its neighbours have positions.
+ * Returns the adjacency entries of the new nodes (the next level's work). */
+static sap_int level_serial(sap__cm_work *w, sap__cm_idx *q, sap_int key0, sap_int ls, sap_int le, sap_int *tail,
+                            sap_int *bw, sap_int *env_cm, sap_int *env_rcm)
 {
     const sap_int *xadj = w->xadj;
     const sap__cm_idx *adj = w->adj;
+    sap_int *stamp = w->stamp;
+    sap_int t = *tail, work = 0, b = *bw, ec = 0, er = 0;
+    for (sap_int k = ls; k < le; k++) {
+        const sap_int u = q[k];
+        sap_int minp = k, maxp = k;
+        for (sap_int p = xadj[u]; p < xadj[u + 1]; p++) {
+            const sap__cm_idx v = adj[p];
+            sap_int pv = stamp[v] - key0;
+            if (pv < 0) {
+                pv = t;
+                stamp[v] = key0 + t;
+                q[t++] = v;
+                work += xadj[v + 1] - xadj[v];
+            }
+            if (pv > maxp) maxp = pv;
+            if (pv < minp) minp = pv;
+        }
+        ec += k - minp;
+        er += maxp - k;
+        if (maxp - k > b) b = maxp - k;
+    }
+    *tail = t;
+    *bw = b;
+    *env_cm += ec;
+    *env_rcm += er;
+    return work;
+}
+
+#ifdef _OPENMP
+/* The same level on nt threads, with the same result.  The serial search gives a new node
+ * to the first node of the level (least position k) that lists it, behind that node's
+ * earlier new neighbours: the next level is ordered by (that k, list order).  So every
+ * unplaced neighbour v takes the least k that lists it (claim[v] = key0 + k by an atomic
+ * minimum; claims below key0 + ls are older), then each thread, over its contiguous range
+ * of the level, counts and writes the neighbours whose claim is its own node's: threads in
+ * order, then k, then list order is the serial order.  The reaches and envelope terms
+ * follow once all positions are known (a node's neighbours lie in the levels next to it). */
+static sap_int level_parallel(sap__cm_work *w, int nt, sap__cm_idx *q, sap_int key0, sap_int ls, sap_int le,
+                              sap_int *tail, sap_int *bw, sap_int *env_cm, sap_int *env_rcm)
+{
+    const sap_int *xadj = w->xadj;
+    const sap__cm_idx *adj = w->adj;
+    sap_int *stamp = w->stamp, *off = w->par_off;
+    _Atomic sap_int *claim = w->claim;
+    const sap_int t0 = *tail, lo = key0 + ls;
+    sap_int work = 0, b = *bw, ec = 0, er = 0;
+    SAP_OMP("omp parallel num_threads(nt) reduction(+ : work, ec, er) reduction(max : b)")
+    {
+        int t, T;
+        sap__omp_team(&t, &T);
+        const sap_int k0 = ls + (sap_int)((double)(le - ls) * t / T), k1 = ls + (sap_int)((double)(le - ls) * (t + 1) / T);
+        for (sap_int k = k0; k < k1; k++) {
+            const sap_int u = q[k], mine = key0 + k;
+            for (sap_int p = xadj[u]; p < xadj[u + 1]; p++) {
+                const sap__cm_idx v = adj[p];
+                if (stamp[v] >= key0) continue; /* placed */
+                sap_int c = atomic_load_explicit(&claim[v], memory_order_relaxed);
+                while (c < lo || c > mine)
+                    if (atomic_compare_exchange_weak_explicit(&claim[v], &c, mine, memory_order_relaxed,
+                                                              memory_order_relaxed))
+                        break;
+            }
+        }
+        SAP_OMP("omp barrier")
+        sap_int cnt = 0;
+        for (sap_int k = k0; k < k1; k++) {
+            const sap_int u = q[k], mine = key0 + k;
+            for (sap_int p = xadj[u]; p < xadj[u + 1]; p++)
+                cnt += atomic_load_explicit(&claim[adj[p]], memory_order_relaxed) == mine;
+        }
+        off[t] = cnt;
+        SAP_OMP("omp barrier")
+        sap_int pos = t0;
+        for (int x = 0; x < t; x++) pos += off[x];
+        for (sap_int k = k0; k < k1; k++) {
+            const sap_int u = q[k], mine = key0 + k;
+            for (sap_int p = xadj[u]; p < xadj[u + 1]; p++) {
+                const sap__cm_idx v = adj[p];
+                if (atomic_load_explicit(&claim[v], memory_order_relaxed) != mine) continue;
+                stamp[v] = key0 + pos;
+                q[pos++] = v;
+                work += xadj[v + 1] - xadj[v];
+            }
+        }
+        SAP_OMP("omp barrier")
+        for (sap_int k = k0; k < k1; k++) {
+            const sap_int u = q[k];
+            sap_int minp = k, maxp = k;
+            for (sap_int p = xadj[u]; p < xadj[u + 1]; p++) {
+                const sap_int pv = stamp[adj[p]] - key0;
+                if (pv > maxp) maxp = pv;
+                if (pv < minp) minp = pv;
+            }
+            ec += k - minp;
+            er += maxp - k;
+            if (maxp - k > b) b = maxp - k;
+        }
+    }
+    for (int x = 0; x < nt; x++) *tail += off[x];
+    *bw = b;
+    *env_cm += ec;
+    *env_rcm += er;
+    return work;
+}
+#endif
+
+/* CM search from 'start' writing the order into q, one level at a time (a level of at
+ * least w->par_level adjacency entries on w->threads threads when w->claim is set: the
+ * same order); stops early (aborted = 1) after a level whose bandwidth reaches abort_bw,
+ * which the serial node-by-node search reaches exactly when it would abort. */
+static cm_run cm_search(sap__cm_work *w, sap_int start, sap__cm_idx *q, sap_int abort_bw)
+{
+    const sap_int *xadj = w->xadj;
     sap_int *stamp = w->stamp;
     const sap_int run = ++w->run;
     const sap_int key0 = run * (w->cap_n + 1); /* stamp = key0 + position in this run */
     cm_run r;
     memset(&r, 0, sizeof(r));
     r.start = start;
-    sap_int head = 0, tail = 0, level_end = 1, level_start = 0;
-    sap_int bw = 0, env_cm = 0, env_rcm = 0, height = 1, width = 1;
-    q[tail++] = (sap__cm_idx)start;
+    sap_int ls = 0, le = 1, tail = 1, last = 0;
+    sap_int bw = 0, env_cm = 0, env_rcm = 0, height = 0, width = 0;
+    q[0] = (sap__cm_idx)start;
     stamp[start] = key0;
-    while (head < tail) {
-        if (head == level_end) {
-            level_start = head;
-            level_end = tail;
-            height++;
-            if (tail - head > width) width = tail - head;
+    sap_int work = xadj[start + 1] - xadj[start];
+    while (ls < le) {
+        height++;
+        last = ls;
+        if (le - ls > width) width = le - ls;
+#ifdef _OPENMP
+        int nt = w->claim && !omp_in_parallel() ? w->threads : 1;
+        if (nt > 1 && work >= w->par_level) {
+            /* at least a quarter of the level minimum per thread */
+            const sap_int per = w->par_level / 4 > 0 ? w->par_level / 4 : 1;
+            if (nt > work / per) nt = (int)(work / per);
+            if (nt > le - ls) nt = (int)(le - ls);
+            /* both ways give the same level: the one of the lower measured time per entry
+             * (threads busy elsewhere make the parallel one slower), the other every
+             * CM_PAR_PROBE wide levels again */
+            const double rs = w->e_ser ? w->t_ser / (double)w->e_ser : 0, rp = w->e_par ? w->t_par / (double)w->e_par : 0;
+            int par = !w->e_par || (w->e_ser && rp <= rs);
+            if (++w->wide % CM_PAR_PROBE == 0) par = !par;
+            const double tw = sap__wtime();
+            const sap_int e0 = work;
+            if (par) work = level_parallel(w, nt, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);
+            else work = level_serial(w, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);
+            const double dt = sap__wtime() - tw;
+            if (par) w->t_par += dt, w->e_par += e0;
+            else w->t_ser += dt, w->e_ser += e0;
+        } else
+#endif
+            work = level_serial(w, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);
+        if (bw >= abort_bw) {
+            r.aborted = 1;
+            r.bw = bw;
+            return r;
         }
-        const sap_int k = head;
-        const sap_int u = q[head++];
-        sap_int minp = k, maxp = k;
-        for (sap_int p = xadj[u]; p < xadj[u + 1]; p++) {
-            const sap__cm_idx v = adj[p];
-            sap_int pv = stamp[v] - key0;
-            if (pv < 0) {
-                pv = tail;
-                stamp[v] = key0 + tail;
-                q[tail++] = v;
-            }
-            if (pv > maxp) maxp = pv;
-            if (pv < minp) minp = pv;
-        }
-        env_cm += k - minp;
-        env_rcm += maxp - k;
-        if (maxp - k > bw) {
-            bw = maxp - k;
-            if (bw >= abort_bw) {
-                r.aborted = 1;
-                r.bw = bw;
-                return r;
-            }
-        }
+        ls = le;
+        le = tail;
     }
     r.size = tail;
     r.bw = bw;
     r.height = height;
     r.width = width;
-    r.last_level = level_start;
+    r.last_level = last;
     r.env_cm = env_cm;
     r.env_rcm = env_rcm;
     return r;
@@ -391,6 +555,8 @@ void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm
     const sap_int span = w->cap_n + 1;
     if (w->run > (INT64_MAX / 4) / span - (CM_MAX_TRIES + 1) * (m + 1)) {
         memset(stamp, 0, sizeof(sap_int) * (size_t)w->cap_n);
+        if (w->claim)
+            for (sap_int v = 0; v < w->cap_n; v++) atomic_store_explicit(&w->claim[v], -1, memory_order_relaxed);
         w->run = 0;
     }
     /* a node belongs to an ordered component once a search of this call reached it (or it
@@ -502,6 +668,11 @@ void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm
 
 sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_info *info)
 {
+    return sap__cm_reorder_rows(A, NULL, flags, perm, info);
+}
+
+sap_status sap__cm_reorder_rows(const sap_csr *A, const sap_int *rows, int flags, sap_int *perm, sap_cm_info *info)
+{
     if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
     if (A->nrows != A->ncols)
@@ -517,7 +688,7 @@ sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_inf
     memset(&w, 0, sizeof(w));
     SAP_TRY(sap__cm_work_create(ctx, n, A->nnz, &w));
     sap_status gs = SAP_ERR_INVALID; /* the graph on the device: not tried */
-    if (sap__offload(ctx, SAP_OFFLOAD_GRAPH, A->nnz) && n > 0) {
+    if (!rows && sap__offload(ctx, SAP_OFFLOAD_GRAPH, A->nnz) && n > 0) {
         sap_int nadj = 0;
         sap__try_begin(ctx);
         gs = sap__ops(ctx)->sym_graph(ctx, A, w.xadj, w.adj2, &nadj);
@@ -534,11 +705,13 @@ sap_status sap_cm_reorder(const sap_csr *A, int flags, sap_int *perm, sap_cm_inf
             SAP_ALLOC(ctx, w.tcnt, (size_t)nt * (size_t)n);
             w.tcnt_threads = nt;
         }
-        sap__cm_build_graph(A, 0, n, nt, &w);
+        sap__cm_build_graph_rows(A, rows, 0, n, nt, &w);
     }
+    /* the wide levels of the searches on all threads (the same ordering) */
+    if (A->nnz > SAP_REORDER_PAR_MIN) SAP_TRY(sap__cm_work_parallel(ctx, &w, sap__threads(ctx), CM_PAR_LEVEL));
     sap__cm_result r;
     sap__cm_order(&w, n, flags, perm, &r);
-    sap_int K0 = sap__block_bandwidth(A, 0, n);
+    sap_int K0 = sap__block_bandwidth_rows(A, rows, 0, n);
     int chosen = r.reversed ? SAP_CM_FORCE_RCM : SAP_CM_FORCE_CM;
     sap_int K1 = r.bandwidth;
     if (flags == SAP_CM_AUTO && K0 <= r.bandwidth) {

@@ -6,7 +6,9 @@
  * (new -> old) to the current matrix; the overall maps compose as
  * row_perm[i] = row_perm_prev[p_s[i]] and col_perm[j] = col_perm_prev[q_s[j]].  DB permutes
  * rows only; CM and the third stage are symmetric.  Scaling (DB) multiplies each entry as
- * (r_i * a_ij) * c_j, and sap_reorder_undo_matrix divides in the reverse order. */
+ * (r_i * a_ij) * c_j, and sap_reorder_undo_matrix divides in the reverse order.  Without
+ * per-stage statistics DB and CM share one permutation of A (the matrix in between is
+ * never formed; the same result). */
 #include "reorder/reorder_internal.h"
 
 #include <math.h>
@@ -124,6 +126,13 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
     if (o.stats) SAP_TRY(stage_stats(A, &R->stage[SAP_STAGE_ORIGINAL]));
     R->stage[SAP_STAGE_ORIGINAL].done = 1;
 
+    /* DB and CM without the matrix in between: the CM graph is built from A's rows in the
+     * DB order, and one permutation of A with the scaling on the way gives the result (the
+     * same matrix as the stages one after another; needs neither statistics of the middle
+     * stage nor the device) */
+    const int fused = o.db != SAP_DB_NONE && o.cm && !o.stats && !sap__offload(ctx, SAP_OFFLOAD_DB, A->nnz) &&
+                      !sap__offload(ctx, SAP_OFFLOAD_GRAPH, A->nnz);
+
     /* ---- DB ---------------------------------------------------------------------------- */
     t = sap__wtime();
     if (o.db == SAP_DB_PRODUCT) {
@@ -133,22 +142,24 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
             SAP_ALLOC(ctx, R->col_scale, n);
         }
         SAP_TRY(sap_db_matching(A, p, R->row_scale, R->col_scale, &R->db));
-        SAP_TRY(sap_csr_permute(A, p, NULL, &cur));
-        if (scale) {
-            SAP_ALLOC(ctx, rsp, n);
-            for (sap_int i = 0; i < n; i++) rsp[i] = R->row_scale[p[i]];
-            if (sap__offload(ctx, SAP_OFFLOAD_DB, cur->nnz))
-                SAP_TRY(sap__ops(ctx)->scale_rows_cols(ctx, cur, rsp, R->col_scale));
-            else
-                sap__scale_rows_cols_cpu(cur, rsp, R->col_scale, nt);
-            SAP_FREE(ctx, rsp);
+        if (!fused) {
+            SAP_TRY(sap_csr_permute(A, p, NULL, &cur));
+            if (scale) {
+                SAP_ALLOC(ctx, rsp, n);
+                for (sap_int i = 0; i < n; i++) rsp[i] = R->row_scale[p[i]];
+                if (sap__offload(ctx, SAP_OFFLOAD_DB, cur->nnz))
+                    SAP_TRY(sap__ops(ctx)->scale_rows_cols(ctx, cur, rsp, R->col_scale));
+                else
+                    sap__scale_rows_cols_cpu(cur, rsp, R->col_scale, nt);
+                SAP_FREE(ctx, rsp);
+            }
         }
     } else if (o.db == SAP_DB_TRANSVERSAL) {
         sap_int matched = 0;
         SAP_TRY(sap_max_transversal(A, p, &matched));
         R->db.n = n;
         R->db.matched = matched;
-        SAP_TRY(sap_csr_permute(A, p, NULL, &cur));
+        if (!fused) SAP_TRY(sap_csr_permute(A, p, NULL, &cur));
     } else {
         SAP_TRY(sap_csr_copy(A, &cur));
     }
@@ -160,7 +171,25 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
     }
 
     /* ---- CM on cur + cur^T -------------------------------------------------------------- */
-    if (o.cm) {
+    if (fused) {
+        /* CM of A(p, :); R->A = A(p[pc], pc) scaled, its one copy (T_CM's; T_DB's when CM
+         * keeps the DB order) */
+        t = sap__wtime();
+        SAP_TRY(sap__cm_reorder_rows(A, p, o.cm_flags, tmp, &R->cm));
+        const int moved = R->cm.chosen != SAP_CM_AUTO;
+        if (moved)
+            for (sap_int i = 0; i < n; i++) {
+                R->row_perm[i] = p[tmp[i]];
+                R->col_perm[i] = tmp[i];
+            }
+        const double tp = sap__wtime();
+        SAP_TRY(sap__csr_permute_scaled(A, R->row_perm, moved ? R->col_perm : NULL, R->row_scale, R->col_scale,
+                                        &cur));
+        const double tc = sap__wtime();
+        R->stage[SAP_STAGE_CM].time = moved ? tc - t : tp - t;
+        if (!moved) R->stage[SAP_STAGE_DB].time += tc - tp;
+        R->stage[SAP_STAGE_CM].done = 1;
+    } else if (o.cm) {
         t = sap__wtime();
         SAP_TRY(sap_cm_reorder(cur, o.cm_flags, p, &R->cm));
         if (R->cm.chosen != SAP_CM_AUTO) { /* AUTO reports the identity kept */

@@ -7,6 +7,8 @@
 
 #include "device/device.h"
 
+#include <stdatomic.h>
+
 /* Parallel loops only pay above this much work (entries touched). */
 #define SAP_REORDER_PAR_MIN 200000
 
@@ -68,11 +70,22 @@ typedef struct sap__cm_work {
     sap_int *tcnt;      /* tcnt_threads x cap_n or NULL: per-thread column counts of the
                            parallel transposed pattern (sap_cm_reorder allocates it) */
     int tcnt_threads;
+    _Atomic sap_int *claim; /* cap_n or NULL: the parallel search's claims (sap__cm_work_parallel) */
+    sap_int *par_off;       /* threads + 1: its per-thread offsets */
+    int threads;            /* threads of a parallel search level */
+    sap_int par_level;      /* adjacency entries from which a level is searched in parallel */
+    double t_ser, t_par;    /* seconds and adjacency entries of the wide levels searched */
+    sap_int e_ser, e_par;   /* serially and in parallel (the faster way is taken) */
+    sap_int wide;           /* wide levels searched */
     sap_int run;        /* last run id used in stamp[] */
 } sap__cm_work;
 
 sap_status sap__cm_work_create(sap_context *ctx, sap_int cap_n, sap_int cap_e, sap__cm_work *w);
 void sap__cm_work_free(sap_context *ctx, sap__cm_work *w);
+/* Lets the searches of w run their levels of at least level_min adjacency entries on
+ * 'threads' threads (OpenMP builds; serial inside a parallel region): allocates the
+ * claims.  The orderings are the same as the serial ones. */
+sap_status sap__cm_work_parallel(sap_context *ctx, sap__cm_work *w, int threads, sap_int level_min);
 
 /* Builds in w the adjacency of B + B^T without its diagonal, where B = A[s:e, s:e] (only
  * entries with both indices in [s, e); stored entries count, explicit zeros included),
@@ -81,6 +94,9 @@ void sap__cm_work_free(sap_context *ctx, sap__cm_work *w);
  * in parallel, the transposed pattern too when w->tcnt holds threads x (e - s) counts
  * (call with 1 inside a parallel region). */
 void sap__cm_build_graph(const sap_csr *A, sap_int s, sap_int e, int threads, sap__cm_work *w);
+/* The same for B = A(rows, :)[s:e, s:e] (rows: a permutation; NULL: the identity). */
+void sap__cm_build_graph_rows(const sap_csr *A, const sap_int *rows, sap_int s, sap_int e, int threads,
+                              sap__cm_work *w);
 
 /* The second half of sap__cm_build_graph: given w->xadj and the index-sorted lists in
  * w->adj2 of an m-node graph, sorts the nodes and the lists by (degree, index) (nt > 1:
@@ -106,5 +122,11 @@ void sap__cm_order(sap__cm_work *w, sap_int m, int flags, sap_int *perm, sap__cm
 
 /* Half-bandwidth max |i - j| over the stored entries of A[s:e, s:e]. */
 sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e);
+/* The same for A(rows, :) (rows NULL: A). */
+sap_int sap__block_bandwidth_rows(const sap_csr *A, const sap_int *rows, sap_int s, sap_int e);
+
+/* sap_cm_reorder of A(rows, :) without forming it (rows: a permutation, new -> old; NULL:
+ * A itself); the graph is built on the host. */
+sap_status sap__cm_reorder_rows(const sap_csr *A, const sap_int *rows, int flags, sap_int *perm, sap_cm_info *info);
 
 #endif /* SAP_REORDER_INTERNAL_H */
