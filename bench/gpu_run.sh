@@ -32,7 +32,8 @@
 #                btd.md/.csv, btd_mpi_P<n>.md/.csv (+ btd_mpi.log), host/ and overlap/ (the same
 #                files), btd_env.log.  SAP_BTD_MPI_KS (default 64,256,512,1024) and
 #                SAP_BTD_MPI_ALGOS (default bcyclic,spike) for the first run; SAP_BTD_MPI_VARIANT_KS
-#                (default 256,512,1024, BCYCLIC) for the other two; SAP_BTD_MPI_DIST (default levels;
+#                (default 256,512,1024, BCYCLIC) for the other two; SAP_BTD_TESTS=0 skips the tests
+#                (when step gpu ran them); SAP_BTD_MPI_DIST (default levels;
 #                levels,interior measures both orders of the distributed BCYCLIC, $SAP_BTD_DIST, in
 #                each of the three runs: rows "bcyclic" and "bcyclic-interior")
 #   .petsc/      (optional, git-ignored) a uniprocessor PETSc + SLEPc packed by bench/petsc_pack.sh (the
@@ -301,9 +302,11 @@ if torch.cuda.device_count() > 1:
     print(f"peer 32 MiB cuda:0 -> cuda:1: {dt*1e3:7.3f} ms  {32/1024/dt:6.1f} GiB/s (peer access {torch.cuda.can_device_access_peer(0, 1)})")
 PYEOF
   } > "$OUT/btd_env.log" 2>&1
-  (cd "$BUILD" && ctest -L gpu -R btd --output-on-failure --timeout ${SAP_BTD_TEST_TIMEOUT_S:-200}) > "$OUT/btd_tests.log" 2>&1
-  echo "btd gpu tests: rc=$? ($(elapsed) s)"
-  grep -E "tests passed|tests failed|Test +#|local rank" "$OUT/btd_tests.log" | head -12
+  if [ "${SAP_BTD_TESTS:-1}" != 0 ]; then # 0: run by step gpu already
+    (cd "$BUILD" && ctest -L gpu -R btd --output-on-failure --timeout ${SAP_BTD_TEST_TIMEOUT_S:-200}) > "$OUT/btd_tests.log" 2>&1
+    echo "btd gpu tests: rc=$? ($(elapsed) s)"
+    grep -E "tests passed|tests failed|Test +#|local rank" "$OUT/btd_tests.log" | head -12
+  fi
   if [ "${SAP_BTD_BENCH1:-1}" != 0 ]; then
     timeout ${SAP_BTD_TIMEOUT_S:-120} "$BUILD/bench/btd" --backend cuda --ks 256,512,1024 --band-max-gflop 0 \
       --out "$OUT" > "$OUT/btd_bench.log" 2>&1
