@@ -96,7 +96,9 @@ double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
  * the H100 suite (bench/results/suite.md, 8cb8639: sap's total minus its attempts).
  * There UMFPACK's 37-61 ms (cryg10000, bayer10) beat every method sap reached after its
  * plan (0.21-0.34 s). */
-#define SV_DIRECT_FIRST_NNZ 2.0e5
+#define SV_DIRECT_FIRST_NNZ 5.0e5 /* (bcsstk17, 4.3e5 entries, d = 0.025: CHOLMOD 87 ms on the
+                                     H100 host, cuDSS 76 ms, where the plan spent 0.15 s on
+                                     iterative attempts before cuDSS: suite at 4871fcb) */
 #define SV_DIRECT_FIRST_S 0.1
 #define SV_DIRECT_FIRST_BAND 2.0 /* "already banded": K within this factor of the bound */
 #define SV_DIRECT_FIRST_D 0.1 /* and only where a row's off-diagonal sum exceeds 10x its
