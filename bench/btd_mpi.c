@@ -15,7 +15,7 @@
  *                             [--nb N] [--dist levels,interior] [--out DIR]
  * --dist: the orders of the distributed BCYCLIC measured, each its own row ($SAP_BTD_DIST set
  * before each creation; algo column "bcyclic" for levels, "bcyclic-interior" for interior first;
- * default: $SAP_BTD_DIST, else levels).
+ * default: $SAP_BTD_DIST, else interior, the library's default).
  * Device: process r uses cuda device (local rank) mod (devices visible), the local rank
  * from OMPI_COMM_WORLD_LOCAL_RANK / MPI_LOCALRANKID / SLURM_LOCALID (else the rank).
  * --scale S divides the block rows per process by S; --nb N gives every k N block rows per process.  Writes <out>/btd_mpi_P<P>.csv and .md
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 {
     static const int ks_all[] = {64, 256, 512, 1024}, rows_all[] = {400, 100, 50, 25};
     const char *backend = "auto", *out = "bench/results", *ks_arg = NULL, *vname = "auto", *algos = "bcyclic,spike";
-    const char *dists = getenv("SAP_BTD_DIST") && *getenv("SAP_BTD_DIST") ? getenv("SAP_BTD_DIST") : "levels";
+    const char *dists = getenv("SAP_BTD_DIST") && *getenv("SAP_BTD_DIST") ? getenv("SAP_BTD_DIST") : "interior";
     int solves = 16;
     double scale = 1;
     int nb_fixed = 0;

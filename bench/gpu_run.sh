@@ -318,7 +318,7 @@ PYEOF
     # processes inherit this environment (NCCL_NVLS_ENABLE=0, SAP_NCCL_LIB, SAP_BTD_*)
     timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
       "$BUILD/bench/btd_mpi" --backend cuda --ks ${SAP_BTD_MPI_KS:-64,256,512,1024} \
-      --algos ${SAP_BTD_MPI_ALGOS:-bcyclic,spike} --dist ${SAP_BTD_MPI_DIST:-levels} --out "$OUT" > "$OUT/btd_mpi.log" 2>&1
+      --algos ${SAP_BTD_MPI_ALGOS:-bcyclic,spike} --dist ${SAP_BTD_MPI_DIST:-levels,interior} --out "$OUT" > "$OUT/btd_mpi.log" 2>&1
     echo "bench/btd_mpi -n $NG (transport auto): rc=$? ($(elapsed) s)"
     cat "$OUT/btd_mpi.log"
     # the same staged through host memory (page-locked), and over NCCL overlapped
@@ -327,7 +327,7 @@ PYEOF
       if [ $v = host ]; then envs="SAP_BTD_TRANSPORT=host"; else envs="SAP_BTD_TRANSPORT=nccl SAP_BTD_OVERLAP=1"; fi
       env $envs timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
         "$BUILD/bench/btd_mpi" --backend cuda \
-        --ks ${SAP_BTD_MPI_VARIANT_KS:-256,512,1024} --algos bcyclic --dist ${SAP_BTD_MPI_DIST:-levels} \
+        --ks ${SAP_BTD_MPI_VARIANT_KS:-256,512,1024} --algos bcyclic --dist ${SAP_BTD_MPI_DIST:-levels,interior} \
         --out "$OUT/$v" > "$OUT/$v/btd_mpi.log" 2>&1
       echo "bench/btd_mpi -n $NG, $envs: rc=$? ($(elapsed) s)"
       cat "$OUT/$v/btd_mpi.log"

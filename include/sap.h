@@ -1535,10 +1535,10 @@ SAP_API void sap_mpi_finalize(void);
  * gathered and solved on every process.  Algorithms: spike (default), reduced-spike
  * (direct) and bcyclic (the cyclic reduction over the global block rows: each level's
  * boundary rows are sent to the neighbouring process that needs them, point to point; the
- * last row is solved by process 0; with $SAP_BTD_DIST=interior at creation, interior first:
- * each process eliminates its rows but its interface rows locally, the interface rows of all
- * processes are reduced as above, then each process back-substitutes locally; "levels", the
- * default, or unset: the former; another value: SAP_ERR_INVALID); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
+ * last row is solved by process 0: $SAP_BTD_DIST=levels at creation; by default, or with
+ * "interior", interior first: each process eliminates its rows but its interface rows
+ * locally, the interface rows of all processes are reduced as above, then each process
+ * back-substitutes locally; another value: SAP_ERR_INVALID); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
  * over more than one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
  * stats.time_comm is the time spent communicating (MPI; for BCYCLIC also the copies staging
  * the exchanged blocks through host memory, page-locked on a GPU).  Host staging: device

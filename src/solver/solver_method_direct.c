@@ -93,7 +93,7 @@ double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
  * with few entries (its host analysis costs milliseconds), whose direct-host solve is
  * predicted below what the plan's own passes (DB, CM, the structure passes, the probe, the
  * band's assembly) take before any method runs: 0.05-0.1 s on the N >= 10,000 systems of
- * the H100 suite (bench/results/suite.md, 8cb8639: sap's total minus its attempts).
+ * the H100 suite (bench/results/suite_h100_8cb8639.md: sap's total minus its attempts).
  * There UMFPACK's 37-61 ms (cryg10000, bayer10) beat every method sap reached after its
  * plan (0.21-0.34 s). */
 #define SV_DIRECT_FIRST_NNZ 5.0e5 /* (bcsstk17, 4.3e5 entries, d = 0.025: CHOLMOD 87 ms on the
