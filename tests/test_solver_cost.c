@@ -163,8 +163,9 @@ static void test_learned(sap_context *ctx)
         printf("  %d attempts cut by their first steps\n", learned);
         sap_csr_destroy(P);
         /* a strictly dominant 3D mesh (the cost model orders Jacobi / IC(0), predicted from
-         * the probe in a few steps, before CHOLMOD) with every Krylov step 0.5 s late: the first iterative attempt is cut before
-         * SV_LEARN_STEPS steps, far behind its prediction, and the direct solve is taken */
+         * the probe in a few steps, before CHOLMOD) with every Krylov step 0.5 s late: the
+         * first iterative attempt is cut before SV_LEARN_STEPS steps, far behind its
+         * prediction, and the direct solve is taken */
         CHECK_OK(ctx, sap_gen_poisson3d(ctx, 24, 24, 24, &P));
         for (sap_int i = 0; i < P->nrows; i++) /* strictly dominant: a few Jacobi steps predicted */
             for (int64_t q = P->rowptr[i]; q < P->rowptr[i + 1]; q++)
@@ -427,8 +428,8 @@ static void test_auto(sap_context *ctx)
     sap_csr_destroy(R);
 
     /* direct-host first, before DB, CM and the cost model: a 2D mesh of N = 6,400 shifted to
-     * indefinite and far from dominant (d = 0.06) and renumbered at random (no band): its sparse LU costs
-     * milliseconds (nested fill), less than the plan's own passes.  The same mesh unshifted is
+     * indefinite and far from dominant (d = 0.06) and renumbered at random (no band): its
+     * sparse LU costs milliseconds (nested fill), less than the plan's own passes.  The same mesh unshifted is
      * diagonally dominant (every row): the plan runs as before. */
     sap_csr *M = NULL, *Mp = NULL;
     CHECK_OK(ctx, sap_gen_poisson2d(ctx, 80, 80, &M));
@@ -454,8 +455,8 @@ static void test_auto(sap_context *ctx)
     print_run("auto, poisson2d shifted", &r);
     if (sap__direct_host_kernels()->available(ctx, NULL, 0)) {
         CHECK_MSG(r.st == SAP_OK && r.res <= 1.0001e-10, "%s res %.3g", sap_status_name(r.st), r.res);
-        CHECK_MSG(r.ss.method == SAP_METHOD_DIRECT_HOST && r.ss.ntries == 1 && strstr(r.ss.reason, "direct-host first") &&
-                      !r.ss.db_used && !r.ss.cm_used,
+        CHECK_MSG(r.ss.method == SAP_METHOD_DIRECT_HOST && r.ss.ntries == 1 &&
+                      strstr(r.ss.reason, "direct-host first") && !r.ss.db_used && !r.ss.cm_used,
                   "%s", r.ss.reason);
         /* a given method or reordering keeps the plan */
         sap_solver_options_set(&o, "cm", "1");

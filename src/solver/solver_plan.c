@@ -524,7 +524,8 @@ void sap__solver_plan_chain(sap_solver *S)
      * solved directly by the band: every candidate, in the order of the predicted times
      * (host_direct = 0 asks for the band rule's SaP first; time_budget=off for choices
      * that do not depend on timing) */
-    const int by_cost = o->method == SAP_METHOD_AUTO && !S->direct_first && o->fallback && o->time_budget >= 0 && o->host_direct &&
+    const int by_cost = o->method == SAP_METHOD_AUTO && !S->direct_first && o->fallback && o->time_budget >= 0 &&
+                        o->host_direct &&
                         !(first == SAP_METHOD_BAND_PIVOT && strncmp(why_first, "small system", 12) == 0);
     if (o->fallback) {
         int past = 1; /* a method not in the order (registered): every fallback after it */
