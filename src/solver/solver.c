@@ -378,9 +378,6 @@ sap_status sap_solver_setup(sap_solver *S)
     if (sap__solver_on_cuda(ctx) && o->host_small && n < SV_HOST_SMALL_N &&
         (double)n * (2.0 * (double)S->K_cm + 1.0) < SV_HOST_SMALL_BAND)
         SAP_TRY(host_context(S, "a small system"));
-    else if (sap__solver_on_cuda(ctx) && S->direct_first &&
-             (o->method == SAP_METHOD_AUTO || o->method == SAP_METHOD_DIRECT_HOST))
-        SAP_TRY(host_context(S, "a direct solve on the host")); /* its refinement's products too */
     sap__solver_set_memory_limit(S);
     /* a device that cannot hold even the matrix and the Krylov vectors (jacobi's estimate,
      * the least any method needs there): on a context whose backend was automatic the
