@@ -30,6 +30,14 @@ extern void dgemm_(const char *ta, const char *tb, const int *m, const int *n, c
 extern void openblas_set_num_threads(int n) __attribute__((weak));
 extern int openblas_get_num_threads(void) __attribute__((weak));
 
+int sap__cpu_blas_threads(int n)
+{
+    if (n <= 0 || !openblas_set_num_threads || !openblas_get_num_threads) return 0;
+    const int was = openblas_get_num_threads();
+    if (n < was) openblas_set_num_threads(n);
+    return n < was ? was : 0;
+}
+
 /* Threads for a batch of count matrices of about flops each; *blas receives the BLAS thread
  * count to restore (0: nothing to restore). */
 static int batch_threads(const sap_context *ctx, int count, double flops, int *blas)
@@ -38,17 +46,16 @@ static int batch_threads(const sap_context *ctx, int count, double flops, int *b
     if (count <= 1 || flops * count < 2.0e5) return 1;
     int nt = sap__threads(ctx);
     nt = nt < count ? nt : count;
-    if (nt > 1 && openblas_set_num_threads && openblas_get_num_threads) {
-        *blas = openblas_get_num_threads();
-        openblas_set_num_threads(1);
-    }
+    if (nt > 1) *blas = sap__cpu_blas_threads(1);
     return nt;
 }
 
-static void batch_done(int blas)
+void sap__cpu_blas_threads_restore(int was)
 {
-    if (blas > 0) openblas_set_num_threads(blas);
+    if (was > 0 && openblas_set_num_threads) openblas_set_num_threads(was);
 }
+
+static void batch_done(int blas) { sap__cpu_blas_threads_restore(blas); }
 
 /* ---- one matrix ------------------------------------------------------------------ */
 

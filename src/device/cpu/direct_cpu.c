@@ -18,6 +18,7 @@
 #include "device/cpu/cpu_internal.h"
 #include "device/direct_kernels.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,7 +36,15 @@ struct sap_direct {
     void *sym, *num; /* UMFPACK */
     double control[UMFPACK_CONTROL];
     const sap_csr *A; /* the matrix of the latest factor (UMFPACK's solve refines with it) */
+    double flops;     /* of the factorization, as the analysis predicts it */
 };
+
+/* BLAS threads for a factorization: one for each SV_DIRECT_BLAS_FLOPS of its predicted work,
+ * at most OpenBLAS's own count.  The fronts / supernodes of a small factorization are too
+ * small for many threads: CHOLMOD on bcsstk17 (1.6e8 flop) took 0.046-0.052 s with one
+ * OpenBLAS thread, 0.057 s with 4 and 0.065-0.95 s with the 16 of the H100 machine's host
+ * (the same process, alternating), and up to 1.35 s inside bench/suite. */
+#define SV_DIRECT_BLAS_FLOPS 1.0e9
 
 /* A's CSR as CHOLMOD's CSC of A^T (no copy), upper triangle. */
 static cholmod_sparse chol_view(const sap_csr *A)
@@ -103,6 +112,7 @@ static sap_status umf_symbolic(sap_direct *D, const sap_csr *A, sap_direct_info 
         info->lu_nnz = Info[UMFPACK_LNZ_ESTIMATE] + Info[UMFPACK_UNZ_ESTIMATE];
         info->bound = 1;
     }
+    D->flops = info->flops;
     info->t_analyse += sap__wtime() - t0;
     return SAP_OK;
 }
@@ -144,6 +154,7 @@ static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direc
         set_name(info, 1);
         info->flops = D->cc.fl;
         info->lu_nnz = D->cc.lnz;
+        D->flops = D->cc.fl;
         info->t_analyse = sap__wtime() - t0;
     } else {
         SAP_TRY(umf_symbolic(D, A, info));
@@ -161,6 +172,8 @@ static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
     const double t0 = sap__wtime();
     sap_status st = SAP_OK;
     D->A = A;
+    const double nb = ceil(D->flops / SV_DIRECT_BLAS_FLOPS);
+    const int blas = sap__cpu_blas_threads(nb < 1 ? 1 : nb > 4096 ? 4096 : (int)nb);
     if (D->chol) {
         cholmod_sparse s = chol_view(A);
         const int ok = cholmod_l_factorize(&s, D->L, &D->cc);
@@ -196,6 +209,7 @@ static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
         info->lu_nnz = Info[UMFPACK_LNZ] + Info[UMFPACK_UNZ];
     }
 done:
+    sap__cpu_blas_threads_restore(blas);
     set_name(info, D->chol);
     info->t_factor = sap__wtime() - t0;
     return st;
