@@ -154,6 +154,32 @@ static double spent_before(const sap_solver *S, const sap__attempt *a)
     return t;
 }
 
+/* Before the steps that make a slope: 1 when the attempt is far behind the cost model's
+ * prediction (a SaP-C step of 37 ms where the model said 1 ms: airfoil_2d) and past the
+ * noise of a loaded host (SV_LEARN_MIN), not near tol, and the direct method after it is
+ * predicted to cost no more than the chain has spent (the rent is paid). */
+static int behind_cut(sap_solver *S, sap__attempt *a, double now)
+{
+    const double el = now - a->t_start;
+    if (S->slope_n < 2 || S->slope_n >= SV_LEARN_STEPS || S->opt.method != SAP_METHOD_AUTO || !S->cost_ordered ||
+        S->ichain >= SV_MAX_CHAIN || S->pred[S->ichain] <= 0 || a->predicted <= 0 || el <= SV_LEARN_MIN ||
+        el <= SV_LEARN_BEHIND * a->predicted)
+        return 0;
+    const int newest = (S->slope_n - 1) % SV_SLOPE_WINDOW;
+    const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-300;
+    if (log10(tol) - S->slope_r[newest] >= -SV_LEARN_NEAR || el < direct_floor_after(S, S->ichain)) return 0;
+    sap_solver_method md;
+    const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
+    const double el2 = now - a->t_start; /* without that analysis */
+    if (pd <= 0 || el2 + spent_before(S, a) < pd) return 0;
+    if (a->type && a->type->band != SAP__SM_BAND_NONE && el2 / a->predicted > S->learn_miss)
+        S->learn_miss = el2 / a->predicted; /* the band methods after it: as in the slope's cut */
+    S->budget_stop = 3;
+    snprintf(S->budget_note, sizeof(S->budget_note), "learned at %.2g s: %.2gx its prediction %.2g s, %s %.2g s", el2,
+             el2 / a->predicted, a->predicted, sap_solver_method_name(md), pd);
+    return 1;
+}
+
 /* Learning from the first steps (SV_LEARN_*): 1 when the attempt's extrapolated rest is
  * far beyond the sparse direct method's prediction (S->budget_stop = 3, budget_note; the
  * band methods after it learn the miss, S->learn_miss). */
@@ -161,32 +187,7 @@ static int learned_cut(sap_solver *S, sap__attempt *a, double now)
 {
     /* automatic attempts of the cost model's order only (a given budget or method rules) */
     if (S->opt.time_budget != 0 || (S->ichain == 0 && S->opt.method != SAP_METHOD_AUTO)) return 0;
-    if (S->slope_n >= 2 && S->slope_n < SV_LEARN_STEPS && S->opt.method == SAP_METHOD_AUTO && S->cost_ordered &&
-        S->ichain < SV_MAX_CHAIN && S->pred[S->ichain] > 0 && a->predicted > 0 && now - a->t_start > SV_LEARN_MIN &&
-        now - a->t_start > SV_LEARN_BEHIND * a->predicted) {
-        /* far behind the cost model's prediction before the steps that make a slope (a SaP-C
-         * step of 37 ms where the model said 1 ms: airfoil_2d), and past the noise of a loaded
-         * host (SV_LEARN_MIN): cut when not near tol and the direct
-         * method after it is predicted to cost no more than this attempt has spent (the rent
-         * is paid) */
-        const int newest = (S->slope_n - 1) % SV_SLOPE_WINDOW;
-        const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-300;
-        const double el = now - a->t_start;
-        if (log10(tol) - S->slope_r[newest] < -SV_LEARN_NEAR && el >= direct_floor_after(S, S->ichain)) {
-            sap_solver_method md;
-            const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
-            const double el2 = now - a->t_start; /* without that analysis */
-            if (pd > 0 && el2 + spent_before(S, a) >= pd) {
-                if (a->type && a->type->band != SAP__SM_BAND_NONE && el2 / a->predicted > S->learn_miss)
-                    S->learn_miss = el2 / a->predicted; /* the band methods after it: as in the slope's cut */
-                S->budget_stop = 3;
-                snprintf(S->budget_note, sizeof(S->budget_note),
-                         "learned at %.2g s: %.2gx its prediction %.2g s, %s %.2g s", el2, el2 / a->predicted,
-                         a->predicted, sap_solver_method_name(md), pd);
-                return 1;
-            }
-        }
-    }
+    if (behind_cut(S, a, now)) return 1;
     if (S->slope_n < SV_LEARN_STEPS) return 0;
     const int w = S->slope_n < SV_SLOPE_WINDOW ? S->slope_n : SV_SLOPE_WINDOW;
     const int newest = (S->slope_n - 1) % SV_SLOPE_WINDOW, ref = (S->slope_n - 1 - w / 2) % SV_SLOPE_WINDOW;

@@ -55,7 +55,6 @@ void sap__cpu_blas_threads_restore(int was)
     if (was > 0 && openblas_set_num_threads) openblas_set_num_threads(was);
 }
 
-static void batch_done(int blas) { sap__cpu_blas_threads_restore(blas); }
 
 /* ---- one matrix ------------------------------------------------------------------ */
 
@@ -178,7 +177,7 @@ static sap_status cpu_getrf(sap_context *ctx, int n, int count, double *a, int64
         }
     }
     if (first != INT64_MAX) *bad = first;
-    batch_done(blas);
+    sap__cpu_blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -196,7 +195,7 @@ static sap_status cpu_getrs(sap_context *ctx, int n, int nrhs, int count, const 
     int blas, nt = batch_threads(ctx, count, 2.0 * n * n * nrhs, &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++) getrs1(n, nrhs, a + i * sa, piv + i * sp, b + i * sb, ldb);
-    batch_done(blas);
+    sap__cpu_blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -207,7 +206,7 @@ static sap_status cpu_getri(sap_context *ctx, int n, int count, const double *a,
     int blas, nt = batch_threads(ctx, count, 1.33 * (double)n * n * n, &blas);
     double *work = sap__alloc(ctx, (size_t)nt * 64 * (size_t)n, sizeof(double), false, __FILE__, __LINE__);
     if (!work) {
-        batch_done(blas);
+        sap__cpu_blas_threads_restore(blas);
         return SAP_ERROR(ctx, sap__alloc_failure((size_t)nt * 64 * (size_t)n, 8), "getri: out of memory");
     }
     SAP_OMP_FOR_DYNAMIC(nt, 1)
@@ -220,7 +219,7 @@ static sap_status cpu_getri(sap_context *ctx, int n, int count, const double *a,
         getri1(n, a + i * sa, piv + i * sp, c + i * sc, work + (size_t)t * 64 * (size_t)n);
     }
     sap__free(ctx, work);
-    batch_done(blas);
+    sap__cpu_blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -232,7 +231,7 @@ static sap_status cpu_gemm(sap_context *ctx, int m, int n, int kk, double alpha,
     int blas, nt = batch_threads(ctx, count, 2.0 * m * n * (kk > 0 ? kk : 1), &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++) gemm1(m, n, kk, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
-    batch_done(blas);
+    sap__cpu_blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -245,7 +244,7 @@ static sap_status cpu_lacpy(sap_context *ctx, int m, int n, int count, const dou
     for (int i = 0; i < count; i++)
         for (int j = 0; j < n; j++)
             memcpy(b + i * sb + (int64_t)j * ldb, a + i * sa + (int64_t)j * lda, (size_t)m * sizeof(double));
-    batch_done(blas);
+    sap__cpu_blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -256,7 +255,7 @@ static sap_status cpu_zero(sap_context *ctx, int m, int n, int count, double *a,
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++)
         for (int j = 0; j < n; j++) memset(a + i * sa + (int64_t)j * lda, 0, (size_t)m * sizeof(double));
-    batch_done(blas);
+    sap__cpu_blas_threads_restore(blas);
     return SAP_OK;
 }
 
