@@ -79,8 +79,11 @@ static const gen_item gen_set[] = {
     {"synthetic_100k_K50", "gen:synthetic:N=100000,K=50,d=1,fill=0.2,seed=2", 100000},
     {SUITE_TARGET_SYNTHETIC, "gen:synthetic:N=400000,K=100,d=1,fill=0.2,seed=3", 400000},
     {"banded_200k_K200", "gen:banded:N=200000,K=200,d=1", 200000},
-    {"poisson3d_80", "gen:poisson3d:n=80", 512000},
+    {"poisson3d_100", "gen:poisson3d:n=100", 1000000},
     {"radiative_10k", "gen:radiative:n=10000", 10000},
+    {"convdiff3d_40", "gen:convdiff3d:n=40", 64000},
+    {"aniso3d_40", "gen:aniso3d:n=40", 64000},
+    {"recirc2d_300", "gen:recirc2d:n=300", 90000},
 };
 
 typedef struct item {

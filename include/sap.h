@@ -475,6 +475,16 @@ SAP_API sap_status sap_gen_poisson3d(sap_context *ctx, sap_int nx, sap_int ny, s
  * lower neighbours, -1 + beta h/2 for the upper ones (nonsymmetric; comparable to the
  * atmosmodd matrices for n ~ 108). */
 SAP_API sap_status sap_gen_convdiff3d(sap_context *ctx, sap_int n, double beta, sap_csr **A);
+/* 3D anisotropic diffusion with coefficient jumps: -div(k D grad u) on n^3 cells (finite
+ * volumes, Dirichlet), D = diag(1, 1, eps), k = jump on a 4 x 4 x 4 checkerboard of
+ * sub-cubes and 1 elsewhere (harmonic means on the faces), scaled by h^2.  SPD M-matrix,
+ * weakly diagonally dominant; nnz = 7 n^3 - 6 n^2.  eps, jump > 0 and finite. */
+SAP_API sap_status sap_gen_aniso3d(sap_context *ctx, sap_int n, double eps, double jump, sap_csr **A);
+/* 2D convection-diffusion with recirculation: -nu lap u + w . grad u on [-1, 1]^2 with
+ * n^2 interior points, w = (2 y (1 - x^2), -2 x (1 - y^2)) (the "double glazing" wind),
+ * first-order upwind convection, scaled by h^2 (h = 2 / (n + 1)).  Nonsymmetric M-matrix,
+ * weakly diagonally dominant; nnz = 5 n^2 - 4 n.  nu > 0 and finite. */
+SAP_API sap_status sap_gen_recirc2d(sap_context *ctx, sap_int n, double nu, sap_csr **A);
 /* Elasticity-like block system: dof (1..32) unknowns per node of an nx x ny x nz grid,
  * A = L (x) K, L the 7-point Laplacian with varying coefficients (node weights in [1, 10),
  * Dirichlet boundary), K the dof x dof SPD coupling (dof + 1 on the diagonal, 1 off it);
@@ -518,7 +528,7 @@ SAP_API sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, ui
 
 /* Builds a matrix from a spec string "gen:NAME:key=value,..." (see sap_gen_spec_help
  * for the keys and their defaults) with NAME one of banded, synthetic, poisson2d,
- * poisson3d, radiative, blocktridiag, convdiff3d.  Names and keys are case-insensitive; integers
+ * poisson3d, radiative, blocktridiag, convdiff3d, elasticity3d, aniso3d, recirc2d.  Names and keys are case-insensitive; integers
  * accept 200000, 2e5, 200k, 0.2M.  An unknown generator or key, a missing required key,
  * a key given twice or a bad value gives SAP_ERR_INVALID with a message naming the key
  * and listing the valid ones. */
@@ -828,9 +838,9 @@ SAP_API sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_
  * n x n band of half-bandwidth K in P partitions (P = 0: one per thread of ctx) with factors
  * in precision prec, on ctx's backend: 2 n K^2 flops at the library's rate model (a CPU
  * thread ~4e9 flop/s while a partition's K x K update fits in its cache, memory-bound
- * beyond; a GPU ~2e12 flop/s) plus the band's bytes written.  Good to a few times: it is
- * meant to warn before work of minutes or hours, which a factorization (not iterative)
- * cannot be stopped during.  0 when n or K is 0 or ctx is NULL. */
+ * beyond; a GPU ~2e12 flop/s, or ~1e10 a partition when few are given) plus the band's
+ * bytes written.  Good to a few times: it is meant to warn before work of minutes or
+ * hours, which a factorization (not iterative) cannot be stopped during.  0 when n or K is 0 or ctx is NULL. */
 SAP_API double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, sap_int P,
                                          sap_precision prec);
 

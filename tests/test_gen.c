@@ -417,6 +417,91 @@ static void test_poisson(sap_context *ctx)
     sap_csr_destroy(A);
 }
 
+/* ---- anisotropic diffusion with jumps, recirculating convection-diffusion --------------- */
+
+/* Row sums: 0 in the interior (a conservative stencil), positive at the boundary. */
+static void row_sums(const sap_csr *A, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (sap_int i = 0; i < A->nrows; i++) {
+        double s = 0;
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) s += A->val[p];
+        if (s < *lo) *lo = s;
+        if (s > *hi) *hi = s;
+    }
+}
+
+/* An M-matrix pattern: positive diagonal, non-positive off-diagonal entries. */
+static int m_signs(const sap_csr *A)
+{
+    for (sap_int i = 0; i < A->nrows; i++)
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+            if (A->colind[p] == i ? !(A->val[p] > 0) : A->val[p] > 0) return 0;
+    return 1;
+}
+
+static void test_flow(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    const sap_int n = 8, m = n * n * n;
+    CHECK_OK(ctx, sap_gen_aniso3d(ctx, n, 1e-3, 1e3, &A));
+    if (A) {
+        CHECK_OK(ctx, sap_csr_check(A));
+        CHECK(A->nrows == m && A->nnz == 7 * m - 6 * n * n);
+        CHECK(is_symmetric(A) && m_signs(A));
+        CHECK(fabs(dominance(A) - 1.0) < 1e-12); /* weakly dominant: interior rows sum to 0 */
+        double lo, hi;
+        row_sums(A, &lo, &hi);
+        CHECK(fabs(lo) < 1e-9 && hi > 0);
+        /* cells (0,0,0) and (1,0,0) share a checkerboard cube (n / 4 = 2 cells): k = jump; the
+         * face to (2,0,0) crosses into k = 1: harmonic mean 2 jump / (jump + 1); z is weak */
+        CHECK(fabs(entry(A, 0, 1) + 1e3) < 1e-9);
+        CHECK(fabs(entry(A, 1, 2) + 2e3 / 1001.0) < 1e-12);
+        CHECK(fabs(entry(A, 0, n * n) + 1e3 * 1e-3) < 1e-12);
+        CHECK(half_bandwidth(A) == n * n);
+    }
+    sap_csr_destroy(A);
+    A = NULL;
+    /* eps = jump = 1: the 7-point Laplacian with boundary faces counted twice */
+    CHECK_OK(ctx, sap_gen_aniso3d(ctx, 3, 1.0, 1.0, &A));
+    CHECK(A && entry(A, 13, 13) == 6.0 && entry(A, 0, 0) == 9.0 && entry(A, 13, 4) == -1.0);
+    sap_csr_destroy(A);
+    A = NULL;
+
+    const sap_int q = 9;
+    CHECK_OK(ctx, sap_gen_recirc2d(ctx, q, 0.005, &A));
+    if (A) {
+        CHECK_OK(ctx, sap_csr_check(A));
+        CHECK(A->nrows == q * q && A->nnz == 5 * q * q - 4 * q);
+        CHECK(!is_symmetric(A) && m_signs(A));
+        CHECK(dominance(A) >= 1.0 - 1e-12);
+        /* the centre (x = y = 0) has no wind: the plain 5-point stencil times nu */
+        const sap_int c = (q / 2) * q + q / 2;
+        CHECK(fabs(entry(A, c, c) - 0.02) < 1e-15 && fabs(entry(A, c, c - 1) + 0.005) < 1e-15);
+        /* x = 0, y > 0: w = (2 y, 0), the west neighbour is upstream */
+        const sap_int r = (q - 2) * q + q / 2;
+        const double h = 2.0 / (q + 1), y = -1.0 + h * (q - 1);
+        CHECK(fabs(entry(A, r, r - 1) - (-0.005 - 2.0 * y * h)) < 1e-14 && fabs(entry(A, r, r + 1) + 0.005) < 1e-15);
+    }
+    sap_csr_destroy(A);
+    A = NULL;
+
+    CHECK_STATUS(ctx, sap_gen_aniso3d(ctx, 0, 1e-3, 1e3, &A), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, sap_gen_aniso3d(ctx, 4, 0.0, 1e3, &A), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, sap_gen_aniso3d(ctx, 4, 1e-3, NAN, &A), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, sap_gen_recirc2d(ctx, 4, -1.0, &A), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, sap_gen_recirc2d(ctx, (sap_int)1 << 40, 0.1, &A), SAP_ERR_TOO_LARGE);
+    CHECK(A == NULL);
+    CHECK_OK(ctx, sap_gen_spec(ctx, "gen:aniso3d:n=5,eps=0.01,jump=10", &A));
+    CHECK(A && A->nrows == 125);
+    sap_csr_destroy(A);
+    A = NULL;
+    CHECK_OK(ctx, sap_gen_spec(ctx, "gen:recirc2d:n=20", &A));
+    CHECK(A && A->nrows == 400);
+    sap_csr_destroy(A);
+}
+
 /* ---- exponential integrals ------------------------------------------------------------------ */
 
 static void test_expint(void)
@@ -1048,6 +1133,7 @@ int main(void)
     test_synthetic(ctx);
     test_blocktridiag(ctx);
     test_poisson(ctx);
+    test_flow(ctx);
     test_expint();
     test_radiative(ctx);
     test_xstar(ctx);

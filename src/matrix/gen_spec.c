@@ -18,7 +18,7 @@
 /* The values of every generator's keys (each generator uses some of them). */
 typedef struct gen_args {
     int64_t n, k, nx, ny, nz, nb, bw, dof;
-    double d, fill, albedo, tau, shift, beta;
+    double d, fill, albedo, tau, shift, beta, eps, jump, nu;
     int sym;
     uint64_t seed;
 } gen_args;
@@ -32,6 +32,8 @@ enum {
     GEN_BLOCKTRIDIAG,
     GEN_CONVDIFF3D,
     GEN_ELASTICITY3D,
+    GEN_ANISO3D,
+    GEN_RECIRC2D,
     GEN_COUNT
 };
 
@@ -118,6 +120,21 @@ static const gen_def gen_defs[GEN_COUNT] = {
                            {.name = "nz", .help = "grid points in z", .kind = SAP_OPT_INT, GA(nz)},
                            {.name = "dof", .help = "unknowns per node (1..32)", .def = "3", .kind = SAP_OPT_INT,
                             GA(dof), .lo = 1, .hi = 32}}},
+    [GEN_ANISO3D] = {"aniso3d", NULL,
+                     "3D anisotropic diffusion -div(k diag(1,1,eps) grad u) on n x n x n cells, k = jump\n"
+                     "on a 4x4x4 checkerboard of sub-cubes, 1 elsewhere (finite volumes; SPD)",
+                     3,
+                     {KEY_N("cells in every dimension"),
+                      {.name = "eps", .help = "diffusion in z relative to x and y", .def = "1e-3", .kind = SAP_OPT_REAL,
+                       GA(eps)},
+                      {.name = "jump", .help = "coefficient on the checkerboard's cells", .def = "1e3",
+                       .kind = SAP_OPT_REAL, GA(jump)}}},
+    [GEN_RECIRC2D] = {"recirc2d", NULL,
+                      "2D convection-diffusion -nu lap u + w.grad u with the recirculating wind\n"
+                      "w = (2y(1-x^2), -2x(1-y^2)) on [-1,1]^2, n x n points, upwind (nonsymmetric)",
+                      2,
+                      {KEY_N("interior points in every dimension"),
+                       {.name = "nu", .help = "viscosity", .def = "0.005", .kind = SAP_OPT_REAL, GA(nu)}}},
 };
 #undef GA
 
@@ -287,6 +304,8 @@ sap_status sap_gen_spec(sap_context *ctx, const char *spec, sap_csr **A)
     case GEN_RADIATIVE: return sap_gen_radiative(ctx, (sap_int)a.n, a.albedo, a.tau, (sap_int)a.bw, a.shift, A);
     case GEN_BLOCKTRIDIAG: return sap_gen_blocktridiag(ctx, (sap_int)a.nb, (sap_int)a.k, a.d, a.seed, A);
     case GEN_CONVDIFF3D: return sap_gen_convdiff3d(ctx, (sap_int)a.n, a.beta, A);
+    case GEN_ANISO3D: return sap_gen_aniso3d(ctx, (sap_int)a.n, a.eps, a.jump, A);
+    case GEN_RECIRC2D: return sap_gen_recirc2d(ctx, (sap_int)a.n, a.nu, A);
     default: break;
     }
     return SAP_ERROR(ctx, SAP_ERR_INVALID, "gen:%s: generator not dispatched", g->name);

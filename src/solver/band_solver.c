@@ -345,18 +345,26 @@ sap_status sap_band_solver_get_stats(const sap_band_solver *S, sap_band_stats *s
  * pair reads and writes an entry: memory-bound at SV_BW_THREAD bytes/s per thread (measured
  * on a 2-core host: K = 400, double: 4.8e9 flop/s; K = 1000: 0.75e9 per thread; K = 2000:
  * 0.36e9).  A GPU: SV_RATE_GPU (bench/results/banded.md: N = 1e6, K = 500 factors in well
- * under a second on an H200).  Writing the band: SV_BW_FILL bytes/s on the host (first
- * touch of fresh pages), SV_BW_FILL_GPU with the upload. */
+ * under a second on an H200), but no more than SV_RATE_GPU_TASK per partition: the
+ * factorization runs one thread block per partition (k_factor), so a few partitions of a
+ * wide band leave the GPU idle (airfoil_2d, K = 440, P = 16: SaP-C's LU and UL, 32 blocks,
+ * 1.1e10 flop in 28.5 ms on an H100, 1.2e10 flop/s a block).  Writing the band: SV_BW_FILL
+ * bytes/s on the host (first touch of fresh pages), SV_BW_FILL_GPU with the upload. */
 #define SV_RATE_CPU 1.5e9 /* float, K = 100, N = 200,000 on 2 threads: 4e9 flop in 1.39 s */
 #define SV_CACHE_BYTES 2.0e6
 #define SV_BW_THREAD 4.0e9
 #define SV_RATE_GPU 2.0e12
+#define SV_RATE_GPU_TASK 1.0e10
 #define SV_BW_FILL 2.0e9
 #define SV_BW_FILL_GPU 1.0e10
 
 double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, sap_int P)
 {
-    if (ctx->backend == SAP_BACKEND_CUDA) return SV_RATE_GPU;
+    if (ctx->backend == SAP_BACKEND_CUDA) {
+        /* P = 0: the automatic partitions, as many as fill the GPU */
+        const double r = (double)P * SV_RATE_GPU_TASK;
+        return P > 0 && r < SV_RATE_GPU ? r : SV_RATE_GPU;
+    }
     /* the rates measured once per process (solver_cost.c) where they were: the in-cache
      * rate of this precision's band factorization, the memory-bound one from the stream
      * bandwidth; else the constants */

@@ -25,6 +25,10 @@
                                        cuDSS 1.0 on the N ~ 10,000 systems of bench/suite with
                                        little fill (cryg10000, bcsstk17) takes 0.078-0.09 s on an
                                        H100 and an H200, through sap 0.09-0.1 s (suite.md) */
+#define SV_DIRECT_GPU_FIXED_GEN 0.15 /* ... of a matrix not known SPD (cuDSS's general analysis):
+                                        bayer10 0.13-0.2 s, airfoil_2d 0.21-0.27 s, cage10
+                                        0.17-0.24 s where UMFPACK's whole solve takes 0.047-0.12 s
+                                        on bayer10 and airfoil_2d (suite_h200_89d91cc, suite.md) */
 #define SV_DIRECT_BYTE_TIME 2.0e-9  /* seconds per byte of factors written and read (solve) */
 #define SV_DIRECT_AN_FLOOR 5.0e-8   /* seconds per entry of A of the least host symbolic analysis:
                                        half the fastest measured on the H100 machine's host
@@ -67,11 +71,13 @@ static void predict_once(sap_solver *S)
     snprintf(S->dpred_solver, sizeof(S->dpred_solver), "%s", info.solver);
 }
 
+static double gpu_fixed(const sap_solver *S) { return S->stats.spd ? SV_DIRECT_GPU_FIXED : SV_DIRECT_GPU_FIXED_GEN; }
+
 /* Seconds of the factorization and one solve with the predicted flops and fill. */
 static double predicted_seconds(const sap_solver *S, int gpu)
 {
     const double bytes = 12.0 * (S->dpred_lu_nnz + (double)S->A->nnz);
-    if (gpu) return SV_DIRECT_GPU_FIXED + S->dpred_t_analyse + S->dpred_flops / SV_DIRECT_GPU_RATE + bytes * 1e-10;
+    if (gpu) return gpu_fixed(S) + S->dpred_t_analyse + S->dpred_flops / SV_DIRECT_GPU_RATE + bytes * 1e-10;
     return S->dpred_t_analyse + S->dpred_flops / (SV_DIRECT_HOST_RATE * (double)sap__threads(S->x)) +
            bytes * SV_DIRECT_BYTE_TIME;
 }
@@ -85,7 +91,7 @@ double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
     const double nnz = (double)S->A->nnz, n = (double)S->A->nrows;
     const double lu = nnz > n ? 0.5 * (nnz - n) : 0.0, bytes = 12.0 * (lu + nnz);
     const double an = SV_DIRECT_AN_FLOOR * nnz; /* the analysis that prediction needs */
-    if (m == SAP_METHOD_DIRECT_CUDSS) return SV_DIRECT_GPU_FIXED + an + bytes * 1e-10;
+    if (m == SAP_METHOD_DIRECT_CUDSS) return gpu_fixed(S) + an + bytes * 1e-10;
     return an + bytes * SV_DIRECT_BYTE_TIME;
 }
 
