@@ -357,6 +357,7 @@ double sap__solver_rate(const sap_context *ctx, sap_int K, sap_precision prec, s
 double sap__solver_direct_seconds(const sap_context *ctx, sap_int n, sap_int K);
 /* Seconds to write bytes of a fresh band (host first touch; cuda: with the upload). */
 double sap__solver_fill_seconds(const sap_context *ctx, double bytes);
+#define SV_BW_HOST_FILL 1.0e9 /* bytes/s of a band filled on the host, converted and uploaded */
 
 /* solver_monitor.c: the monitor, the long-step rule */
 /* The sap_krylov_monitor the attempts' Krylov solvers get when the options carry a monitor
@@ -440,6 +441,8 @@ void sap__solver_direct_forget(sap_solver *S);
                               costs more than the steps it saves) */
 /* The best prediction of the sparse direct methods after chain index i (computed once,
  * the analysis time added to a->t_start when a is given); *m receives it; < 0: none. */
+/* The least any sparse direct method after chain index i can take (0: none). */
+double sap__solver_direct_floor_after(const sap_solver *S, int i);
 double sap__solver_direct_after(sap_solver *S, sap__attempt *a, int i, sap_solver_method *m);
 /* The first sparse direct method after chain index i, or SAP_METHOD_AUTO (none). */
 sap_solver_method sap__solver_next_direct(const sap_solver *S, int i);

@@ -21,14 +21,15 @@
                                        upper bound (its symbolic analysis knows no pivots): about
                                        10x the work measured on the circuit-like test matrices */
 #define SV_DIRECT_GPU_RATE 1.0e11   /* flop/s of cuDSS on a GPU */
-#define SV_DIRECT_GPU_FIXED 0.06    /* seconds of cuDSS's fixed cost (handle, analysis, launches):
-                                       cuDSS 1.0 on the N ~ 10,000 systems of bench/suite with
-                                       little fill (cryg10000, bcsstk17) takes 0.078-0.09 s on an
-                                       H100 and an H200, through sap 0.09-0.1 s (suite.md) */
-#define SV_DIRECT_GPU_FIXED_GEN 0.15 /* ... of a matrix not known SPD (cuDSS's general analysis):
-                                        bayer10 0.13-0.2 s, airfoil_2d 0.21-0.27 s, cage10
-                                        0.17-0.24 s where UMFPACK's whole solve takes 0.047-0.12 s
-                                        on bayer10 and airfoil_2d (suite_h200_89d91cc, suite.md) */
+#define SV_DIRECT_GPU_FIXED 0.05    /* seconds of cuDSS's fixed cost (handle, launches) ... */
+#define SV_DIRECT_GPU_ROW 7.0e-6    /* ... and of its analysis per row: cuDSS 1.0's whole solve of
+                                       the low-fill systems of bench/suite on an H100 / H200 host
+                                       grows with N, not with nnz: 0.054-0.083 s at N = 10,000
+                                       (cryg10000), 0.13-0.2 s at 13,436 (bayer10), 0.21-0.27 s at
+                                       14,214 (airfoil_2d), 0.48-0.61 s at 50,000-64,000
+                                       (synthetic_50k_K20, aniso3d_40), 0.56 s at 90,000
+                                       (recirc2d_300), 11.3 s at 1.6e6 (G3_circuit), where UMFPACK
+                                       takes 0.047-0.46 s on the first five (suite.md) */
 #define SV_DIRECT_BYTE_TIME 2.0e-9  /* seconds per byte of factors written and read (solve) */
 #define SV_DIRECT_AN_FLOOR 5.0e-8   /* seconds per entry of A of the least host symbolic analysis:
                                        half the fastest measured on the H100 machine's host
@@ -71,7 +72,7 @@ static void predict_once(sap_solver *S)
     snprintf(S->dpred_solver, sizeof(S->dpred_solver), "%s", info.solver);
 }
 
-static double gpu_fixed(const sap_solver *S) { return S->stats.spd ? SV_DIRECT_GPU_FIXED : SV_DIRECT_GPU_FIXED_GEN; }
+static double gpu_fixed(const sap_solver *S) { return SV_DIRECT_GPU_FIXED + SV_DIRECT_GPU_ROW * (double)S->A->nrows; }
 
 /* Seconds of the factorization and one solve with the predicted flops and fill. */
 static double predicted_seconds(const sap_solver *S, int gpu)

@@ -16,6 +16,10 @@
 
 #define SV_TRY_MAXIT 200     /* iteration budget of an attempt that has a fallback */
 #define SV_TRY_STAGNATION 50 /* stagnation window of such an attempt */
+#define SV_TRY_STAGNATION_BOXED 250 /* ... and of one the cost model's time box bounds: CG's residual
+                                       on gen:aniso3d:n=40 (jumps of 1e3, anisotropy 1e-3) stalls
+                                       for 50-150 steps at a time on its way to 1e-10 in 2000
+                                       Jacobi steps or 336 IC(0) steps */
 
 int64_t sap__solver_bytes(double b) { return b > 9.0e18 ? INT64_MAX : (int64_t)b; }
 
@@ -159,7 +163,8 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
         /* a time_budget given, or the cost model's order (its automatic budgets), replaces the
          * iteration cap: the time box bounds the attempt instead */
         if (ko.maxit > SV_TRY_MAXIT && !(S->opt.time_budget > 0) && !S->cost_ordered) ko.maxit = SV_TRY_MAXIT;
-        if (ko.stagnation_window == 0) ko.stagnation_window = SV_TRY_STAGNATION;
+        if (ko.stagnation_window == 0)
+            ko.stagnation_window = S->cost_ordered ? SV_TRY_STAGNATION_BOXED : SV_TRY_STAGNATION;
     }
     /* the caller's monitors, through the solver: they learn the attempt's name and a stop
      * ends the chain */

@@ -39,6 +39,21 @@ static void sapc_shape(const sap_solver *S, const sap__solver_method_type *t, sa
 /* Flops of the band LU (N x N, half-bandwidth K): 2 N K^2. */
 static double lu_flops(const sap_solver *S, sap_int K) { return 2.0 * (double)S->A->nrows * (double)K * (double)K; }
 
+/* On a device, a band that A fills less than the Krylov matrix's BAND format asks
+ * (sap__solver_band_matrix: 70%) has no band on the device to fill the factors from: the
+ * host fills its double band (first touch of N (2K + 1) 8 bytes), then converts and
+ * uploads it (band_sap.c).  Measured on an H100's host: T_Asmbl 92 ms for airfoil_2d's
+ * SaP-C band (K = 440, 100 MB), about 0.5 s for recirc2d n = 300 (K = 300, 433 MB).
+ * Without a third stage only (SaP-C, or one partition): the third stage's narrower
+ * bands are what SaP-D fills. */
+static double host_band_seconds(const sap_solver *S, sap_int P, sap_int K, int coupled)
+{
+    if (!sap__solver_on_cuda(S->x) || K <= 0 || !(coupled || P <= 1)) return 0;
+    const double slots = (double)S->A->nrows * (2.0 * (double)K + 1.0);
+    if (0.7 * slots <= (double)S->A->nnz) return 0;
+    return slots * 8.0 / SV_BW_HOST_FILL;
+}
+
 void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
                               sap_precision prec, sap__sm_estimate *e)
 {
@@ -49,7 +64,7 @@ void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type
     if (!sap__solver_on_cuda(S->x)) b += host; /* on cuda the limit is the device's */
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
-    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec);
+    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec) + host_band_seconds(S, P, K, 0);
 }
 
 /* SaP-C: the band, the coupling / spike / reduced blocks and UL windows of the P - 1
@@ -70,7 +85,7 @@ static void sapc_estimate(const sap_solver *S, const sap__solver_method_type *t,
     if (!sap__solver_on_cuda(S->x)) b += host;
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
-    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec);
+    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec) + host_band_seconds(S, P, K, 1);
     if (P >= 2 && K > 0) {
         const double np = (double)S->A->nrows / (double)P, m = (double)K < np ? (double)K : np;
         const double red = (double)(P - 1) * 16.0 / 3.0 * m * m * m;

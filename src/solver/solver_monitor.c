@@ -130,7 +130,7 @@ static void note_budget(sap_solver *S, const sap__attempt *a)
 #define SV_SLOPE_WINDOW 32
 
 /* The least any sparse direct method after chain index i can take (0: none). */
-static double direct_floor_after(const sap_solver *S, int i)
+double sap__solver_direct_floor_after(const sap_solver *S, int i)
 {
     double f = -1;
     for (int j = i + 1; j < S->nchain; j++) {
@@ -167,7 +167,8 @@ static int behind_cut(sap_solver *S, sap__attempt *a, double now)
         return 0;
     const int newest = (S->slope_n - 1) % SV_SLOPE_WINDOW;
     const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-300;
-    if (log10(tol) - S->slope_r[newest] >= -SV_LEARN_NEAR || el < direct_floor_after(S, S->ichain)) return 0;
+    if (log10(tol) - S->slope_r[newest] >= -SV_LEARN_NEAR || el < sap__solver_direct_floor_after(S, S->ichain))
+        return 0;
     sap_solver_method md;
     const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
     const double el2 = now - a->t_start; /* without that analysis */
@@ -206,7 +207,7 @@ static int learned_cut(sap_solver *S, sap__attempt *a, double now)
     /* rent or buy: not before the chain's attempts have spent SV_LEARN_SPENT of the direct
      * prediction, this one and those cut or failed before it (first against the least any
      * direct method can take: no analysis for a young attempt) */
-    const double before = spent_before(S, a), floor = direct_floor_after(S, S->ichain);
+    const double before = spent_before(S, a), floor = sap__solver_direct_floor_after(S, S->ichain);
     double el = now - a->t_start;
     if (el + before < SV_LEARN_SPENT * floor) return 0;
     /* a rest within the margin of the least any direct method can take is never cut: no
