@@ -120,6 +120,16 @@ double sap__drop_kept_from_hist(const double *h, sap_int hl, sap_int K)
     return all > 0 ? in / all : 1.0;
 }
 
+double sap__drop_kept_in_blocks(const double *h, sap_int hl, sap_int K, double np)
+{
+    double in = 0.0, all = 0.0;
+    for (sap_int k = 0; k < hl; k++) {
+        all += h[k];
+        if (k <= K && (double)k < np) in += h[k] * (1.0 - (double)k / np);
+    }
+    return all > 0 ? in / all : 1.0;
+}
+
 sap_status sap__drop_kept_fraction(const sap_csr *A, sap_int K, double *fraction)
 {
     if (!A || !fraction) return SAP_ERR_INVALID;

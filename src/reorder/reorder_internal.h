@@ -24,6 +24,10 @@ sap_status sap__drop_hist(const sap_csr *A, double **h, sap_int *hl);
  * (sap__csr_scan's or its own). */
 /* sap__drop_kept_fraction's figure from such a histogram. */
 double sap__drop_kept_from_hist(const double *h, sap_int hl, sap_int K);
+/* ... of the band of half-bandwidth K cut into diagonal blocks of np rows (SaP-D's
+ * decoupled partitions): an entry at distance d < np falls inside one block with
+ * probability 1 - d / np (its row anywhere in its block), none at d >= np. */
+double sap__drop_kept_in_blocks(const double *h, sap_int hl, sap_int K, double np);
 sap_status sap__drop_from_hist(sap_context *ctx, const double *h, sap_int hl, double delta, sap_int *K,
                                double *kept_fraction);
 

@@ -409,6 +409,9 @@ int sap__solver_direct_first(sap_solver *S, const sap_matrix_stats *ms, char *wh
  * analysis (0 when m is not a direct method): a cost predicted below it needs no
  * analysis to be the cheaper one. */
 double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m);
+/* Seconds the host analysis behind sap__solver_direct_predict is expected to take (0 when
+ * it was made): an attempt is not stopped for it before it has run this long. */
+double sap__solver_direct_analysis_guess(const sap_solver *S);
 /* Frees the kept analysis (setup, destroy). */
 void sap__solver_direct_forget(sap_solver *S);
 
@@ -576,6 +579,8 @@ void sap__solver_scan_drop(sap_solver *S);
 /* The fraction of ||R->A||_F^2 within distance K of the diagonal (sap__drop_kept_fraction),
  * from create's histogram when R->A is the input, else from S->hist_R. */
 sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction);
+/* ... inside P diagonal blocks of that band (SaP-D's decoupled partitions) */
+sap_status sap__solver_kept_in_blocks(sap_solver *S, sap_int K, sap_int P, double *fraction);
 /* sap_drop_off(R->A, delta) from the same histograms. */
 sap_status sap__solver_drop_off(sap_solver *S, double delta, sap_int *K, double *kept);
 

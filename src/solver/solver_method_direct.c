@@ -96,6 +96,20 @@ double sap__solver_direct_floor(const sap_solver *S, sap_solver_method m)
     return an + bytes * SV_DIRECT_BYTE_TIME;
 }
 
+/* What the host analysis behind a prediction is expected to take (0 once made): SuiteSparse's
+ * orderings and symbolic counts, 2-3.3e-7 s an entry for UMFPACK on the H100 machine's host
+ * (cryg10000, bayer10, cage10), more for CHOLMOD on 3D grids (gen:aniso3d:n=40: 0.6 s for
+ * 4.4e5 entries on a 2-core host).  An attempt younger than this is not stopped to ask for
+ * it: on gen:convdiff3d:n=40 the 0.24 s analysis came in the middle of a 20 ms Jacobi solve. */
+#define SV_DIRECT_AN_GUESS 2.5e-7
+#define SV_DIRECT_AN_GUESS_SPD 1.0e-6 /* CHOLMOD tries METIS after AMD where AMD's fill is high */
+
+double sap__solver_direct_analysis_guess(const sap_solver *S)
+{
+    if (S->dpred_done) return 0.0;
+    return (S->stats.spd ? SV_DIRECT_AN_GUESS_SPD : SV_DIRECT_AN_GUESS) * (double)S->A->nnz;
+}
+
 /* AUTO's direct-first rule: a system far from diagonally dominant, not already banded,
  * with few entries (its host analysis costs milliseconds), whose direct-host solve is
  * predicted below what the plan's own passes (DB, CM, the structure passes, the probe, the

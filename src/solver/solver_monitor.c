@@ -167,7 +167,8 @@ static int behind_cut(sap_solver *S, sap__attempt *a, double now)
         return 0;
     const int newest = (S->slope_n - 1) % SV_SLOPE_WINDOW;
     const double tol = S->opt.krylov.tol > 0 ? S->opt.krylov.tol : 1e-300;
-    if (log10(tol) - S->slope_r[newest] >= -SV_LEARN_NEAR || el < sap__solver_direct_floor_after(S, S->ichain))
+    if (log10(tol) - S->slope_r[newest] >= -SV_LEARN_NEAR || el < sap__solver_direct_floor_after(S, S->ichain) ||
+        el + spent_before(S, a) < sap__solver_direct_analysis_guess(S))
         return 0;
     sap_solver_method md;
     const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
@@ -214,6 +215,8 @@ static int learned_cut(sap_solver *S, sap__attempt *a, double now)
      * analysis for it (on convdiff3d_40 the host analysis, 0.2 s, came in the middle of a
      * 30 ms Jacobi solve) */
     if (!S->dpred_done && rest <= SV_LEARN_MARGIN * floor) return 0;
+    /* nor is the analysis asked for before the chain has spent what it is expected to cost */
+    if (el + before < sap__solver_direct_analysis_guess(S)) return 0;
     sap_solver_method md;
     const double pd = sap__solver_direct_after(S, a, S->ichain, &md);
     el = now - a->t_start; /* without the analysis that prediction may have cost */
@@ -253,7 +256,7 @@ static int over_budget(sap_solver *S, double iteration, double relres)
     if (learned_cut(S, a, now)) return 1;
     if (!a->budget_set) {
         /* an automatic budget costs an analysis: not for an attempt that ends soon */
-        if (now - a->t_start < SV_BUDGET_CHECK) return 0;
+        if (now - a->t_start < SV_BUDGET_CHECK || now - a->t_start < sap__solver_direct_analysis_guess(S)) return 0;
         sap__solver_budget(S, a, S->ichain, NULL, 0);
         note_budget(S, a);
         if (a->budget <= 0) return 0;

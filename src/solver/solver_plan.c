@@ -267,6 +267,16 @@ sap_status sap__solver_kept_fraction(sap_solver *S, sap_int K, double *fraction)
     return SAP_OK;
 }
 
+sap_status sap__solver_kept_in_blocks(sap_solver *S, sap_int K, sap_int P, double *fraction)
+{
+    const double *h = NULL;
+    sap_int hl = 0;
+    sap_status st = r_hist(S, &h, &hl);
+    if (st < 0) return st;
+    *fraction = sap__drop_kept_in_blocks(h, hl, K, (double)S->A->nrows / (double)(P > 1 ? P : 1));
+    return SAP_OK;
+}
+
 sap_status sap__solver_drop_off(sap_solver *S, double delta, sap_int *K, double *kept)
 {
     const double *h = NULL;
