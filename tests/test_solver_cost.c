@@ -13,6 +13,7 @@
 
 #include "device/device.h"
 #include "device/direct_kernels.h"
+#include "reorder/reorder_internal.h"
 #include "solver/solver_internal.h"
 
 #include <math.h>
@@ -480,12 +481,54 @@ static void test_auto(sap_context *ctx)
     sap_csr_destroy(Sg);
 }
 
+/* Pieces of the model checked by their formulas: SaP-D's share of the band inside its
+ * partitions, SaP-C's setup above SaP-D's for the same band (its spikes and reduced LUs) with
+ * the same flops for the work limit, and the expected cost of the host analysis (what an
+ * attempt runs before it is asked for), 0 once it is made. */
+static void test_model_parts(sap_context *ctx)
+{
+    printf("model parts\n");
+    /* ||A||_F^2 by distance: 4 on the diagonal, 1 at distance 1, 1 at distance 10 */
+    const double h[12] = {4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+    CHECK(fabs(sap__drop_kept_in_blocks(h, 12, 20, 10.0) - 4.9 / 6.0) < 1e-12); /* d = 10: never inside */
+    CHECK(fabs(sap__drop_kept_in_blocks(h, 12, 20, 1e9) - sap__drop_kept_from_hist(h, 12, 20)) < 1e-6);
+    CHECK(fabs(sap__drop_kept_in_blocks(h, 12, 0, 10.0) - 4.0 / 6.0) < 1e-12);
+    CHECK(fabs(sap__drop_kept_in_blocks(h, 12, 20, 2.0) - 4.5 / 6.0) < 1e-12);
+
+    sap_csr *A = NULL;
+    sap_solver *S = NULL;
+    sap_solver_options o;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 60, 60, &A));
+    opts(&o, NULL, NULL);
+    CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
+    if (S) {
+        const sap__solver_method_type *td = sap__solver_method_get(SAP_METHOD_SAPD);
+        const sap__solver_method_type *tc = sap__solver_method_get(SAP_METHOD_SAPC);
+        sap__sm_estimate ed, ec;
+        memset(&ed, 0, sizeof(ed));
+        memset(&ec, 0, sizeof(ec));
+        td->estimate(S, td, 16, 60, SAP_FLOAT, &ed);
+        tc->estimate(S, tc, 16, 60, SAP_FLOAT, &ec);
+        printf("  K = 60, P = 16: SaP-D setup %.3g s, SaP-C %.3g s\n", ed.seconds, ec.seconds);
+        CHECK(ed.seconds > 0 && ec.seconds > 1.5 * ed.seconds && ec.flops == ed.flops);
+        if (sap__direct_host_kernels()->available(ctx, NULL, 0)) {
+            sap__solver_direct_forget(S);
+            CHECK(sap__solver_direct_analysis_guess(S) > 0);
+            CHECK(sap__solver_direct_predict(S, SAP_METHOD_DIRECT_HOST) > 0);
+            CHECK(sap__solver_direct_analysis_guess(S) == 0);
+        }
+    }
+    sap_solver_destroy(S);
+    sap_csr_destroy(A);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
     if (!ctx) return 1;
     test_rates(ctx);
     test_latency(ctx);
+    test_model_parts(ctx);
     test_learned(ctx);
     test_nodecay(ctx);
     test_ilu(ctx);
