@@ -14,7 +14,7 @@
  *   of Elman, Silvester and Wathen), first-order upwind differences for the convection
  *   (an M-matrix for every nu > 0), scaled by h^2: nonsymmetric, weakly dominant, with
  *   closed streamlines that make Gauss-Seidel-like sweeps and ILU slow when nu is small. */
-#include "base/base.h"
+#include "matrix/gen_rows.h"
 
 #include <math.h>
 
@@ -105,42 +105,8 @@ static int recirc_row(const recirc *g, sap_int i, sap_int *cols, double *vals)
     return m;
 }
 
-/* ---- assembly: count, then fill in parallel ------------------------------------------- */
-
-typedef int (*row_fn)(const void *g, sap_int i, sap_int *cols, double *vals);
-
 static int aniso_row_v(const void *g, sap_int i, sap_int *cols, double *vals) { return aniso_row(g, i, cols, vals); }
 static int recirc_row_v(const void *g, sap_int i, sap_int *cols, double *vals) { return recirc_row(g, i, cols, vals); }
-
-static sap_status assemble(sap_context *ctx, sap_int rows, sap_int nnz, row_fn row, const void *g, sap_csr **out)
-{
-    sap_status st = SAP_OK;
-    sap_csr *A = NULL;
-    SAP_TRY(sap_csr_create(ctx, rows, rows, nnz, &A));
-    sap_int *rowptr = A->rowptr;
-    for (sap_int i = 0; i < rows; i++) {
-        sap_int cols[7];
-        double vals[7];
-        rowptr[i + 1] = rowptr[i] + row(g, i, cols, vals);
-    }
-    sap_int *colind = A->colind;
-    double *val = A->val;
-    SAP_OMP_FOR(sap__threads(ctx))
-    for (sap_int i = 0; i < rows; i++) {
-        sap_int cols[7];
-        double vals[7];
-        const int c = row(g, i, cols, vals);
-        for (int t = 0; t < c; t++) {
-            colind[rowptr[i] + t] = cols[t];
-            val[rowptr[i] + t] = vals[t];
-        }
-    }
-    *out = A;
-    A = NULL;
-cleanup:
-    sap_csr_destroy(A);
-    return st;
-}
 
 sap_status sap_gen_aniso3d(sap_context *ctx, sap_int n, double eps, double jump, sap_csr **A)
 {
@@ -154,7 +120,7 @@ sap_status sap_gen_aniso3d(sap_context *ctx, sap_int n, double eps, double jump,
     if (st < 0) return st;
     const aniso g = {n, eps, jump};
     const sap_int rows = n * n * n;
-    return assemble(ctx, rows, 7 * rows - 6 * n * n, aniso_row_v, &g, A);
+    return sap__gen_rows(ctx, rows, 7 * rows - 6 * n * n, aniso_row_v, &g, A);
 }
 
 sap_status sap_gen_recirc2d(sap_context *ctx, sap_int n, double nu, sap_csr **A)
@@ -167,5 +133,5 @@ sap_status sap_gen_recirc2d(sap_context *ctx, sap_int n, double nu, sap_csr **A)
     if (st < 0) return st;
     const recirc g = {n, nu, 2.0 / (double)(n + 1)};
     const sap_int rows = n * n;
-    return assemble(ctx, rows, 5 * rows - 4 * n, recirc_row_v, &g, A);
+    return sap__gen_rows(ctx, rows, 5 * rows - 4 * n, recirc_row_v, &g, A);
 }

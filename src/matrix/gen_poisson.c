@@ -7,7 +7,7 @@
  * The 3D convection-diffusion matrix (sap_gen_convdiff3d) adds central differences of
  * beta (1, 1, 1) . grad u on the same grid (h = 1 / (n + 1), scaled by h^2): neighbours
  * -1 -+ beta h / 2 (nonsymmetric; an M-matrix while beta h < 2). */
-#include "base/base.h"
+#include "matrix/gen_rows.h"
 
 #include <math.h>
 
@@ -46,6 +46,8 @@ static int grid_row(const grid *g, sap_int i, sap_int *cols, double *vals)
     return c;
 }
 
+static int grid_row_v(const void *g, sap_int i, sap_int *cols, double *vals) { return grid_row(g, i, cols, vals); }
+
 static sap_status gen_grid(sap_context *ctx, const char *fn, int ndim, const sap_int *dims, double conv, sap_csr **out)
 {
     static const char *names[3] = {"nx", "ny", "nz"};
@@ -67,35 +69,10 @@ static sap_status gen_grid(sap_context *ctx, const char *fn, int ndim, const sap
         g.n *= dims[d];
     }
 
-    sap_status st = SAP_OK;
-    sap_csr *A = NULL;
     /* nnz = (2 ndim + 1) n - 2 sum_d (n / dims[d]) */
     sap_int nnz = (2 * ndim + 1) * g.n;
     for (int d = 0; d < ndim; d++) nnz -= 2 * (g.n / g.dims[d]);
-    SAP_TRY(sap_csr_create(ctx, g.n, g.n, nnz, &A));
-    sap_int *rowptr = A->rowptr;
-    for (sap_int i = 0; i < g.n; i++) {
-        sap_int cols[7];
-        double vals[7];
-        rowptr[i + 1] = rowptr[i] + grid_row(&g, i, cols, vals);
-    }
-    sap_int *colind = A->colind;
-    double *val = A->val;
-    SAP_OMP_FOR(sap__threads(ctx))
-    for (sap_int i = 0; i < g.n; i++) {
-        sap_int cols[7];
-        double vals[7];
-        int c = grid_row(&g, i, cols, vals);
-        for (int t = 0; t < c; t++) {
-            colind[rowptr[i] + t] = cols[t];
-            val[rowptr[i] + t] = vals[t];
-        }
-    }
-    *out = A;
-    A = NULL;
-cleanup:
-    sap_csr_destroy(A);
-    return st;
+    return sap__gen_rows(ctx, g.n, nnz, grid_row_v, &g, out);
 }
 
 sap_status sap_gen_poisson2d(sap_context *ctx, sap_int nx, sap_int ny, sap_csr **A)
