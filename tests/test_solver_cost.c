@@ -518,6 +518,29 @@ static void test_model_parts(sap_context *ctx)
             CHECK(sap__solver_direct_analysis_guess(S) == 0);
         }
     }
+    /* the chain step by step: with the sparse direct methods predicted (the host analysis
+     * made), a band method the cost model priced far above them gives way to the cheapest */
+    if (S && sap__direct_host_kernels()->available(ctx, NULL, 0) && S->opt.fallback) {
+        CHECK_OK(ctx, sap_solver_setup(S));
+        const double pd = sap__solver_direct_predict(S, SAP_METHOD_DIRECT_HOST);
+        S->chain[0] = SAP_METHOD_SAPC;
+        S->chain[1] = SAP_METHOD_DIRECT_HOST;
+        S->nchain = 2;
+        S->pred[0] = 100.0 * pd;
+        S->pred[1] = -1;
+        S->cost_ordered = 1;
+        S->learn_miss = 0;
+        CHECK(sap__solver_chain_build(S, 0) >= 0);
+        CHECK_MSG(S->chain[0] == SAP_METHOD_DIRECT_HOST && S->chain[1] == SAP_METHOD_SAPC && S->att &&
+                      S->att->method == SAP_METHOD_DIRECT_HOST,
+                  "%s first", sap_solver_method_name(S->chain[0]));
+        /* priced below the direct solve, it keeps its place */
+        S->chain[0] = SAP_METHOD_SAPC;
+        S->chain[1] = SAP_METHOD_DIRECT_HOST;
+        S->pred[0] = 0.01 * pd;
+        CHECK(sap__solver_chain_build(S, 0) >= 0);
+        CHECK_MSG(S->chain[0] == SAP_METHOD_SAPC, "%s first", sap_solver_method_name(S->chain[0]));
+    }
     sap_solver_destroy(S);
     sap_csr_destroy(A);
 }
