@@ -478,12 +478,12 @@ SAP_API sap_status sap_gen_convdiff3d(sap_context *ctx, sap_int n, double beta, 
 /* 3D anisotropic diffusion with coefficient jumps: -div(k D grad u) on n^3 cells (finite
  * volumes, Dirichlet), D = diag(1, 1, eps), k = jump on a 4 x 4 x 4 checkerboard of
  * sub-cubes and 1 elsewhere (harmonic means on the faces), scaled by h^2.  SPD M-matrix,
- * weakly diagonally dominant; nnz = 7 n^3 - 6 n^2.  eps, jump > 0 and finite. */
+ * weakly diagonally dominant; nnz = 7 n^3 - 6 n^2.  eps, jump in [1e-12, 1e12]. */
 SAP_API sap_status sap_gen_aniso3d(sap_context *ctx, sap_int n, double eps, double jump, sap_csr **A);
 /* 2D convection-diffusion with recirculation: -nu lap u + w . grad u on [-1, 1]^2 with
  * n^2 interior points, w = (2 y (1 - x^2), -2 x (1 - y^2)) (the "double glazing" wind),
  * first-order upwind convection, scaled by h^2 (h = 2 / (n + 1)).  Nonsymmetric M-matrix,
- * weakly diagonally dominant; nnz = 5 n^2 - 4 n.  nu > 0 and finite. */
+ * weakly diagonally dominant; nnz = 5 n^2 - 4 n.  nu in [1e-12, 1e12]. */
 SAP_API sap_status sap_gen_recirc2d(sap_context *ctx, sap_int n, double nu, sap_csr **A);
 /* Elasticity-like block system: dof (1..32) unknowns per node of an nx x ny x nz grid,
  * A = L (x) K, L the 7-point Laplacian with varying coefficients (node weights in [1, 10),

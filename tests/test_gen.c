@@ -490,7 +490,9 @@ static void test_flow(sap_context *ctx)
     CHECK_STATUS(ctx, sap_gen_aniso3d(ctx, 0, 1e-3, 1e3, &A), SAP_ERR_INVALID);
     CHECK_STATUS(ctx, sap_gen_aniso3d(ctx, 4, 0.0, 1e3, &A), SAP_ERR_INVALID);
     CHECK_STATUS(ctx, sap_gen_aniso3d(ctx, 4, 1e-3, NAN, &A), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, sap_gen_aniso3d(ctx, 4, 1e-3, 1e308, &A), SAP_ERR_INVALID);
     CHECK_STATUS(ctx, sap_gen_recirc2d(ctx, 4, -1.0, &A), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, sap_gen_recirc2d(ctx, 4, 1e300, &A), SAP_ERR_INVALID);
     CHECK_STATUS(ctx, sap_gen_recirc2d(ctx, (sap_int)1 << 40, 0.1, &A), SAP_ERR_TOO_LARGE);
     CHECK(A == NULL);
     CHECK_OK(ctx, sap_gen_spec(ctx, "gen:aniso3d:n=5,eps=0.01,jump=10", &A));

@@ -18,6 +18,11 @@
 
 #include <math.h>
 
+/* The coefficients' range: every entry finite and far from underflow (the fuzzer's jump =
+ * 1e308 made the harmonic means and diagonal sums overflow) */
+#define GEN_FLOW_MIN 1e-12
+#define GEN_FLOW_MAX 1e12
+
 static sap_status check_n(sap_context *ctx, const char *fn, sap_int n, int ndim)
 {
     if (n < 1) return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: n = %lld, must be >= 1", fn, (long long)n);
@@ -113,9 +118,12 @@ sap_status sap_gen_aniso3d(sap_context *ctx, sap_int n, double eps, double jump,
     SAP_CHECK_CTX(ctx);
     if (!A) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_aniso3d: output pointer A is NULL");
     *A = NULL;
-    if (!(isfinite(eps) && eps > 0)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_aniso3d: eps = %g, must be > 0", eps);
-    if (!(isfinite(jump) && jump > 0))
-        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_aniso3d: jump = %g, must be > 0", jump);
+    if (!(eps >= GEN_FLOW_MIN && eps <= GEN_FLOW_MAX))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_aniso3d: eps = %g, must be in [%g, %g]", eps, GEN_FLOW_MIN,
+                         GEN_FLOW_MAX);
+    if (!(jump >= GEN_FLOW_MIN && jump <= GEN_FLOW_MAX))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_aniso3d: jump = %g, must be in [%g, %g]", jump, GEN_FLOW_MIN,
+                         GEN_FLOW_MAX);
     sap_status st = check_n(ctx, "sap_gen_aniso3d", n, 3);
     if (st < 0) return st;
     const aniso g = {n, eps, jump};
@@ -128,7 +136,9 @@ sap_status sap_gen_recirc2d(sap_context *ctx, sap_int n, double nu, sap_csr **A)
     SAP_CHECK_CTX(ctx);
     if (!A) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_recirc2d: output pointer A is NULL");
     *A = NULL;
-    if (!(isfinite(nu) && nu > 0)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_recirc2d: nu = %g, must be > 0", nu);
+    if (!(nu >= GEN_FLOW_MIN && nu <= GEN_FLOW_MAX))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_gen_recirc2d: nu = %g, must be in [%g, %g]", nu, GEN_FLOW_MIN,
+                         GEN_FLOW_MAX);
     sap_status st = check_n(ctx, "sap_gen_recirc2d", n, 2);
     if (st < 0) return st;
     const recirc g = {n, nu, 2.0 / (double)(n + 1)};

@@ -442,10 +442,10 @@ void sap__solver_direct_forget(sap_solver *S);
                               rule: an early residual plateau, as in convection-dominated
                               problems, extrapolates far beyond the real rest, and a cut then
                               costs more than the steps it saves) */
-/* The best prediction of the sparse direct methods after chain index i (computed once,
- * the analysis time added to a->t_start when a is given); *m receives it; < 0: none. */
 /* The least any sparse direct method after chain index i can take (0: none). */
 double sap__solver_direct_floor_after(const sap_solver *S, int i);
+/* The best prediction of the sparse direct methods after chain index i (computed once,
+ * the analysis time added to a->t_start when a is given); *m receives it; < 0: none. */
 double sap__solver_direct_after(sap_solver *S, sap__attempt *a, int i, sap_solver_method *m);
 /* The first sparse direct method after chain index i, or SAP_METHOD_AUTO (none). */
 sap_solver_method sap__solver_next_direct(const sap_solver *S, int i);

@@ -95,7 +95,7 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
             t->time += sap__wtime() - t0;
             const char *sep = a->note[0] ? "; " : "";
             if (a->budget > 0) t->budget = a->budget;
-            if (S->budget_stop)
+            if (S->budget_stop && st != SAP_OK) /* a stop that came with convergence is no cut */
                 sap__solver_try_note(S, a->itry, "%s after %.4g it (res %.1e): %s", sap_status_name(st), it, *res,
                                      S->budget_note);
             else if (st == SAP_OK)
