@@ -268,6 +268,7 @@ static void test_detect(void)
                 if (k > B.off[b]) ok &= B.rows[k] > B.rows[k - 1];
             }
             ok &= s == sz[node[B.rows[B.off[b]]]];
+            if (b > 0) ok &= B.rows[B.off[b]] > B.rows[B.off[b - 1]]; /* in the order of their first rows */
             total += s;
         }
         CHECK_MSG(ok && total == n, "supervariables are the nodes (rep %d)", rep);

@@ -545,6 +545,52 @@ static void test_model_parts(sap_context *ctx)
     sap_csr_destroy(A);
 }
 
+/* The plan's passes: a given method runs no structure pass (levels, natural blocks: the
+ * block-Jacobi method looks at its blocks itself), and the probe's Krylov matrix (its upload
+ * on a device) goes to the first Krylov attempt on R->A, or is freed by a direct one: none
+ * is held past the setup beside the attempt's own. */
+static void test_plan_passes(sap_context *ctx)
+{
+    printf("the plan's passes\n");
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_convdiff3d(ctx, 24, 20.0, &A)); /* N = 13,824: past the host's small systems */
+    if (!A) return;
+    static const char *const given[] = {"jacobi", "ilu", "bjacobi", NULL};
+    for (int k = 0; k < 4; k++) {
+        sap_solver_options o;
+        opts(&o, given[k], NULL);
+        sap_solver *S = NULL;
+        CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
+        if (!S) continue;
+        const sap_status st = sap_solver_setup(S);
+        CHECK_MSG(st >= 0, "%s: %s", given[k] ? given[k] : "auto", sap_status_name(st));
+        if (given[k]) /* (block-Jacobi's attempt looked at its blocks) */
+            CHECK_MSG(S->levels == 0 && (S->bj_avg < 0 || k == 2) && !S->probe_tried, "%s: levels %lld, blocks %.3g",
+                      given[k], (long long)S->levels, S->bj_avg);
+        CHECK_MSG(S->probe_M == NULL, "%s: the probe's matrix is held after the setup", given[k] ? given[k] : "auto");
+        if (!given[k]) {
+            printf("  auto: probe %s, first attempt %s\n", S->probe_ran ? "ran" : "not run",
+                   S->att ? sap_solver_method_name(S->att->method) : "none");
+            if (S->att && !S->att->type->direct) CHECK(S->att->M != NULL);
+            /* the solve with the matrix the attempt took from the probe */
+            const sap_int n = A->nrows;
+            double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
+            double *xs = malloc(sizeof(double) * (size_t)n);
+            sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+            sap_csr_spmv(A, 1.0, xs, 0.0, b);
+            CHECK_OK(ctx, sap_solver_solve(S, b, x));
+            CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
+            free(b);
+            free(x);
+            free(xs);
+            sap_solver_destroy(S);
+            break;
+        }
+        sap_solver_destroy(S);
+    }
+    sap_csr_destroy(A);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
@@ -552,6 +598,7 @@ static int cpu_part(void)
     test_rates(ctx);
     test_latency(ctx);
     test_model_parts(ctx);
+    test_plan_passes(ctx);
     test_learned(ctx);
     test_nodecay(ctx);
     test_ilu(ctx);
@@ -570,6 +617,7 @@ static int gpu_part(void)
     int rc = sap_test_gpu_context(sap_test_name(), 1, &G, &dryrun);
     if (rc) return rc;
     test_rates(G);
+    test_plan_passes(G);
     sap__cost_rates r;
     sap__cost_rates_get(G, &r);
     printf("  sweep step %.3g s + %.3g s x K on %s\n", r.sweep[0], r.sweep[1], sap_context_device_name(G));

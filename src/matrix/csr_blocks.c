@@ -1,39 +1,22 @@
 /* csr_blocks.c -- diagonal blocks of a CSR for block-Jacobi (csr_blocks.h).
  *
  * Supervariables: every row's pattern (its length and column indices) is hashed (64-bit
- * FNV-1a, rows in parallel), the rows are sorted by (hash, row) and runs of equal hashes
- * are split into classes of identical patterns (compared entry by entry, so a hash
- * collision never merges different patterns).  A class keeps its rows ascending; classes
- * are ordered by their first row and cut into pieces of at most maxblock rows; then
- * consecutive pieces are merged while their sum stays <= maxblock (agglomeration). */
+ * FNV-1a, rows in parallel); the rows, ascending, then meet their classes in a hash table
+ * (a row joins the class whose pattern it has, compared entry by entry, so a hash
+ * collision never merges different patterns): O(nnz) expected, no sort.  A class keeps its
+ * rows ascending; classes are ordered by their first row and cut into pieces of at most
+ * maxblock rows; then consecutive pieces are merged while their sum stays <= maxblock
+ * (agglomeration). */
 #include "matrix/csr_blocks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct hrow {
-    uint64_t h;
-    sap_int row;
-} hrow;
-
-static int cmp_hrow(const void *a, const void *b)
-{
-    const hrow *x = a, *y = b;
-    if (x->h != y->h) return x->h < y->h ? -1 : 1;
-    return x->row < y->row ? -1 : x->row > y->row;
-}
-
-/* a class: its first row and where its rows are in the sorted member list */
+/* a class: its first row and where its rows are in the member list */
 typedef struct sclass {
     sap_int first, start, len;
 } sclass;
-
-static int cmp_class(const void *a, const void *b)
-{
-    const sclass *x = a, *y = b;
-    return x->first < y->first ? -1 : x->first > y->first;
-}
 
 static int same_pattern(const sap_csr *A, sap_int i, sap_int j)
 {
@@ -57,7 +40,8 @@ sap_status sap__csr_blocks(sap_context *ctx, const sap_csr *A, int maxblock, int
                            sap_csr_blocks *B)
 {
     sap_status st = SAP_OK;
-    hrow *hr = NULL;
+    uint64_t *hash = NULL;
+    sap_int *table = NULL;
     sclass *cl = NULL;
     sap_int *member = NULL, *cls = NULL;
     if (!B) return SAP_ERROR(ctx, SAP_ERR_INVALID, "block detection: no output");
@@ -82,42 +66,46 @@ sap_status sap__csr_blocks(sap_context *ctx, const sap_csr *A, int maxblock, int
         count_hist(B);
         return SAP_OK;
     }
-    SAP_ALLOC(ctx, hr, n > 0 ? n : 1);
+    SAP_ALLOC(ctx, hash, n > 0 ? n : 1);
 #pragma omp parallel for schedule(static) num_threads(sap__threads(ctx)) if (n > 20000)
     for (sap_int i = 0; i < n; i++) {
         uint64_t h = 1469598103934665603ull;
         const sap_int lo = A->rowptr[i], hi = A->rowptr[i + 1];
         h = (h ^ (uint64_t)(hi - lo)) * 1099511628211ull;
         for (sap_int p = lo; p < hi; p++) h = (h ^ (uint64_t)A->colind[p]) * 1099511628211ull;
-        hr[i].h = h;
-        hr[i].row = i;
+        hash[i] = h;
     }
-    qsort(hr, (size_t)n, sizeof(hrow), cmp_hrow);
-    /* classes: within a run of equal hashes, a row joins the first earlier class of the
-     * run with its pattern (collisions: a new class) */
-    SAP_ALLOC(ctx, cls, n > 0 ? n : 1);     /* class of sorted position k */
+    /* classes in the order of their first row: the rows ascending through an open-addressing
+     * table of class numbers (linear probing); a row joins the class of its pattern (equal
+     * hash, then compared), else opens one (collisions: distinct classes of one hash) */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n) cap *= 2;
+    SAP_ALLOC(ctx, table, cap);
+    for (size_t t = 0; t < cap; t++) table[t] = -1;
+    SAP_ALLOC(ctx, cls, n > 0 ? n : 1); /* class of row i */
     SAP_ALLOC(ctx, cl, n > 0 ? n : 1);
     sap_int ncl = 0;
-    for (sap_int k = 0; k < n;) {
-        sap_int e = k + 1;
-        while (e < n && hr[e].h == hr[k].h) e++;
-        const sap_int c0 = ncl;
-        for (sap_int q = k; q < e; q++) {
-            sap_int c = -1;
-            for (sap_int t = c0; t < ncl && c < 0; t++)
-                if (same_pattern(A, cl[t].first, hr[q].row)) c = t;
-            if (c < 0) {
-                c = ncl++;
-                cl[c].first = hr[q].row;
-                cl[c].len = 0;
+    for (sap_int i = 0; i < n; i++) {
+        size_t t = (size_t)(hash[i] ^ (hash[i] >> 29)) & (cap - 1);
+        sap_int c = -1;
+        for (; table[t] >= 0; t = (t + 1) & (cap - 1)) {
+            const sap_int k = table[t];
+            if (hash[cl[k].first] == hash[i] && same_pattern(A, cl[k].first, i)) {
+                c = k;
+                break;
             }
-            cls[q] = c;
-            cl[c].len++;
         }
-        k = e;
+        if (c < 0) {
+            c = ncl++;
+            cl[c].first = i;
+            cl[c].len = 0;
+            table[t] = c;
+        }
+        cls[i] = c;
+        cl[c].len++;
     }
     B->nsuper = ncl;
-    /* members grouped by class, rows ascending within a class (sorted positions are) */
+    /* members grouped by class, rows ascending within a class */
     SAP_ALLOC(ctx, member, n > 0 ? n : 1);
     {
         sap_int pos = 0;
@@ -126,12 +114,11 @@ sap_status sap__csr_blocks(sap_context *ctx, const sap_csr *A, int maxblock, int
             pos += cl[c].len;
             cl[c].len = 0;
         }
-        for (sap_int q = 0; q < n; q++) {
-            sclass *c = &cl[cls[q]];
-            member[c->start + c->len++] = hr[q].row;
+        for (sap_int i = 0; i < n; i++) {
+            sclass *c = &cl[cls[i]];
+            member[c->start + c->len++] = i;
         }
     }
-    qsort(cl, (size_t)ncl, sizeof(sclass), cmp_class);
     /* pieces of <= maxblock rows, merged while the sum stays <= maxblock */
     sap_int nb = 0, pos = 0, cur = 0;
     for (sap_int c = 0; c < ncl; c++) {
@@ -164,7 +151,8 @@ sap_status sap__csr_blocks(sap_context *ctx, const sap_csr *A, int maxblock, int
     }
     count_hist(B);
 cleanup:
-    sap__free(ctx, hr);
+    sap__free(ctx, hash);
+    sap__free(ctx, table);
     sap__free(ctx, cl);
     sap__free(ctx, cls);
     sap__free(ctx, member);

@@ -217,6 +217,7 @@ sap_status sap__solver_own_matrix(sap_solver *S)
 
 static void free_setup(sap_solver *S)
 {
+    sap__solver_probe_release(S); /* before the contexts and R->A it lives on */
     sap__solver_att_destroy(S, S->att);
     S->att = NULL;
     sap__solver_direct_forget(S);

@@ -185,7 +185,8 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
     if (type->band != SAP__SM_BAND_NONE && K < S->K_cm) SAP_TRY(sap_csr_band_drop(RA, K, &a->A_pc));
     a->t_drop = sap__wtime() - t0;
 
-    /* the method */
+    /* the method (a direct one takes no Krylov matrix from the probe: that one goes first) */
+    if (type->direct) sap__solver_probe_release(S);
     sap_status sb = type->build(S, a, note, nl, reject);
     if (sb < 0 || sb == SAP_WARN_INTERRUPTED) { /* an error, or a stop request during the setup */
         st = sb;

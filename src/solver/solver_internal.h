@@ -226,6 +226,12 @@ struct sap_solver {
     int cost_diag_known; /* cost_diag: the diagonal's share of ||R->A||_F^2, computed once */
     double cost_diag;
     double probe_t_it, probe_iters, probe_time;
+    /* the probe's Krylov matrix of R->A on probe_x (its upload), kept for the first Krylov
+     * attempt on R->A there (sap__solver_probe_take); released by any other attempt and by
+     * free_setup */
+    sap_matrix *probe_M;
+    sap_band_source probe_src;
+    sap_context *probe_x;
     int cost_ordered;
     double pred[SV_MAX_CHAIN], pred_it[SV_MAX_CHAIN], cost_best;
 };
@@ -606,5 +612,11 @@ void sap__solver_try_note(sap_solver *S, int i, const char *fmt, ...)
     ;
 /* Copies what the current attempt did into the statistics (reason string included). */
 void sap__solver_att_stats(sap_solver *S, const sap__attempt *a);
+
+/* The probe's Krylov matrix for an attempt on A in context x: 1 and *M, *src set (the matrix
+ * is the attempt's now) when the probe made one of that matrix there; else 0.  release
+ * frees it (an attempt that does not use it: no second copy of the matrix held). */
+int sap__solver_probe_take(sap_solver *S, sap_context *x, const sap_csr *A, sap_matrix **M, sap_band_source *src);
+void sap__solver_probe_release(sap_solver *S);
 
 #endif /* SAP_SOLVER_INTERNAL_H */

@@ -133,7 +133,8 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
     memset(&src, 0, sizeof(src));
     /* a solver on the caller's device arrays has its Krylov matrix there already (in the
      * original order, solver_device.c): no copy of A goes up unless a host solve asks */
-    if (!S->dev || x != S->ctx) SAP_TRY(sap__solver_band_matrix(x, full, &a->M, &src));
+    if ((!S->dev || x != S->ctx) && !sap__solver_probe_take(S, x, full, &a->M, &src))
+        SAP_TRY(sap__solver_band_matrix(x, full, &a->M, &src));
     a->m_fresh = 1;
     if (src.val && a->pc && sap__solver_att_pcm(S, a) == full) {
         sap_status ss = sap__pc_sap_set_source(a->pc, &src); /* not a SaP preconditioner: no source */

@@ -529,9 +529,10 @@ void sap__solver_plan_chain(sap_solver *S)
             if (p > 0 && (best < 0 || p < best)) best = p;
         }
         if (best <= 0 || sap__cost_structure_seconds(S) <= SV_STRUCT_SHARE * best) sap__cost_structure(S);
-    } else {
+    } else if (o->method == SAP_METHOD_AUTO) {
         sap__cost_structure(S);
-    }
+    } /* a given method: none (bjacobi looks at its blocks itself; the predictions that read
+       * the levels order an automatic chain only) */
     if (first == SAP_METHOD_AUTO && S->direct_first) {
         first = SAP_METHOD_DIRECT_HOST;
         snprintf(why_first, sizeof(why_first), "%s", S->direct_why);
