@@ -1327,6 +1327,12 @@ SAP_API void sap_solver_destroy(sap_solver *S);
  * the structural rank in the message; SAP_WARN_INTERRUPTED when the monitor stopped it
  * before an attempt was built (nothing is kept: the next solve sets up again). */
 SAP_API sap_status sap_solver_setup(sap_solver *S);
+/* The same with the first right-hand side known (host, length n; NULL: as sap_solver_setup):
+ * the automatic plan's probe (a few Jacobi-preconditioned steps that predict the iterative
+ * methods' cost) solves this b instead of a synthetic one, and its iterate starts the first
+ * Krylov solve of this same b, so its steps are not lost.  The setup inside the first solve
+ * does this with that solve's first column. */
+SAP_API sap_status sap_solver_setup_rhs(sap_solver *S, const double *b);
 /* New values in the CSR order of the matrix given at create (same pattern): redoes the
  * numeric setup only, in O(nnz) plus the factorization: the values go through the
  * entry map computed at setup, scaled with the setup's DB scaling factors (the DB

@@ -27,7 +27,9 @@ typedef struct run {
     double res;
 } run;
 
-static run solve(sap_context *ctx, const sap_csr *A, const sap_solver_options *o)
+/* create + solve (the setup inside the solve: the probe solves b); blind: create + setup
+ * without b, then solve (the probe on its own right-hand side) */
+static run solve_how(sap_context *ctx, const sap_csr *A, const sap_solver_options *o, int blind)
 {
     run r;
     memset(&r, 0, sizeof(r));
@@ -38,6 +40,7 @@ static run solve(sap_context *ctx, const sap_csr *A, const sap_solver_options *o
     sap_csr_spmv(A, 1.0, xs, 0.0, b);
     sap_solver *S = NULL;
     r.st = sap_solver_create(ctx, A, o, &S);
+    if (r.st >= 0 && blind) r.st = sap_solver_setup(S);
     if (r.st >= 0) r.st = sap_solver_solve(S, b, x);
     if (S) sap_solver_get_stats(S, &r.ss);
     r.res = sap_test_rel_residual(A, x, b);
@@ -47,6 +50,8 @@ static run solve(sap_context *ctx, const sap_csr *A, const sap_solver_options *o
     free(xs);
     return r;
 }
+
+static run solve(sap_context *ctx, const sap_csr *A, const sap_solver_options *o) { return solve_how(ctx, A, o, 0); }
 
 static void opts(sap_solver_options *o, const char *method, const char *fallback)
 {
@@ -166,14 +171,15 @@ static void test_learned(sap_context *ctx)
         /* a strictly dominant 3D mesh (the cost model orders Jacobi / IC(0), predicted from
          * the probe in a few steps, before CHOLMOD) with every Krylov step 0.5 s late: the
          * first iterative attempt is cut before SV_LEARN_STEPS steps, far behind its
-         * prediction, and the direct solve is taken */
+         * prediction, and the direct solve is taken (the setup without b: with it the probe
+         * would have solved it, leaving the attempt nothing to do) */
         CHECK_OK(ctx, sap_gen_poisson3d(ctx, 24, 24, 24, &P));
         for (sap_int i = 0; i < P->nrows; i++) /* strictly dominant: a few Jacobi steps predicted */
             for (int64_t q = P->rowptr[i]; q < P->rowptr[i + 1]; q++)
                 if (P->colind[q] == i) P->val[q] += 2.0;
         opts(&o, NULL, NULL);
         o.monitor = slow_steps;
-        r = solve(ctx, P, &o);
+        r = solve_how(ctx, P, &o, 1);
         print_run("auto, poisson3d 24, slow steps", &r);
         CHECK(r.st == SAP_OK && r.res <= 1.0001e-10);
         const sap__solver_method_type *t0 = r.ss.ntries > 0 ? sap__solver_method_get(r.ss.tried[0].method) : NULL;
@@ -562,7 +568,13 @@ static void test_plan_passes(sap_context *ctx)
         sap_solver *S = NULL;
         CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
         if (!S) continue;
-        const sap_status st = sap_solver_setup(S);
+        const sap_int n = A->nrows;
+        double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
+        double *xs = malloc(sizeof(double) * (size_t)n);
+        sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
+        sap_csr_spmv(A, 1.0, xs, 0.0, b);
+        /* the setup knowing b: the probe solves it */
+        const sap_status st = given[k] ? sap_solver_setup(S) : sap_solver_setup_rhs(S, b);
         CHECK_MSG(st >= 0, "%s: %s", given[k] ? given[k] : "auto", sap_status_name(st));
         if (given[k]) /* (block-Jacobi's attempt looked at its blocks) */
             CHECK_MSG(S->levels == 0 && (S->bj_avg < 0 || k == 2) && !S->probe_tried, "%s: levels %lld, blocks %.3g",
@@ -571,21 +583,28 @@ static void test_plan_passes(sap_context *ctx)
         if (!given[k]) {
             printf("  auto: probe %s, first attempt %s\n", S->probe_ran ? "ran" : "not run",
                    S->att ? sap_solver_method_name(S->att->method) : "none");
-            if (S->att && !S->att->type->direct) CHECK(S->att->M != NULL);
-            /* the solve with the matrix the attempt took from the probe */
-            const sap_int n = A->nrows;
-            double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
-            double *xs = malloc(sizeof(double) * (size_t)n);
-            sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
-            sap_csr_spmv(A, 1.0, xs, 0.0, b);
+            const int krylov_first = S->att && !S->att->type->direct;
+            if (krylov_first) CHECK(S->att->M != NULL);
+            CHECK(!S->probe_ran || S->probe_y != NULL); /* its iterate of b, for the solve */
+            /* the solve with the matrix the attempt took from the probe, from its iterate */
             CHECK_OK(ctx, sap_solver_solve(S, b, x));
             CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
-            free(b);
-            free(x);
-            free(xs);
-            sap_solver_destroy(S);
-            break;
+            sap_solver_stats ss;
+            sap_solver_get_stats(S, &ss);
+            printf("  auto: %s\n", ss.ntries > 0 ? ss.tried[0].note : "no try");
+            if (S->probe_ran && krylov_first)
+                CHECK_MSG(ss.ntries >= 1 && strstr(ss.tried[0].note, "from the probe's") != NULL, "%s",
+                          ss.ntries > 0 ? ss.tried[0].note : "");
+            CHECK(S->probe_y == NULL && S->probe_b == NULL); /* used once, then freed */
+            /* a second b: from its own initial guess (the probe's iterate is gone) */
+            for (sap_int i = 0; i < n; i++) b[i] *= -2.0;
+            memset(x, 0, sizeof(double) * (size_t)n);
+            CHECK_OK(ctx, sap_solver_solve(S, b, x));
+            CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
         }
+        free(b);
+        free(x);
+        free(xs);
         sap_solver_destroy(S);
     }
     sap_csr_destroy(A);

@@ -84,7 +84,7 @@ int solve_sparse(const solve_args *a, const solve_problem *p, solve_sparse_run *
     so.interrupt = solve_interrupt_flag(); /* SIGINT also inside a band factorization (cpu) */
     double t0 = solve_now();
     sap_status st = sap_solver_create_borrowed(ctx, A, &so, &S); /* A outlives S */
-    if (st >= 0) st = sap_solver_setup(S);
+    if (st >= 0) st = sap_solver_setup_rhs(S, k > 0 ? B : NULL); /* the probe solves the first b */
     run->t_setup = solve_now() - t0;
     solve_progress_clear(&run->progress);
     if (run->progress.refused[0]) {

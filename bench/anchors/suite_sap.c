@@ -1,6 +1,7 @@
 /* suite_sap.c -- sap in bench/suite: the sparse SaP pipeline (sap_solver_*) with the
  * default options (every choice automatic) on a cuda context when a GPU is present,
- * else on the cpu.  Timed: sap_solver_create (copies the CSR) + setup + solve, x on the
+ * else on the cpu.  Timed: sap_solver_create (copies the CSR) + setup (sap_solver_setup_rhs:
+ * the plan's probe solves this b) + solve, x on the
  * host.  Excluded: sap_context_create (CUDA initialisation), the warm-up (warm_methods) and
  * copying the suite's arrays into a sap_csr (the host CSR the solver starts from). */
 #define _POSIX_C_SOURCE 200809L
@@ -37,7 +38,7 @@ static void warm_methods(sap_context *ctx, const sap_csr *A, const double *b, co
         sap_solver_options_set(&so, "host_small", "0");
         sap_solver *S = NULL;
         memset(x, 0, sizeof(double) * (size_t)A->nrows);
-        if (sap_solver_create(ctx, A, &so, &S) == SAP_OK && sap_solver_setup(S) >= 0) (void)sap_solver_solve(S, b, x);
+        if (sap_solver_create(ctx, A, &so, &S) == SAP_OK && sap_solver_setup_rhs(S, b) >= 0) (void)sap_solver_solve(S, b, x);
         sap_solver_destroy(S);
         sap_context_clear_error(ctx); /* a method that does not apply to the warm-up system */
     }
@@ -94,7 +95,7 @@ static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *
     }
     s = sap_solver_create(ctx, A, &so, &S);
     if (s == SAP_OK) {
-        sap_status s2 = sap_solver_setup(S);
+        sap_status s2 = sap_solver_setup_rhs(S, p->b);
         if (s2 >= 0) s2 = sap_solver_solve(S, p->b, x);
         s = s2;
     }

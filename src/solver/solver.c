@@ -217,7 +217,7 @@ sap_status sap__solver_own_matrix(sap_solver *S)
 
 static void free_setup(sap_solver *S)
 {
-    sap__solver_probe_release(S); /* before the contexts and R->A it lives on */
+    sap__solver_probe_forget(S); /* before the contexts and R->A its matrix lives on */
     sap__solver_att_destroy(S, S->att);
     S->att = NULL;
     sap__solver_direct_forget(S);
@@ -438,6 +438,18 @@ cleanup:
         S->stats = keep;
         S->stats.status = st;
     }
+    return st;
+}
+
+sap_status sap_solver_setup_rhs(sap_solver *S, const double *b)
+{
+    if (!S) return SAP_ERR_INVALID;
+    for (sap_int i = 0; b && i < S->A->nrows; i++)
+        if (!isfinite(b[i]))
+            return SAP_ERROR(S->ctx, SAP_ERR_NONFINITE, "sap_solver_setup_rhs: b[%lld] is %g", (long long)i, b[i]);
+    S->hint_b = b;
+    const sap_status st = sap_solver_setup(S);
+    S->hint_b = NULL;
     return st;
 }
 

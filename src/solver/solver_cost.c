@@ -404,6 +404,19 @@ static void run_probe(sap_solver *S)
     b = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), false, __FILE__, __LINE__);
     y = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), true, __FILE__, __LINE__);
     if (!b || !y) goto done;
+    /* the caller's b when the setup runs inside its solve (not a zero one): its steps are
+     * the first attempt's (sap__solver_probe_guess) */
+    int own_b = 0;
+    if (S->hint_b && sap__solver_nrm2(S->hint_b, n) > 0) {
+        S->probe_b = sap__alloc(S->ctx, (size_t)n, sizeof(double), false, __FILE__, __LINE__);
+        if (S->probe_b && sap_reorder_apply_rhs(S->R, S->hint_b, b) >= 0) {
+            memcpy(S->probe_b, S->hint_b, sizeof(double) * (size_t)n);
+            own_b = 1;
+        } else {
+            sap__free(S->ctx, S->probe_b);
+            S->probe_b = NULL;
+        }
+    }
     /* a right-hand side with every frequency and a smooth part: A times a fixed pseudo-random
      * vector plus a bump over the row order (R->A is in CM's order, whose levels follow the
      * geometry: a smooth field, the slow modes of a Jacobi-like iteration, as the solution of
@@ -411,10 +424,13 @@ static void run_probe(sap_solver *S)
      * residual, which fell several decades in the first steps: Jacobi's steps predicted 2-3x
      * too few (host, x* the parabola: airfoil_2d 99 of 208, recirc2d 469 of 1326); with the
      * bump airfoil_2d 240, recirc2d no prediction (the residual not halved over the probe) */
-    for (sap_int i = 0; i < n; i++)
-        y[i] = (double)((i * 2654435761u) % 1000u) / 1000.0 - 0.5 + sin(3.14159265358979 * ((double)i + 0.5) / (double)n);
-    if (sap_csr_spmv(S->R->A, 1.0, y, 0.0, b) < 0) goto done;
-    memset(y, 0, sizeof(double) * (size_t)n);
+    if (!own_b) {
+        for (sap_int i = 0; i < n; i++)
+            y[i] = (double)((i * 2654435761u) % 1000u) / 1000.0 - 0.5 +
+                   sin(3.14159265358979 * ((double)i + 0.5) / (double)n);
+        if (sap_csr_spmv(S->R->A, 1.0, y, 0.0, b) < 0) goto done;
+        memset(y, 0, sizeof(double) * (size_t)n);
+    }
     sap_band_source src;
     memset(&src, 0, sizeof(src));
     /* the Krylov matrix as an attempt makes it (sap__solver_band_matrix): kept for one */
@@ -427,7 +443,7 @@ static void run_probe(sap_solver *S)
     ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
     ko.param = cg ? 0 : 2;
     ko.tol = S->opt.krylov.tol;
-    ko.maxit = cg ? SV_PROBE_ITERS : 2 * SV_PROBE_ITERS; /* BiCGStab(2) counts quarter steps */
+    ko.maxit = cg ? SV_PROBE_ITERS : (getenv("SAP_TMP_PM") ? atoi(getenv("SAP_TMP_PM")) : 2 * SV_PROBE_ITERS); /* BiCGStab(2) counts quarter steps */
     ko.monitor = probe_monitor;
     ko.monitor_state = &rec;
     if (sap_krylov_create(x, &ko, &kry) < 0) goto done;
@@ -436,6 +452,17 @@ static void run_probe(sap_solver *S)
     rec.t0 = t0;
     sap_status st = sap_krylov_solve(kry, M, pc, b, y, &ks);
     const double t = sap__wtime() - t0;
+    S->probe_left = 1;
+    if (own_b && st >= 0) { /* its iterate for the first attempt (y is finite on a warning) */
+        S->probe_y = sap__alloc(S->ctx, (size_t)n, sizeof(double), false, __FILE__, __LINE__);
+        if (S->probe_y) {
+            memcpy(S->probe_y, y, sizeof(double) * (size_t)n);
+            S->probe_y_it = ks.iterations;
+            const double tl = S->opt.krylov.tol > 0 && S->opt.krylov.tol < 1 ? S->opt.krylov.tol : 1e-10;
+            const double left = ks.relative_residual > tl ? log10(ks.relative_residual / tl) / -log10(tl) : 0;
+            S->probe_left = left < 1 ? left : 1;
+        }
+    }
     if ((st < 0 && st != SAP_ERR_BREAKDOWN) || ks.iterations <= 0 || rec.n < 4) goto done;
     S->probe_t_it = t / ks.iterations;
     S->probe_ran = 1;
@@ -455,6 +482,7 @@ static void run_probe(sap_solver *S)
     else S->probe_iters = INFINITY;
     if (S->probe_iters > SV_PROBE_FAR * ks.iterations) S->probe_iters = INFINITY;
     S->probe_time = t;
+    fprintf(stderr, "TT probe %g s, %g it, res %g, iters %g\n", t, ks.iterations, ks.relative_residual, S->probe_iters);
 done:
     sap_krylov_destroy(kry);
     sap_precond_destroy(pc);
@@ -466,6 +494,10 @@ done:
         M = NULL;
     }
     sap_matrix_destroy(M);
+    if (!S->probe_y) { /* no iterate: no copy of b */
+        sap__free(S->ctx, S->probe_b);
+        S->probe_b = NULL;
+    }
     sap__free(x, b);
     sap__free(x, y);
     sap__try_end(x);
@@ -594,15 +626,19 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
     const double applies = 1.0; /* preconditioner applications per counted step (CG: one; BiCGStab(2): its quarter steps) */
     const double tj = S->probe_ran ? S->probe_t_it : SV_PROBE_SPMV * spmv_seconds(S, &r);
     const double bw = r.bw > 0 ? r.bw : 1e10;
+    /* from the probe's iterate of the caller's b (sap__solver_probe_guess): Jacobi goes on
+     * where the probe stopped, the others have the decades left to go */
+    const int guess = S->probe_y != NULL;
+    const double left = guess ? S->probe_left : 1.0;
     if (m == SAP_METHOD_JACOBI) {
         if (!S->probe_ran || !isfinite(S->probe_iters)) return -1;
-        *iters = S->probe_iters;
-        if (why) snprintf(why, wl, "%.0f it x %.2g ms", *iters, 1e3 * tj);
-        return *iters * tj;
+        *iters = guess ? fmax(S->probe_iters - S->probe_y_it, 0.0) : S->probe_iters;
+        if (why) snprintf(why, wl, "%.0f it x %.2g ms%s", *iters, 1e3 * tj, guess ? " after the probe's" : "");
+        return *iters * tj + (guess ? spmv_seconds(S, &r) : 0.0); /* and the residual of the start */
     }
     if (m == SAP_METHOD_ILU) {
         if (!S->probe_ran || !isfinite(S->probe_iters)) return -1;
-        *iters = S->probe_iters / SV_GAIN_ILU;
+        *iters = S->probe_iters / SV_GAIN_ILU * left;
         const double trsv = 12.0 * nnz / bw + 2.0 * (double)S->levels * r.lat;
         const double step = tj + applies * trsv, setup = 3.0 * 12.0 * nnz / bw + 2.0 * (double)S->levels * r.lat;
         if (why) snprintf(why, wl, "%.0f it x %.2g ms", *iters, 1e3 * step);
@@ -610,7 +646,7 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
     }
     if (m == SAP_METHOD_BJACOBI) {
         if (!S->probe_ran || !isfinite(S->probe_iters) || S->bj_avg <= 1.0) return -1;
-        *iters = S->probe_iters / sqrt(S->bj_avg);
+        *iters = S->probe_iters / sqrt(S->bj_avg) * left;
         const double step = tj + applies * n * S->bj_avg * 8.0 / bw;
         if (why) snprintf(why, wl, "%.0f it x %.2g ms", *iters, 1e3 * step);
         return n * S->bj_avg * S->bj_avg * 8.0 / bw + *iters * step;
@@ -631,8 +667,8 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
      * entries the band leaves out */
     double it = SV_SAP_ITERS_MIN;
     if (S->probe_ran && isfinite(S->probe_iters)) {
-        const double left = sqrt(1.0 - off > 0 ? 1.0 - off : 0) * S->probe_iters;
-        if (left > it) it = left;
+        const double kept_out = sqrt(1.0 - off > 0 ? 1.0 - off : 0) * S->probe_iters * left;
+        if (kept_out > it) it = kept_out;
     }
     const double d = S->d_cm;
     if (isfinite(d) && d >= 0 && d < 1) {
@@ -699,6 +735,30 @@ void sap__solver_probe_release(sap_solver *S)
 {
     sap_matrix_destroy(S->probe_M);
     S->probe_M = NULL;
+}
+
+/* the probe's b and iterate, freed */
+static void probe_guess_drop(sap_solver *S)
+{
+    sap__free(S->ctx, S->probe_b);
+    sap__free(S->ctx, S->probe_y);
+    S->probe_b = S->probe_y = NULL;
+}
+
+int sap__solver_probe_guess(sap_solver *S, const double *rhs, double *y)
+{
+    if (!S->probe_y) return 0;
+    const sap_int n = S->A->nrows;
+    const int same = memcmp(rhs, S->probe_b, sizeof(double) * (size_t)n) == 0;
+    if (same) memcpy(y, S->probe_y, sizeof(double) * (size_t)n);
+    probe_guess_drop(S); /* once: the first Krylov solve of the first right-hand side */
+    return same;
+}
+
+void sap__solver_probe_forget(sap_solver *S)
+{
+    sap__solver_probe_release(S);
+    probe_guess_drop(S);
 }
 
 void sap__cost_probe(sap_solver *S, double best_band)

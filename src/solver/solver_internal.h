@@ -232,6 +232,15 @@ struct sap_solver {
     sap_matrix *probe_M;
     sap_band_source probe_src;
     sap_context *probe_x;
+    /* a setup inside the first solve (sap_solver_solve_many): that solve's first right-hand
+     * side (hint_b, the caller's array, only during the setup) is the probe's; the probe's
+     * iterate of it (probe_y, in R's order and scaling) then starts the first Krylov attempt
+     * on that same b (probe_b, a copy), so none of the probe's steps is lost */
+    const double *hint_b;
+    double *probe_b, *probe_y;
+    double probe_y_it;
+    double probe_left; /* the share of the decades to tol a Krylov attempt still has to go (1;
+                          less when it starts from probe_y) */
     int cost_ordered;
     double pred[SV_MAX_CHAIN], pred_it[SV_MAX_CHAIN], cost_best;
 };
@@ -618,5 +627,10 @@ void sap__solver_att_stats(sap_solver *S, const sap__attempt *a);
  * frees it (an attempt that does not use it: no second copy of the matrix held). */
 int sap__solver_probe_take(sap_solver *S, sap_context *x, const sap_csr *A, sap_matrix **M, sap_band_source *src);
 void sap__solver_probe_release(sap_solver *S);
+/* The probe's iterate as the initial guess y (R's space) of a Krylov solve of right-hand side
+ * rhs (original space): 1 and y set when rhs is the b the probe solved (used once); else 0. */
+int sap__solver_probe_guess(sap_solver *S, const double *rhs, double *y);
+/* Frees what the probe kept (its matrix, b and iterate): free_setup. */
+void sap__solver_probe_forget(sap_solver *S);
 
 #endif /* SAP_SOLVER_INTERNAL_H */

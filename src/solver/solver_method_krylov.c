@@ -213,8 +213,14 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
     sap_status st = SAP_OK;
     SAP_TRY(sap_reorder_apply_rhs(S->R, rhs, bh));
-    if (x0) SAP_TRY(sap_reorder_apply_solution(S->R, x0, yh));
-    else memset(yh, 0, sizeof(double) * (size_t)n);
+    if (sap__solver_probe_guess(S, rhs, yh)) { /* the probe's iterate of this very b */
+        const size_t l = strlen(a->note);
+        snprintf(a->note + l, sizeof(a->note) - l, "%sfrom the probe's %.4g it", l ? "; " : "", S->probe_y_it);
+    } else if (x0) {
+        SAP_TRY(sap_reorder_apply_solution(S->R, x0, yh));
+    } else {
+        memset(yh, 0, sizeof(double) * (size_t)n);
+    }
     if (a->t) {
         for (sap_int i = 0; i < n; i++) tmp[i] = bh[a->t[i]];
         memcpy(bh, tmp, sizeof(double) * (size_t)n);

@@ -234,7 +234,8 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
         }
     S->interrupted = 0;
     if (!S->setup_done) {
-        st = sap_solver_setup(S);
+        /* the first b is the probe's: its steps start this solve (sap__solver_probe_guess) */
+        st = sap_solver_setup_rhs(S, nrhs > 0 ? B : NULL);
         if (st < 0) return st;
         if (st == SAP_WARN_INTERRUPTED) return stopped_before_setup(S, nrhs, B, ldb, X, ldx);
     } else if (!S->att) {
@@ -308,6 +309,7 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
     }
     st = worst;
 cleanup:
+    sap__solver_probe_forget(S); /* the probe's iterate served the first solve, or nothing */
     if (S->att) sap__solver_att_stats(S, S->att);
     s->time_kry = tkry;
     s->time_solve = sap__wtime() - t_start;
