@@ -666,6 +666,10 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
     /* SaP methods: steps between SaP's few and Jacobi's, by the part of the off-diagonal
      * entries the band leaves out */
     double it = SV_SAP_ITERS_MIN;
+    /* Jacobi made no headway in the probe and the band leaves entries out: no prediction
+     * (after those that have one; recirc2d_300: SaP-D priced at 40 steps ran 290 and
+     * failed, 0.28 s before the direct solve) */
+    if (S->probe_ran && !isfinite(S->probe_iters) && off < 1.0 - 1e-9) return -1;
     if (S->probe_ran && isfinite(S->probe_iters)) {
         const double kept_out = sqrt(1.0 - off > 0 ? 1.0 - off : 0) * S->probe_iters * left;
         if (kept_out > it) it = kept_out;
