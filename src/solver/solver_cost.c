@@ -443,7 +443,7 @@ static void run_probe(sap_solver *S)
     ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_BICGSTABL;
     ko.param = cg ? 0 : 2;
     ko.tol = S->opt.krylov.tol;
-    ko.maxit = cg ? SV_PROBE_ITERS : (getenv("SAP_TMP_PM") ? atoi(getenv("SAP_TMP_PM")) : 2 * SV_PROBE_ITERS); /* BiCGStab(2) counts quarter steps */
+    ko.maxit = cg ? SV_PROBE_ITERS : 2 * SV_PROBE_ITERS; /* BiCGStab(2): 4 SpMVs an iteration */
     ko.monitor = probe_monitor;
     ko.monitor_state = &rec;
     if (sap_krylov_create(x, &ko, &kry) < 0) goto done;
@@ -482,7 +482,6 @@ static void run_probe(sap_solver *S)
     else S->probe_iters = INFINITY;
     if (S->probe_iters > SV_PROBE_FAR * ks.iterations) S->probe_iters = INFINITY;
     S->probe_time = t;
-    fprintf(stderr, "TT probe %g s, %g it, res %g, iters %g\n", t, ks.iterations, ks.relative_residual, S->probe_iters);
 done:
     sap_krylov_destroy(kry);
     sap_precond_destroy(pc);

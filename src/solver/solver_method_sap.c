@@ -39,19 +39,26 @@ static void sapc_shape(const sap_solver *S, const sap__solver_method_type *t, sa
 /* Flops of the band LU (N x N, half-bandwidth K): 2 N K^2. */
 static double lu_flops(const sap_solver *S, sap_int K) { return 2.0 * (double)S->A->nrows * (double)K * (double)K; }
 
-/* On a device, a band that A fills less than the Krylov matrix's BAND format asks
- * (sap__solver_band_matrix: 70%) has no band on the device to fill the factors from: the
- * host fills its double band (first touch of N (2K + 1) 8 bytes), then converts and
- * uploads it (band_sap.c).  Measured on an H100's host: T_Asmbl 92 ms for airfoil_2d's
- * SaP-C band (K = 440, 100 MB), about 0.5 s for recirc2d n = 300 (K = 300, 433 MB).
- * Without a third stage only (SaP-C, or one partition): the third stage's narrower
- * bands are what SaP-D fills. */
+/* The host's part of a SaP setup.  A band narrower than CM's is a copy of the kept entries
+ * (sap_csr_band_drop and its entry map; every backend).  On a device, a band that A fills
+ * less than the Krylov matrix's BAND format asks (sap__solver_band_matrix: 70%) has no band
+ * on the device to fill the factors from: SaP-D's partitions (the third stage's narrower
+ * bands) are assembled from the kept entries; SaP-C, or one partition, has the host fill
+ * its double band (first touch of N (2K + 1) 8 bytes), then convert and upload it
+ * (band_sap.c).  Measured on an H100's host: T_Asmbl 92 ms for airfoil_2d's SaP-C band (K =
+ * 440, 100 MB), about 0.5 s for recirc2d n = 300 (K = 300, 433 MB); on an H200's host, SaP-D
+ * of gen:synthetic N = 100,000 K = 50 (2.1e6 entries): T_Drop 15 ms, T_Asmbl 20 ms, and
+ * 7-19 ns an entry for T_Drop on the other generated systems. */
+#define SV_SAP_NNZ_S 1.0e-8 /* host seconds an entry of the drop-off's copy, and of SaP-D's assembly */
 static double host_band_seconds(const sap_solver *S, sap_int P, sap_int K, int coupled)
 {
-    if (!sap__solver_on_cuda(S->x) || K <= 0 || !(coupled || P <= 1)) return 0;
+    const double nnz = (double)S->A->nnz;
+    const double drop = K < S->K_cm ? SV_SAP_NNZ_S * nnz : 0;
+    if (!sap__solver_on_cuda(S->x) || K <= 0) return drop;
     const double slots = (double)S->A->nrows * (2.0 * (double)K + 1.0);
-    if (0.7 * slots <= (double)S->A->nnz) return 0;
-    return slots * 8.0 / SV_BW_HOST_FILL;
+    if (0.7 * slots <= nnz) return drop;
+    if (!(coupled || P <= 1)) return drop + SV_SAP_NNZ_S * nnz;
+    return drop + slots * 8.0 / SV_BW_HOST_FILL;
 }
 
 void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
