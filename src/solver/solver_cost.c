@@ -609,9 +609,11 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
     if (!t) return -1;
     if (t->direct && t->band == SAP__SM_BAND_NONE) {
         /* the analysis up front only where the direct method could win: the best other
-         * prediction unknown or above the least the direct one can take (a quick iteration
-         * predicted in ms pays no analysis; a learned cut asks for it later) */
-        const int could_win = S->cost_best < 0 || S->cost_best > sap__solver_direct_floor(S, m);
+         * prediction unknown, or above the least the direct one can take and above what
+         * the analysis is expected to cost (a quick iteration predicted in ms pays no
+         * analysis; a learned cut asks for it later) */
+        const int could_win = S->cost_best < 0 || (S->cost_best > sap__solver_direct_floor(S, m) &&
+                                                   sap__solver_direct_analysis_guess(S) <= S->cost_best);
         if (S->dpred_done ||
             (could_win && (m == SAP_METHOD_DIRECT_CUDSS ||
                            (nnz <= SV_DIRECT_PREDICT_NNZ && (S->cost_best < 0 || S->cost_best > SV_DIRECT_ASK))))) {
