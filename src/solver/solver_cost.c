@@ -403,8 +403,8 @@ static void run_probe(sap_solver *S)
     b = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), false, __FILE__, __LINE__);
     y = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), true, __FILE__, __LINE__);
     if (!b || !y) goto done;
-    /* the caller's b when the setup runs inside its solve (not a zero one): its steps are
-     * the first attempt's (sap__solver_probe_guess) */
+    /* the caller's b when the setup knows it (sap_solver_setup_rhs; not a zero one): its
+     * steps are the first attempt's (sap__solver_probe_guess) */
     int own_b = 0;
     if (S->hint_b && sap__solver_nrm2(S->hint_b, n) > 0) {
         S->probe_b = sap__alloc(S->ctx, (size_t)n, sizeof(double), false, __FILE__, __LINE__);
