@@ -573,6 +573,13 @@ static void test_plan_passes(sap_context *ctx)
         double *xs = malloc(sizeof(double) * (size_t)n);
         sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
         sap_csr_spmv(A, 1.0, xs, 0.0, b);
+        if (!given[k]) { /* bad input: no solver, a b with NaN (reported, nothing set up) */
+            CHECK(sap_solver_setup_rhs(NULL, b) == SAP_ERR_INVALID);
+            const double keep = b[n / 2];
+            b[n / 2] = NAN;
+            CHECK_STATUS(ctx, sap_solver_setup_rhs(S, b), SAP_ERR_NONFINITE);
+            b[n / 2] = keep;
+        }
         /* the setup knowing b: the probe solves it */
         const sap_status st = given[k] ? sap_solver_setup(S) : sap_solver_setup_rhs(S, b);
         CHECK_MSG(st >= 0, "%s: %s", given[k] ? given[k] : "auto", sap_status_name(st));
