@@ -603,6 +603,24 @@ static void test_plan_passes(sap_context *ctx)
                 CHECK_MSG(ss.ntries >= 1 && strstr(ss.tried[0].note, "from the probe's") != NULL, "%s",
                           ss.ntries > 0 ? ss.tried[0].note : "");
             CHECK(S->probe_y == NULL && S->probe_b == NULL); /* used once, then freed */
+            /* the caller's own initial guess (here x* itself) is kept: the probe's iterate,
+             * from zero, would be a worse start */
+            {
+                sap_solver *S2 = NULL;
+                CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S2));
+                if (S2) {
+                    CHECK(sap_solver_setup_rhs(S2, b) >= 0);
+                    memcpy(x, xs, sizeof(double) * (size_t)n);
+                    CHECK_OK(ctx, sap_solver_solve(S2, b, x));
+                    sap_solver_stats s2;
+                    sap_solver_get_stats(S2, &s2);
+                    CHECK_MSG(s2.ntries >= 1 && strstr(s2.tried[0].note, "from the probe's") == NULL &&
+                                  s2.iterations <= 1,
+                              "%s, %.3g it", s2.ntries > 0 ? s2.tried[0].note : "", s2.iterations);
+                    CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
+                    sap_solver_destroy(S2);
+                }
+            }
             /* a second b: from its own initial guess (the probe's iterate is gone) */
             for (sap_int i = 0; i < n; i++) b[i] *= -2.0;
             memset(x, 0, sizeof(double) * (size_t)n);

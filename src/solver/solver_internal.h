@@ -232,10 +232,11 @@ struct sap_solver {
     sap_matrix *probe_M;
     sap_band_source probe_src;
     sap_context *probe_x;
-    /* a setup inside the first solve (sap_solver_solve_many): that solve's first right-hand
-     * side (hint_b, the caller's array, only during the setup) is the probe's; the probe's
-     * iterate of it (probe_y, in R's order and scaling) then starts the first Krylov attempt
-     * on that same b (probe_b, a copy), so none of the probe's steps is lost */
+    /* a setup that knows the first right-hand side (sap_solver_setup_rhs, and the setup
+     * inside the first solve): that b (hint_b, the caller's array, only during the setup) is
+     * the probe's; the probe's iterate of it (probe_y, in R's order and scaling) then starts
+     * the first Krylov solve of that same b (probe_b, a copy) from a zero initial guess, so
+     * none of the probe's steps is lost */
     const double *hint_b;
     double *probe_b, *probe_y;
     double probe_y_it;
@@ -628,7 +629,8 @@ void sap__solver_att_stats(sap_solver *S, const sap__attempt *a);
 int sap__solver_probe_take(sap_solver *S, sap_context *x, const sap_csr *A, sap_matrix **M, sap_band_source *src);
 void sap__solver_probe_release(sap_solver *S);
 /* The probe's iterate as the initial guess y (R's space) of a Krylov solve of right-hand side
- * rhs (original space): 1 and y set when rhs is the b the probe solved (used once); else 0. */
+ * rhs (original space): 1 and y set when rhs is the b the probe solved (used once: the
+ * iterate is freed by any call); else 0. */
 int sap__solver_probe_guess(sap_solver *S, const double *rhs, double *y);
 /* Frees what the probe kept (its matrix, b and iterate): free_setup. */
 void sap__solver_probe_forget(sap_solver *S);

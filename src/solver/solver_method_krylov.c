@@ -213,7 +213,11 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
     sap_status st = SAP_OK;
     SAP_TRY(sap_reorder_apply_rhs(S->R, rhs, bh));
-    if (sap__solver_probe_guess(S, rhs, yh)) { /* the probe's iterate of this very b */
+    /* the probe's iterate of this very b, where the caller gave no initial guess (the probe
+     * started from zero too) */
+    int zero = 1;
+    for (sap_int i = 0; x0 && zero && i < n; i++) zero = x0[i] == 0.0;
+    if (zero && sap__solver_probe_guess(S, rhs, yh)) {
         const size_t l = strlen(a->note);
         snprintf(a->note + l, sizeof(a->note) - l, "%sfrom the probe's %.4g it", l ? "; " : "", S->probe_y_it);
     } else if (x0) {
