@@ -215,7 +215,7 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     SAP_TRY(sap_reorder_apply_rhs(S->R, rhs, bh));
     /* the probe's iterate of this very b, where the caller gave no initial guess (the probe
      * started from zero too) */
-    int zero = 1;
+    int zero = S->probe_y != NULL;
     for (sap_int i = 0; x0 && zero && i < n; i++) zero = x0[i] == 0.0;
     if (zero && sap__solver_probe_guess(S, rhs, yh)) {
         const size_t l = strlen(a->note);

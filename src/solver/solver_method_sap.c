@@ -50,7 +50,7 @@ static double lu_flops(const sap_solver *S, sap_int K) { return 2.0 * (double)S-
  * of gen:synthetic N = 100,000 K = 50 (2.1e6 entries): T_Drop 15 ms, T_Asmbl 20 ms, and
  * 7-19 ns an entry for T_Drop on the other generated systems. */
 #define SV_SAP_NNZ_S 1.0e-8 /* host seconds an entry of the drop-off's copy, and of SaP-D's assembly */
-static double host_band_seconds(const sap_solver *S, sap_int P, sap_int K, int coupled)
+static double host_setup_seconds(const sap_solver *S, sap_int P, sap_int K, int coupled)
 {
     const double nnz = (double)S->A->nnz;
     const double drop = K < S->K_cm ? SV_SAP_NNZ_S * nnz : 0;
@@ -71,7 +71,7 @@ void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type
     if (!sap__solver_on_cuda(S->x)) b += host; /* on cuda the limit is the device's */
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
-    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec) + host_band_seconds(S, P, K, 0);
+    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec) + host_setup_seconds(S, P, K, 0);
 }
 
 /* SaP-C: the band, the coupling / spike / reduced blocks and UL windows of the P - 1
@@ -92,7 +92,7 @@ static void sapc_estimate(const sap_solver *S, const sap__solver_method_type *t,
     if (!sap__solver_on_cuda(S->x)) b += host;
     e->bytes = sap__solver_bytes(b);
     e->flops = lu_flops(S, K);
-    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec) + host_band_seconds(S, P, K, 1);
+    e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec) + host_setup_seconds(S, P, K, 1);
     if (P >= 2 && K > 0) {
         const double np = (double)S->A->nrows / (double)P, m = (double)K < np ? (double)K : np;
         const double red = (double)(P - 1) * 16.0 / 3.0 * m * m * m;
