@@ -1290,6 +1290,13 @@ typedef struct sap_solver_stats {
     double time_create;        /* T_create: sap_solver_create's checks (and copy) of A */
     double time_stats;         /* T_stats: setup's statistics pass, skip rules, entry map
                                   and plan (what no other T_ entry of setup counts) */
+    double time_probe;         /* part of T_stats: the automatic plan's probe (its Krylov
+                                  matrix, preconditioner and steps) */
+    double time_structure;     /* part of T_stats: the plan's structure passes (triangular
+                                  levels, natural blocks) */
+    double time_analysis;      /* host symbolic analyses run to predict a sparse direct
+                                  method (the attempt reuses them): part of T_stats when
+                                  the plan asked, of the solve when a learned cut did */
     double time_db, time_cm, time_drop, time_third; /* T_DB, T_CM, T_Drop, third stage */
     double time_transfer;      /* T_Dtransf: host <-> device copies of matrices and vectors */
     double time_asmbl;         /* T_Asmbl / T_BC: band and coupling blocks assembled */

@@ -95,6 +95,8 @@ int solve_report_json_sparse(const solve_args *a, const solve_problem *p, const 
     cJSON_AddNumberToObject(o, "true_residual", r->out.residual);
     cJSON_AddNumberToObject(o, "error", r->out.error);
     const named_time times[] = {{"T_create", ss->time_create}, {"T_stats", ss->time_stats},
+                                {"T_probe", ss->time_probe}, {"T_structure", ss->time_structure},
+                                {"T_analysis", ss->time_analysis},
                                 {"T_DB", ss->time_db},       {"T_CM", ss->time_cm},
                                 {"T_Drop", ss->time_drop},   {"T_third", ss->time_third},
                                 {"T_Dtransf", ss->time_transfer}, {"T_Asmbl", ss->time_asmbl},

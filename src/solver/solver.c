@@ -33,8 +33,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SV_HOST_SMALL_N 20000    /* host_small: N below this ... */
-#define SV_HOST_SMALL_BAND 2.0e6 /* ... and band entries N (2K + 1) below this */
 
 /* ---- create / destroy -------------------------------------------------------------------- */
 
@@ -286,6 +284,63 @@ cleanup:
     return st;
 }
 
+/* CM after the probe (sap__solver_plan_reorder put it off): on R->A, its order composed
+ * into R's maps, the probe's iterate carried over (its matrix, of the old order, released),
+ * K_cm, d_cm and the drop-off of the new order.  The caller plans the chain again. */
+sap_status sap__solver_cm_late(sap_solver *S)
+{
+    sap_context *ctx = S->ctx;
+    sap_status st = SAP_OK;
+    sap_reorder_result *R2 = NULL, *R = S->R;
+    double *y = NULL;
+    sap_int *p = NULL;
+    const sap_int n = S->A->nrows;
+    const double t0 = sap__wtime();
+    sap_reorder_options ro;
+    sap_reorder_options_init(&ro);
+    ro.db = SAP_DB_NONE;
+    ro.scale = 0;
+    ro.cm = 1;
+    ro.drop_delta = 1.0;
+    ro.partitions = 1;
+    ro.stats = 0;
+    SAP_TRY(sap_reorder(R->A, &ro, &R2));
+    S->cm = 1;
+    R->cm = R2->cm;
+    R->stage[SAP_STAGE_CM] = R2->stage[SAP_STAGE_CM];
+    if (R2->cm.chosen != SAP_CM_AUTO) { /* AUTO: CM kept the order it was given */
+        if (S->probe_y) SAP_ALLOC(ctx, y, n);
+        SAP_ALLOC(ctx, p, n);
+        /* R's new -> old maps through R2's: row i of the new R->A is row R2->row_perm[i] of
+         * the old one, row R->row_perm[that] of A (the scaling stays by original index) */
+        for (sap_int i = 0; i < n; i++) p[i] = R->row_perm[R2->row_perm[i]];
+        memcpy(R->row_perm, p, sizeof(sap_int) * (size_t)n);
+        for (sap_int j = 0; j < n; j++) p[j] = R->col_perm[R2->col_perm[j]];
+        memcpy(R->col_perm, p, sizeof(sap_int) * (size_t)n);
+        if (y) { /* the probe's iterate, in the new order */
+            for (sap_int j = 0; j < n; j++) y[j] = S->probe_y[R2->col_perm[j]];
+            memcpy(S->probe_y, y, sizeof(double) * (size_t)n);
+        }
+        sap__solver_probe_release(S); /* its matrix is of the old order */
+        if (R->A != S->A) sap_csr_destroy(R->A);
+        R->A = R2->A;
+        R2->A = NULL;
+        R->K_drop = R->Ki_before[0] = R->Ki[0] = R2->K_drop;
+        SAP_FREE(ctx, S->hist_R);
+        S->hist_R_len = 0;
+        sap__band_shape(R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+    }
+    S->stats.K_cm = S->K_cm;
+    S->stats.cm_used = 1;
+    SAP_TRY(sap__solver_plan_drop(S));
+    S->t_cm_late = S->stats.time_cm = sap__wtime() - t0;
+cleanup:
+    sap__free(ctx, y);
+    sap__free(ctx, p);
+    sap_reorder_result_destroy(R2);
+    return st;
+}
+
 sap_status sap_solver_setup(sap_solver *S)
 {
     if (!S) return SAP_ERR_INVALID;
@@ -294,6 +349,7 @@ sap_status sap_solver_setup(sap_solver *S)
     const double t_start = sap__wtime();
     free_setup(S);
     S->interrupted = 0;
+    S->t_cm_late = 0;
     sap_solver_stats *s = &S->stats;
     memset(s, 0, sizeof(*s));
     s->n = S->A->nrows;
@@ -325,6 +381,7 @@ sap_status sap_solver_setup(sap_solver *S)
     S->direct_first = !no_host && sap__solver_direct_first(S, &ms, S->direct_why, sizeof(S->direct_why));
     sap__solver_plan_reorder(S, &ms);
     if (no_host) {
+        S->cm_late = 0;
         S->db = SAP_DB_NONE;
         S->scale = 0;
         S->cm = 0;
@@ -420,7 +477,7 @@ sap_status sap_solver_setup(sap_solver *S)
     t_mark = sap__wtime();
     if (no_host) sap__solver_dev_plan_chain(S);
     else sap__solver_plan_chain(S);
-    s->time_stats = t_stats + sap__wtime() - t_mark;
+    s->time_stats = t_stats + sap__wtime() - t_mark - S->t_cm_late;
     st = sap__solver_chain_build(S, 0);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup;
     s->time_setup = sap__wtime() - t_start;

@@ -123,6 +123,7 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
         a->predicted = p > 0 ? p : 0;
     } else {
         a->predicted = sap__solver_estimate_all(S, m, P, K, prec).seconds;
+        if (a->predicted <= SV_SECONDS_UNKNOWN) a->predicted = 0; /* none */
         /* the cost model's prediction of the whole solve, where it made one */
         if (S->cost_ordered && i < SV_MAX_CHAIN && S->pred[i] > a->predicted) a->predicted = S->pred[i];
         const sap_solver_method md = sap__solver_next_direct(S, i);

@@ -120,6 +120,9 @@ double sap__solver_nrm2(const double *v, sap_int n);
 
 #define SV_BOOST_FRACTION 0.01 /* more boosted pivots than this fraction of N: reject */
 #define SV_MAX_CHAIN 12        /* methods in a chain at most */
+#define SV_SECONDS_UNKNOWN 1e-9 /* a method estimate's seconds where only the cost model predicts them */
+#define SV_HOST_SMALL_N 20000    /* host_small: N below this ... */
+#define SV_HOST_SMALL_BAND 2.0e6 /* ... and band entries N (2K + 1) below this */
 
 typedef struct sap__solver_method_type sap__solver_method_type;
 
@@ -181,6 +184,10 @@ struct sap_solver {
     sap_int K_lb; /* a lower bound of K under any ordering (sap__solver_plan_reorder) */
     double d_cm, kept_auto, t_drop_auto;
     int db, scale, cm;
+    /* CM put off until the probe of an automatic chain ordered by cost (plan_reorder); its
+     * seconds when it then ran (sap__solver_cm_late: T_CM, not T_stats) */
+    int cm_late;
+    double t_cm_late;
     int64_t mem_limit;
     char mem_why[112], drop_why[96], why_first[240];
     char db_why[48], cm_why[64]; /* the skip rules' words (sap__solver_plan_reorder) */
@@ -525,6 +532,7 @@ int64_t sap__solver_estimate(const sap_solver *S, sap_solver_method m, sap_int P
  * DB is off and K is within 1.1x of the lower bound ceil((max row nnz - 1) / 2) that
  * any permutation has (CM could gain at most 10%). */
 void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms);
+sap_status sap__solver_cm_late(sap_solver *S);
 /* 1 when half-bandwidth K is within 1.1x of S->K_lb: no reordering can narrow it much
  * (the third stage is skipped then, as CM is). */
 int sap__solver_band_at_bound(const sap_solver *S, sap_int K);

@@ -17,7 +17,7 @@ static void bjacobi_estimate(const sap_solver *S, const sap__solver_method_type 
     const double n = (double)S->A->nrows, b = S->bj_avg > 1 ? S->bj_avg : 32.0;
     e->bytes = sap__solver_bytes(sap__device_alloc_size(S->x, n * b * 8.0 + 3.0 * n * 8.0) + sap__solver_krylov_bytes(S));
     e->flops = 0;
-    e->seconds = 1e-9; /* the cost model predicts it (solver_cost.c) */
+    e->seconds = SV_SECONDS_UNKNOWN; /* the cost model predicts it (solver_cost.c) */
 }
 
 static sap_status bjacobi_numeric(sap_solver *S, sap__attempt *a)

@@ -58,9 +58,11 @@ static void predict_once(sap_solver *S)
     const sap_direct_kernels *k = sap__direct_host_kernels();
     if (!k->available(S->x, NULL, 0)) return;
     sap_direct_info info;
+    const double t0 = sap__wtime();
     sap__try_begin(S->x);
     sap_status st = k->analyse(S->x, S->A, S->stats.spd, &S->dpre, &info);
     sap__try_end(S->x);
+    S->stats.time_analysis += sap__wtime() - t0;
     if (st < 0) {
         sap_context_clear_error(S->x);
         return;
@@ -175,7 +177,7 @@ void sap__solver_direct_estimate(const sap_solver *S, const sap__solver_method_t
     } else {
         e->bytes = sap__solver_bytes(12.0 * (double)S->A->nnz + 4 * n * 8);
         e->flops = 0;
-        e->seconds = 1e-9; /* unknown: not the band rate of sap__solver_estimate_all */
+        e->seconds = SV_SECONDS_UNKNOWN; /* not the band rate of sap__solver_estimate_all */
     }
 }
 

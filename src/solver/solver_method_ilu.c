@@ -17,7 +17,7 @@ static void ilu_estimate(const sap_solver *S, const sap__solver_method_type *t, 
     const double nnz = (double)S->A->nnz;
     e->bytes = sap__solver_bytes(sap__device_alloc_size(S->x, 2.0 * 12.0 * nnz) + sap__solver_krylov_bytes(S));
     e->flops = 0;
-    e->seconds = 1e-9; /* the cost model predicts it (solver_cost.c), not the band rate */
+    e->seconds = SV_SECONDS_UNKNOWN; /* the cost model predicts it (solver_cost.c), not the band rate */
 }
 
 /* the preconditioner's numeric setup; a shifted pivot is remembered in a->boosted */

@@ -195,6 +195,16 @@ int sap__solver_band_at_bound(const sap_solver *S, sap_int K)
     return (double)K <= SV_CM_SKIP_FACTOR * (double)S->K_lb;
 }
 
+/* 1 where a rule that reads K_cm before the probe could fire at half-bandwidth K: the
+ * backend's host_small (on a cuda context) or the host's small banded LU (auto_first). */
+static int small_rules_possible(const sap_solver *S, sap_int K)
+{
+    const double n = (double)S->A->nrows, k = (double)K;
+    if (sap__solver_on_cuda(S->ctx))
+        return S->opt.host_small && n < SV_HOST_SMALL_N && n * (2.0 * k + 1.0) < SV_HOST_SMALL_BAND;
+    return 4.0 * n * k * k <= SV_DIRECT_WORK;
+}
+
 void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
 {
     const sap_solver_options *o = &S->opt;
@@ -228,6 +238,10 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
     } else if (S->direct_first) {
         S->cm = 0;
         snprintf(S->cm_why, sizeof(S->cm_why), "off: a sparse direct method");
+    } else if (o->method == SAP_METHOD_JACOBI) {
+        /* Jacobi's steps do not depend on the order; the fallbacks after it are direct */
+        S->cm = 0;
+        snprintf(S->cm_why, sizeof(S->cm_why), "off: Jacobi needs no band");
     } else if (S->db == SAP_DB_NONE && sap__solver_band_at_bound(S, K)) {
         S->cm = 0;
         snprintf(S->cm_why, sizeof(S->cm_why), "off: K %lld within %.2gx of the bound %lld", (long long)K, SV_CM_SKIP_FACTOR,
@@ -237,6 +251,14 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
         snprintf(S->cm_why, sizeof(S->cm_why), "on: K %lld, bound %lld%s", (long long)K, (long long)lb,
                  S->db != SAP_DB_NONE ? ", after DB" : "");
     }
+    /* an automatic chain ordered by cost (sap__solver_plan_chain's by_cost) puts CM off until
+     * its probe has run: a system Jacobi solves in less time than CM would take (the probe
+     * often does most of it) is not reordered; otherwise sap__solver_cm_late runs CM then and
+     * the chain is planned again.  Not where a rule that reads K_cm before the probe could
+     * fire at the bound of any ordering. */
+    S->cm_late = S->cm && o->cm < 0 && o->method == SAP_METHOD_AUTO && o->fallback && o->time_budget >= 0 &&
+                 o->host_direct && !S->direct_first && !small_rules_possible(S, lb);
+    if (S->cm_late) S->cm = 0;
 }
 
 /* The distance histogram of R->A: create's when R->A is the input, else S->hist_R (built
@@ -419,20 +441,71 @@ static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_me
  * steps x time per step, from the measured rates and the probe), then sorted by its
  * prediction, those without one after them in the fallback order.  S->pred / pred_it
  * follow the chain; why_first says what the first one and the next one are predicted. */
-static void cost_order(sap_solver *S, char *why_first, size_t wl)
+#define SV_CM_NNZ_S 5.0e-8 /* seconds of CM per entry of A: its ~10 searches and the permuted
+                              copy (H200 host and a 2-core host alike, 4-7e-8: cage10, cage11,
+                              airfoil_2d, convdiff3d_40, aniso3d_40, bayer10) */
+
+/* After the probe: CM put off by plan_reorder runs now (1: the caller plans again in its
+ * order) unless Jacobi's prediction is below what CM costs (no band method can win back
+ * the reordering then). */
+static int cm_after_probe(sap_solver *S)
+{
+    if (!S->cm_late) return 0;
+    S->cm_late = 0;
+    double it;
+    const double pj = sap__cost_predict(S, SAP_METHOD_JACOBI, &it, NULL, 0);
+    const double cm_s = SV_CM_NNZ_S * (double)S->A->nnz;
+    if (pj > 0 && pj <= cm_s) {
+        snprintf(S->cm_why, sizeof(S->cm_why), "off: Jacobi predicted %.2g s < CM's ~%.2g s", pj, cm_s);
+        return 0;
+    }
+    sap__try_begin(S->ctx);
+    const sap_status st = sap__solver_cm_late(S);
+    sap__try_end(S->ctx);
+    if (st >= 0) {
+        const size_t l = strlen(S->cm_why);
+        snprintf(S->cm_why + l, sizeof(S->cm_why) - l, ", after the probe");
+        return 1;
+    }
+    sap_context_clear_error(S->ctx);
+    snprintf(S->cm_why, sizeof(S->cm_why), "off: CM failed (%s)", sap_status_name(st));
+    return 0;
+}
+
+/* The structure passes (levels for ILU's prediction, the natural blocks for bjacobi's) after
+ * the probe: where they cost a small share of the best band prediction and of Jacobi's
+ * (poisson3d_100: 0.1 s of passes where Jacobi's 0.24 s won and ILU's prediction was 1.1 s);
+ * bjacobi leaves the chain without blocks. */
+static void structure_after_probe(sap_solver *S, double best_band)
+{
+    double it;
+    const double ss = sap__cost_structure_seconds(S);
+    const double pj = sap__cost_predict(S, SAP_METHOD_JACOBI, &it, NULL, 0);
+    if ((best_band > 0 && ss > SV_STRUCT_SHARE * best_band) || (pj > 0 && ss > SV_STRUCT_SHARE * pj)) return;
+    sap__cost_structure(S);
+    if (S->bj_avg < 0 || S->bj_avg > 1.0) return;
+    int k = 0;
+    for (int i = 0; i < S->nchain; i++)
+        if (S->chain[i] != SAP_METHOD_BJACOBI) S->chain[k++] = S->chain[i];
+    S->nchain = k;
+}
+
+static int cost_order(sap_solver *S, char *why_first, size_t wl)
 {
     double pred[SV_MAX_CHAIN], it[SV_MAX_CHAIN];
     char words[SV_MAX_CHAIN][64];
-    const int n = S->nchain;
     /* the band methods first (no probe yet): the probe may cost a small share of the best */
     double best = -1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < S->nchain; i++) {
         const sap__solver_method_type *t = sap__solver_method_get(S->chain[i]);
         if (!t || t->band == SAP__SM_BAND_NONE) continue;
         const double p = sap__cost_predict(S, S->chain[i], &it[i], words[i], sizeof(words[i]));
         if (p > 0 && (best < 0 || p < best)) best = p;
     }
     sap__cost_probe(S, best);
+    if (cm_after_probe(S)) return 1;
+    structure_after_probe(S, best);
+    const int n = S->nchain;
     S->cost_best = -1;
     for (int pass = 0; pass < 2; pass++) /* the sparse direct methods last: they ask cost_best */
         for (int i = 0; i < n; i++) {
@@ -503,6 +576,7 @@ static void cost_order(sap_solver *S, char *why_first, size_t wl)
             snprintf(why_first + l, wl - l, "; before %s", was);
         }
     }
+    return 0;
 }
 
 void sap__solver_plan_chain(sap_solver *S)
@@ -513,26 +587,8 @@ void sap__solver_plan_chain(sap_solver *S)
     S->cost_ordered = 0;
     S->learn_miss = 0;
     for (int i = 0; i < SV_MAX_CHAIN; i++) S->pred[i] = S->pred_it[i] = -1;
-    /* the structure passes (levels, natural blocks) only when they cost a small share of the
-     * best band method's prediction (an already banded system needs none of them) */
-    S->levels = 0;
+    S->levels = -1; /* not looked at */
     S->bj_avg = -1;
-    if (S->direct_first) {
-        /* a sparse direct method: no structure to look at */
-    } else if (o->method == SAP_METHOD_AUTO && o->time_budget >= 0 && o->host_direct) {
-        static const sap_solver_method band_m[] = {SAP_METHOD_SAPD, SAP_METHOD_SAPC, SAP_METHOD_BAND_LU,
-                                                   SAP_METHOD_BAND_PIVOT};
-        double best = -1, it;
-        char w[64];
-        for (size_t i = 0; i < sizeof(band_m) / sizeof(band_m[0]); i++) {
-            const double p = sap__cost_predict(S, band_m[i], &it, w, sizeof(w));
-            if (p > 0 && (best < 0 || p < best)) best = p;
-        }
-        if (best <= 0 || sap__cost_structure_seconds(S) <= SV_STRUCT_SHARE * best) sap__cost_structure(S);
-    } else if (o->method == SAP_METHOD_AUTO) {
-        sap__cost_structure(S);
-    } /* a given method: none (bjacobi looks at its blocks itself; the predictions that read
-       * the levels order an automatic chain only) */
     if (first == SAP_METHOD_AUTO && S->direct_first) {
         first = SAP_METHOD_DIRECT_HOST;
         snprintf(why_first, sizeof(why_first), "%s", S->direct_why);
@@ -550,6 +606,25 @@ void sap__solver_plan_chain(sap_solver *S)
     const int by_cost = o->method == SAP_METHOD_AUTO && !S->direct_first && o->fallback && o->time_budget >= 0 &&
                         o->host_direct &&
                         !(first == SAP_METHOD_BAND_PIVOT && strncmp(why_first, "small system", 12) == 0);
+    /* the structure passes (levels, natural blocks) of an automatic chain: after the probe
+     * in the cost order (cost_order); otherwise here, by the band rule's share (an already
+     * banded system needs none of them), or always without a time budget or host_direct.  A
+     * given method: none (bjacobi looks at its blocks itself; the predictions that read the
+     * levels order an automatic chain only). */
+    if (o->method == SAP_METHOD_AUTO && !S->direct_first && !by_cost) {
+        if (o->time_budget >= 0 && o->host_direct) {
+            static const sap_solver_method band_m[] = {SAP_METHOD_SAPD, SAP_METHOD_SAPC, SAP_METHOD_BAND_LU,
+                                                       SAP_METHOD_BAND_PIVOT};
+            double best = -1, it;
+            for (size_t i = 0; i < sizeof(band_m) / sizeof(band_m[0]); i++) {
+                const double p = sap__cost_predict(S, band_m[i], &it, NULL, 0);
+                if (p > 0 && (best < 0 || p < best)) best = p;
+            }
+            if (best <= 0 || sap__cost_structure_seconds(S) <= SV_STRUCT_SHARE * best) sap__cost_structure(S);
+        } else {
+            sap__cost_structure(S);
+        }
+    }
     if (o->fallback) {
         int past = 1; /* a method not in the order (registered): every fallback after it */
         for (int i = 0; i < NORDER && !by_cost; i++)
@@ -562,6 +637,15 @@ void sap__solver_plan_chain(sap_solver *S)
             if (past && fallback_wanted(S, first, fallback_order[i])) S->chain[S->nchain++] = fallback_order[i];
         }
     }
-    if (by_cost && S->nchain > 1) cost_order(S, why_first, sizeof(why_first));
+    if (by_cost && S->nchain > 1 && cost_order(S, why_first, sizeof(why_first))) {
+        sap__solver_plan_chain(S); /* CM ran after the probe: again in its order (the probe is kept) */
+        return;
+    }
+    if (S->cm_late) { /* no cost order: CM as the plan used to run it */
+        if (cm_after_probe(S)) {
+            sap__solver_plan_chain(S);
+            return;
+        }
+    }
     snprintf(S->why_first, sizeof(S->why_first), "%s", why_first);
 }

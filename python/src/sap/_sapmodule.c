@@ -786,7 +786,9 @@ static PyObject *Solver_stats(SolverObject *self, PyObject *unused)
     SET_ITEM(d, "relative_residual", PyFloat_FromDouble(s.relative_residual));
     SET_ITEM(d, "nrhs", PyLong_FromLongLong(s.nrhs));
     SET_ITEM(d, "status", PyUnicode_FromString(sap_status_name(s.status)));
-    PyObject *t = Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "db", s.time_db, "cm",
+    PyObject *t = Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "stats",
+                                s.time_stats, "probe", s.time_probe, "structure", s.time_structure, "analysis",
+                                s.time_analysis, "db", s.time_db, "cm",
                                 s.time_cm, "drop", s.time_drop, "third", s.time_third, "transfer",
                                 s.time_transfer, "asmbl", s.time_asmbl, "lu", s.time_lu, "spk", s.time_spk,
                                 "lurdcd", s.time_lurdcd, "kry", s.time_kry, "setup", s.time_setup, "solve",
