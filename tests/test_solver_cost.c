@@ -669,6 +669,38 @@ static sap_csr *arrow_grid(sap_context *ctx, sap_int m, double shift)
 static void test_cm_late(sap_context *ctx)
 {
     printf("CM after the probe\n");
+    { /* the breadth-first bound: a path (1), a grid (ceil((m + 1) / 4)), a star (ceil((N - 1) / 2)),
+       * two components (none) */
+        sap_csr *T = NULL, *G = NULL, *P = NULL;
+        CHECK_OK(ctx, sap_gen_poisson2d(ctx, 50, 1, &T));
+        CHECK_OK(ctx, sap_gen_poisson2d(ctx, 30, 30, &G));
+        sap_coo *C = NULL;
+        CHECK_OK(ctx, sap_coo_create(ctx, 101, 101, 400, &C));
+        for (sap_int i = 0; C && i < 101; i++) {
+            sap_coo_push(C, i, i, 2.0);
+            if (i > 0) {
+                sap_coo_push(C, 0, i, 1.0);
+                sap_coo_push(C, i, 0, 1.0);
+            }
+        }
+        if (C) CHECK_OK(ctx, sap_csr_from_coo(C, &P));
+        sap_coo_destroy(C);
+        if (T && G && P) {
+            CHECK(sap__solver_bfs_band_bound(ctx, T) == 1);
+            CHECK_MSG(sap__solver_bfs_band_bound(ctx, G) == 8, "grid: %lld", (long long)sap__solver_bfs_band_bound(ctx, G));
+            CHECK(sap__solver_bfs_band_bound(ctx, P) == 50);
+            sap_csr *D = arrow_grid(ctx, 4, 0.0); /* 16 rows: no coupling (every 40th), a grid */
+            CHECK(D && sap__solver_bfs_band_bound(ctx, D) == 2);
+            sap_csr_destroy(D);
+            P->colind[P->rowptr[50]] = 50; /* row 50 loses its edge to 0 (and 0's is kept): 0 still reaches it */
+            CHECK(sap__solver_bfs_band_bound(ctx, P) == 50);
+            P->colind[P->rowptr[0] + 1] = 0; /* 0 -> 1 gone as well: row 1 is not reached from 0 */
+            CHECK(sap__solver_bfs_band_bound(ctx, P) == 0);
+        }
+        sap_csr_destroy(T);
+        sap_csr_destroy(G);
+        sap_csr_destroy(P);
+    }
     for (int hard = 0; hard < 2; hard++) {
         sap_csr *A = arrow_grid(ctx, 150, hard ? 0.0 : 4.0);
         CHECK(A != NULL);

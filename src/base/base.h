@@ -297,6 +297,9 @@ int sap__csr_numerically_symmetric(const sap_csr *A, int nt);
  * [*r0, *r1). */
 sap_int sap__dist_hist_blocks(const sap_csr *A, sap_int hl);
 void sap__dist_hist_block_rows(const sap_csr *A, sap_int nb, sap_int b, sap_int *r0, sap_int *r1);
+/* h[k] += h[b * hl + k] for the blocks b = 1 .. nb - 1 in block order (bit-identical for any
+ * thread count), the distances k spread over nt threads */
+void sap__dist_hist_merge(double *h, sap_int nb, sap_int hl, int nt);
 
 /* One parallel pass over a square CSR whose row pointer was checked (rowptr[0] = 0,
  * non-decreasing, rowptr[n] = nnz; sap__csr_check_rowptr), on ctx's threads and allocator:

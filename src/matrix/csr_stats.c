@@ -256,6 +256,19 @@ sap_int sap__dist_hist_blocks(const sap_csr *A, sap_int hl)
     return nb < 1 ? 1 : nb;
 }
 
+void sap__dist_hist_merge(double *h, sap_int nb, sap_int hl, int nt)
+{
+    if (nb < 2) return;
+    if ((double)nb * (double)hl < 1e6) nt = 1;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (sap_int k = 0; k < hl; k++) {
+        double v = h[k];
+        for (sap_int b = 1; b < nb; b++) v += h[(size_t)b * (size_t)hl + k];
+        h[k] = v;
+    }
+}
+
 void sap__dist_hist_block_rows(const sap_csr *A, sap_int nb, sap_int b, sap_int *r0, sap_int *r1)
 {
     const sap_int *rp = A->rowptr, n = A->nrows;
@@ -342,8 +355,7 @@ sap_status sap__csr_scan(sap_context *ctx, const sap_csr *A, int with_hist, sap_
     out->bad_row = bad_row;
     out->bad_entry = bad_entry;
     if (hist && bad_row == n) {
-        for (sap_int b = 1; b < nb; b++)
-            for (sap_int k = 0; k < hl; k++) h[k] += h[(size_t)b * (size_t)hl + k];
+        sap__dist_hist_merge(h, nb, hl, nt);
         out->hist = h;
         out->hist_len = hl;
         h = NULL;

@@ -37,6 +37,7 @@ static sap_status distance_histogram(const sap_csr *A, double **hout, sap_int *h
     }
     const sap_int hl = kmax + 1;
     const sap_int nb = sap__dist_hist_blocks(A, hl); /* sap__csr_scan's blocks */
+    const int nt_all = nt;
     if (nt > nb) nt = (int)nb;
     (void)nt;
     SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
@@ -52,8 +53,7 @@ static sap_status distance_histogram(const sap_csr *A, double **hout, sap_int *h
             }
         }
     }
-    for (sap_int b = 1; b < nb; b++)
-        for (sap_int k = 0; k < hl; k++) h[k] += h[(size_t)b * (size_t)hl + k];
+    sap__dist_hist_merge(h, nb, hl, nt_all);
     *hout = h;
     *hlout = hl;
 cleanup:

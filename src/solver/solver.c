@@ -427,6 +427,17 @@ sap_status sap_solver_setup(sap_solver *S)
         sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
     }
     s->K_cm = S->K_cm;
+    /* CM put off until the probe (sap__solver_plan_reorder), unless a rule that reads K_cm
+     * before it (host_small, the host's small banded LU) could fire at the bound of any order
+     * of R->A (the degree bound, then one breadth-first search) */
+    if (S->cm_late && sap__solver_small_rules_possible(S, S->K_lb) &&
+        sap__solver_small_rules_possible(S, sap__solver_bfs_band_bound(ctx, S->R->A))) {
+        S->cm_late = 0;
+        const double tl = sap__wtime();
+        SAP_TRY(sap__solver_cm_late(S));
+        S->t_cm_late = 0;
+        t_mark += sap__wtime() - tl; /* T_CM, not T_stats */
+    }
 
     /* original entry -> R->A entry: the refactor's map, built by the first refactor
      * (sap__solver_map0), not here: a solve with one set of values never reads it */

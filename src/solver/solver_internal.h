@@ -533,6 +533,14 @@ int64_t sap__solver_estimate(const sap_solver *S, sap_solver_method m, sap_int P
  * any permutation has (CM could gain at most 10%). */
 void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms);
 sap_status sap__solver_cm_late(sap_solver *S);
+/* 1 where a rule that reads K_cm before the probe could fire at half-bandwidth K: the
+ * backend's host_small (on a cuda context) or the host's small banded LU (auto_first). */
+int sap__solver_small_rules_possible(const sap_solver *S, sap_int K);
+/* A lower bound of the half-bandwidth of A's symmetrized pattern under any symmetric order:
+ * (N - 1) / diameter, the diameter at most twice the eccentricity of row 0 found by one
+ * breadth-first search over A's rows (the distances along A's directed edges are no shorter
+ * than the symmetrized graph's); 0 where the search does not reach every row. */
+sap_int sap__solver_bfs_band_bound(sap_context *ctx, const sap_csr *A);
 /* 1 when half-bandwidth K is within 1.1x of S->K_lb: no reordering can narrow it much
  * (the third stage is skipped then, as CM is). */
 int sap__solver_band_at_bound(const sap_solver *S, sap_int K);

@@ -197,7 +197,7 @@ int sap__solver_band_at_bound(const sap_solver *S, sap_int K)
 
 /* 1 where a rule that reads K_cm before the probe could fire at half-bandwidth K: the
  * backend's host_small (on a cuda context) or the host's small banded LU (auto_first). */
-static int small_rules_possible(const sap_solver *S, sap_int K)
+int sap__solver_small_rules_possible(const sap_solver *S, sap_int K)
 {
     const double n = (double)S->A->nrows, k = (double)K;
     if (sap__solver_on_cuda(S->ctx))
@@ -254,11 +254,50 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
     /* an automatic chain ordered by cost (sap__solver_plan_chain's by_cost) puts CM off until
      * its probe has run: a system Jacobi solves in less time than CM would take (the probe
      * often does most of it) is not reordered; otherwise sap__solver_cm_late runs CM then and
-     * the chain is planned again.  Not where a rule that reads K_cm before the probe could
-     * fire at the bound of any ordering. */
+     * the chain is planned again.  Setup runs it before the plan where a rule that reads K_cm
+     * before the probe could fire at a lower bound of K under any ordering
+     * (sap__solver_small_rules_possible, sap__solver_bfs_band_bound). */
     S->cm_late = S->cm && o->cm < 0 && o->method == SAP_METHOD_AUTO && o->fallback && o->time_budget >= 0 &&
-                 o->host_direct && !S->direct_first && !small_rules_possible(S, lb);
+                 o->host_direct && !S->direct_first;
     if (S->cm_late) S->cm = 0;
+}
+
+sap_int sap__solver_bfs_band_bound(sap_context *ctx, const sap_csr *A)
+{
+    const sap_int n = A->nrows;
+    if (n < 2) return 0;
+    sap_int *dist = NULL, *q = NULL, bound = 0;
+    sap__try_begin(ctx);
+    dist = sap__alloc(ctx, (size_t)n, sizeof(sap_int), false, __FILE__, __LINE__);
+    q = sap__alloc(ctx, (size_t)n, sizeof(sap_int), false, __FILE__, __LINE__);
+    sap__try_end(ctx);
+    if (!dist || !q) { /* no bound without the memory */
+        sap_context_clear_error(ctx);
+        goto done;
+    }
+    for (sap_int i = 0; i < n; i++) dist[i] = -1;
+    sap_int head = 0, tail = 0;
+    dist[0] = 0;
+    q[tail++] = 0;
+    while (head < tail) {
+        const sap_int v = q[head++];
+        for (int64_t p = A->rowptr[v]; p < A->rowptr[v + 1]; p++) {
+            const sap_int w = A->colind[p];
+            if (dist[w] < 0) {
+                dist[w] = dist[v] + 1;
+                q[tail++] = w;
+            }
+        }
+    }
+    /* every row reached: the eccentricity of row 0 is the last one's distance */
+    if (tail == n && dist[q[n - 1]] > 0) {
+        const sap_int ecc = dist[q[n - 1]];
+        bound = (n - 1 + 2 * ecc - 1) / (2 * ecc);
+    }
+done:
+    sap__free(ctx, dist);
+    sap__free(ctx, q);
+    return bound;
 }
 
 /* The distance histogram of R->A: create's when R->A is the input, else S->hist_R (built
