@@ -49,16 +49,26 @@ static sap_status jacobi_numeric(sap_precond *P, const sap_csr *A)
     sap_status st = SAP_OK;
     double *h = NULL;
     SAP_ALLOC(ctx, h, n);
+    /* the rows on the context's threads; the first row that fails is reported */
+    const int flt = P->prec == SAP_FLOAT, nt = sap__threads(ctx);
+    sap_int bad = n;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : bad) if (n > 65536)")
     for (sap_int i = 0; i < n; i++) {
         const sap_int pd = sap__csr_find(A->rowptr, A->colind, i, i); /* rows are sorted */
+        const double a = pd < 0 ? 0.0 : A->val[pd];
+        h[i] = 1.0 / a;
+        if (pd < 0 || a == 0.0 || !isfinite(a) || !isfinite(h[i]) || (flt && (fabs(h[i]) > FLT_MAX || fabs(a) > FLT_MAX)))
+            if (i < bad) bad = i;
+    }
+    if (bad < n) {
+        const sap_int i = bad, pd = sap__csr_find(A->rowptr, A->colind, i, i);
+        const double a = pd < 0 ? 0.0 : A->val[pd];
         if (pd < 0) SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: row %lld has no diagonal entry", (long long)i);
-        const double a = A->val[pd];
         if (a == 0.0) SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: zero diagonal entry in row %lld", (long long)i);
         if (!isfinite(a)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "jacobi: diagonal entry of row %lld is %g", (long long)i, a);
-        h[i] = 1.0 / a;
-        if (!isfinite(h[i]) || (P->prec == SAP_FLOAT && (fabs(h[i]) > FLT_MAX || fabs(a) > FLT_MAX)))
-            SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: diagonal entry %g of row %lld is out of range for %s", a,
-                     (long long)i, P->prec == SAP_FLOAT ? "float" : "double");
+        SAP_FAIL(ctx, SAP_ERR_SINGULAR, "jacobi: diagonal entry %g of row %lld is out of range for %s", a, (long long)i,
+                 flt ? "float" : "double");
     }
     SAP_TRY(dinv_ensure(P, n));
     SAP_TRY(ops->vec_upload(ctx, &d->dinv, h));

@@ -288,7 +288,11 @@ sap_status sap_reorder_apply_rhs(const sap_reorder_result *res, const double *b,
 {
     if (!res) return SAP_ERR_INVALID;
     if ((!b || !bhat) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
-    for (sap_int i = 0; i < res->n; i++) {
+    const sap_int n = res->n;
+    const int nt = sap__threads(res->ctx);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > 65536)")
+    for (sap_int i = 0; i < n; i++) {
         sap_int o = res->row_perm[i];
         bhat[i] = res->row_scale ? res->row_scale[o] * b[o] : b[o];
     }
@@ -299,7 +303,11 @@ sap_status sap_reorder_undo_solution(const sap_reorder_result *res, const double
 {
     if (!res) return SAP_ERR_INVALID;
     if ((!y || !x) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
-    for (sap_int j = 0; j < res->n; j++) {
+    const sap_int n = res->n;
+    const int nt = sap__threads(res->ctx);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > 65536)")
+    for (sap_int j = 0; j < n; j++) {
         sap_int o = res->col_perm[j];
         x[o] = res->col_scale ? res->col_scale[o] * y[j] : y[j];
     }
@@ -310,7 +318,11 @@ sap_status sap_reorder_apply_solution(const sap_reorder_result *res, const doubl
 {
     if (!res) return SAP_ERR_INVALID;
     if ((!y || !x) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
-    for (sap_int j = 0; j < res->n; j++) {
+    const sap_int n = res->n;
+    const int nt = sap__threads(res->ctx);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > 65536)")
+    for (sap_int j = 0; j < n; j++) {
         sap_int o = res->col_perm[j];
         y[j] = res->col_scale ? x[o] / res->col_scale[o] : x[o];
     }
