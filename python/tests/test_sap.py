@@ -95,6 +95,11 @@ def test_solver_reuse_refactor_and_stats():
         assert key in st
     assert st["n"] == 500 and st["status"] == "SAP_OK"
     assert st["tried"] and st["tried"][0]["method"] == st["method"]
+    # T_stats and the plan's parts of it (probe, structure passes) are seconds, the parts within it
+    t = st["times"]
+    for key in ("stats", "probe", "structure", "analysis", "db", "cm", "setup", "solve"):
+        assert key in t and t[key] >= 0
+    assert t["probe"] + t["structure"] <= t["stats"] + 1e-9
     # new values on the same pattern
     A2 = A.copy()
     A2.data = A2.data * 2.0
