@@ -555,6 +555,17 @@ static void test_model_parts(sap_context *ctx)
  * block-Jacobi method looks at its blocks itself), and the probe's Krylov matrix (its upload
  * on a device) goes to the first Krylov attempt on R->A, or is freed by a direct one: none
  * is held past the setup beside the attempt's own. */
+/* b = A x* for x* the parabola; x zeroed (the caller frees the three) */
+static void parabola_system(sap_context *ctx, const sap_csr *A, double **b, double **x, double **xs)
+{
+    const sap_int n = A->nrows;
+    *b = malloc(sizeof(double) * (size_t)n);
+    *x = calloc((size_t)n, sizeof(double));
+    *xs = malloc(sizeof(double) * (size_t)n);
+    sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, *xs);
+    sap_csr_spmv(A, 1.0, *xs, 0.0, *b);
+}
+
 static void test_plan_passes(sap_context *ctx)
 {
     printf("the plan's passes\n");
@@ -569,10 +580,8 @@ static void test_plan_passes(sap_context *ctx)
         CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
         if (!S) continue;
         const sap_int n = A->nrows;
-        double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
-        double *xs = malloc(sizeof(double) * (size_t)n);
-        sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
-        sap_csr_spmv(A, 1.0, xs, 0.0, b);
+        double *b, *x, *xs;
+        parabola_system(ctx, A, &b, &x, &xs);
         if (!given[k]) { /* bad input: no solver, a b with NaN (reported, nothing set up) */
             CHECK(sap_solver_setup_rhs(NULL, b) == SAP_ERR_INVALID);
             const double keep = b[n / 2];
@@ -706,10 +715,8 @@ static void test_cm_late(sap_context *ctx)
         CHECK(A != NULL);
         if (!A) return;
         const sap_int n = A->nrows;
-        double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
-        double *xs = malloc(sizeof(double) * (size_t)n);
-        sap_gen_xstar(ctx, n, SAP_XSTAR_PARABOLA, 1, xs);
-        sap_csr_spmv(A, 1.0, xs, 0.0, b);
+        double *b, *x, *xs;
+        parabola_system(ctx, A, &b, &x, &xs);
         sap_solver_options o;
         opts(&o, NULL, NULL);
         sap_solver *S = NULL;
