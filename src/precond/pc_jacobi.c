@@ -57,7 +57,7 @@ static sap_status jacobi_numeric(sap_precond *P, const sap_csr *A)
     for (sap_int i = 0; i < n; i++) {
         const sap_int pd = sap__csr_find(A->rowptr, A->colind, i, i); /* rows are sorted */
         const double a = pd < 0 ? 0.0 : A->val[pd];
-        h[i] = 1.0 / a;
+        h[i] = a != 0.0 ? 1.0 / a : 0.0;
         if (pd < 0 || a == 0.0 || !isfinite(a) || !isfinite(h[i]) || (flt && (fabs(h[i]) > FLT_MAX || fabs(a) > FLT_MAX)))
             if (i < bad) bad = i;
     }

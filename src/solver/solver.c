@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* ---- create / destroy -------------------------------------------------------------------- */
 
 static sap_status check_options(sap_context *ctx, sap_int n, const sap_solver_options *o)

@@ -476,10 +476,6 @@ static int fallback_wanted(sap_solver *S, sap_solver_method first, sap_solver_me
 #define SV_BAND_SPREAD 3.0  /* a band method moves before the band rule's earlier one when predicted this
                                many times cheaper */
 
-/* The cost model's order of an AUTO chain (solver_cost.c): every method predicted (setup +
- * steps x time per step, from the measured rates and the probe), then sorted by its
- * prediction, those without one after them in the fallback order.  S->pred / pred_it
- * follow the chain; why_first says what the first one and the next one are predicted. */
 #define SV_CM_NNZ_S 5.0e-8 /* seconds of CM per entry of A: its ~10 searches and the permuted
                               copy (H200 host and a 2-core host alike, 4-7e-8: cage10, cage11,
                               airfoil_2d, convdiff3d_40, aniso3d_40, bayer10) */
@@ -529,6 +525,11 @@ static void structure_after_probe(sap_solver *S, double best_band)
     S->nchain = k;
 }
 
+/* The cost model's order of an AUTO chain (solver_cost.c): every method predicted (setup +
+ * steps x time per step, from the measured rates and the probe), then sorted by its
+ * prediction, those without one after them in the fallback order.  S->pred / pred_it
+ * follow the chain; why_first says what the first one and the next one are predicted.
+ * Returns 1 where CM ran after the probe (cm_after_probe): the caller plans again. */
 static int cost_order(sap_solver *S, char *why_first, size_t wl)
 {
     double pred[SV_MAX_CHAIN], it[SV_MAX_CHAIN];
