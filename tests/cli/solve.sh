@@ -28,6 +28,12 @@ for key in "status        SAP_OK" "576 x 576" "^method        \(sap-d\|sap-c\) (
 done
 [ ! -s "$W/err" ] && ok || bad "stderr not empty on success: $(cat "$W/err")"
 
+# the automatic plan's parts of T_stats: the probe ran (its line, the report's T_probe)
+expect 0 "$SAP" solve gen:poisson3d:n=24 --report "$W/plan.json"
+contains "$W/out" "plan: probe [0-9.]* s, structure [0-9.]* s (in T_stats); direct analysis [0-9.]* s"
+contains "$W/plan.json" '"T_probe": [0-9]'
+contains "$W/plan.json" '"T_structure": '
+
 # explicit Krylov method: manufactured system, summary on stdout
 expect 0 "$SAP" solve $P2 --krylov bicgstabl:2
 contains "$W/out" "status        SAP_OK"
