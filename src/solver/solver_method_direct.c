@@ -195,8 +195,10 @@ sap_status sap__solver_direct_build(sap_solver *S, sap__attempt *a, const sap_di
     d->k = k;
     d->c = c;
     a->impl = d;
+    int reused = 0;
     if (k == sap__direct_host_kernels() && S->dpre && S->x == c) {
-        /* the analysis of the prediction */
+        /* the analysis of the prediction (timed in T_stats: time_analysis) */
+        reused = 1;
         d->D = S->dpre;
         S->dpre = NULL;
         snprintf(d->info.solver, sizeof(d->info.solver), "%s", S->dpred_solver);
@@ -216,7 +218,7 @@ sap_status sap__solver_direct_build(sap_solver *S, sap__attempt *a, const sap_di
     }
     SAP_TRY(k->factor(d->D, S->A, &d->info));
     a->t_lu = d->info.t_factor;
-    a->t_asmbl = ta;
+    a->t_asmbl = reused ? 0.0 : ta;
     snprintf(note + strlen(note), nl - strlen(note), "%s%s nnz(LU) %.3g, %.2g flop, analyse %.2gs factor %.2gs",
              note[0] ? ", " : "", d->info.solver, d->info.lu_nnz, d->info.flops, ta, d->info.t_factor);
 cleanup:

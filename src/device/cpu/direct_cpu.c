@@ -137,6 +137,10 @@ static sap_status analyse(sap_context *ctx, const sap_csr *A, int spd, sap_direc
     D->ctx = ctx;
     D->n = A->nrows;
     umfpack_dl_defaults(D->control);
+    /* no refinement inside umfpack_dl_solve (2 steps by default, each a residual and a solve
+     * with the factors): the caller refines on the true residual (solver_refine.c), which
+     * after a direct solve usually stops at its first check */
+    D->control[UMFPACK_IRSTEP] = 0;
     if (spd) {
         const double t0 = sap__wtime();
         cholmod_l_start(&D->cc);
