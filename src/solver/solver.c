@@ -387,8 +387,10 @@ sap_status sap_solver_setup(sap_solver *S)
         snprintf(S->db_why, sizeof(S->db_why), ": device arrays, not needed");
         snprintf(S->cm_why, sizeof(S->cm_why), "off: device arrays, not needed");
     }
-    if (!no_host && S->db == SAP_DB_NONE && ms.zero_diagonal > 0) {
-        /* without DB nothing else detects a structurally singular matrix */
+    if (!no_host && S->db == SAP_DB_NONE && ms.zero_diagonal > 0 &&
+        !(S->direct_first && (o->method == SAP_METHOD_AUTO || o->method == SAP_METHOD_DIRECT_HOST))) {
+        /* without DB nothing else detects a structurally singular matrix; direct-host first
+         * does (UMFPACK's zero pivot: SAP_ERR_SINGULAR ends the chain) */
         sap_int matched = 0;
         SAP_ALLOC(ctx, rinv, n);
         SAP_TRY(sap_max_transversal(S->A, rinv, &matched));
