@@ -276,7 +276,7 @@ static void brute_rec(sap_int n, sap_int k, sap_int *perm, unsigned char *usedc,
 
 static void test_db_bruteforce(sap_context *ctx)
 {
-    int cases = 0, singular = 0, with_zeros = 0;
+    int cases = 0, singular = 0, with_zeros = 0, s0 = 0;
     for (int trial = 0; trial < 2500; trial++) {
         sap_int n = 1 + below(8);
         double density = 0.15 + 0.8 * unif();
@@ -294,6 +294,25 @@ static void test_db_bruteforce(sap_context *ctx)
                 has_zero = 1;
             }
             nz[k] = mask[k] && a[k] != 0.0;
+        }
+        /* every fifth trial: each row's diagonal entry its largest (DB's S0: the identity,
+         * no weights), every tenth symmetric too (S0's symmetric scaling) */
+        const int rowmax = trial % 5 == 1;
+        if (rowmax) {
+            if (trial % 10 == 1)
+                for (sap_int i = 0; i < n; i++)
+                    for (sap_int j = 0; j < i; j++) {
+                        a[j * n + i] = a[i * n + j];
+                        mask[j * n + i] = mask[i * n + j];
+                        nz[j * n + i] = nz[i * n + j];
+                    }
+            for (sap_int i = 0; i < n; i++) {
+                double m = 1e-3;
+                for (sap_int j = 0; j < n; j++)
+                    if (j != i && mask[i * n + j] && fabs(a[i * n + j]) > m) m = fabs(a[i * n + j]);
+                a[i * n + i] = (unif() < 0.5 ? -m : m) * (1.25 + unif());
+                mask[i * n + i] = nz[i * n + i] = 1;
+            }
         }
         sap_csr *A = csr_from_dense_mask(ctx, n, a, mask);
         CHECK(A != NULL);
@@ -336,6 +355,13 @@ static void test_db_bruteforce(sap_context *ctx)
             CHECK(info.matched == n);
             CHECK(info.cost >= -1e-12);
             CHECK(check_imatrix(A, rowperm, r, c, 1e-12));
+            if (rowmax) { /* S0: the identity, its scaling symmetric on a symmetric matrix */
+                s0++;
+                for (sap_int k = 0; k < n; k++) CHECK(rowperm[k] == k);
+                CHECK(info.augmentations == 0 && info.time_initial == 0);
+                if (trial % 10 == 1)
+                    for (sap_int k = 0; k < n; k++) CHECK(r[k] == c[k]);
+            }
             /* transversal: zero-free diagonal */
             CHECK_OK(ctx, st2);
             CHECK(matched == n);
@@ -344,8 +370,10 @@ static void test_db_bruteforce(sap_context *ctx)
         }
         sap_csr_destroy(A);
     }
-    printf("db brute force: %d cases (%d structurally singular, %d with explicit zeros)\n", cases, singular,
-           with_zeros);
+    printf("db brute force: %d cases (%d structurally singular, %d with explicit zeros, %d with the diagonal "
+           "each row's largest)\n",
+           cases, singular, with_zeros, s0);
+    CHECK(s0 >= 400);
 }
 
 /* DB on larger random matrices against the dense assignment solver. */

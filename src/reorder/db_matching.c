@@ -21,6 +21,15 @@
  * Because u_i + v_j <= c_ij with equality on the matching, |r_i a_ij c_j| =
  * exp(-(c_ij - u_i - v_j)) <= 1 and = 1 on the matched entries.
  *
+ * S0 first: where every row's diagonal entry is stored, nonzero, finite and the row's
+ * largest in magnitude, the identity is already a maximum-product matching (no permutation
+ * has a larger product: each of its factors is at most the row's diagonal one), c_ii = 0,
+ * and u = v = 0 are optimal duals; the scaling is then taken from other optimal duals, in
+ * one O(nnz) pass and no weights: r_i = c_i = 1 / sqrt|a_ii| where every entry satisfies
+ * |a_ij|^2 <= |a_ii a_jj| (symmetric, the symmetric matrices' own), else r_i = 1 / |a_ii|,
+ * c_j = 1 (the rows' maxima).  Both are I-matrix forms.  cage10/11, airfoil_2d and the
+ * convection-diffusion generators are such matrices.
+ *
  * A search that finds no free column means A is structurally singular; the structural
  * rank is then computed by the maximum-matching DFS, warm-started from the partial
  * matching, and reported. */
@@ -28,6 +37,41 @@
 
 #include <math.h>
 #include <string.h>
+
+/* ---- S0: the identity when each row's diagonal entry is its largest ------------------- */
+
+/* 1 when every row i has a stored diagonal entry, nonzero and the largest |a_ij| of the row,
+ * and every value is finite; d receives |a_ii|, *sym whether |a_ij|^2 <= |a_ii a_jj| for
+ * every entry (the symmetric scaling is then an I-matrix form too). */
+static int diagonal_is_row_max(const sap_csr *A, int nt, double *d, int *sym)
+{
+    const sap_int n = A->nrows, *rp = A->rowptr, *ci = A->colind;
+    const double *val = A->val;
+    int bad = 0;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (A->nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++) {
+        double di = 0, mo = 0;
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            const double a = fabs(val[p]);
+            if (!(a < INFINITY)) bad = 1; /* NaN or Inf: S1 reports it */
+            if (ci[p] == i) di = a;
+            else if (a > mo) mo = a;
+        }
+        d[i] = di;
+        if (!(di > 0) || mo > di) bad = 1;
+    }
+    if (bad) return 0;
+    int asym = 0;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(| : asym) if (A->nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++)
+        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+            const double a = fabs(val[p]);
+            if (a * a > d[i] * d[ci[p]]) asym = 1;
+        }
+    *sym = !asym;
+    return 1;
+}
 
 /* ---- binary min-heap of columns keyed by dist[] -------------------------------------- */
 
@@ -153,6 +197,33 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     sap_int *mrow = NULL, *mcol = NULL, *mpos = NULL, *pred = NULL, *predpos = NULL, *cursor = NULL;
     sap_int *touched = NULL, *finals = NULL, *hh = NULL, *where = NULL;
     unsigned char *cstate = NULL;
+    /* ---- S0: the identity where each diagonal entry is its row's largest ---------------- */
+    {
+        double t1 = sap__wtime();
+        int sym = 0;
+        SAP_ALLOC(ctx, u, n);
+        if (diagonal_is_row_max(A, nt, u, &sym)) {
+            double logp = 0.0;
+            for (sap_int i = 0; i < n; i++) {
+                rowperm[i] = i;
+                logp += log(u[i]);
+            }
+            if (row_scale) {
+                SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > SAP_REORDER_PAR_MIN)")
+                for (sap_int i = 0; i < n; i++) {
+                    row_scale[i] = sym ? 1.0 / sqrt(u[i]) : 1.0 / u[i];
+                    col_scale[i] = sym ? 1.0 / sqrt(u[i]) : 1.0;
+                }
+            }
+            inf.matched = inf.initial_matched = n;
+            inf.log_product = logp;
+            inf.time_weights = sap__wtime() - t1;
+            inf.time = sap__wtime() - t0;
+            goto cleanup;
+        }
+        SAP_FREE(ctx, u);
+    }
+
     SAP_ALLOC(ctx, c, nnz);
     SAP_ALLOC(ctx, u, n);
     SAP_ALLOC(ctx, v, n);

@@ -98,7 +98,6 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "unknown Cuthill-McKee flags %d", o.cm_flags);
     if (!(o.drop_delta >= 0.0)) return SAP_ERROR(ctx, SAP_ERR_INVALID, "drop_delta = %g", o.drop_delta);
     const sap_int n = A->nrows;
-    const int nt = sap__threads(ctx);
     sap_int P = o.partitions > 1 ? o.partitions : 1;
     if (P > n && n > 0) P = n;
     if (n == 0) P = 1;
@@ -106,7 +105,6 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
     sap_status st = SAP_OK;
     sap_reorder_result *R = NULL;
     sap_int *p = NULL, *tmp = NULL;
-    double *rsp = NULL;
     sap_csr *cur = NULL, *next = NULL, *band = NULL;
     double t;
     SAP_CALLOC(ctx, R, 1);
@@ -142,18 +140,9 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
             SAP_ALLOC(ctx, R->col_scale, n);
         }
         SAP_TRY(sap_db_matching(A, p, R->row_scale, R->col_scale, &R->db));
-        if (!fused) {
-            SAP_TRY(sap_csr_permute(A, p, NULL, &cur));
-            if (scale) {
-                SAP_ALLOC(ctx, rsp, n);
-                for (sap_int i = 0; i < n; i++) rsp[i] = R->row_scale[p[i]];
-                if (sap__offload(ctx, SAP_OFFLOAD_DB, cur->nnz))
-                    SAP_TRY(sap__ops(ctx)->scale_rows_cols(ctx, cur, rsp, R->col_scale));
-                else
-                    sap__scale_rows_cols_cpu(cur, rsp, R->col_scale, nt);
-                SAP_FREE(ctx, rsp);
-            }
-        }
+        /* the rows permuted and scaled in one pass over A on the host's threads (memory-bound:
+         * the device would move the matrix both ways for it) */
+        if (!fused) SAP_TRY(sap__csr_permute_scaled(A, p, NULL, R->row_scale, R->col_scale, &cur));
     } else if (o.db == SAP_DB_TRANSVERSAL) {
         sap_int matched = 0;
         SAP_TRY(sap_max_transversal(A, p, &matched));
@@ -278,7 +267,6 @@ cleanup:
     sap_csr_destroy(band);
     sap__free(ctx, p);
     sap__free(ctx, tmp);
-    sap__free(ctx, rsp);
     return st;
 }
 
