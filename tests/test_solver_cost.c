@@ -710,7 +710,11 @@ static void test_cm_late(sap_context *ctx)
         sap_csr_destroy(G);
         sap_csr_destroy(P);
     }
-    for (int hard = 0; hard < 2; hard++) {
+    /* 0: dominant, the probe on its own b (setup without one): Jacobi's prediction decides;
+     * 1: dominant, the probe on the caller's b, which it solves: nothing more planned;
+     * 2: the Laplacian: CM after the probe */
+    for (int c = 0; c < 3; c++) {
+        const int hard = c == 2;
         sap_csr *A = arrow_grid(ctx, 150, hard ? 0.0 : 4.0);
         CHECK(A != NULL);
         if (!A) return;
@@ -722,21 +726,25 @@ static void test_cm_late(sap_context *ctx)
         sap_solver *S = NULL;
         CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
         if (S) {
-            CHECK(sap_solver_setup_rhs(S, b) >= 0);
+            CHECK(c == 0 ? sap_solver_setup(S) >= 0 : sap_solver_setup_rhs(S, b) >= 0);
             sap_solver_stats ss;
             sap_solver_get_stats(S, &ss);
-            printf("  %s: CM %s (%s), K %lld -> %lld, T_CM %.3g s, first %s\n", hard ? "Laplacian" : "dominant",
-                   ss.cm_used ? "ran" : "not run", S->cm_why, (long long)ss.K_original, (long long)ss.K_cm,
-                   ss.time_cm, S->att ? sap_solver_method_name(S->att->method) : "none");
+            printf("  %s: CM %s (%s), K %lld -> %lld, T_CM %.3g s, first %s: %s\n",
+                   hard ? "Laplacian" : c ? "dominant, its b" : "dominant", ss.cm_used ? "ran" : "not run", S->cm_why,
+                   (long long)ss.K_original, (long long)ss.K_cm, ss.time_cm,
+                   S->att ? sap_solver_method_name(S->att->method) : "none", S->why_first);
             CHECK(S->probe_ran);
             if (hard) {
                 CHECK_MSG(ss.cm_used && strstr(S->cm_why, "after the probe") && ss.K_cm < ss.K_original / 4,
                           "%s, K %lld -> %lld", S->cm_why, (long long)ss.K_original, (long long)ss.K_cm);
                 CHECK(S->R->A != S->A && ss.time_cm > 0);
             } else {
-                CHECK_MSG(!ss.cm_used && strncmp(S->cm_why, "off: Jacobi predicted", 21) == 0 &&
-                              ss.K_cm == ss.K_original && ss.time_cm == 0,
+                const char *want = c ? "off: the probe solved the system" : "off: Jacobi predicted";
+                CHECK_MSG(!ss.cm_used && strncmp(S->cm_why, want, strlen(want)) == 0 && ss.K_cm == ss.K_original &&
+                              ss.time_cm == 0,
                           "%s", S->cm_why);
+                CHECK(S->nchain > 0 && S->chain[0] == SAP_METHOD_JACOBI);
+                if (c) CHECK_MSG(strncmp(S->why_first, "the probe solved the system", 27) == 0, "%s", S->why_first);
             }
             CHECK_OK(ctx, sap_solver_solve(S, b, x));
             CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
