@@ -715,7 +715,9 @@ static void test_cm_late(sap_context *ctx)
      * 2: the Laplacian: CM after the probe */
     for (int c = 0; c < 3; c++) {
         const int hard = c == 2;
-        sap_csr *A = arrow_grid(ctx, 150, hard ? 0.0 : 4.0);
+        /* case 0's prediction is of all the steps (no iterate of the caller's b): a stronger
+         * diagonal keeps it well below CM's on a loaded host */
+        sap_csr *A = arrow_grid(ctx, 150, hard ? 0.0 : c == 0 ? 40.0 : 4.0);
         CHECK(A != NULL);
         if (!A) return;
         const sap_int n = A->nrows;
@@ -738,6 +740,11 @@ static void test_cm_late(sap_context *ctx)
                 CHECK_MSG(ss.cm_used && strstr(S->cm_why, "after the probe") && ss.K_cm < ss.K_original / 4,
                           "%s, K %lld -> %lld", S->cm_why, (long long)ss.K_original, (long long)ss.K_cm);
                 CHECK(S->R->A != S->A && ss.time_cm > 0);
+            } else if (c == 0 && ss.cm_used) {
+                /* Jacobi's prediction is of measured steps: on a loaded host (ctest -j with
+                 * OpenMP threads of other tests spinning: 10 ms a step where 0.15 ms is usual)
+                 * it exceeds CM's cost, and CM runs by the same rule */
+                CHECK_MSG(strstr(S->cm_why, "after the probe") != NULL, "%s", S->cm_why);
             } else {
                 const char *want = c ? "off: the probe solved the system" : "off: Jacobi predicted";
                 CHECK_MSG(!ss.cm_used && strncmp(S->cm_why, want, strlen(want)) == 0 && ss.K_cm == ss.K_original &&
