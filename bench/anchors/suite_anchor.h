@@ -37,7 +37,7 @@ enum {
 typedef struct suite_run {
     double time_s; /* time to solution (see above) */
     double init_s; /* excluded initialisation */
-    char note[400];
+    char note[960];
 } suite_run;
 
 /* Appends printf-style text to r->note ("; " separated). */

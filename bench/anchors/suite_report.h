@@ -21,7 +21,7 @@ typedef struct suite_row {
     double init_s;    /* excluded initialisation */
     double rel_error; /* ||x - x*|| / ||x*|| (NaN when no x) */
     double rel_residual;
-    char notes[640];
+    char notes[1024];
 } suite_row;
 
 typedef struct suite_rows {

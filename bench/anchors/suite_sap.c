@@ -130,6 +130,14 @@ static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *
                 if (len >= sizeof tries) len = sizeof tries - 1;
             }
             suite_note(r, "tries=%s", tries);
+            /* where the time went (the profile's T_ entries, ms) */
+            suite_note(r,
+                       "prof=create %.3g, stats %.3g (probe %.3g, structure %.3g, analysis %.3g), db %.3g, cm %.3g, "
+                       "drop %.3g, transf %.3g, asmbl %.3g, lu %.3g, kry %.3g, refine %.3g",
+                       1e3 * st.time_create, 1e3 * st.time_stats, 1e3 * st.time_probe, 1e3 * st.time_structure,
+                       1e3 * st.time_analysis, 1e3 * st.time_db, 1e3 * st.time_cm, 1e3 * (st.time_drop + st.time_third),
+                       1e3 * st.time_transfer, 1e3 * st.time_asmbl, 1e3 * st.time_lu, 1e3 * st.time_kry,
+                       1e3 * st.time_refine);
             suite_note(r, "reason=%.120s", st.reason);
         }
     }
