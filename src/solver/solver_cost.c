@@ -399,6 +399,7 @@ static void run_probe(sap_solver *S)
     double *b = NULL, *y = NULL;
     probe_rec rec;
     memset(&rec, 0, sizeof(rec));
+    double tp[6] = {sap__wtime(), 0, 0, 0, 0, 0}; /* the parts' ends, for the log */
     sap__try_begin(x);
     b = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), false, __FILE__, __LINE__);
     y = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), true, __FILE__, __LINE__);
@@ -432,10 +433,12 @@ static void run_probe(sap_solver *S)
     }
     sap_band_source src;
     memset(&src, 0, sizeof(src));
+    tp[1] = sap__wtime();
     /* the Krylov matrix as an attempt makes it (sap__solver_band_matrix): kept for one */
-    if (sap__solver_band_matrix(x, S->R->A, &M, &src) < 0 || sap_precond_create(x, "jacobi", &pc) < 0 ||
-        sap_precond_setup_numeric(pc, S->R->A) < 0)
-        goto done;
+    if (sap__solver_band_matrix(x, S->R->A, &M, &src) < 0) goto done;
+    tp[2] = sap__wtime();
+    if (sap_precond_create(x, "jacobi", &pc) < 0 || sap_precond_setup_numeric(pc, S->R->A) < 0) goto done;
+    tp[3] = sap__wtime();
     sap_krylov_options ko;
     sap_krylov_options_init(&ko);
     const int cg = S->stats.spd && !S->stats.db_used;
@@ -447,10 +450,11 @@ static void run_probe(sap_solver *S)
     ko.monitor_state = &rec;
     if (sap_krylov_create(x, &ko, &kry) < 0) goto done;
     sap_krylov_stats ks;
-    const double t0 = sap__wtime();
+    const double t0 = tp[4] = sap__wtime();
     rec.t0 = t0;
     sap_status st = sap_krylov_solve(kry, M, pc, b, y, &ks);
-    const double t = sap__wtime() - t0;
+    tp[5] = sap__wtime();
+    const double t = tp[5] - t0;
     S->probe_left = 1;
     if (own_b && st >= 0) { /* its iterate for the first attempt (y is finite on a warning) */
         S->probe_y = sap__alloc(S->ctx, (size_t)n, sizeof(double), false, __FILE__, __LINE__);
@@ -482,6 +486,13 @@ static void run_probe(sap_solver *S)
     if (S->probe_iters > SV_PROBE_FAR * ks.iterations) S->probe_iters = INFINITY;
     S->probe_time = t;
 done:
+    if (tp[5] > 0)
+        sap__log(S->ctx, SAP_PRINT_INFO,
+                 "sap_solver: probe %.3g ms: right-hand side %.3g, matrix %.3g, Jacobi %.3g, Krylov %.3g, %.3g steps "
+                 "%.3g (%.3g ms each)",
+                 1e3 * (sap__wtime() - tp[0]), 1e3 * (tp[1] - tp[0]), 1e3 * (tp[2] - tp[1]), 1e3 * (tp[3] - tp[2]),
+                 1e3 * (tp[4] - tp[3]), S->probe_ran ? S->probe_t_it > 0 ? (tp[5] - tp[4]) / S->probe_t_it : 0 : 0,
+                 1e3 * (tp[5] - tp[4]), 1e3 * S->probe_t_it);
     sap_krylov_destroy(kry);
     sap_precond_destroy(pc);
     if (M && S->probe_ran) { /* the first Krylov attempt on R->A takes it (no second upload) */
