@@ -543,17 +543,16 @@ static int cost_order(sap_solver *S, char *why_first, size_t wl)
         if (p > 0 && (best < 0 || p < best)) best = p;
     }
     sap__cost_probe(S, best);
-    const int n = S->nchain;
     /* the probe solved the caller's b (its iterate meets tol): Jacobi first, finishing from
      * that iterate, with nothing more to plan (no CM, no structure passes, no predictions of
      * the others: they stay in the fallback order, unpredicted) */
     if (S->probe_y && S->probe_left <= 0) {
         int j = 0;
-        while (j < n && S->chain[j] != SAP_METHOD_JACOBI) j++;
-        if (j < n) {
+        while (j < S->nchain && S->chain[j] != SAP_METHOD_JACOBI) j++;
+        if (j < S->nchain) {
             for (int i = j; i > 0; i--) S->chain[i] = S->chain[i - 1];
             S->chain[0] = SAP_METHOD_JACOBI;
-            for (int i = 0; i < n; i++) S->pred[i] = S->pred_it[i] = -1;
+            for (int i = 0; i < S->nchain; i++) S->pred[i] = S->pred_it[i] = -1;
             S->pred[0] = sap__cost_predict(S, SAP_METHOD_JACOBI, &S->pred_it[0], NULL, 0);
             S->cost_ordered = 1;
             if (S->cm_late) {
@@ -566,7 +565,8 @@ static int cost_order(sap_solver *S, char *why_first, size_t wl)
         }
     }
     if (cm_after_probe(S)) return 1;
-    structure_after_probe(S, best);
+    structure_after_probe(S, best); /* (may take bjacobi out of the chain) */
+    const int n = S->nchain;
     S->cost_best = -1;
     for (int pass = 0; pass < 2; pass++) /* the sparse direct methods last: they ask cost_best */
         for (int i = 0; i < n; i++) {
