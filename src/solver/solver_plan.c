@@ -559,8 +559,12 @@ static int cost_order(sap_solver *S, char *why_first, size_t wl)
                 S->cm_late = 0;
                 snprintf(S->cm_why, sizeof(S->cm_why), "off: the probe solved the system");
             }
-            snprintf(why_first, wl, "the probe solved the system: %.3g Jacobi steps to tol (predicted %.2g s to finish)",
-                     S->probe_y_it, S->pred[0]);
+            /* (no prediction where the probe stopped before it had the steps for one) */
+            if (S->pred[0] > 0)
+                snprintf(why_first, wl, "the probe solved the system: %.3g Jacobi steps to tol (predicted %.2g s to finish)",
+                         S->probe_y_it, S->pred[0]);
+            else
+                snprintf(why_first, wl, "the probe solved the system: %.3g Jacobi steps to tol", S->probe_y_it);
             return 0;
         }
     }
