@@ -399,7 +399,7 @@ static void run_probe(sap_solver *S)
     double *b = NULL, *y = NULL;
     probe_rec rec;
     memset(&rec, 0, sizeof(rec));
-    double tp[6] = {sap__wtime(), 0, 0, 0, 0, 0}; /* the parts' ends, for the log */
+    double tp[6] = {sap__wtime(), 0, 0, 0, 0, 0}, steps = 0; /* the parts' ends and steps, for the log */
     sap__try_begin(x);
     b = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), false, __FILE__, __LINE__);
     y = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), true, __FILE__, __LINE__);
@@ -454,6 +454,7 @@ static void run_probe(sap_solver *S)
     rec.t0 = t0;
     sap_status st = sap_krylov_solve(kry, M, pc, b, y, &ks);
     tp[5] = sap__wtime();
+    steps = ks.iterations;
     const double t = tp[5] - t0;
     S->probe_left = 1;
     if (own_b && st >= 0) { /* its iterate for the first attempt (y is finite on a warning) */
@@ -491,8 +492,7 @@ done:
                  "sap_solver: probe %.3g ms: right-hand side %.3g, matrix %.3g, Jacobi %.3g, Krylov %.3g, %.3g steps "
                  "%.3g (%.3g ms each)",
                  1e3 * (sap__wtime() - tp[0]), 1e3 * (tp[1] - tp[0]), 1e3 * (tp[2] - tp[1]), 1e3 * (tp[3] - tp[2]),
-                 1e3 * (tp[4] - tp[3]), S->probe_ran ? S->probe_t_it > 0 ? (tp[5] - tp[4]) / S->probe_t_it : 0 : 0,
-                 1e3 * (tp[5] - tp[4]), 1e3 * S->probe_t_it);
+                 1e3 * (tp[4] - tp[3]), steps, 1e3 * (tp[5] - tp[4]), steps > 0 ? 1e3 * (tp[5] - tp[4]) / steps : 0.0);
     sap_krylov_destroy(kry);
     sap_precond_destroy(pc);
     if (M && S->probe_ran) { /* the first Krylov attempt on R->A takes it (no second upload) */

@@ -54,16 +54,19 @@ struct sap_direct {
  * thread), what UMFPACK's own users (SciPy, the suite's anchor) get. */
 #define SV_UMF_DI_UNITS 5.0e8
 
+static void umf_free_numeric(sap_direct *D)
+{
+    if (D->num && D->rp32) umfpack_di_free_numeric(&D->num);
+    else if (D->num) umfpack_dl_free_numeric(&D->num);
+    D->num = NULL;
+}
+
 static void umf_free(sap_direct *D)
 {
-    if (D->rp32) {
-        if (D->num) umfpack_di_free_numeric(&D->num);
-        if (D->sym) umfpack_di_free_symbolic(&D->sym);
-    } else {
-        if (D->num) umfpack_dl_free_numeric(&D->num);
-        if (D->sym) umfpack_dl_free_symbolic(&D->sym);
-    }
-    D->num = D->sym = NULL;
+    umf_free_numeric(D);
+    if (D->sym && D->rp32) umfpack_di_free_symbolic(&D->sym);
+    else if (D->sym) umfpack_dl_free_symbolic(&D->sym);
+    D->sym = NULL;
     sap__free(D->ctx, D->rp32);
     sap__free(D->ctx, D->ci32);
     D->rp32 = D->ci32 = NULL;
@@ -127,9 +130,11 @@ static sap_status umf_symbolic(sap_direct *D, const sap_csr *A, sap_direct_info 
                              4.0 * (double)(n + 1 + nnz) / 1e9);
         }
         const sap_int *rp = A->rowptr, *ci = A->colind;
-#pragma omp parallel for schedule(static) num_threads(sap__threads(D->ctx)) if (nnz > 100000)
+        const int nt = sap__threads(D->ctx);
+        (void)nt;
+        SAP_OMP("omp parallel for schedule(static) num_threads(nt) if (nnz > 100000)")
         for (sap_int i = 0; i <= n; i++) D->rp32[i] = (int)rp[i];
-#pragma omp parallel for schedule(static) num_threads(sap__threads(D->ctx)) if (nnz > 100000)
+        SAP_OMP("omp parallel for schedule(static) num_threads(nt) if (nnz > 100000)")
         for (sap_int k = 0; k < nnz; k++) D->ci32[k] = (int)ci[k];
         s = umfpack_di_symbolic((int)n, (int)n, D->rp32, D->ci32, A->val, &D->sym, D->control, Info);
         if (s == UMFPACK_OK && !(Info[UMFPACK_NUMERIC_SIZE_ESTIMATE] < SV_UMF_DI_UNITS))
@@ -242,15 +247,11 @@ static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
         if (st < 0) goto done;
     }
     double Info[UMFPACK_INFO];
-    int s;
-    if (D->rp32) {
-        if (D->num) umfpack_di_free_numeric(&D->num);
-        s = umfpack_di_numeric(D->rp32, D->ci32, A->val, D->sym, &D->num, D->control, Info);
-    } else {
-        if (D->num) umfpack_dl_free_numeric(&D->num);
-        s = (int)umfpack_dl_numeric((const SuiteSparse_long *)A->rowptr, (const SuiteSparse_long *)A->colind, A->val,
-                                    D->sym, &D->num, D->control, Info);
-    }
+    umf_free_numeric(D);
+    const int s = D->rp32 ? umfpack_di_numeric(D->rp32, D->ci32, A->val, D->sym, &D->num, D->control, Info)
+                          : (int)umfpack_dl_numeric((const SuiteSparse_long *)A->rowptr,
+                                                    (const SuiteSparse_long *)A->colind, A->val, D->sym, &D->num,
+                                                    D->control, Info);
     if (s == UMFPACK_WARNING_singular_matrix) {
         st = SAP_ERROR(ctx, SAP_ERR_SINGULAR,
                        "sap direct: UMFPACK: the matrix is singular (a zero pivot with partial pivoting; "
