@@ -45,6 +45,17 @@ static void warm_methods(sap_context *ctx, const sap_csr *A, const double *b, co
     free(x);
 }
 
+/* SAP_SUITE_SAP_TRACE=1: the setup's and the probe's part times (sap's INFO lines) go to
+ * the child's stdout (suite_children.log), for finding where a system's time goes */
+static void trace_log(void *state, int level, const char *message)
+{
+    (void)state;
+    if (level == SAP_PRINT_INFO && (strncmp(message, "sap_solver: setup parts", 23) == 0 ||
+                                    strncmp(message, "sap_solver: probe ", 18) == 0 ||
+                                    strncmp(message, "sap_solver: late CM", 19) == 0))
+        printf("sap-trace: %s\n", message);
+}
+
 /* method NULL: every choice automatic; else that method forced without fallback */
 static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *method)
 {
@@ -62,6 +73,11 @@ static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *
     cfg.print_level = SAP_PRINT_ERRORS;
     const char *be = getenv("SAP_SUITE_SAP_BACKEND"); /* cpu|cuda|auto, for experiments */
     if (be && sap_backend_parse(be, &cfg.backend) != SAP_OK) cfg.backend = SAP_BACKEND_AUTO;
+    const char *tr = getenv("SAP_SUITE_SAP_TRACE");
+    if (tr && tr[0] && strcmp(tr, "0") != 0) {
+        cfg.print_level = SAP_PRINT_INFO;
+        cfg.log = trace_log;
+    }
     sap_context *ctx = NULL;
     sap_status s = sap_context_create(&ctx, &cfg);
     r->init_s = suite_now() - t0;
@@ -93,13 +109,22 @@ static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *
         sap_solver_options_set(&so, "method", method);
         sap_solver_options_set(&so, "fallback", "0");
     }
+    double tc = 0, ts = 0;
     s = sap_solver_create(ctx, A, &so, &S);
     if (s == SAP_OK) {
+        tc = suite_now();
         sap_status s2 = sap_solver_setup_rhs(S, p->b);
+        ts = suite_now();
         if (s2 >= 0) s2 = sap_solver_solve(S, p->b, x);
         s = s2;
     }
     r->time_s = suite_now() - t1;
+    if (cfg.log) {
+        printf("sap-trace: %s %s %.3f ms: create %.3f, setup %.3f, solve %.3f\n", p->name, method ? method : "auto",
+               1e3 * r->time_s, tc > 0 ? 1e3 * (tc - t1) : 0.0, ts > 0 ? 1e3 * (ts - tc) : 0.0,
+               ts > 0 ? 1e3 * (t1 + r->time_s - ts) : 0.0);
+        fflush(stdout);
+    }
 
     int rc = SUITE_RUN_DONE;
     if (s < 0) {

@@ -304,6 +304,7 @@ sap_status sap__solver_cm_late(sap_solver *S)
     ro.partitions = 1;
     ro.stats = 0;
     SAP_TRY(sap_reorder(R->A, &ro, &R2));
+    const double t1 = sap__wtime();
     S->cm = 1;
     R->cm = R2->cm;
     R->stage[SAP_STAGE_CM] = R2->stage[SAP_STAGE_CM];
@@ -331,8 +332,12 @@ sap_status sap__solver_cm_late(sap_solver *S)
     }
     S->stats.K_cm = S->K_cm;
     S->stats.cm_used = 1;
+    const double t2 = sap__wtime();
     SAP_TRY(sap__solver_plan_drop(S));
     S->t_cm_late = S->stats.time_cm = sap__wtime() - t0;
+    sap__log(ctx, SAP_PRINT_INFO, "sap_solver: late CM %.3g ms: reorder %.3g (CM %.3g), maps %.3g, drop-off plan %.3g",
+             1e3 * S->t_cm_late, 1e3 * (t1 - t0), 1e3 * R2->stage[SAP_STAGE_CM].time, 1e3 * (t2 - t1),
+             1e3 * (sap__wtime() - t2));
 cleanup:
     sap__free(ctx, y);
     sap__free(ctx, p);
@@ -363,6 +368,8 @@ sap_status sap_solver_setup(sap_solver *S)
      * with Jacobi takes the matrix in any symmetric order alike), no drop-off, the chain of
      * that method */
     const int no_host = S->dev && !S->A->rowptr;
+    /* the ends of T_stats' parts, for the INFO log line "sap_solver: setup ..." */
+    double tv[9] = {t_start, 0, 0, 0, 0, 0, 0, 0, 0};
 
     /* statistics (one pass): SPD guess, K, dominance, zero diagonal; the skip rules */
     sap_matrix_stats ms;
@@ -377,7 +384,9 @@ sap_status sap_solver_setup(sap_solver *S)
     }
     s->spd = ms.spd_estimate && n > 0;
     s->K_original = ms.half_bandwidth;
+    tv[1] = sap__wtime();
     S->direct_first = !no_host && sap__solver_direct_first(S, &ms, S->direct_why, sizeof(S->direct_why));
+    tv[2] = sap__wtime();
     sap__solver_plan_reorder(S, &ms);
     if (no_host) {
         S->cm_late = 0;
@@ -398,7 +407,7 @@ sap_status sap_solver_setup(sap_solver *S)
     }
 
     /* DB + CM (neither: the identity, R->A borrows S->A) */
-    const double t_reorder = sap__wtime();
+    const double t_reorder = tv[3] = sap__wtime();
     if (S->db == SAP_DB_NONE && !S->cm) {
         SAP_TRY(identity_reorder(S));
     } else {
@@ -415,7 +424,7 @@ sap_status sap_solver_setup(sap_solver *S)
     /* T_stats: everything of setup outside the reorderings, the drop-off and the attempts */
     double t_stats = t_reorder - t_start + (sap__wtime() - t_reorder - S->R->stage[SAP_STAGE_DB].time -
                                             S->R->stage[SAP_STAGE_CM].time);
-    double t_mark = sap__wtime();
+    double t_mark = tv[4] = sap__wtime();
     s->db_used = S->db != SAP_DB_NONE;
     s->scaled = S->R->row_scale != NULL;
     s->cm_used = S->cm;
@@ -478,7 +487,7 @@ sap_status sap_solver_setup(sap_solver *S)
         return sap_solver_setup(S);
     }
 
-    t_stats += sap__wtime() - t_mark;
+    t_stats += (tv[5] = sap__wtime()) - t_mark;
     if (no_host) {
         S->K_auto = S->K_cm;
         S->kept_auto = 1.0;
@@ -486,10 +495,19 @@ sap_status sap_solver_setup(sap_solver *S)
     } else {
         SAP_TRY(sap__solver_plan_drop(S));
     }
-    t_mark = sap__wtime();
+    t_mark = tv[6] = sap__wtime();
     if (no_host) sap__solver_dev_plan_chain(S);
     else sap__solver_plan_chain(S);
-    s->time_stats = t_stats + sap__wtime() - t_mark - S->t_cm_late;
+    tv[7] = sap__wtime();
+    s->time_stats = t_stats + tv[7] - t_mark - S->t_cm_late;
+    sap__log(ctx, SAP_PRINT_INFO,
+             "sap_solver: setup parts (ms): statistics %.3g, direct-first %.3g, plan %.3g, reorder %.3g (DB %.3g, "
+             "CM %.3g), after it %.3g, drop %.3g, chain plan %.3g (probe %.3g, structure %.3g, analysis %.3g, "
+             "late CM %.3g)",
+             1e3 * (tv[1] - tv[0]), 1e3 * (tv[2] - tv[1]), 1e3 * (tv[3] - tv[2]), 1e3 * (tv[4] - tv[3]),
+             1e3 * s->time_db, 1e3 * s->time_cm, 1e3 * (tv[5] - tv[4]), 1e3 * (tv[6] - tv[5]),
+             1e3 * (tv[7] - tv[6]), 1e3 * s->time_probe, 1e3 * s->time_structure, 1e3 * s->time_analysis,
+             1e3 * S->t_cm_late);
     st = sap__solver_chain_build(S, 0);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup;
     s->time_setup = sap__wtime() - t_start;
