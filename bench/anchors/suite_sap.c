@@ -24,11 +24,19 @@ static void warm_methods(sap_context *ctx, const sap_csr *A, const double *b, co
     static const char *all[] = {"auto", "sap-d", "sap-c", "band-lu", "band-pivot", "ilu",
                                 "bjacobi", "jacobi", "direct-cudss", "direct-host"};
     if (sap_context_backend(ctx) != SAP_BACKEND_CUDA) return;
+    /* SAP_SUITE_WARM=m1,m2,...: only these (experiments on what the warm-up leaves behind) */
+    const char *only = getenv("SAP_SUITE_WARM");
     double *x = calloc((size_t)A->nrows, sizeof(double));
     if (!x) return;
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         const int auto_m = strcmp(all[i], "auto") == 0;
         if (method ? strcmp(method, all[i]) != 0 : 0) continue;
+        if (!method && only && only[0]) {
+            const size_t l = strlen(all[i]);
+            const char *f = strstr(only, all[i]);
+            while (f && !((f == only || f[-1] == ',') && (f[l] == '\0' || f[l] == ','))) f = strstr(f + 1, all[i]);
+            if (!f) continue;
+        }
         sap_solver_options so;
         sap_solver_options_init(&so);
         if (!auto_m) { /* auto: the plan's rates measured on the device (or read from their file) */
@@ -56,6 +64,23 @@ static void trace_log(void *state, int level, const char *message)
         printf("sap-trace: %s\n", message);
 }
 
+/* the process' thread count and allowed CPUs (/proc/self/status), for the trace */
+static void trace_proc(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256], out[256] = "";
+    size_t len = 0;
+    if (!f) return;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8) || !strncmp(line, "Cpus_allowed_list:", 18)) {
+            line[strcspn(line, "\n")] = '\0';
+            int w = snprintf(out + len, sizeof out - len, "%s%s", len ? "; " : "", line);
+            if (w > 0 && (size_t)w < sizeof out - len) len += (size_t)w;
+        }
+    fclose(f);
+    printf("sap-trace: process %s\n", out);
+}
+
 /* method NULL: every choice automatic; else that method forced without fallback */
 static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *method)
 {
@@ -73,6 +98,8 @@ static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *
     cfg.print_level = SAP_PRINT_ERRORS;
     const char *be = getenv("SAP_SUITE_SAP_BACKEND"); /* cpu|cuda|auto, for experiments */
     if (be && sap_backend_parse(be, &cfg.backend) != SAP_OK) cfg.backend = SAP_BACKEND_AUTO;
+    const char *th = getenv("SAP_SUITE_SAP_THREADS"); /* the context's host threads, for experiments */
+    if (th && atoi(th) > 0) cfg.threads = atoi(th);
     const char *tr = getenv("SAP_SUITE_SAP_TRACE");
     if (tr && tr[0] && strcmp(tr, "0") != 0) {
         cfg.print_level = SAP_PRINT_INFO;
@@ -120,6 +147,7 @@ static int run_sap(const suite_problem *p, double *x, suite_run *r, const char *
     }
     r->time_s = suite_now() - t1;
     if (cfg.log) {
+        trace_proc();
         printf("sap-trace: %s %s %.3f ms: create %.3f, setup %.3f, solve %.3f\n", p->name, method ? method : "auto",
                1e3 * r->time_s, tc > 0 ? 1e3 * (tc - t1) : 0.0, ts > 0 ? 1e3 * (ts - tc) : 0.0,
                ts > 0 ? 1e3 * (t1 + r->time_s - ts) : 0.0);
