@@ -678,6 +678,81 @@ static sap_csr *arrow_grid(sap_context *ctx, sap_int m, double shift)
     return A;
 }
 
+/* arrow_grid's pattern, nonsymmetric: diagonal 4 + shift, -1.1 to the lower neighbours and
+ * -0.95 to the upper ones (no row dominant at shift 0), cpl on the couplings of row 0; every
+ * row's diagonal is its largest entry while 4 + shift >= 1.1 and cpl */
+static sap_csr *arrow_grid_ns(sap_context *ctx, sap_int m, double shift, double cpl)
+{
+    sap_csr *A = arrow_grid(ctx, m, shift);
+    if (!A) return NULL;
+    for (sap_int r = 0; r < A->nrows; r++)
+        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
+            const sap_int c = A->colind[p];
+            if (c == r) continue;
+            if (A->val[p] == -1.0) A->val[p] = c < r ? -1.1 : -0.95;
+            else A->val[p] = cpl; /* a coupling of row or column 0 */
+        }
+    return A;
+}
+
+/* DB after the probe (each row's diagonal its largest entry: DB's matching is the identity):
+ * 0: one row not dominant (row 0's couplings), the rest strongly: the probe solves the
+ *    caller's b and DB never runs (R->A is A);
+ * 1: no row dominant, Laplacian-like: the probe does not solve it, DB runs after it;
+ * 2: the same with DB given: before the probe, as always */
+static void test_db_late(sap_context *ctx)
+{
+    printf("DB after the probe\n");
+    for (int c = 0; c < 3; c++) {
+        sap_csr *A = arrow_grid_ns(ctx, 150, c == 0 ? 40.0 : 0.0, c == 0 ? 0.2 : 0.01);
+        CHECK(A != NULL);
+        if (!A) return;
+        const sap_int n = A->nrows;
+        double *b, *x, *xs;
+        parabola_system(ctx, A, &b, &x, &xs);
+        sap_solver_options o;
+        opts(&o, NULL, NULL);
+        if (c == 2) sap_solver_options_set(&o, "db", "product");
+        sap_solver *S = NULL;
+        CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S));
+        if (S) {
+            CHECK(S->scan_ok && S->scan.diag_row_max);
+            CHECK(sap_solver_setup_rhs(S, b) >= 0);
+            sap_solver_stats ss;
+            sap_solver_get_stats(S, &ss);
+            printf("  case %d: DB %s (%s), T_DB %.3g s, first %s: %.80s\n", c, ss.db_used ? "ran" : "not run", S->db_why,
+                   ss.time_db, S->att ? sap_solver_method_name(S->att->method) : "none", S->why_first);
+            if (c == 0) {
+                CHECK_MSG(!ss.db_used && strstr(S->db_why, "the probe solved the system") && S->R->A == S->A &&
+                              !S->R->row_scale && ss.time_db == 0,
+                          "%s", S->db_why);
+                CHECK(S->nchain > 0 && S->chain[0] == SAP_METHOD_JACOBI);
+            } else if (c == 1) {
+                CHECK(S->probe_ran);
+                CHECK_MSG(ss.db_used && ss.scaled && strstr(S->db_why, "after the probe") && S->R->row_scale &&
+                              ss.time_db > 0,
+                          "%s", S->db_why);
+            } else {
+                CHECK_MSG(ss.db_used && strstr(S->db_why, "given") && !strstr(S->db_why, "after the probe"), "%s",
+                          S->db_why);
+            }
+            CHECK_OK(ctx, sap_solver_solve(S, b, x));
+            CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
+            double err = 0, nx = 0;
+            for (sap_int i = 0; i < n; i++) {
+                err += (x[i] - xs[i]) * (x[i] - xs[i]);
+                nx += xs[i] * xs[i];
+            }
+            CHECK(sqrt(err / nx) < 1e-6);
+            sap_solver_destroy(S);
+        }
+        free(b);
+        free(x);
+        free(xs);
+        sap_csr_destroy(A);
+    }
+}
+
 /* CM after the probe: not run where Jacobi from the probe is predicted below CM's cost (a
  * dominant system), run then (and the chain planned in its order) where it is not (the
  * Laplacian); both solved to the tolerance. */
@@ -785,6 +860,7 @@ static int cpu_part(void)
     test_model_parts(ctx);
     test_plan_passes(ctx);
     test_cm_late(ctx);
+    test_db_late(ctx);
     test_learned(ctx);
     test_nodecay(ctx);
     test_ilu(ctx);

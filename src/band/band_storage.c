@@ -178,6 +178,7 @@ void sap__band_shape(const sap_csr *A, int nt, sap_int *K, double *d)
 {
     sap_int k = 0;
     double dmin = INFINITY;
+    nt = sap__threads_cap(nt, (double)(A->nnz + A->nrows));
     (void)nt;
     SAP_OMP("omp parallel for schedule(static) num_threads(nt) reduction(min : dmin) reduction(max : k)")
     for (sap_int r = 0; r < A->nrows; r++) {

@@ -259,6 +259,20 @@ static inline int sap__threads(const sap_context *ctx)
 #endif
 #define SAP_PAR_MIN_WORK 32768
 
+/* Threads for a loop over 'work' entries: one per SAP_PAR_MIN_WORK of them, at most nt
+ * (sap__threads_cap) or the context's (sap__threads_for).  A small loop that wakes every core waits for the slowest of them: on a host
+ * where one core runs anything else (another process, a driver thread) that is a time slice
+ * of the scheduler, milliseconds for microseconds of work. */
+static inline int sap__threads_cap(int nt, double work)
+{
+    const double k = work / (double)SAP_PAR_MIN_WORK;
+    return nt < 1 ? 1 : k >= (double)nt ? nt : k >= 2.0 ? (int)k : 1;
+}
+static inline int sap__threads_for(const sap_context *ctx, double work)
+{
+    return sap__threads_cap(sap__threads(ctx), work);
+}
+
 /* This thread's number and its team's size (0 and 1 outside a parallel region and
  * without OpenMP). */
 static inline void sap__omp_team(int *t, int *T)
@@ -310,6 +324,8 @@ void sap__dist_hist_merge(double *h, sap_int nb, sap_int hl, int nt);
 typedef struct sap_csr_scan {
     sap_matrix_stats stats; /* as sap__csr_stats_quick, symmetry not checked (0) */
     int diag_positive;      /* every diagonal entry > 0: the symmetry check may make the SPD guess */
+    int diag_row_max;       /* every row's diagonal entry stored, nonzero and its largest |a_ij|: DB's
+                             * maximum-product matching is the identity (sap_db_matching's S0) */
     sap_int bad_row;        /* the first row with a column out of range or not increasing (nrows: none) */
     sap_int bad_entry;      /* the first non-finite value (nnz: none) */
     double *hist;           /* the distance histogram (hist_len entries, the matrix' context), or

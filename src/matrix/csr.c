@@ -158,7 +158,7 @@ sap_status sap_csr_check(const sap_csr *A)
     sap_context *ctx = A->ctx;
     /* the first bad row, found in parallel on large matrices; then its message */
     sap_int bad = A->nrows;
-    const int nt = A->nnz + A->nrows < SAP_PAR_MIN_WORK ? 1 : sap__threads(ctx);
+    const int nt = sap__threads_for(ctx, (double)(A->nnz + A->nrows));
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : bad)")
     for (sap_int i = 0; i < A->nrows; i++) {

@@ -14,9 +14,7 @@ static inline double nan_max(double a, double b) { return (a > b || isnan(a)) ? 
 
 static int threads_for(const sap_csr *A)
 {
-    int nt = sap__threads(A->ctx);
-    if ((A->rowptr[A->nrows] + A->nrows) / nt < SAP_PAR_MIN_WORK) nt = 1;
-    return nt;
+    return sap__threads_for(A->ctx, (double)(A->rowptr[A->nrows] + A->nrows));
 }
 
 static double norm_max(const sap_csr *A)

@@ -50,8 +50,7 @@ sap_status sap_perm_invert(sap_context *ctx, sap_int n, const sap_int *p, sap_in
     if (st < 0) return st;
     if (n > 0 && !pinv) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_perm_invert: pinv is NULL");
     if (n > 0 && pinv == p) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_perm_invert: pinv must not alias p");
-    int nt = sap__threads(ctx);
-    if (n / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)n);
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int i = 0; i < n; i++) pinv[p[i]] = i;
@@ -110,8 +109,7 @@ sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap
         bp[i + 1] = bp[i] + len;
         if (len > maxlen) maxlen = len;
     }
-    int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)(nnz + n));
     if ((rs == NULL) != (cs == NULL))
         SAP_FAIL(ctx, SAP_ERR_INVALID, "sap_csr_permute: row and column scalings must both be given or both be NULL");
     /* a row whose new columns span at most wcap (and 4 x its length + 64) is ordered by a

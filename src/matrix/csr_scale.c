@@ -11,8 +11,7 @@ sap_status sap_csr_scale(sap_csr *A, const double *r, const double *c)
     const sap_int n = A->nrows, nnz = A->rowptr[n];
     const sap_int *ap = A->rowptr, *ai = A->colind;
     double *ax = A->val;
-    int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)(nnz + n));
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024)")
     for (sap_int i = 0; i < n; i++) {

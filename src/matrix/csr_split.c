@@ -16,7 +16,7 @@ sap_int sap__split_rows(const sap_int *rowptr, sap_int n, sap_int target)
 void sap__csr_lower_upper(const sap_csr *A, int nt, sap_int *kl_out, sap_int *ku_out)
 {
     sap_int kl = 0, ku = 0;
-    if (A->nnz + A->nrows < SAP_PAR_MIN_WORK) nt = 1;
+    nt = sap__threads_cap(nt, (double)(A->nnz + A->nrows));
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kl, ku)")
     for (sap_int i = 0; i < A->nrows; i++) {

@@ -26,8 +26,7 @@ sap_status sap_csr_spmv(const sap_csr *A, double alpha, const double *x, double 
     if (n > 0 && !y) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_spmv: y is NULL");
     if (A->ncols > 0 && !x && alpha != 0.0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_spmv: x is NULL");
     if (n == 0) return SAP_OK;
-    int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)(nnz + n));
     (void)nt;
     if (alpha == 0.0) {
         /* y = beta*y without reading A or x */

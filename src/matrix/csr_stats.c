@@ -16,7 +16,7 @@ static inline double nan_min(double a, double b) { return (a < b || isnan(a)) ? 
 /* Position of column j in row i (sorted), or -1. */
 typedef struct row_acc {
     sap_int lower, upper, empty, max_row, width_sum;
-    sap_int zero_diag, dominant, diag_pos;
+    sap_int zero_diag, dominant, diag_pos, diag_max;
     sap_int n_lower, n_upper, asym_upper, asym_num;
     double dmin, maxdiff;
 } row_acc;
@@ -37,6 +37,7 @@ static void acc_merge(row_acc *a, const row_acc *b)
     a->zero_diag += b->zero_diag;
     a->dominant += b->dominant;
     a->diag_pos += b->diag_pos;
+    a->diag_max += b->diag_max;
     a->n_lower += b->n_lower;
     a->n_upper += b->n_upper;
     a->asym_upper += b->asym_upper;
@@ -59,7 +60,7 @@ static void stats_row(const sap_csr *A, sap_int i, sap_int ndiag, int square, ro
         if (last - i > a->upper) a->upper = last - i;
     }
     if (i < ndiag) {
-        double diag = 0.0, off = 0.0;
+        double diag = 0.0, off = 0.0, offmax = 0.0;
         int has = 0;
         for (sap_int p = b; p < e; p++) {
             if (ai[p] == i) {
@@ -67,11 +68,13 @@ static void stats_row(const sap_csr *A, sap_int i, sap_int ndiag, int square, ro
                 has = 1;
             } else {
                 off += fabs(ax[p]);
+                offmax = nan_max(offmax, fabs(ax[p]));
             }
         }
         if (!has || diag == 0.0) a->zero_diag++;
         if (has && diag > 0.0) a->diag_pos++;
         double ad = fabs(diag);
+        if (ad > 0.0 && ad >= offmax) a->diag_max++; /* (false for a NaN on either side) */
         double r = off == 0.0 ? INFINITY : ad / off;
         a->dmin = nan_min(a->dmin, r);
         if (ad >= off) a->dominant++;
@@ -172,8 +175,7 @@ sap_status sap_csr_stats(const sap_csr *A, sap_matrix_stats *stats)
     SAP_TRY(sap_csr_norm(A, SAP_NORM_MAX, &s.norm_max));
 
     row_acc tot;
-    int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)(nnz + n));
     row_pass(A, ndiag, square, nt, &tot);
     /* lower entries with a mirror = upper entries with a mirror */
     const sap_int lower_unmatched = tot.n_lower - (tot.n_upper - tot.asym_upper);
@@ -203,10 +205,18 @@ int sap__csr_numerically_symmetric(const sap_csr *A, int nt)
 {
     const sap_int n = A->nrows;
     int asym = 0;
+    /* most matrices that are not symmetric show it in their first rows: those serially,
+     * before any thread is woken */
+    sap_int i0 = 0;
+    for (int64_t w = 0; i0 < n && w < SAP_PAR_MIN_WORK; i0++) {
+        if (!sap__csr_row_symmetric(A->rowptr, A->colind, A->val, i0)) return 0;
+        w += A->rowptr[i0 + 1] - A->rowptr[i0] + 1;
+    }
+    nt = sap__threads_cap(nt, (double)(A->nnz + n));
     (void)nt;
     /* a shared flag stops the other threads at the first asymmetric row */
     SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1024)")
-    for (sap_int i = 0; i < n; i++) {
+    for (sap_int i = i0; i < n; i++) {
         int stop;
         SAP_OMP("omp atomic read")
         stop = asym;
@@ -228,8 +238,7 @@ sap_status sap__csr_stats_quick(const sap_csr *A, sap_matrix_stats *stats)
     const int square = n == m;
     const sap_int ndiag = n < m ? n : m;
     row_acc tot;
-    int nt = sap__threads(A->ctx);
-    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(A->ctx, (double)(nnz + n));
     row_pass(A, ndiag, 0, nt, &tot);
     /* symmetry only where it can make the SPD guess (every diagonal entry positive) */
     int sym = square && tot.diag_pos == n;
@@ -286,8 +295,7 @@ sap_status sap__csr_scan(sap_context *ctx, const sap_csr *A, int with_hist, sap_
     const sap_int *rp = A->rowptr, *ci = A->colind;
     const double *val = A->val;
     sap_status st = SAP_OK;
-    int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)(nnz + n));
     /* the histogram's length from the rows' end entries (valid rows: their extremes; an
      * invalid row is reported, and its entries beyond hl are not counted) */
     sap_int kmax = 0;
@@ -352,6 +360,7 @@ sap_status sap__csr_scan(sap_context *ctx, const sap_csr *A, int with_hist, sap_
     for (sap_int b = 0; b < nb; b++) acc_merge(&tot, &acc[b]);
     fill_common(&out->stats, &tot, n, m, nnz);
     out->diag_positive = n == m && tot.diag_pos == n;
+    out->diag_row_max = n == m && tot.diag_max == n;
     out->bad_row = bad_row;
     out->bad_entry = bad_entry;
     if (hist && bad_row == n) {

@@ -18,8 +18,7 @@ static sap_status merge_add(sap_context *ctx, const sap_csr *A, double alpha, co
     sap_csr *B = NULL;
     SAP_TRY(sap_csr_create(ctx, n, n, 0, &B));
     sap_int *bp = B->rowptr;
-    int nt = sap__threads(ctx);
-    if ((ap[n] + sp[n]) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)(ap[n] + sp[n]));
     (void)nt;
 
     /* pass 1: size of the union of each row */
@@ -109,8 +108,7 @@ sap_status sap_csr_symmetric_expand(const sap_csr *T, sap_symmetry symmetry, sap
         const sap_int *tp = T->rowptr, *ti = T->colind;
         const double *tx = T->val;
         sap_int bad = n;
-        int nt = sap__threads(ctx);
-        if ((tp[n] + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+        int nt = sap__threads_for(ctx, (double)(tp[n] + n));
         (void)nt;
         SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : bad)")
         for (sap_int i = 0; i < n; i++)

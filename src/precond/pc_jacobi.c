@@ -50,7 +50,7 @@ static sap_status jacobi_numeric(sap_precond *P, const sap_csr *A)
     double *h = NULL;
     SAP_ALLOC(ctx, h, n);
     /* the rows on the context's threads; the first row that fails is reported */
-    const int flt = P->prec == SAP_FLOAT, nt = sap__threads(ctx);
+    const int flt = P->prec == SAP_FLOAT, nt = sap__threads_for(ctx, (double)n);
     sap_int bad = n;
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : bad) if (n > 65536)")

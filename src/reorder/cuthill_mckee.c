@@ -302,7 +302,8 @@ sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e) { return sa
 sap_int sap__block_bandwidth_rows(const sap_csr *A, const sap_int *rows, sap_int s, sap_int e)
 {
     sap_int K = 0;
-    int nt = (rows ? A->nnz : A->rowptr[e] - A->rowptr[s]) > SAP_REORDER_PAR_MIN ? sap__threads(A->ctx) : 1;
+    const double work = (double)(rows ? A->nnz : A->rowptr[e] - A->rowptr[s]);
+    int nt = work > SAP_REORDER_PAR_MIN ? sap__threads_for(A->ctx, work) : 1;
 #ifdef _OPENMP
     if (omp_in_parallel()) nt = 1; /* the third stage's blocks */
 #endif

@@ -186,7 +186,7 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     const double t0 = sap__wtime();
     const sap_int *rp = A->rowptr, *ci = A->colind;
     const double *val = A->val;
-    const int nt = sap__threads(ctx);
+    const int nt = sap__threads_for(ctx, (double)A->nnz + (double)A->nrows);
     (void)nt; /* used by the OpenMP pragmas only */
     sap_db_info inf;
     memset(&inf, 0, sizeof(inf));

@@ -24,8 +24,8 @@ static sap_status distance_histogram(const sap_csr *A, double **hout, sap_int *h
     const double *val = A->val;
     sap_status st = SAP_OK;
     double *h = NULL;
-    int nt = sap__threads(ctx);
-    if (A->nnz < SAP_REORDER_PAR_MIN || nt < 1) nt = 1;
+    int nt = sap__threads_for(ctx, (double)A->nnz);
+    if (A->nnz < SAP_REORDER_PAR_MIN) nt = 1;
     /* the widest distance decides the histogram length */
     sap_int kmax = 0;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kmax)")

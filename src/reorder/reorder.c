@@ -277,7 +277,7 @@ sap_status sap_reorder_apply_rhs(const sap_reorder_result *res, const double *b,
     if (!res) return SAP_ERR_INVALID;
     if ((!b || !bhat) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
     const sap_int n = res->n;
-    const int nt = sap__threads(res->ctx);
+    const int nt = sap__threads_for(res->ctx, (double)n);
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > 65536)")
     for (sap_int i = 0; i < n; i++) {
@@ -292,7 +292,7 @@ sap_status sap_reorder_undo_solution(const sap_reorder_result *res, const double
     if (!res) return SAP_ERR_INVALID;
     if ((!y || !x) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
     const sap_int n = res->n;
-    const int nt = sap__threads(res->ctx);
+    const int nt = sap__threads_for(res->ctx, (double)n);
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > 65536)")
     for (sap_int j = 0; j < n; j++) {
@@ -307,7 +307,7 @@ sap_status sap_reorder_apply_solution(const sap_reorder_result *res, const doubl
     if (!res) return SAP_ERR_INVALID;
     if ((!y || !x) && res->n > 0) return SAP_ERROR(res->ctx, SAP_ERR_INVALID, "NULL vector");
     const sap_int n = res->n;
-    const int nt = sap__threads(res->ctx);
+    const int nt = sap__threads_for(res->ctx, (double)n);
     (void)nt;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > 65536)")
     for (sap_int j = 0; j < n; j++) {

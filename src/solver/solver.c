@@ -345,6 +345,56 @@ cleanup:
     return st;
 }
 
+sap_status sap__solver_db_late(sap_solver *S)
+{
+    sap_context *ctx = S->ctx;
+    sap_status st = SAP_OK;
+    sap_reorder_result *R2 = NULL;
+    double *y = NULL;
+    const sap_int n = S->A->nrows;
+    const double t0 = sap__wtime();
+    if (!S->db_late) return SAP_OK;
+    S->db_late = 0;
+    if (S->R->A != S->A) /* DB comes first: nothing may have reordered the input before it */
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: DB after a reordering");
+    sap_reorder_options ro;
+    sap_reorder_options_init(&ro);
+    ro.db = SAP_DB_PRODUCT;
+    ro.scale = S->scale;
+    ro.cm = 0;
+    ro.drop_delta = 1.0;
+    ro.partitions = 1;
+    ro.stats = 0;
+    SAP_TRY(sap_reorder(S->A, &ro, &R2));
+    if (S->probe_y) { /* the probe's iterate x, as R2's unknowns y = C^-1 Q^T x */
+        SAP_ALLOC(ctx, y, n);
+        SAP_TRY(sap_reorder_apply_solution(R2, S->probe_y, y));
+        memcpy(S->probe_y, y, sizeof(double) * (size_t)n);
+    }
+    sap__solver_probe_release(S); /* its matrix has the unscaled values */
+    S->R->A = NULL;               /* borrowed: the identity's */
+    sap_reorder_result_destroy(S->R);
+    S->R = R2;
+    R2 = NULL;
+    S->db = SAP_DB_PRODUCT;
+    S->stats.db_used = 1;
+    S->stats.scaled = S->R->row_scale != NULL;
+    sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+    S->stats.K_cm = S->K_cm;
+    SAP_FREE(ctx, S->hist_R);
+    S->hist_R_len = 0;
+    const double td = sap__wtime();
+    SAP_TRY(sap__solver_plan_drop(S)); /* (its time: T_Drop) */
+    S->stats.time_db = td - t0;
+    S->t_db_late = sap__wtime() - t0; /* out of T_stats */
+    sap__log(ctx, SAP_PRINT_INFO, "sap_solver: late DB %.3g ms (DB %.3g)", 1e3 * S->t_db_late,
+             1e3 * S->R->stage[SAP_STAGE_DB].time);
+cleanup:
+    sap__free(ctx, y);
+    sap_reorder_result_destroy(R2);
+    return st;
+}
+
 sap_status sap_solver_setup(sap_solver *S)
 {
     if (!S) return SAP_ERR_INVALID;
@@ -353,7 +403,7 @@ sap_status sap_solver_setup(sap_solver *S)
     const double t_start = sap__wtime();
     free_setup(S);
     S->interrupted = 0;
-    S->t_cm_late = 0;
+    S->t_cm_late = S->t_db_late = 0;
     sap_solver_stats *s = &S->stats;
     memset(s, 0, sizeof(*s));
     s->n = S->A->nrows;
@@ -389,7 +439,7 @@ sap_status sap_solver_setup(sap_solver *S)
     tv[2] = sap__wtime();
     sap__solver_plan_reorder(S, &ms);
     if (no_host) {
-        S->cm_late = 0;
+        S->cm_late = S->db_late = 0;
         S->db = SAP_DB_NONE;
         S->scale = 0;
         S->cm = 0;
@@ -444,9 +494,10 @@ sap_status sap_solver_setup(sap_solver *S)
         sap__solver_small_rules_possible(S, sap__solver_bfs_band_bound(ctx, S->R->A))) {
         S->cm_late = 0;
         const double tl = sap__wtime();
+        SAP_TRY(sap__solver_db_late(S)); /* DB before CM */
         SAP_TRY(sap__solver_cm_late(S));
-        S->t_cm_late = 0;
-        t_mark += sap__wtime() - tl; /* T_CM, not T_stats */
+        S->t_cm_late = S->t_db_late = 0;
+        t_mark += sap__wtime() - tl; /* T_DB and T_CM, not T_stats */
     }
 
     /* original entry -> R->A entry: the refactor's map, built by the first refactor
@@ -499,15 +550,15 @@ sap_status sap_solver_setup(sap_solver *S)
     if (no_host) sap__solver_dev_plan_chain(S);
     else sap__solver_plan_chain(S);
     tv[7] = sap__wtime();
-    s->time_stats = t_stats + tv[7] - t_mark - S->t_cm_late;
+    s->time_stats = t_stats + tv[7] - t_mark - S->t_cm_late - S->t_db_late;
     sap__log(ctx, SAP_PRINT_INFO,
              "sap_solver: setup parts (ms): statistics %.3g, direct-first %.3g, plan %.3g, reorder %.3g (DB %.3g, "
              "CM %.3g), after it %.3g, drop %.3g, chain plan %.3g (probe %.3g, structure %.3g, analysis %.3g, "
-             "late CM %.3g)",
+             "late DB %.3g, late CM %.3g)",
              1e3 * (tv[1] - tv[0]), 1e3 * (tv[2] - tv[1]), 1e3 * (tv[3] - tv[2]), 1e3 * (tv[4] - tv[3]),
              1e3 * s->time_db, 1e3 * s->time_cm, 1e3 * (tv[5] - tv[4]), 1e3 * (tv[6] - tv[5]),
              1e3 * (tv[7] - tv[6]), 1e3 * s->time_probe, 1e3 * s->time_structure, 1e3 * s->time_analysis,
-             1e3 * S->t_cm_late);
+             1e3 * S->t_db_late, 1e3 * S->t_cm_late);
     st = sap__solver_chain_build(S, 0);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) goto cleanup;
     s->time_setup = sap__wtime() - t_start;

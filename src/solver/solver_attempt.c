@@ -60,7 +60,7 @@ sap_status sap__solver_att_permute(sap_solver *S, sap__attempt *a, sap_int *t)
     sap_context *ctx = S->ctx;
     const sap_csr *RA = S->R->A;
     const sap_int n = RA->nrows;
-    const int nt = sap__threads(ctx);
+    const int nt = sap__threads_for(ctx, (double)RA->nnz + (double)n);
     sap_status st = SAP_OK;
     sap_int *tinv = NULL;
     sap_csr *pc = NULL;

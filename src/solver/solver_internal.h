@@ -188,9 +188,14 @@ struct sap_solver {
      * seconds when it then ran (sap__solver_cm_late: T_CM, not T_stats) */
     int cm_late;
     double t_cm_late;
+    /* DB put off until the probe likewise, where its matching is the identity (each row's
+     * diagonal its largest entry: the probe's Jacobi steps are the same on A); its seconds
+     * when it then ran (sap__solver_db_late: T_DB, not T_stats) */
+    int db_late;
+    double t_db_late;
     int64_t mem_limit;
     char mem_why[112], drop_why[96], why_first[240];
-    char db_why[48], cm_why[64]; /* the skip rules' words (sap__solver_plan_reorder) */
+    char db_why[96], cm_why[80]; /* the skip rules' words (sap__solver_plan_reorder) */
     sap_solver_method chain[SV_MAX_CHAIN];
     int nchain, ichain;
     sap__attempt *att;
@@ -533,6 +538,10 @@ int64_t sap__solver_estimate(const sap_solver *S, sap_solver_method m, sap_int P
  * any permutation has (CM could gain at most 10%). */
 void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms);
 sap_status sap__solver_cm_late(sap_solver *S);
+/* DB put off by plan_reorder (S->db_late), run now on the input (R the identity still: DB
+ * comes before CM), the probe's iterate carried over (its matrix, unscaled, released),
+ * K_cm, d_cm and the drop-off of the scaled matrix.  The caller plans the chain again. */
+sap_status sap__solver_db_late(sap_solver *S);
 /* 1 where a rule that reads K_cm before the probe could fire at half-bandwidth K: the
  * backend's host_small (on a cuda context) or the host's small banded LU (auto_first). */
 int sap__solver_small_rules_possible(const sap_solver *S, sap_int K);

@@ -103,8 +103,7 @@ sap_status sap__cpu_csr_stats(sap_context *ctx, const sap_dev_csr *A, sap_dev_cs
             chk->bad_rowptr = i;
             return SAP_OK;
         }
-    int nt = sap__threads(ctx);
-    if ((nnz + n) / nt < SAP_PAR_MIN_WORK) nt = 1;
+    int nt = sap__threads_for(ctx, (double)(nnz + n));
     (void)nt;
     stat_acc tot;
     acc_init(&tot, n, nnz);
