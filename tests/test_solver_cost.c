@@ -880,6 +880,7 @@ static int gpu_part(void)
     if (rc) return rc;
     test_rates(G);
     test_plan_passes(G);
+    test_db_late(G); /* the probe and its iterate on the device, its matrix released for DB */
     sap__cost_rates r;
     sap__cost_rates_get(G, &r);
     printf("  sweep step %.3g s + %.3g s x K on %s\n", r.sweep[0], r.sweep[1], sap_context_device_name(G));
