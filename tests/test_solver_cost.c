@@ -678,9 +678,10 @@ static sap_csr *arrow_grid(sap_context *ctx, sap_int m, double shift)
     return A;
 }
 
-/* arrow_grid's pattern, nonsymmetric: diagonal 4 + shift, -1.1 to the lower neighbours and
- * -0.95 to the upper ones (no row dominant at shift 0), cpl on the couplings of row 0; every
- * row's diagonal is its largest entry while 4 + shift >= 1.1 and cpl */
+/* arrow_grid's pattern, nonsymmetric: diagonal 4 + shift, -1.25 to the lower neighbours and
+ * -0.75 to the upper ones (an interior row's sum is the shift, as the Laplacian's), cpl on
+ * the couplings of row and column 0 (those rows not dominant); every row's diagonal is its
+ * largest entry while 4 + shift >= 1.25 and cpl */
 static sap_csr *arrow_grid_ns(sap_context *ctx, sap_int m, double shift, double cpl)
 {
     sap_csr *A = arrow_grid(ctx, m, shift);
@@ -689,7 +690,7 @@ static sap_csr *arrow_grid_ns(sap_context *ctx, sap_int m, double shift, double 
         for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
             const sap_int c = A->colind[p];
             if (c == r) continue;
-            if (A->val[p] == -1.0) A->val[p] = c < r ? -1.1 : -0.95;
+            if (A->val[p] == -1.0) A->val[p] = c < r ? -1.25 : -0.75;
             else A->val[p] = cpl; /* a coupling of row or column 0 */
         }
     return A;
@@ -698,8 +699,11 @@ static sap_csr *arrow_grid_ns(sap_context *ctx, sap_int m, double shift, double 
 /* DB after the probe (each row's diagonal its largest entry: DB's matching is the identity):
  * 0: one row not dominant (row 0's couplings), the rest strongly: the probe solves the
  *    caller's b and DB never runs (R->A is A);
- * 1: no row dominant, Laplacian-like: the probe does not solve it, DB runs after it;
- * 2: the same with DB given: before the probe, as always */
+ * 1: the coupled rows not dominant, Laplacian-like: the probe does not solve it, DB runs
+ *    after it;
+ * 2: the same with DB given: before the probe, as always.
+ * (Where the probe does not run at all (its rates measured under a memory checker): DB
+ * runs once the plan is made, without the probe's words.) */
 static void test_db_late(sap_context *ctx)
 {
     printf("DB after the probe\n");
@@ -722,13 +726,15 @@ static void test_db_late(sap_context *ctx)
             sap_solver_get_stats(S, &ss);
             printf("  case %d: DB %s (%s), T_DB %.3g s, first %s: %.80s\n", c, ss.db_used ? "ran" : "not run", S->db_why,
                    ss.time_db, S->att ? sap_solver_method_name(S->att->method) : "none", S->why_first);
-            if (c == 0) {
+            if (!S->probe_ran && c < 2) {
+                printf("    (no probe ran)\n");
+                CHECK_MSG(ss.db_used && ss.scaled && S->R->row_scale && !strstr(S->db_why, "probe"), "%s", S->db_why);
+            } else if (c == 0) {
                 CHECK_MSG(!ss.db_used && strstr(S->db_why, "the probe solved the system") && S->R->A == S->A &&
                               !S->R->row_scale && ss.time_db == 0,
                           "%s", S->db_why);
                 CHECK(S->nchain > 0 && S->chain[0] == SAP_METHOD_JACOBI);
             } else if (c == 1) {
-                CHECK(S->probe_ran);
                 CHECK_MSG(ss.db_used && ss.scaled && strstr(S->db_why, "after the probe") && S->R->row_scale &&
                               ss.time_db > 0,
                           "%s", S->db_why);
