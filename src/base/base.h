@@ -260,9 +260,10 @@ static inline int sap__threads(const sap_context *ctx)
 #define SAP_PAR_MIN_WORK 32768
 
 /* Threads for a loop over 'work' entries: one per SAP_PAR_MIN_WORK of them, at most nt
- * (sap__threads_cap) or the context's (sap__threads_for).  A small loop that wakes every core waits for the slowest of them: on a host
- * where one core runs anything else (another process, a driver thread) that is a time slice
- * of the scheduler, milliseconds for microseconds of work. */
+ * (sap__threads_cap) or the context's (sap__threads_for).  A small loop that wakes every
+ * core waits for the slowest of them: on a host where one core runs anything else (another
+ * process, a driver thread) that is a time slice of the scheduler, milliseconds for
+ * microseconds of work. */
 static inline int sap__threads_cap(int nt, double work)
 {
     const double k = work / (double)SAP_PAR_MIN_WORK;
