@@ -678,6 +678,20 @@ static sap_csr *arrow_grid(sap_context *ctx, sap_int m, double shift)
     return A;
 }
 
+/* S's solve of parabola_system's b: the true residual at tol, x* within 1e-6 */
+static void solve_check_xstar(sap_context *ctx, sap_solver *S, const sap_csr *A, const double *b, double *x,
+                              const double *xs)
+{
+    CHECK_OK(ctx, sap_solver_solve(S, b, x));
+    CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
+    double err = 0, nx = 0;
+    for (sap_int i = 0; i < A->nrows; i++) {
+        err += (x[i] - xs[i]) * (x[i] - xs[i]);
+        nx += xs[i] * xs[i];
+    }
+    CHECK(sqrt(err / nx) < 1e-6);
+}
+
 /* arrow_grid's pattern, nonsymmetric: diagonal 4 + shift, -1.25 to the lower neighbours and
  * -0.75 to the upper ones (an interior row's sum is the shift, as the Laplacian's), cpl on
  * the couplings of row and column 0 (those rows not dominant); every row's diagonal is its
@@ -711,7 +725,6 @@ static void test_db_late(sap_context *ctx)
         sap_csr *A = arrow_grid_ns(ctx, 150, c == 0 ? 40.0 : 0.0, c == 0 ? 0.2 : 0.01);
         CHECK(A != NULL);
         if (!A) return;
-        const sap_int n = A->nrows;
         double *b, *x, *xs;
         parabola_system(ctx, A, &b, &x, &xs);
         sap_solver_options o;
@@ -742,14 +755,7 @@ static void test_db_late(sap_context *ctx)
                 CHECK_MSG(ss.db_used && strstr(S->db_why, "given") && !strstr(S->db_why, "after the probe"), "%s",
                           S->db_why);
             }
-            CHECK_OK(ctx, sap_solver_solve(S, b, x));
-            CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
-            double err = 0, nx = 0;
-            for (sap_int i = 0; i < n; i++) {
-                err += (x[i] - xs[i]) * (x[i] - xs[i]);
-                nx += xs[i] * xs[i];
-            }
-            CHECK(sqrt(err / nx) < 1e-6);
+            solve_check_xstar(ctx, S, A, b, x, xs);
             sap_solver_destroy(S);
         }
         free(b);
@@ -807,7 +813,6 @@ static void test_cm_late(sap_context *ctx)
         sap_csr *A = arrow_grid(ctx, 150, hard ? 0.0 : c == 0 ? 40.0 : 4.0);
         CHECK(A != NULL);
         if (!A) return;
-        const sap_int n = A->nrows;
         double *b, *x, *xs;
         parabola_system(ctx, A, &b, &x, &xs);
         sap_solver_options o;
@@ -840,14 +845,7 @@ static void test_cm_late(sap_context *ctx)
                 CHECK(S->nchain > 0 && S->chain[0] == SAP_METHOD_JACOBI);
                 if (c) CHECK_MSG(strncmp(S->why_first, "the probe solved the system", 27) == 0, "%s", S->why_first);
             }
-            CHECK_OK(ctx, sap_solver_solve(S, b, x));
-            CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
-            double err = 0, nx = 0;
-            for (sap_int i = 0; i < n; i++) {
-                err += (x[i] - xs[i]) * (x[i] - xs[i]);
-                nx += xs[i] * xs[i];
-            }
-            CHECK(sqrt(err / nx) < 1e-6);
+            solve_check_xstar(ctx, S, A, b, x, xs);
             sap_solver_destroy(S);
         }
         free(b);
