@@ -134,13 +134,14 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
         double pl = -1;
         const int band_m = type->band != SAP__SM_BAND_NONE;
         const double pm = a->predicted * (band_m && S->learn_miss > 1 ? S->learn_miss : 1.0);
-        /* (not where the host analysis that prediction needs is expected to cost more than
-         * the attempt: radiative_10k, 1.8e7 entries, spent 2.3 s in CHOLMOD's analysis
-         * before a 0.2 s SaP-C attempt) */
+        /* (not where the skip cannot follow: the direct prediction, at least its analysis,
+         * must come below 1 / SV_LEARN_MARGIN of the attempt's -- radiative_10k, 1.8e7
+         * entries, spent 2.3 s in CHOLMOD's analysis before a 0.2 s SaP-C attempt.  The
+         * analysis is the direct method's work: not on the attempt's clock.) */
         if (!type->direct && !final && S->opt.fallback && S->opt.time_budget == 0 &&
             !(i == 0 && S->opt.method != SAP_METHOD_AUTO) && pm > SV_LEARN_MIN &&
-            sap__solver_direct_analysis_guess(S) <= pm)
-            pl = sap__solver_direct_after(S, NULL, i, &ml);
+            SV_LEARN_MARGIN * sap__solver_direct_analysis_guess(S) < pm)
+            pl = sap__solver_direct_after(S, a, i, &ml);
         if (pl > 0 && pm > SV_LEARN_MARGIN * pl) {
             if (pm > a->predicted)
                 snprintf(note, nl, "predicted %.2g s x miss %.2g learned > %.2gx %s %.2g s: skip", a->predicted,
@@ -163,14 +164,19 @@ static sap_status att_build(sap_solver *S, int i, sap_solver_method m, int final
             const double pd = a->predicted <= sap__solver_direct_floor_after(S, i) ||
                                       a->predicted <= sap__solver_direct_analysis_guess(S)
                                   ? -1
-                                  : sap__solver_direct_after(S, NULL, i, &mb);
+                                  : sap__solver_direct_after(S, a, i, &mb);
             if (pd > 0 && a->predicted > pd) {
                 snprintf(note, nl, "setup predicted %.2g s > %s's %.2g s: skip", a->predicted,
                          sap_solver_method_name(mb), pd);
                 st = SAP_ERROR(ctx, SAP_ERR_TOO_LARGE, "sap_solver %s: %s", sap_solver_method_name(m), note);
                 goto cleanup;
             }
-        } else if ((a->predicted > SV_BUDGET_MIN || S->opt.time_budget > 0) && !final) {
+        } else if (!final && (S->opt.time_budget > 0 ||
+                              (a->predicted > SV_BUDGET_MIN &&
+                               a->predicted > SV_BUDGET_FACTOR * sap__solver_direct_analysis_guess(S)))) {
+            /* (an automatic budget is SV_BUDGET_FACTOR times a direct prediction, at least its
+             * analysis: below that it cannot skip the attempt, and the monitor asks for it
+             * once the attempt has run as long as that analysis) */
             char why[96];
             const double b = sap__solver_budget(S, a, i, why, sizeof(why));
             if (b > 0 && a->predicted > b) {
