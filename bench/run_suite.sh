@@ -23,6 +23,10 @@
 #                    cuDSS is n/a unless the loader finds libcudss.so.1)
 #   SAP_MKL_LIB      libmkl_rt.so.* of the PyPI mkl package (else PARDISO is n/a)
 #   SAP_SUITE_BUILD  build folder (default build-suite)
+#   experiments on sap's rows (bench/anchors/suite_sap.c): SAP_SUITE_SAP_TRACE=1 (each setup's
+#   and probe's part times in suite_children.log), SAP_SUITE_SAP_BACKEND=cpu|cuda|auto,
+#   SAP_SUITE_SAP_THREADS=N (the context's host threads), SAP_SUITE_WARM=m1,m2 (the warm-up's
+#   methods; default all)
 # .cudss/ (git-ignored: /.cudss/ in .git/info/exclude) holds cuDSS pruned to sm_90 by
 #   bench/anchors/pack_cudss.py: ~17 MB instead of 167 MB, so that it travels to the GPU machine
 #   with .anchors/ and the matrices (the device tool carries 64 MiB a call), e.g.
@@ -46,7 +50,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift 2 ;;
     --no-build) BUILD_IT=0; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) if [ -z "$OUT" ]; then OUT=$1; shift; else echo "run_suite.sh: unknown argument $1" >&2; exit 2; fi ;;
   esac
 done
