@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift 2 ;;
     --no-build) BUILD_IT=0; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) if [ -z "$OUT" ]; then OUT=$1; shift; else echo "run_suite.sh: unknown argument $1" >&2; exit 2; fi ;;
   esac
 done
