@@ -247,10 +247,11 @@ struct sap_solver {
     /* a setup that knows the first right-hand side (sap_solver_setup_rhs, and the setup
      * inside the first solve): that b (hint_b, the caller's array, only during the setup) is
      * the probe's; the probe's iterate of it (probe_y, in R's order and scaling) then starts
-     * the first Krylov solve of that same b (probe_b, a copy) from a zero initial guess, so
-     * none of the probe's steps is lost */
+     * the first Krylov solve of that same b (probe_b_fp, its fingerprint) from a zero
+     * initial guess, so none of the probe's steps is lost */
     const double *hint_b;
-    double *probe_b, *probe_y;
+    uint64_t probe_b_fp;
+    double *probe_y;
     double probe_y_it;
     double probe_left; /* the share of the decades to tol a Krylov attempt still has to go (1;
                           less when it starts from probe_y) */
