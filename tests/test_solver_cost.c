@@ -636,6 +636,27 @@ static void test_plan_passes(sap_context *ctx)
                     sap_solver_destroy(S2);
                 }
             }
+            /* the first solve of another b than the setup's: not from the probe's iterate
+             * (its b's fingerprint differs: one entry changed) */
+            {
+                sap_solver *S3 = NULL;
+                CHECK_OK(ctx, sap_solver_create(ctx, A, &o, &S3));
+                if (S3) {
+                    CHECK(sap_solver_setup_rhs(S3, b) >= 0);
+                    const double keep = b[n / 3];
+                    b[n / 3] += 1.0;
+                    memset(x, 0, sizeof(double) * (size_t)n);
+                    CHECK_OK(ctx, sap_solver_solve(S3, b, x));
+                    sap_solver_stats s3;
+                    sap_solver_get_stats(S3, &s3);
+                    CHECK_MSG(s3.ntries >= 1 && strstr(s3.tried[0].note, "from the probe's") == NULL, "%s",
+                              s3.ntries > 0 ? s3.tried[0].note : "");
+                    CHECK(sap_test_rel_residual(A, x, b) <= 1.0001e-10);
+                    CHECK(S3->probe_y == NULL);
+                    b[n / 3] = keep;
+                    sap_solver_destroy(S3);
+                }
+            }
             /* a second b: from its own initial guess (the probe's iterate is gone) */
             for (sap_int i = 0; i < n; i++) b[i] *= -2.0;
             memset(x, 0, sizeof(double) * (size_t)n);
