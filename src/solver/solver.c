@@ -489,8 +489,13 @@ sap_status sap_solver_setup(sap_solver *S)
     s->K_cm = S->K_cm;
     /* CM put off until the probe (sap__solver_plan_reorder), unless a rule that reads K_cm
      * before it (host_small, the host's small banded LU) could fire at the bound of any order
-     * of R->A (the degree bound, then one breadth-first search) */
-    if (S->cm_late && sap__solver_small_rules_possible(S, S->K_lb) &&
+     * of R->A (the degree bound, then one breadth-first search).  On the host only up to
+     * SV_EAGER_CM_N rows: above, the probe (milliseconds) goes first, and where it does not
+     * solve the system CM runs after it and the plan, the small banded LU included, is made
+     * again (cage10 on a 2-core host: 20 ms of DB and CM before a probe that solved it in
+     * 5 ms) */
+    if (S->cm_late && (sap__solver_on_cuda(ctx) || n <= SV_EAGER_CM_N) &&
+        sap__solver_small_rules_possible(S, S->K_lb) &&
         sap__solver_small_rules_possible(S, sap__solver_bfs_band_bound(ctx, S->R->A))) {
         S->cm_late = 0;
         const double tl = sap__wtime();

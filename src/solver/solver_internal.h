@@ -123,6 +123,8 @@ double sap__solver_nrm2(const double *v, sap_int n);
 #define SV_SECONDS_UNKNOWN 1e-9 /* a method estimate's seconds where only the cost model predicts them */
 #define SV_HOST_SMALL_N 20000    /* host_small: N below this ... */
 #define SV_HOST_SMALL_BAND 2.0e6 /* ... and band entries N (2K + 1) below this */
+#define SV_EAGER_CM_N 5000 /* on the host, CM before the probe (where the small banded LU could
+                              fire at a lower bound of K) only up to this many rows */
 
 typedef struct sap__solver_method_type sap__solver_method_type;
 
