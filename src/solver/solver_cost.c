@@ -430,6 +430,7 @@ static void run_probe(sap_solver *S)
     memset(&rec, 0, sizeof(rec));
     double tp[6] = {sap__wtime(), 0, 0, 0, 0, 0}, steps = 0; /* the parts' ends and steps, for the log */
     sap__try_begin(x);
+    if (S->ctx != x) sap__try_begin(S->ctx); /* (y's failure, on S's context, is expected too) */
     b = sap__alloc(x, (size_t)(n > 0 ? n : 1), sizeof(double), false, __FILE__, __LINE__);
     /* (on S's context: it becomes probe_y without a copy) */
     y = sap__alloc(S->ctx, (size_t)(n > 0 ? n : 1), sizeof(double), true, __FILE__, __LINE__);
@@ -527,6 +528,10 @@ done:
     sap_matrix_destroy(M);
     sap__free(x, b);
     sap__free(S->ctx, y);
+    if (S->ctx != x) {
+        sap__try_end(S->ctx);
+        sap_context_clear_error(S->ctx);
+    }
     sap__try_end(x);
     sap_context_clear_error(x);
 }
