@@ -218,6 +218,14 @@ sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap
 /* Wall-clock seconds (monotonic). */
 double sap__wtime(void);
 
+/* splitmix64's finalizer: a bijective 64-bit mix (counter-based random numbers, hashes). */
+static inline uint64_t sap__mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* Deterministic random numbers: splitmix64 seeding a xoshiro256** stream. */
 typedef struct sap_rng {
     uint64_t s[4];

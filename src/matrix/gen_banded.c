@@ -20,20 +20,16 @@
 
 /* ---- counter-based random numbers ------------------------------------------------------ */
 
-static inline uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /* Key of one stream: (seed, tag) -> 64 bits. */
-static inline uint64_t stream_key(uint64_t seed, uint64_t tag) { return mix64(mix64(seed) ^ mix64(tag + 1)); }
+static inline uint64_t stream_key(uint64_t seed, uint64_t tag)
+{
+    return sap__mix64(sap__mix64(seed) ^ sap__mix64(tag + 1));
+}
 
 /* Hash of an entry (i, j) of a stream. */
 static inline uint64_t entry_hash(uint64_t key, uint64_t i, uint64_t j)
 {
-    return mix64(mix64(key ^ (i * 0x9E3779B97F4A7C15ull)) + j * 0xD1B54A32D192ED03ull);
+    return sap__mix64(sap__mix64(key ^ (i * 0x9E3779B97F4A7C15ull)) + j * 0xD1B54A32D192ED03ull);
 }
 
 /* Uniform in [0, 1) from the top 53 bits. */

@@ -7,13 +7,6 @@
  *  SAP_XSTAR_ONES      x_i = 1. */
 #include "base/base.h"
 
-static inline uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t seed, double *x)
 {
     SAP_CHECK_CTX(ctx);
@@ -22,10 +15,10 @@ sap_status sap_gen_xstar(sap_context *ctx, sap_int n, sap_xstar kind, uint64_t s
     const int nt = sap__threads(ctx);
     switch (kind) {
     case SAP_XSTAR_RANDOM: {
-        const uint64_t key = mix64(mix64(seed) ^ 0x78737461720001ull);
+        const uint64_t key = sap__mix64(sap__mix64(seed) ^ 0x78737461720001ull);
         SAP_OMP_FOR(nt)
         for (sap_int i = 0; i < n; i++) {
-            uint64_t h = mix64(key + (uint64_t)i * 0x9E3779B97F4A7C15ull);
+            uint64_t h = sap__mix64(key + (uint64_t)i * 0x9E3779B97F4A7C15ull);
             x[i] = 2.0 * ((double)(h >> 11) * 0x1.0p-53) - 1.0;
         }
         return SAP_OK;

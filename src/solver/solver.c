@@ -283,6 +283,21 @@ cleanup:
     return st;
 }
 
+/* DB and / or CM of the whole matrix: no drop-off, one partition, no statistics (the
+ * solver's plan does those) */
+static sap_status reorder_whole(const sap_csr *A, sap_db_mode db, int scale, int cm, sap_reorder_result **R)
+{
+    sap_reorder_options ro;
+    sap_reorder_options_init(&ro);
+    ro.db = db;
+    ro.scale = scale;
+    ro.cm = cm;
+    ro.drop_delta = 1.0;
+    ro.partitions = 1;
+    ro.stats = 0;
+    return sap_reorder(A, &ro, R);
+}
+
 /* CM after the probe (sap__solver_plan_reorder put it off): on R->A, its order composed
  * into R's maps, the probe's iterate carried over (its matrix, of the old order, released),
  * K_cm, d_cm and the drop-off of the new order.  The caller plans the chain again. */
@@ -295,15 +310,7 @@ sap_status sap__solver_cm_late(sap_solver *S)
     sap_int *p = NULL;
     const sap_int n = S->A->nrows;
     const double t0 = sap__wtime();
-    sap_reorder_options ro;
-    sap_reorder_options_init(&ro);
-    ro.db = SAP_DB_NONE;
-    ro.scale = 0;
-    ro.cm = 1;
-    ro.drop_delta = 1.0;
-    ro.partitions = 1;
-    ro.stats = 0;
-    SAP_TRY(sap_reorder(R->A, &ro, &R2));
+    SAP_TRY(reorder_whole(R->A, SAP_DB_NONE, 0, 1, &R2));
     const double t1 = sap__wtime();
     S->cm = 1;
     R->cm = R2->cm;
@@ -357,15 +364,7 @@ sap_status sap__solver_db_late(sap_solver *S)
     S->db_late = 0;
     if (S->R->A != S->A) /* DB comes first: nothing may have reordered the input before it */
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: DB after a reordering");
-    sap_reorder_options ro;
-    sap_reorder_options_init(&ro);
-    ro.db = SAP_DB_PRODUCT;
-    ro.scale = S->scale;
-    ro.cm = 0;
-    ro.drop_delta = 1.0;
-    ro.partitions = 1;
-    ro.stats = 0;
-    SAP_TRY(sap_reorder(S->A, &ro, &R2));
+    SAP_TRY(reorder_whole(S->A, SAP_DB_PRODUCT, S->scale, 0, &R2));
     if (S->probe_y) { /* the probe's iterate x, as R2's unknowns y = C^-1 Q^T x */
         SAP_ALLOC(ctx, y, n);
         SAP_TRY(sap_reorder_apply_solution(R2, S->probe_y, y));
@@ -419,7 +418,7 @@ sap_status sap_solver_setup(sap_solver *S)
      * that method */
     const int no_host = S->dev && !S->A->rowptr;
     /* the ends of T_stats' parts, for the INFO log line "sap_solver: setup ..." */
-    double tv[9] = {t_start, 0, 0, 0, 0, 0, 0, 0, 0};
+    double tv[8] = {t_start, 0, 0, 0, 0, 0, 0, 0};
 
     /* statistics (one pass): SPD guess, K, dominance, zero diagonal; the skip rules */
     sap_matrix_stats ms;
@@ -461,15 +460,7 @@ sap_status sap_solver_setup(sap_solver *S)
     if (S->db == SAP_DB_NONE && !S->cm) {
         SAP_TRY(identity_reorder(S));
     } else {
-        sap_reorder_options ro;
-        sap_reorder_options_init(&ro);
-        ro.db = (sap_db_mode)S->db;
-        ro.scale = S->scale;
-        ro.cm = S->cm;
-        ro.drop_delta = 1.0;
-        ro.partitions = 1;
-        ro.stats = 0;
-        SAP_TRY(sap_reorder(S->A, &ro, &S->R));
+        SAP_TRY(reorder_whole(S->A, (sap_db_mode)S->db, S->scale, S->cm, &S->R));
     }
     /* T_stats: everything of setup outside the reorderings, the drop-off and the attempts */
     double t_stats = t_reorder - t_start + (sap__wtime() - t_reorder - S->R->stage[SAP_STAGE_DB].time -

@@ -394,26 +394,13 @@ static double spmv_seconds(const sap_solver *S, const sap__cost_rates *r)
  * 8 MB of fresh pages on poisson3d_100.) */
 static uint64_t vec_fingerprint(const double *v, sap_int n)
 {
-    uint64_t h[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
-    sap_int i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int l = 0; l < 4; l++) {
-            uint64_t w;
-            memcpy(&w, &v[i + l], sizeof(w));
-            h[l] = (h[l] ^ w) * 0xFF51AFD7ED558CCDull;
-            h[l] ^= h[l] >> 29;
-        }
-    for (; i < n; i++) {
+    uint64_t h[4] = {1, 2, 3, 4}, r = (uint64_t)n;
+    for (sap_int i = 0; i < n; i++) {
         uint64_t w;
         memcpy(&w, &v[i], sizeof(w));
-        h[0] = (h[0] ^ w) * 0xFF51AFD7ED558CCDull;
-        h[0] ^= h[0] >> 29;
+        h[i & 3] = sap__mix64(h[i & 3] ^ w);
     }
-    uint64_t r = (uint64_t)n;
-    for (int l = 0; l < 4; l++) {
-        r = (r ^ h[l]) * 0xC4CEB9FE1A85EC53ull;
-        r ^= r >> 33;
-    }
+    for (int l = 0; l < 4; l++) r = sap__mix64(r ^ h[l]);
     return r;
 }
 
