@@ -12,9 +12,10 @@
  *
  * usage: mpiexec -n P btd_mpi [--backend auto|cpu|cuda] [--ks 64,256,1024] [--solves 16]
  *                             [--variant auto|getri|...] [--algos bcyclic,spike] [--scale S]
- *                             [--nb N] [--dist levels,interior] [--out DIR]
+ *                             [--nb N] [--dist levels,interior,interior-dist] [--out DIR]
  * --dist: the orders of the distributed BCYCLIC measured, each its own row ($SAP_BTD_DIST set
- * before each creation; algo column "bcyclic" for levels, "bcyclic-interior" for interior first;
+ * before each creation; algo column "bcyclic" for levels, "bcyclic-interior" for interior first,
+ * "bcyclic-interior-dist" for interior first with the reduced system distributed;
  * default: $SAP_BTD_DIST, else interior, the library's default).
  * Device: process r uses cuda device (local rank) mod (devices visible), the local rank
  * from OMPI_COMM_WORLD_LOCAL_RANK / MPI_LOCALRANKID / SLURM_LOCALID (else the rank).
@@ -218,14 +219,17 @@ int main(int argc, char **argv)
                         "of process 0 (MPI, and BCYCLIC's staging copies through host memory; with a device-to-device "
                         "transport, the device time of its exchanges); transport = sap_btd_stats.transport "
                         "($SAP_BTD_TRANSPORT = %s); bcyclic-interior = BCYCLIC interior first "
-                        "($SAP_BTD_DIST=interior), bcyclic = the levels order.\n\n",
+                        "($SAP_BTD_DIST=interior: the reduced system of the interface rows replicated on every "
+                        "process where the exchanges go device to device), bcyclic-interior-dist = interior first "
+                        "with that reduced system distributed ($SAP_BTD_DIST=interior-dist), bcyclic = the levels "
+                        "order.\n\n",
                     solves, p, sap_backend_name(sap_context_backend(ctx)), devs,
                     scale > 1 ? " (divided by --scale)" : "", getenv("SAP_BTD_TRANSPORT") ? getenv("SAP_BTD_TRANSPORT")
                                                                                              : "unset: auto");
             fprintf(md, "| k | nb/process | P | algo | variant | transport | factor | %d solves | total | comm | "
                         "residual | efficiency |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", solves);
         }
-        printf("%-5s %-6s %-3s %-16s %-14s %-20s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant",
+        printf("%-5s %-6s %-3s %-21s %-14s %-20s %9s %9s %9s %9s %9s %6s\n", "k", "nb/p", "P", "algo", "variant",
                "transport", "factor", "solves", "total", "comm", "residual", "eff");
     }
     for (size_t ci = 0; ci < sizeof ks_all / sizeof *ks_all; ci++) {
@@ -236,15 +240,16 @@ int main(int argc, char **argv)
         int nbp = nb_fixed > 0 ? nb_fixed : (int)(rows_all[ci] / scale + 0.5);
         if (nbp < 2) nbp = 2;
         for (int ai = SAP_BTD_BCYCLIC; ai <= SAP_BTD_REDUCED_SPIKE; ai++)
-          for (int di = 0; di < 2; di++) {
-            static const char *dname[] = {"levels", "interior"};
+          for (int di = 0; di < 3; di++) {
+            static const char *dname[] = {"levels", "interior", "interior-dist"};
+            static const char *aname[] = {"bcyclic", "bcyclic-interior", "bcyclic-interior-dist"};
             const char *an = sap_btd_algo_name((sap_btd_algo)ai);
             if (!bench_in_list(algos, an)) continue;
             if (ai == SAP_BTD_BCYCLIC) {
                 if (!bench_in_list(dists, dname[di])) continue;
                 setenv("SAP_BTD_DIST", dname[di], 1);
-                if (di == 1) an = "bcyclic-interior";
-            } else if (di == 1) {
+                an = aname[di];
+            } else if (di > 0) {
                 continue;
             }
             result r[2];
@@ -272,13 +277,13 @@ int main(int argc, char **argv)
                 int np = pass == 0 ? 1 : p;
                 result *q = &r[pass];
                 if (!q->ok) {
-                    printf("%-5d %-6d %-3d %-16s failed\n", k, nbp, np, an);
+                    printf("%-5d %-6d %-3d %-21s failed\n", k, nbp, np, an);
                     if (md) fprintf(md, "| %d | %d | %d | %s | - | | | | failed | | | |\n", k, nbp, np, an);
                     continue;
                 }
                 double tot = q->factor + q->solve, t1 = r[0].factor + r[0].solve;
                 double eff = r[0].ok && tot > 0 ? t1 / tot : NAN;
-                printf("%-5d %-6d %-3d %-16s %-14s %-20s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an,
+                printf("%-5d %-6d %-3d %-21s %-14s %-20s %9.4f %9.4f %9.4f %9.4f %9.1e %5.0f%%\n", k, nbp, np, an,
                        q->variant, q->transport, q->factor, q->solve, tot, q->comm, q->resid, 100 * eff);
                 if (csv) fprintf(csv, "%s,%d,%d,%d,%s,%s,%s,%.6f,%d,%.6f,%.6f,%.6f,%.3e,%.4f\n",
                                  sap_backend_name(sap_context_backend(ctx)), k, nbp, np, an, q->variant, q->transport,

@@ -35,7 +35,8 @@
 #                (default 256,512,1024, BCYCLIC) for the other two; SAP_BTD_TESTS=0 skips the tests
 #                (when step gpu ran them); SAP_BTD_MPI_DIST (default levels;
 #                levels,interior measures both orders of the distributed BCYCLIC, $SAP_BTD_DIST, in
-#                each of the three runs: rows "bcyclic" and "bcyclic-interior")
+#                each of the three runs: rows "bcyclic" and "bcyclic-interior"; interior-dist adds
+#                "bcyclic-interior-dist", interior first with its reduced system distributed)
 #   .petsc/      (optional, git-ignored) a uniprocessor PETSc + SLEPc packed by bench/petsc_pack.sh (the
 #                GPU machines have none): unpacked into .petsc/prefix, given to CMake as SAP_PETSC_DIR
 #   step "slepc" (issue 17) examples/slepc/radiative_sinvert on the GPU against SLEPc with PETSc's LU in

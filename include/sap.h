@@ -1560,8 +1560,12 @@ SAP_API void sap_mpi_finalize(void);
  * boundary rows are sent to the neighbouring process that needs them, point to point; the
  * last row is solved by process 0: $SAP_BTD_DIST=levels at creation; by default, or with
  * "interior", interior first: each process eliminates its rows but its interface rows
- * locally, the interface rows of all processes are reduced as above, then each process
- * back-substitutes locally; another value: SAP_ERR_INVALID); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
+ * locally, the interface rows of all processes are reduced, then each process
+ * back-substitutes locally; that reduced system is replicated (every process gathers all
+ * interface rows and solves them itself: one all-gather per solve) up to 9 processes where
+ * the exchanges go device to device or the backend works in host memory, else reduced over
+ * the processes as above; "interior-repl" / "interior-dist" force either; another value:
+ * SAP_ERR_INVALID); the inexact reduced Spike returns SAP_ERR_UNSUPPORTED
  * over more than one process.  Solves (sap_btd_solve_many, collective) take and give this process' rows;
  * stats.time_comm is the time spent communicating (MPI; for BCYCLIC also the copies staging
  * the exchanged blocks through host memory, page-locked on a GPU).  Host staging: device

@@ -395,7 +395,8 @@ static double dist_error(sap_context *ctx, sap_btd *T, const sys *S, int first, 
     return e;
 }
 
-/* The distributed BCYCLIC in both orders ($SAP_BTD_DIST levels / interior) on uneven
+/* The distributed BCYCLIC in both orders ($SAP_BTD_DIST levels / interior, its reduced system
+ * distributed or replicated) on uneven
  * partitions (1 block row on a process included) against the dense solve: every variant,
  * several right-hand sides, refactor; a singular block inside a process and on an
  * interface row named by every process, the object usable after; a bad $SAP_BTD_DIST. */
@@ -404,7 +405,10 @@ static void test_dist_orders(sap_context *ctx, int p, int rank)
     static const int counts[][5] = {{1, 1, 1, 1, 1}, {3, 1, 2, 5, 1}, {2, 7, 1, 4, 3}, {9, 2, 6, 1, 5},
                                     {17, 3, 1, 8, 2}, {4, 4, 4, 4, 4}, {12, 5, 33, 2, 6}};
     static const int ks[] = {1, 3, 5, 8, 2, 16, 4};
-    static const char *modes[] = {"levels", "interior"};
+    /* interior: the reduced system as the library chooses (replicated on the cpu backend and
+     * with a device-to-device transport); -dist / -repl force it distributed / replicated */
+    static const char *modes[] = {"levels", "interior", "interior-dist", "interior-repl"};
+    const int nmodes = (int)(sizeof modes / sizeof *modes);
     /* on a GPU each object opens its NCCL communicator (~0.7 s): three cases there */
     const int gpu = sap_context_backend(ctx) != SAP_BACKEND_CPU;
     for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
@@ -416,7 +420,7 @@ static void test_dist_orders(sap_context *ctx, int p, int rank)
         }
         sys S = make_sys(k, nb, dom, 100 + ci), R = make_sys(k, nb, dom, 200 + ci);
         size_t kk = (size_t)k * k;
-        for (int mi = 0; mi < 2; mi++) {
+        for (int mi = 0; mi < nmodes; mi++) {
             sap_btd_variant v = (sap_btd_variant)(1 + (ci + (size_t)mi) % 4);
             sap_btd *T = NULL;
             sap_status cs = create_mode(ctx, &S, first, cnt, modes[mi], v, &T);
@@ -441,7 +445,7 @@ static void test_dist_orders(sap_context *ctx, int p, int rank)
             memset(Z.lo + (size_t)bad[bi] * kk, 0, kk * 8);
             memset(Z.up + (size_t)bad[bi] * kk, 0, kk * 8);
             sys G = make_sys(k, nb, 1, 400 + ci);
-            for (int mi = 0; mi < 2; mi++) {
+            for (int mi = 0; mi < nmodes; mi++) {
                 sap_btd *T = NULL;
                 sap_status cs = create_mode(ctx, &Z, first, cnt, modes[mi], SAP_BTD_GETRS_BATCHED, &T);
                 CHECK_OK(ctx, cs);

@@ -336,6 +336,7 @@ sap_status sap_btd_refactor(sap_btd *T, const double *lower, const double *diag,
     if (st == SAP_OK && T->comm && T->hA1 && T->hCl) { /* the couplings to the neighbouring processes */
         if (T->comm->rank > 0) memcpy(T->hA1, lower, (size_t)T->kk * 8);
         if (T->comm->rank + 1 < T->comm->size) memcpy(T->hCl, upper + (T->nb - 1) * T->kk, (size_t)T->kk * 8);
+        T->cd_fresh = 0;
     }
     return st != SAP_OK ? st : sap_btd_factor(T);
 }

@@ -305,14 +305,18 @@ sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_
     /* $SAP_BTD_DIST: the distributed BCYCLIC's order, interior first (default: on 2 x H100 it
      * kept 88-90% of one GPU's time at k = 256..1024 against 82-85% for the levels order,
      * 78% against 55% staged through the host; bench/results/btd_h100x2_interior_2026-11-27.md)
-     * or levels */
+     * or levels; interior-dist / interior-repl: interior first with the reduced system
+     * distributed / replicated on every process (default: replicated up to 9 processes with a
+     * device-to-device transport or host memory, btd_interior.c) */
     const char *dv = getenv("SAP_BTD_DIST");
     const int bcyc = opt && opt->algo == SAP_BTD_BCYCLIC;
-    int interior = 1;
+    int interior = 1, repl = -1; /* -1: the reduced system replicated where it pays (btd_interior.c) */
     sap_status lst = SAP_OK;
     if (dv && *dv && strcmp(dv, "interior") != 0) {
         if (strcmp(dv, "levels") == 0) interior = 0;
-        else lst = SAP_ERROR(ctx, SAP_ERR_INVALID, "SAP_BTD_DIST=%s: interior or levels", dv);
+        else if (strcmp(dv, "interior-dist") == 0) repl = 0;
+        else if (strcmp(dv, "interior-repl") == 0) repl = 1;
+        else lst = SAP_ERROR(ctx, SAP_ERR_INVALID, "SAP_BTD_DIST=%s: interior, interior-dist, interior-repl or levels", dv);
     }
     if (lst == SAP_OK)
         lst = nb_local < (bcyc ? 1 : 2) && c->size > 1
@@ -327,6 +331,7 @@ sap_status sap_btd_create_dist(sap_context *ctx, void *mpi_comm, sap_int k, sap_
     }
     B->comm = c;
     B->dist_interior = interior && bcyc;
+    B->bi_repl = repl;
     c = NULL;
     /* BCYCLIC's exchanges: device to device where every process has the transport */
     if (opt && opt->algo == SAP_BTD_BCYCLIC) SAP_TRY(sap__btd_comm_peer(B->comm, ctx, B->ops));

@@ -56,8 +56,15 @@ struct sap_btd {
     int lane0;         /* block i of a per-block step runs on lane lane0 + i */
     double *hA1, *hCl; /* host: A of the first local row, C of the last (the coupling) */
     int dist_interior; /* distributed BCYCLIC "interior first" ($SAP_BTD_DIST=interior, btd_interior.c) */
-    struct sap_btd *ired; /* its reduced system: this process' interface rows, distributed BCYCLIC over
-                           * the same communicator (comm, hA1, hCl shared with this object) */
+    struct sap_btd *ired; /* its reduced system: the interface rows of every process on each of them
+                           * (bi_repl) or this process' own, distributed BCYCLIC over the same
+                           * communicator (comm, hA1, hCl shared with this object) */
+    int bi_repl;       /* interior first: the reduced system replicated (btd_interior.c) */
+    double *G;         /* its gathered interface rows / right-hand sides (backend memory) */
+    double *Gh;        /* host staging of the gather (the cpu backend: host memory anyway) */
+    int64_t gcap, ghcap; /* doubles in G, Gh */
+    double *Cd;        /* the couplings hA1 | hCl in backend memory (replicated reduced system) */
+    int cd_fresh;      /* Cd holds hA1 / hCl (cleared by a refactorization) */
 };
 
 /* Number of matrices i = start, start + step, ... below limit. */

@@ -21,7 +21,12 @@
  * distributed BCYCLIC of a second object (T->ired) over the same communicator: on 2
  * processes 2 rows, 1 exchange per factorization and 2 per solve (the levels order: 6 and
  * 12-16 at 25 rows a process), for one elimination step more than one process (as the
- * levels order).  The history keeps, per level, the kept rows' A|C and L's before the update
+ * levels order).  Or (T->bi_repl, the default up to SAP_BI_REPL_MAX processes where the
+ * exchanges go device to device or through host memory anyway, the cpu backend) the reduced
+ * system is replicated: every process gathers all interface rows (one all-gather per
+ * factorization, of 3 k^2 doubles a row, and one per solve, of k doubles a row and
+ * right-hand side) and factors and solves the 2 P - 2 rows itself with the one-process
+ * BCYCLIC, so that a solve waits on one exchange instead of 2 log2(2 P - 2).  The history keeps, per level, the kept rows' A|C and L's before the update
  * (the forward solve's products).  A singular eliminated block is found by every process (one
  * all-reduce before the reduced system), a singular interface block by the distributed
  * BCYCLIC; both name the global block row. */
@@ -154,8 +159,106 @@ cleanup:
     return st;
 }
 
-/* the reduced system's object: the interface rows here, the same communicator and couplings */
-static sap_status make_reduced(sap_btd *T, const iplan *P)
+/* processes up to which the reduced system is replicated by default */
+#define SAP_BI_REPL_MAX 9
+
+/* the reduced system replicated: decided at the first factorization where $SAP_BTD_DIST left
+ * it open (T->bi_repl < 0): a device-to-device transport, or a backend in host memory */
+static int repl_on(sap_btd *T)
+{
+    if (T->bi_repl < 0) {
+        const sap__btd_comm *c = T->comm;
+        T->bi_repl = c->size <= SAP_BI_REPL_MAX && (c->peer != NULL || T->ops->host_alloc == NULL);
+    }
+    return T->bi_repl;
+}
+
+/* the device time of the exchanges queued so far into the communicator's seconds (waits) */
+static void repl_peer_time(sap_btd *T)
+{
+    sap__btd_comm *c = T->comm;
+    double sec = 0;
+    if (c->peer && c->peer_ops->seconds(T->ctx, c->peer, &sec) == SAP_OK) c->seconds += sec;
+}
+
+/* T->G for n doubles (backend memory; the contents are not kept) */
+static sap_status reserve_g(sap_btd *T, int64_t n)
+{
+    if (n <= T->gcap) return SAP_OK;
+    T->ops->mem_free(T->ctx, T->G);
+    T->G = NULL;
+    T->gcap = 0;
+    sap_status st = T->ops->mem_alloc(T->ctx, (size_t)n * 8, (void **)&T->G);
+    if (st == SAP_OK) T->gcap = n;
+    return st;
+}
+
+/* All-gather of the rows' blocks: process q's rows ro[q] .. ro[q + 1] - 1, per doubles each, at
+ * g + ro[q] per (backend memory; this process' own in place) onto every process.  Device to
+ * device with the peer transport (one group of sends and receives, queued on the stream),
+ * else staged through host memory (MPI all-gather of the largest part). */
+static sap_status gather_rows(sap_btd *T, double *g, const sap_int *ro, int64_t per)
+{
+    sap_context *ctx = T->ctx;
+    sap__btd_comm *c = T->comm;
+    const int np = c->size, me = c->rank;
+    sap_status st = SAP_OK;
+    int *rank = NULL;
+    const double **sb = NULL;
+    double **rb = NULL;
+    int64_t *cnt = NULL;
+    if (np == 1) return SAP_OK;
+    if (c->peer) {
+        SAP_ALLOC(ctx, rank, (size_t)np);
+        SAP_ALLOC(ctx, sb, (size_t)np);
+        SAP_ALLOC(ctx, rb, (size_t)np);
+        SAP_ALLOC(ctx, cnt, (size_t)np * 2);
+        if (!rank || !sb || !rb || !cnt) goto cleanup;
+        int n = 0;
+        for (int q = 0; q < np; q++) {
+            if (q == me) continue;
+            rank[n] = q;
+            sb[n] = g + ro[me] * per;
+            cnt[n] = (ro[me + 1] - ro[me]) * per;
+            rb[n] = g + ro[q] * per;
+            cnt[np + n] = (ro[q + 1] - ro[q]) * per;
+            n++;
+        }
+        SAP_TRY(c->peer_ops->exchange(ctx, c->peer, n, rank, sb, cnt, n, rank, rb, cnt + np));
+        SAP_TRY(c->peer_ops->wait(ctx, c->peer));
+        goto cleanup;
+    }
+    int64_t mx = 0;
+    for (int q = 0; q < np; q++) mx = (ro[q + 1] - ro[q]) * per > mx ? (ro[q + 1] - ro[q]) * per : mx;
+    if ((np + 1) * mx > T->ghcap) {
+        sap__free(ctx, T->Gh);
+        T->ghcap = 0;
+        SAP_ALLOC(ctx, T->Gh, (size_t)(np + 1) * (size_t)mx);
+        if (!T->Gh) goto cleanup;
+        T->ghcap = (np + 1) * mx;
+    }
+    SAP_TRY(T->ops->synchronize(ctx));
+    const double t0 = sap__wtime();
+    SAP_TRY(T->ops->mem_download(ctx, T->Gh, g + ro[me] * per, (size_t)((ro[me + 1] - ro[me]) * per) * 8));
+    const double m0 = c->seconds;
+    SAP_TRY(c->allgather(c, ctx, T->Gh, mx, T->Gh + mx));
+    const double mpi = c->seconds - m0; /* counted by the communicator */
+    for (int q = 0; q < np; q++)
+        if (q != me)
+            SAP_TRY(T->ops->mem_upload(ctx, g + ro[q] * per, T->Gh + mx + q * mx, (size_t)((ro[q + 1] - ro[q]) * per) * 8));
+    c->seconds += sap__wtime() - t0 - mpi;
+cleanup:
+    sap__free(ctx, rank);
+    sap__free(ctx, sb);
+    sap__free(ctx, rb);
+    sap__free(ctx, cnt);
+    return st;
+}
+
+/* the reduced system's object: the interface rows here (distributed BCYCLIC over the same
+ * communicator and couplings) or, replicated, those of every process (a one-process object;
+ * roff: the processes' first interface rows all the same) */
+static sap_status make_reduced(sap_btd *T, const iplan *P, int repl)
 {
     sap_context *ctx = T->ctx;
     sap__btd_comm *c = T->comm;
@@ -164,18 +267,99 @@ static sap_status make_reduced(sap_btd *T, const iplan *P)
     o.algo = SAP_BTD_BCYCLIC;
     o.variant = T->variant;
     sap_btd *R = NULL;
-    SAP_TRY(sap__btd_alloc(ctx, T->k, P->nred, &o, &R));
+    sap_int *ro = NULL;
+    SAP_ALLOC(ctx, ro, (size_t)c->size + 1);
+    if (!ro) goto cleanup;
+    ro[0] = 0;
+    for (int q = 0; q < c->size; q++) ro[q + 1] = ro[q] + nred_of(q, c->size, T->roff[q + 1] - T->roff[q]);
+    SAP_TRY(sap__btd_alloc(ctx, T->k, repl ? ro[c->size] : P->nred, &o, &R));
     T->ired = R;
     R->algo = SAP_BTD_BCYCLIC;
-    R->comm = c;
-    R->hA1 = T->hA1;
-    R->hCl = T->hCl;
-    SAP_ALLOC(ctx, R->roff, (size_t)c->size + 1);
-    if (!R->roff) goto cleanup;
-    R->roff[0] = 0;
-    for (int q = 0; q < c->size; q++) R->roff[q + 1] = R->roff[q] + nred_of(q, c->size, T->roff[q + 1] - T->roff[q]);
-    R->row0 = R->roff[c->rank];
+    R->roff = ro;
+    ro = NULL;
+    if (!repl) {
+        R->comm = c;
+        R->hA1 = T->hA1;
+        R->hCl = T->hCl;
+        R->row0 = R->roff[c->rank];
+    }
     R->nbg = R->roff[c->size]; /* nred_of(rank) == P->nred */
+cleanup:
+    sap__free(ctx, ro);
+    return st;
+}
+
+/* The interface rows of every process onto each (their couplings to the neighbouring
+ * processes put in), then the one-process BCYCLIC of them.  *sing: the reduced row of an
+ * exactly singular block (-1: none; the status is then SAP_OK). */
+static sap_status repl_factor(sap_btd *T, const iplan *P, sap_int *sing)
+{
+    sap_context *ctx = T->ctx;
+    sap__btd_comm *c = T->comm;
+    sap_status st = SAP_OK;
+    const int k = (int)T->k, me = c->rank;
+    const int64_t kk = T->kk, rk = 3 * kk; /* a row in G: B, then A | C */
+    *sing = -1;
+    if (!T->ired) SAP_TRY(make_reduced(T, P, 1));
+    sap_btd *R = T->ired;
+    const sap_int *ro = R->roff;
+    const int nr = (int)R->nb;
+    SAP_TRY(reserve_g(T, nr * rk));
+    if (!T->Cd) SAP_TRY(T->ops->mem_alloc(ctx, (size_t)kk * 2 * 8, (void **)&T->Cd));
+    if (!T->cd_fresh) {
+        SAP_TRY(T->ops->mem_upload(ctx, T->Cd, T->hA1, (size_t)kk * 8));
+        SAP_TRY(T->ops->mem_upload(ctx, T->Cd + kk, T->hCl, (size_t)kk * 8));
+        T->cd_fresh = 1;
+    }
+    double *mine = T->G + ro[me] * rk;
+    const int64_t step = P->nred > 1 ? (int64_t)(P->ifr[1] - P->ifr[0]) * kk : 0;
+    SAP_TRY(T->dk->lacpy(ctx, k, k, P->nred, T->D + P->ifr[0] * kk, k, step, mine, k, rk));
+    SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, P->nred, T->AC + 2 * P->ifr[0] * kk, k, 2 * step, mine + kk, k, rk));
+    if (me > 0) SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->Cd, k, 0, mine + kk, k, 0));
+    if (me + 1 < c->size) SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->Cd + kk, k, 0, mine + (P->nred - 1) * rk + 2 * kk, k, 0));
+    SAP_TRY(gather_rows(T, T->G, ro, rk));
+    SAP_TRY(T->dk->lacpy(ctx, k, k, nr, T->G, k, rk, R->D, k, kk));
+    SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, nr, T->G + kk, k, rk, R->AC, k, 2 * kk));
+    R->variant = T->variant;
+    R->opt.variant = T->variant;
+    if (sap__bc_uses_getri(R) && !R->Binv) {
+        SAP_TRY(R->ops->mem_alloc(ctx, (size_t)nr * kk * 8, (void **)&R->Binv));
+        SAP_TRY(R->ops->mem_alloc(ctx, (size_t)nr * 2 * kk * 8, (void **)&R->W));
+    }
+    if (!R->H) {
+        int64_t hb = sap__bc_history(R, nr);
+        SAP_TRY(R->ops->mem_alloc(ctx, (size_t)(hb > 0 ? hb : 1) * 8, (void **)&R->H));
+    }
+    R->st.singular_block = -1;
+    st = sap__bc_factor(R, 0, nr, R->H);
+    if (st == SAP_ERR_SINGULAR && R->st.singular_block >= 0) *sing = R->st.singular_block, st = SAP_OK;
+cleanup:
+    return st;
+}
+
+/* The interface rows' right-hand sides of every process onto each, the replicated reduced
+ * system solved, this process' rows back into z. */
+static sap_status repl_solve(sap_btd *T, const iplan *P, double *z, int ldz, int nrhs)
+{
+    sap_context *ctx = T->ctx;
+    sap_btd *R = T->ired;
+    sap_status st = SAP_OK;
+    const int k = (int)T->k, me = T->comm->rank, nr = (int)R->nb, ldr = k * nr;
+    const int64_t rz = (int64_t)k * nrhs; /* a row's right-hand sides in g, ld k */
+    const sap_int *ro = R->roff;
+    SAP_TRY(sap__btd_reserve(R, (int64_t)ldr * nrhs));
+    double *g = R->Z; /* one right-hand side: R->Z has the layout of g */
+    if (nrhs > 1) {
+        SAP_TRY(reserve_g(T, nr * rz));
+        g = T->G;
+    }
+    const int64_t step = P->nred > 1 ? (int64_t)(P->ifr[1] - P->ifr[0]) * k : 0;
+    SAP_TRY(T->dk->lacpy(ctx, k, nrhs, P->nred, z + P->ifr[0] * k, ldz, step, g + ro[me] * rz, k, rz));
+    SAP_TRY(gather_rows(T, g, ro, rz));
+    if (nrhs > 1) SAP_TRY(T->dk->lacpy(ctx, k, nrhs, nr, g, k, rz, R->Z, ldr, k));
+    SAP_TRY(sap__bc_solve(R, 0, nr, R->H, R->Z, ldr, nrhs));
+    SAP_TRY(T->dk->lacpy(ctx, k, nrhs, P->nred, R->Z + ro[me] * k, ldr, k, z + P->ifr[0] * k, ldz, step));
+    repl_peer_time(T);
 cleanup:
     return st;
 }
@@ -183,6 +367,12 @@ cleanup:
 void sap__bi_free(sap_btd *T)
 {
     sap_btd *R = T->ired;
+    T->ops->mem_free(T->ctx, T->G);
+    T->ops->mem_free(T->ctx, T->Cd);
+    sap__free(T->ctx, T->Gh);
+    T->G = T->Cd = T->Gh = NULL;
+    T->gcap = T->ghcap = 0;
+    T->cd_fresh = 0;
     if (!R) return;
     R->comm = NULL; /* T's */
     R->hA1 = R->hCl = NULL;
@@ -209,21 +399,33 @@ sap_status sap__bi_factor(sap_btd *T)
     int64_t key = INT64_MAX;
     if (lst == SAP_OK) lst = local_singular(T, &P, L, &key);
     SAP_TRY(sap__bc_agree(T, lst, key, "interior elimination"));
-    /* the interface rows, distributed BCYCLIC */
-    if (!T->ired) SAP_TRY(make_reduced(T, &P));
-    sap_btd *R = T->ired;
-    R->variant = T->variant;
-    R->opt.variant = T->variant;
-    if (sap__bc_uses_getri(R) && !R->Binv) {
-        SAP_TRY(R->ops->mem_alloc(ctx, (size_t)R->nb * kk * 8, (void **)&R->Binv));
-        SAP_TRY(R->ops->mem_alloc(ctx, (size_t)R->nb * 2 * kk * 8, (void **)&R->W));
+    sap_btd *R;
+    if (repl_on(T)) { /* the interface rows of every process, replicated */
+        sap_int sing = -1;
+        lst = repl_factor(T, &P, &sing);
+        repl_peer_time(T);
+        int64_t v = lst != SAP_OK ? -1 : sing >= 0 ? sing : INT64_MAX;
+        SAP_TRY(c->allreduce_min(c, ctx, &v)); /* a failure on one process reaches all */
+        if (v < 0) SAP_FAIL(ctx, lst != SAP_OK ? lst : SAP_ERR_DEVICE, "sap_btd: the reduced system of the "
+                            "interface rows failed on a process");
+        R = T->ired;
+        if (v != INT64_MAX) R->st.singular_block = (sap_int)v, st = SAP_ERR_SINGULAR;
+    } else { /* the interface rows, distributed BCYCLIC */
+        if (!T->ired) SAP_TRY(make_reduced(T, &P, 0));
+        R = T->ired;
+        R->variant = T->variant;
+        R->opt.variant = T->variant;
+        if (sap__bc_uses_getri(R) && !R->Binv) {
+            SAP_TRY(R->ops->mem_alloc(ctx, (size_t)R->nb * kk * 8, (void **)&R->Binv));
+            SAP_TRY(R->ops->mem_alloc(ctx, (size_t)R->nb * 2 * kk * 8, (void **)&R->W));
+        }
+        for (int i = 0; i < P.nred; i++) {
+            SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->D + P.ifr[i] * kk, k, 0, R->D + i * kk, k, 0));
+            SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, 1, T->AC + 2 * P.ifr[i] * kk, k, 0, R->AC + 2 * i * kk, k, 0));
+        }
+        R->st.singular_block = -1;
+        st = sap__bc_factor_dist(R);
     }
-    for (int i = 0; i < P.nred; i++) {
-        SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->D + P.ifr[i] * kk, k, 0, R->D + i * kk, k, 0));
-        SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, 1, T->AC + 2 * P.ifr[i] * kk, k, 0, R->AC + 2 * i * kk, k, 0));
-    }
-    R->st.singular_block = -1;
-    st = sap__bc_factor_dist(R);
     if (st == SAP_ERR_SINGULAR && R->st.singular_block >= 0) { /* the interface row, by its global number */
         sap_int q = R->st.singular_block;
         int r = 0;
@@ -270,13 +472,17 @@ sap_status sap__bi_solve(sap_btd *T, double *z, int nrhs)
         Hl += (int64_t)(nK - j0 + P.pin) * 2 * kk;
     }
     /* the interface rows over the processes */
-    const int ldr = (int)(R->k * R->nb);
-    SAP_TRY(sap__btd_reserve(R, (int64_t)ldr * nrhs));
-    for (int i = 0; i < P.nred; i++)
-        SAP_TRY(T->dk->lacpy(ctx, k, nrhs, 1, z + P.ifr[i] * k, ldz, 0, R->Z + i * k, ldr, 0));
-    SAP_TRY(sap__bc_solve_dist(R, R->Z, nrhs));
-    for (int i = 0; i < P.nred; i++)
-        SAP_TRY(T->dk->lacpy(ctx, k, nrhs, 1, R->Z + i * k, ldr, 0, z + P.ifr[i] * k, ldz, 0));
+    if (T->bi_repl) {
+        SAP_TRY(repl_solve(T, &P, z, ldz, nrhs));
+    } else {
+        const int ldr = (int)(R->k * R->nb);
+        SAP_TRY(sap__btd_reserve(R, (int64_t)ldr * nrhs));
+        for (int i = 0; i < P.nred; i++)
+            SAP_TRY(T->dk->lacpy(ctx, k, nrhs, 1, z + P.ifr[i] * k, ldz, 0, R->Z + i * k, ldr, 0));
+        SAP_TRY(sap__bc_solve_dist(R, R->Z, nrhs));
+        for (int i = 0; i < P.nred; i++)
+            SAP_TRY(T->dk->lacpy(ctx, k, nrhs, 1, R->Z + i * k, ldr, 0, z + P.ifr[i] * k, ldz, 0));
+    }
     /* back: x_e = z^_e - A^_e x_{e-h} - C^_e x_{e+h}; the last e's neighbour above is the pinned
      * row when e + h >= lim (none on the last process) */
     for (int li = P.nl - 1; li >= 0; li--) {
