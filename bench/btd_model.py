@@ -7,26 +7,28 @@ Model, per block width k (times in seconds, factor + S single-column solves):
   one process, nb block rows:   t1(nb)  = c nb + d log2(nb)          (c: a row's elimination and its
                                 share of the solves; d: a level's fixed cost: launches, syncs)
                                 fitted per k on the 1-process rows of the weak and strong runs
-  P processes, m rows each:     tP      = t1(m) + (c + d)             (one elimination step more:
-                                the pinned interface row)
-                                        + reduced(P) + comm(P)
-  the reduced system of the 2P - 2 interface rows:
+  P processes, m rows each:     tP      = t1(m) + reduced(P) + comm(P)
+  the reduced system of the 2P - 2 interface rows (with the elimination step more that the
+  pinned interface row costs):
     replicated (P <= 9, the default with a device-to-device transport): every process factors
-      and solves all of it:     reduced = t1(2P - 2)
+      and solves all of it:     reduced = o t1(2P - 2) / t1(2)
       comm = all-gather of the interface rows, once in the factorization (3 k^2 doubles a row)
       and once per solve (k doubles a row); the first and last process receive 2P - 3 rows:
                                 comm    = (1 + S) alpha + beta 8 (2P - 3) (3 k^2 + S k)
     distributed (P > 9): L = ceil(log2(2P - 2)) levels of the cyclic reduction over processes,
-      each one exchange of a k x 2k block in the factorization and two of k doubles per solve:
-                                reduced = L (c + d)
+      each one exchange of a k x 2k block in the factorization and two of k doubles per solve,
+      each level costing what the 2-row reduced system does:
+                                reduced = o L
                                 comm    = L (1 + 2 S) alpha + beta 8 L (2 k^2 + 2 S k)
   alpha (latency of one exchange) and beta (seconds per byte received) are fitted by least
   squares to the measured communication time of process 0 in the 2-process rows (comm column:
-  the device time of the NCCL exchanges).
+  the device time of the NCCL exchanges); o, per k, is what the 2-process rows cost beyond
+  t1(m) and comm(2) (the mean over the weak and strong rows), so that the model reproduces
+  P = 2 up to the fit of the exchanges.
 The model assumes the 2-GPU link (NVLink through NVSwitch) between every pair of GPUs: past one
 host (8 GPUs) it is optimistic by the ratio of the inter-node to the NVLink rate.
 
-usage: python3 bench/btd_model.py --weak W.csv --strong S.csv [--out DIR] [--name btd_model]
+usage: python3 bench/btd_model.py --weak W.csv --strong S.csv [--out DIR] [--name btd_model] [--note TEXT]
 W.csv / S.csv: btd_mpi_P2.csv and btd_mpi_strong_P2.csv of one run (rows bcyclic-interior).
 Writes DIR/NAME.md and DIR/NAME.csv (the predictions)."""
 import argparse
@@ -63,6 +65,7 @@ def main():
     ap.add_argument("--strong", required=True)
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--name", default="btd_model")
+    ap.add_argument("--note", default="", help="a line on where the measurements come from")
     a = ap.parse_args()
     weak, strong = rows(a.weak), rows(a.strong)
     if not weak or not strong:
@@ -102,19 +105,30 @@ def main():
         sys.exit("btd_model.py: too few 2-process rows to fit the exchanges")
     alpha, beta = max(ab[0], 0.0), max(ab[1], 0.0)
 
+    def comm_of(k, P):
+        r = 2 * P - 2
+        if P <= 9:  # the most any process receives: 2P - 3 rows
+            return (1 + S) * alpha + beta * 8.0 * (r - 1) * (3 * k * k + S * k)
+        L = math.ceil(math.log2(r))
+        return L * (1 + 2 * S) * alpha + beta * 8.0 * L * (2 * k * k + 2 * S * k)
+
+    # o per k: the 2-process rows beyond t1(m) and comm(2)
+    extra = {}
+    for src, r in two:
+        k = int(r["k"])
+        extra.setdefault(k, []).append(float(r["total"]) - t1(k, int(r["nb_per_process"])) - comm_of(k, 2))
+    over = {k: max(sum(v) / len(v), 0.0) for k, v in extra.items()}
+
     def model(k, m, P):
         if P == 1:
             return t1(k, m), 0.0
-        c, d = fit1[k]
-        r = 2 * P - 2
+        o = over.get(k, 0.0)
         if P <= 9:
-            red = t1(k, r)
-            comm = (1 + S) * alpha + beta * 8.0 * (r - 1) * (3 * k * k + S * k)  # the most any receives
+            red = o * t1(k, 2 * P - 2) / t1(k, 2)
         else:
-            L = math.ceil(math.log2(r))
-            red = L * (c + d)
-            comm = L * (1 + 2 * S) * alpha + beta * 8.0 * L * (2 * k * k + 2 * S * k)
-        return t1(k, m) + (c + d) + red + comm, comm
+            red = o * math.ceil(math.log2(2 * P - 2))
+        cm = comm_of(k, P)
+        return t1(k, m) + red + cm, cm
 
     os.makedirs(a.out, exist_ok=True)
     md = open(os.path.join(a.out, a.name + ".md"), "w")
@@ -122,12 +136,14 @@ def main():
     cf.write("scaling,k,processes,rows_per_process,predicted_total,predicted_comm,efficiency_or_speedup,measured_total\n")
     md.write("# Communication model of the distributed BCYCLIC (interior first), 1 -> 128 GPUs\n\n")
     md.write("Fitted by `bench/btd_model.py --weak %s --strong %s` to the `%s` rows (factor + %d solves); "
-             "the model is in the script's docstring.\n\n" % (os.path.basename(a.weak), os.path.basename(a.strong), ALGO, S))
+             "the model is in the script's docstring.%s\n\n" % (os.path.basename(a.weak), os.path.basename(a.strong), ALGO, S,
+                                                                 (" " + a.note) if a.note else ""))
     md.write("Fitted: alpha = %.1f us per exchange, 1 / beta = %.1f GB/s received; one process, "
-             "t1(nb) = c nb + d log2(nb):\n\n| k | c (ms a row) | d (ms a level) |\n|---|---|---|\n"
+             "t1(nb) = c nb + d log2(nb); o = the 2-row reduced system and the extra step:\n\n"
+             "| k | c (ms a row) | d (ms a level) | o (ms) |\n|---|---|---|---|\n"
              % (alpha * 1e6, (1.0 / beta / 1e9) if beta > 0 else float("inf")))
     for k in sorted(fit1):
-        md.write("| %d | %.4f | %.4f |\n" % (k, fit1[k][0] * 1e3, fit1[k][1] * 1e3))
+        md.write("| %d | %.4f | %.4f | %.3f |\n" % (k, fit1[k][0] * 1e3, fit1[k][1] * 1e3, over.get(k, 0.0) * 1e3))
     md.write("\nThe model on the measured 2-GPU rows (and the 1-process rows it was fitted to):\n\n"
              "| run | k | rows/process | P | measured | model | model / measured |\n|---|---|---|---|---|---|---|\n")
     for r in weak + strong:
