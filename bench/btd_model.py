@@ -156,38 +156,32 @@ def main():
         md.write("| %s | %d | %d | %d | %.4f | %.4f | %.2f |\n" % (src, k, m, P, t, pm, pm / t))
         cf.write("%s,%d,%d,%d,%.6f,,,%.6f\n" % (src + "-measured", k, P, m, pm, t))
     # predictions
-    weak_rows = {int(r["k"]): int(r["nb_per_process"]) for r in weak if int(r["processes"]) == 1}
-    strong_nb = {int(r["k"]): int(r["nb_per_process"]) for r in strong if int(r["processes"]) == 1}
-    md.write("\n## Weak scaling predicted (rows per process fixed; efficiency = t(1) / t(P))\n\n| k | rows/process |"
-             + "".join(" P = %d |" % P for P in PS) + "\n|---|---|" + "---|" * len(PS) + "\n")
-    for k in sorted(weak_rows):
-        if k not in fit1:
-            continue
-        m = weak_rows[k]
-        base = model(k, m, 1)[0]
-        cells = []
-        for P in PS:
-            t, cm = model(k, m, P)
-            cells.append("%.4f s (%.0f%%)" % (t, 100 * base / t))
-            cf.write("weak,%d,%d,%d,%.6f,%.6f,%.4f,\n" % (k, P, m, t, cm, base / t))
-        md.write("| %d | %d | %s |\n" % (k, m, " | ".join(cells)))
-    md.write("\n## Strong scaling predicted (all rows fixed; speedup = t(1) / t(P))\n\n| k | rows in all |"
-             + "".join(" P = %d |" % P for P in PS) + "\n|---|---|" + "---|" * len(PS) + "\n")
-    for k in sorted(strong_nb):
-        if k not in fit1:
-            continue
-        nb = strong_nb[k]
-        base = model(k, nb, 1)[0]
-        cells = []
-        for P in PS:
-            m = math.ceil(nb / P)
-            if m < 2:
-                cells.append("-")
+    def predict(kind, title, label, sizes, rows_at, cell):
+        """one table: per k, the model at every P (rows_at(nb, P): rows per process)"""
+        md.write("\n## %s\n\n| k | %s |" % (title, label) + "".join(" P = %d |" % P for P in PS) + "\n|---|---|"
+                 + "---|" * len(PS) + "\n")
+        for k in sorted(sizes):
+            if k not in fit1:
                 continue
-            t, cm = model(k, m, P)
-            cells.append("%.4f s (%.1fx)" % (t, base / t))
-            cf.write("strong,%d,%d,%d,%.6f,%.6f,%.4f,\n" % (k, P, m, t, cm, base / t))
-        md.write("| %d | %d | %s |\n" % (k, nb, " | ".join(cells)))
+            nb = sizes[k]
+            base = model(k, nb, 1)[0]
+            cells = []
+            for P in PS:
+                m = rows_at(nb, P)
+                if m < 2:
+                    cells.append("-")
+                    continue
+                t, cm = model(k, m, P)
+                cells.append(cell(t, base / t))
+                cf.write("%s,%d,%d,%d,%.6f,%.6f,%.4f,\n" % (kind, k, P, m, t, cm, base / t))
+            md.write("| %d | %d | %s |\n" % (k, nb, " | ".join(cells)))
+
+    predict("weak", "Weak scaling predicted (rows per process fixed; efficiency = t(1) / t(P))", "rows/process",
+            {int(r["k"]): int(r["nb_per_process"]) for r in weak if int(r["processes"]) == 1},
+            lambda nb, P: nb, lambda t, e: "%.4f s (%.0f%%)" % (t, 100 * e))
+    predict("strong", "Strong scaling predicted (all rows fixed; speedup = t(1) / t(P))", "rows in all",
+            {int(r["k"]): int(r["nb_per_process"]) for r in strong if int(r["processes"]) == 1},
+            lambda nb, P: math.ceil(nb / P), lambda t, e: "%.4f s (%.1fx)" % (t, e))
     md.write("\nPast 9 processes the reduced system is distributed (log2(2P - 2) levels of exchanges); past one "
              "host the link is slower than the NVLink rate fitted here, so the figures there are an upper bound.\n")
     md.close()
