@@ -411,6 +411,18 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     void *d_tmp = NULL;
     int h_flags[2] = {0, 0}, h_hist[HEC_HIST + 1];
     const size_t es = prec == SAP_FLOAT ? sizeof(float) : sizeof(double);
+    /* $SAP_TRSV_TRACE=1: the phases' milliseconds (each waited for), for measurements */
+    const int trace = env_int("SAP_TRSV_TRACE", 0, 0, 1);
+    double tp = sap__wtime(), ph[8] = {0};
+#define TRSV_PHASE(i)                                                                                                 \
+    do {                                                                                                              \
+        if (trace) {                                                                                                  \
+            cudaStreamSynchronize(cs);                                                                                \
+            const double tn_ = sap__wtime();                                                                          \
+            ph[i] += tn_ - tp;                                                                                        \
+            tp = tn_;                                                                                                 \
+        }                                                                                                             \
+    } while (0)
     *out = NULL;
     if (n >= INT32_MAX || nnz >= INT32_MAX)
         return SAP_ERROR(ctx, SAP_ERR_TOO_LARGE,
@@ -453,10 +465,12 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
+    TRSV_PHASE(0);
     k_depth<<<persistent_blocks(n, 1, TRSV_DEPTH_INFLIGHT), TRSV_BS, 0, cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag,
                                                         d_flags, d_tick, env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000));
     SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
+    TRSV_PHASE(1);
     if (h_flags[0]) { /* the host analysis names the first offending row like the cpu backend */
         sap_trsv_host H;
         if (!T) { /* a factor made on the device: copy it back for the message */
@@ -493,6 +507,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
         SAP_TRY(sap__cuda_malloc(ctx, tmp_sort > tmp_scan ? tmp_sort : tmp_scan, &d_tmp));
         SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
                                                           end_bit, cs));
+        TRSV_PHASE(2);
         /* 3. level pointers, lengths per position */
         int32_t w = 0;
         {
@@ -527,6 +542,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
             const sap_int r = t->level_ptr_h[l + 1] - t->level_ptr_h[l];
             if (r > S->max_level_rows) S->max_level_rows = r;
         }
+        TRSV_PHASE(3);
         SAP_TRY(sap__cuda_malloc(ctx, es * (size_t)n, &t->dinv));
         if (level) {
             /* HEC: the remainder's pointers are the scan of the lengths beyond w */
@@ -571,8 +587,15 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
         }
         SAP_CUDA_TRY_LAUNCH(ctx, "trsv gather");
     }
+    TRSV_PHASE(4);
     SAP_CUDA_TRY(ctx, cudaStreamSynchronize(cs));
     S->t_analysis = sap__wtime() - t0;
+    if (trace)
+        sap__log(ctx, SAP_PRINT_WARNINGS, "trsv analysis (%s, n %lld, %d levels) ms: setup %.3f, depth pass %.3f, "
+                 "sort %.3f, positions %.3f, gather %.3f; total without the upload %.3f", upper ? "upper" : "lower",
+                 (long long)n, (int)S->nlevels, 1e3 * ph[0], 1e3 * ph[1], 1e3 * ph[2], 1e3 * ph[3], 1e3 * ph[4],
+                 1e3 * (S->t_analysis - t_upload));
+#undef TRSV_PHASE
     *out = S;
 cleanup:
     {
