@@ -616,7 +616,7 @@ int main(int argc, char **argv)
     sap_context_config cfg;
     sap_context_config_init(&cfg);
     cfg.backend = SAP_BACKEND_CUDA;
-    cfg.print_level = SAP_PRINT_SILENT;
+    cfg.print_level = getenv("SAP_TRSV_TRACE") ? SAP_PRINT_WARNINGS : SAP_PRINT_SILENT; /* the analysis trace logs */
     sap_context *ctx = NULL;
     if (sap_context_create(&ctx, &cfg) != SAP_OK) {
         printf("bench/trisolve: no CUDA device; nothing to measure.\n");

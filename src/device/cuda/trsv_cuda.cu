@@ -466,8 +466,9 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
     TRSV_PHASE(0);
-    k_depth<<<persistent_blocks(n, 1, TRSV_DEPTH_INFLIGHT), TRSV_BS, 0, cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag,
-                                                        d_flags, d_tick, env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000));
+    k_depth<<<persistent_blocks(n, 1, env_int("SAP_TRSV_DEPTH_INFLIGHT", TRSV_DEPTH_INFLIGHT, 32, 1 << 24)), TRSV_BS, 0,
+              cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag, d_flags, d_tick,
+                    env_int("SAP_TRSV_DEPTH_NAP", env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000), 0, 10000));
     SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
     TRSV_PHASE(1);
