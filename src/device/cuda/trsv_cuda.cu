@@ -781,9 +781,8 @@ cleanup:
  * parts and flags what the device leaves to the host (a missing diagonal, unsorted or
  * out-of-range columns, NaN/Inf values).
  * numeric: the row-wise (IKJ) factorization of sap__ilu_numeric in the synchronization-free
- * style of the solve: G lanes per row (4 to 32, from the longest row; 32 / G rows a warp),
- * as many rows in flight as a full GPU's threads allow, rows handed out in ascending order by
- * a ticket (every row waited on belongs to a warp already running: no deadlock), done[k] = 1 once row k
+ * style of the solve: a warp per row, rows handed out in ascending order by a ticket (every
+ * row waited on belongs to a warp already running: no deadlock), done[k] = 1 once row k
  * is final (after a fence); for each k of row i's L part in order: wait for row k, l_ik =
  * a_ik / u_kk, then the lanes take the entries u_kj of row k and subtract l_ik u_kj from
  * a_ij where j is in row i (binary search in the sorted row).  The operations per entry
@@ -791,7 +790,7 @@ cleanup:
  * factors equal the host ones.  Then the host's pivot rule and a finiteness check.
  * split: lengths scanned (CUB) into the row pointers of L and U, a gather per row. */
 enum { ILU_NODIAG = 1, ILU_UNSORTED = 2, ILU_NONFINITE = 4 };
-#define ILU_THREADS (8192 * 32)
+#define ILU_INFLIGHT_DEFAULT 8192
 
 __global__ void k_ilu_sym(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
                           const double *__restrict__ v, int64_t *__restrict__ dp, int64_t *__restrict__ lenl,
@@ -818,94 +817,63 @@ __global__ void k_ilu_sym(int32_t n, const int64_t *__restrict__ rp, const int64
     if (err) atomicOr(flags, err);
 }
 
-/* flags[0] += pivots shifted; flags[1] = min row with a non-finite entry (INT_MAX: none).
- * G lanes per row (32 / G rows a warp): the warp takes one ticket for its 32 / G rows, so
- * a row waits only on rows taken by running warps (no deadlock; groups of one warp run
- * independently).  Fewer lanes per row keep more rows in flight: in row order the rows a
- * row waits on lie far behind (a 3D grid: a plane back), so the window must be wide. */
-template <int G>
+/* flags[0] += pivots shifted; flags[1] = min row with a non-finite entry (INT_MAX: none) */
 __global__ void __launch_bounds__(TRSV_BS)
     k_ilu0(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
            const int64_t *__restrict__ dp, double *v, int *done, double tol, unsigned int *ticket, int *flags)
 {
-    const int wl = (int)(threadIdx.x & 31u), g = wl / G, lane = wl % G;
-    const unsigned int gm = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (unsigned)(g * G));
+    const int wl = (int)(threadIdx.x & 31u);
     int cnt = 0;
     for (;;) {
         unsigned int c = 0;
         if (wl == 0) c = atomicAdd(ticket, 1u);
         c = __shfl_sync(0xffffffffu, c, 0);
-        if ((long long)c * (32 / G) >= n) break;
-        const long long ii = (long long)c * (32 / G) + g;
-        if (ii < n) {
-            const int32_t i = (int32_t)ii;
-            const int64_t p0 = rp[i], p1 = rp[i + 1], d = dp[i];
-            double rn = 0.0;
-            for (int64_t p = p0 + lane; p < p1; p += G) rn = fmax(rn, fabs(v[p]));
-            for (int o = G / 2; o > 0; o >>= 1) rn = fmax(rn, __shfl_xor_sync(gm, rn, o));
-            const double aii = v[d];
-            __syncwarp(gm);
-            for (int64_t p = p0; p < d; p++) {
-                const int64_t k = ci[p];
-                if (lane == 0)
-                    while (vload(done + k) == 0) {
-                    }
-                __syncwarp(gm);
-                __threadfence();
-                const int64_t dk = dp[k], k1 = rp[k + 1];
-                const double l = v[p] / vload(v + dk);
-                __syncwarp(gm);
-                if (lane == 0) v[p] = l;
-                if (l != 0.0)
-                    for (int64_t q = dk + 1 + lane; q < k1; q += G) {
-                        const int64_t j = ci[q];
-                        int64_t lo = p + 1, hi = p1;
-                        while (lo < hi) {
-                            const int64_t m = (lo + hi) >> 1;
-                            if (ci[m] < j) lo = m + 1;
-                            else hi = m;
-                        }
-                        if (lo < p1 && ci[lo] == j) v[lo] = __dsub_rn(v[lo], __dmul_rn(l, vload(v + q)));
-                    }
-                __syncwarp(gm);
-            }
-            if (lane == 0) {
-                int sh = 0;
-                v[d] = sap__ilu_fix_pivot(v[d], aii, rn, tol, &sh);
-                cnt += sh;
-            }
-            __syncwarp(gm);
-            bool bad = false;
-            for (int64_t p = p0 + lane; p < p1; p += G) bad |= !isfinite(v[p]);
-            if (__any_sync(gm, bad) && lane == 0) atomicMin(flags + 1, (int)i);
+        if (c >= (unsigned int)n) break;
+        const int32_t i = (int32_t)c;
+        const int64_t p0 = rp[i], p1 = rp[i + 1], d = dp[i];
+        double rn = 0.0;
+        for (int64_t p = p0 + wl; p < p1; p += 32) rn = fmax(rn, fabs(v[p]));
+        for (int o = 16; o > 0; o >>= 1) rn = fmax(rn, __shfl_xor_sync(0xffffffffu, rn, o));
+        const double aii = v[d];
+        __syncwarp();
+        for (int64_t p = p0; p < d; p++) {
+            const int64_t k = ci[p];
+            if (wl == 0)
+                while (vload(done + k) == 0) {
+                }
+            __syncwarp();
             __threadfence();
-            __syncwarp(gm);
-            if (lane == 0) *(volatile int *)(done + i) = 1;
+            const int64_t dk = dp[k], k1 = rp[k + 1];
+            const double l = v[p] / vload(v + dk);
+            __syncwarp();
+            if (wl == 0) v[p] = l;
+            if (l != 0.0)
+                for (int64_t q = dk + 1 + wl; q < k1; q += 32) {
+                    const int64_t j = ci[q];
+                    int64_t lo = p + 1, hi = p1;
+                    while (lo < hi) {
+                        const int64_t m = (lo + hi) >> 1;
+                        if (ci[m] < j) lo = m + 1;
+                        else hi = m;
+                    }
+                    if (lo < p1 && ci[lo] == j) v[lo] = __dsub_rn(v[lo], __dmul_rn(l, vload(v + q)));
+                }
+            __syncwarp();
+        }
+        if (wl == 0) {
+            int sh = 0;
+            v[d] = sap__ilu_fix_pivot(v[d], aii, rn, tol, &sh);
+            cnt += sh;
         }
         __syncwarp();
+        bool bad = false;
+        for (int64_t p = p0 + wl; p < p1; p += 32) bad |= !isfinite(v[p]);
+        if (__any_sync(0xffffffffu, bad) && wl == 0) atomicMin(flags + 1, (int)i);
+        __threadfence();
+        __syncwarp();
+        if (wl == 0) *(volatile int *)(done + i) = 1;
     }
-    if (lane == 0 && cnt) atomicAdd(flags, cnt);
-}
-
-/* lanes per row of the ILU(0) factorization: the longest row, rounded up to a power of two,
- * at least 4 and at most 32 (a lane per entry of the row and of the rows it is updated by) */
-int ilu_lanes(const sap_csr *A)
-{
-    int64_t m = 0;
-    for (sap_int i = 0; i < A->nrows; i++)
-        if (A->rowptr[i + 1] - A->rowptr[i] > m) m = A->rowptr[i + 1] - A->rowptr[i];
-    int G = 4;
-    while (G < 32 && G < m) G *= 2;
-    return G;
-}
-
-template <int G>
-void launch_ilu0(int32_t n, const int64_t *rp, const int64_t *ci, const int64_t *dp, double *v, int *done,
-                 double tol, unsigned int *ticket, int *flags, cudaStream_t cs)
-{
-    /* rows in flight: the threads of a full H100/H200 (ILU_THREADS) over G lanes a row */
-    const int rows = env_int("SAP_ILU_INFLIGHT", ILU_THREADS / G, 32, 1 << 20);
-    k_ilu0<G><<<persistent_blocks(n, G, rows), TRSV_BS, 0, cs>>>(n, rp, ci, dp, v, done, tol, ticket, flags);
+    if (wl == 0 && cnt) atomicAdd(flags, cnt);
 }
 
 __global__ void k_ilu_split(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
@@ -976,12 +944,8 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
     SAP_TRY(sap__cuda_h2d(ctx, d_flags, h_flags, sizeof(h_flags)));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_done, 0, sizeof(int) * (size_t)n, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
-    switch (ilu_lanes(A)) {
-    case 4: launch_ilu0<4>(n32, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags, cs); break;
-    case 8: launch_ilu0<8>(n32, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags, cs); break;
-    case 16: launch_ilu0<16>(n32, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags, cs); break;
-    default: launch_ilu0<32>(n32, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags, cs); break;
-    }
+    k_ilu0<<<persistent_blocks(n, 32, env_int("SAP_ILU_INFLIGHT", ILU_INFLIGHT_DEFAULT, 32, 1 << 20)), TRSV_BS, 0,
+             cs>>>(n32, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags);
     SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 numeric");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
     if (h_flags[1] != INT_MAX)
