@@ -282,6 +282,14 @@ static inline int sap__threads_for(const sap_context *ctx, double work)
     return sap__threads_cap(sap__threads(ctx), work);
 }
 
+/* OpenBLAS's own thread count (blas_threads.c; where the BLAS linked is not OpenBLAS these
+ * do nothing): sap__blas_threads(n) lowers it to at most n, sap__blas_threads_for(flops,
+ * per) to one thread per 'per' flops of the coming call (at least one); both return the
+ * count to give back with sap__blas_threads_restore (0: none was changed). */
+int sap__blas_threads(int n);
+int sap__blas_threads_for(double flops, double per);
+void sap__blas_threads_restore(int was);
+
 /* This thread's number and its team's size (0 and 1 outside a parallel region and
  * without OpenMP). */
 static inline void sap__omp_team(int *t, int *T)

@@ -44,6 +44,8 @@ void sap__bp_destroy(sap__bp *F)
  * blas_memory_alloc: bench/results/alloc_sweep.md).  So LAPACK is called only with that
  * much address space left under the limit per OpenBLAS thread; otherwise a clean error. */
 #define SV_BLAS_BUFFER (160.0 * 1024 * 1024)
+/* flops per OpenBLAS thread of dgbtrf / dgbtrs: a smaller call takes fewer threads */
+#define SV_BP_BLAS_FLOPS 2.0e8
 extern int openblas_get_num_threads(void) __attribute__((weak));
 
 static sap_status blas_headroom(sap_context *ctx, const char *call)
@@ -65,13 +67,15 @@ static sap_status fill_and_factor(sap__bp *F, const sap_csr *A)
     sap_context *ctx = F->ctx;
     const sap_int n = F->n, kl = F->kl, ku = F->ku, ld = F->ldab;
     double t0 = sap__wtime();
-    const int nt = sap__threads(ctx);
-    (void)nt;
-    /* zeroed and filled on all threads (each (i, j) slot written by row i's thread only) */
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    /* zeroed and filled on threads by the work (each (i, j) slot written by row i's thread
+     * only): a band of a few MB on every core waits on the slowest of them */
+    const int ntz = sap__threads_for(ctx, (double)n * (double)ld / 16.0), ntf = sap__threads_for(ctx, (double)A->nnz);
+    (void)ntz;
+    (void)ntf;
+    SAP_OMP("omp parallel for num_threads(ntz) schedule(static)")
     for (sap_int j = 0; j < n; j++) memset(F->ab + (size_t)j * (size_t)ld, 0, sizeof(double) * (size_t)ld);
     sap_int bad = 0;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static, 256) reduction(+ : bad)")
+    SAP_OMP("omp parallel for num_threads(ntf) schedule(static, 256) reduction(+ : bad)")
     for (sap_int i = 0; i < n; i++)
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
             const sap_int j = A->colind[p];
@@ -85,7 +89,9 @@ static sap_status fill_and_factor(sap__bp *F, const sap_csr *A)
     int m = (int)n, nn = (int)n, ikl = (int)kl, iku = (int)ku, ildab = (int)ld, info = 0;
     sap_status hs = blas_headroom(ctx, "dgbtrf");
     if (hs < 0) return hs;
+    const int blas = sap__blas_threads_for(2.0 * (double)n * (double)kl * (double)(kl + ku + 1), SV_BP_BLAS_FLOPS);
     dgbtrf_(&m, &nn, &ikl, &iku, F->ab, &ildab, F->ipiv, &info);
+    sap__blas_threads_restore(blas);
     F->t_lu = sap__wtime() - t0;
     if (info < 0) return SAP_ERROR(ctx, SAP_ERR_INVALID, "band-pivot: dgbtrf argument %d is invalid", -info);
     if (info > 0)
@@ -159,7 +165,10 @@ sap_status sap__bp_solve(sap__bp *F, sap_int nrhs, double *X, sap_int ldx)
     int info = 0;
     sap_status hs = blas_headroom(F->ctx, "dgbtrs");
     if (hs < 0) return hs;
+    const int blas = sap__blas_threads_for(4.0 * (double)F->n * (double)(2 * F->kl + F->ku + 1) * (double)nrhs,
+                                           SV_BP_BLAS_FLOPS);
     dgbtrs_("N", &nn, &ikl, &iku, &inr, F->ab, &ild, F->ipiv, X, &ildx, &info, (size_t)1);
+    sap__blas_threads_restore(blas);
     if (info != 0) return SAP_ERROR(F->ctx, SAP_ERR_INVALID, "band-pivot: dgbtrs argument %d is invalid", -info);
     return SAP_OK;
 #endif

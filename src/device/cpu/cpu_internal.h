@@ -92,10 +92,5 @@ sap_status sap__cpu_block_relax(sap_context *ctx, const sap_spmat *M, int sweeps
 SAP_CPU_DECLARE(d, double)
 SAP_CPU_DECLARE(s, float)
 
-/* OpenBLAS's thread count lowered to at most n (dense_cpu.c; weak: nothing when the BLAS
- * linked is not OpenBLAS); returns the count to give back with sap__cpu_blas_threads_restore
- * (0: none was changed). */
-int sap__cpu_blas_threads(int n);
-void sap__cpu_blas_threads_restore(int was);
 
 #endif /* SAP_CPU_INTERNAL_H */

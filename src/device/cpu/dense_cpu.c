@@ -23,21 +23,6 @@ extern void dgemm_(const char *ta, const char *tb, const int *m, const int *n, c
                    const int *ldc, size_t ta_len, size_t tb_len);
 #endif
 
-/* OpenBLAS's own threads, when the library linked is OpenBLAS (weak: absent elsewhere).
- * A batch spreads its matrices over OpenMP threads; a threaded BLAS inside each of them
- * oversubscribes the cores (measured: 500x slower on 2 cores), so a batch runs with one
- * BLAS thread and gives the count back afterwards. */
-extern void openblas_set_num_threads(int n) __attribute__((weak));
-extern int openblas_get_num_threads(void) __attribute__((weak));
-
-int sap__cpu_blas_threads(int n)
-{
-    if (n <= 0 || !openblas_set_num_threads || !openblas_get_num_threads) return 0;
-    const int was = openblas_get_num_threads();
-    if (n < was) openblas_set_num_threads(n);
-    return n < was ? was : 0;
-}
-
 /* Threads for a batch of count matrices of about flops each; *blas receives the BLAS thread
  * count to restore (0: nothing to restore). */
 static int batch_threads(const sap_context *ctx, int count, double flops, int *blas)
@@ -46,15 +31,9 @@ static int batch_threads(const sap_context *ctx, int count, double flops, int *b
     if (count <= 1 || flops * count < 2.0e5) return 1;
     int nt = sap__threads(ctx);
     nt = nt < count ? nt : count;
-    if (nt > 1) *blas = sap__cpu_blas_threads(1);
+    if (nt > 1) *blas = sap__blas_threads(1);
     return nt;
 }
-
-void sap__cpu_blas_threads_restore(int was)
-{
-    if (was > 0 && openblas_set_num_threads) openblas_set_num_threads(was);
-}
-
 
 /* ---- one matrix ------------------------------------------------------------------ */
 
@@ -177,7 +156,7 @@ static sap_status cpu_getrf(sap_context *ctx, int n, int count, double *a, int64
         }
     }
     if (first != INT64_MAX) *bad = first;
-    sap__cpu_blas_threads_restore(blas);
+    sap__blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -195,7 +174,7 @@ static sap_status cpu_getrs(sap_context *ctx, int n, int nrhs, int count, const 
     int blas, nt = batch_threads(ctx, count, 2.0 * n * n * nrhs, &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++) getrs1(n, nrhs, a + i * sa, piv + i * sp, b + i * sb, ldb);
-    sap__cpu_blas_threads_restore(blas);
+    sap__blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -206,7 +185,7 @@ static sap_status cpu_getri(sap_context *ctx, int n, int count, const double *a,
     int blas, nt = batch_threads(ctx, count, 1.33 * (double)n * n * n, &blas);
     double *work = sap__alloc(ctx, (size_t)nt * 64 * (size_t)n, sizeof(double), false, __FILE__, __LINE__);
     if (!work) {
-        sap__cpu_blas_threads_restore(blas);
+        sap__blas_threads_restore(blas);
         return SAP_ERROR(ctx, sap__alloc_failure((size_t)nt * 64 * (size_t)n, 8), "getri: out of memory");
     }
     SAP_OMP_FOR_DYNAMIC(nt, 1)
@@ -219,7 +198,7 @@ static sap_status cpu_getri(sap_context *ctx, int n, int count, const double *a,
         getri1(n, a + i * sa, piv + i * sp, c + i * sc, work + (size_t)t * 64 * (size_t)n);
     }
     sap__free(ctx, work);
-    sap__cpu_blas_threads_restore(blas);
+    sap__blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -231,7 +210,7 @@ static sap_status cpu_gemm(sap_context *ctx, int m, int n, int kk, double alpha,
     int blas, nt = batch_threads(ctx, count, 2.0 * m * n * (kk > 0 ? kk : 1), &blas);
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++) gemm1(m, n, kk, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
-    sap__cpu_blas_threads_restore(blas);
+    sap__blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -244,7 +223,7 @@ static sap_status cpu_lacpy(sap_context *ctx, int m, int n, int count, const dou
     for (int i = 0; i < count; i++)
         for (int j = 0; j < n; j++)
             memcpy(b + i * sb + (int64_t)j * ldb, a + i * sa + (int64_t)j * lda, (size_t)m * sizeof(double));
-    sap__cpu_blas_threads_restore(blas);
+    sap__blas_threads_restore(blas);
     return SAP_OK;
 }
 
@@ -255,7 +234,7 @@ static sap_status cpu_zero(sap_context *ctx, int m, int n, int count, double *a,
     SAP_OMP_FOR_DYNAMIC(nt, 1)
     for (int i = 0; i < count; i++)
         for (int j = 0; j < n; j++) memset(a + i * sa + (int64_t)j * lda, 0, (size_t)m * sizeof(double));
-    sap__cpu_blas_threads_restore(blas);
+    sap__blas_threads_restore(blas);
     return SAP_OK;
 }
 

@@ -226,7 +226,7 @@ static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
     sap_status st = SAP_OK;
     D->A = A;
     const double nb = ceil(D->flops / SV_DIRECT_BLAS_FLOPS);
-    const int blas = sap__cpu_blas_threads(nb < 1 ? 1 : nb > 4096 ? 4096 : (int)nb);
+    const int blas = sap__blas_threads(nb < 1 ? 1 : nb > 4096 ? 4096 : (int)nb);
     if (D->chol) {
         cholmod_sparse s = chol_view(A);
         const int ok = cholmod_l_factorize(&s, D->L, &D->cc);
@@ -264,7 +264,7 @@ static sap_status factor(sap_direct *D, const sap_csr *A, sap_direct_info *info)
         info->lu_nnz = Info[UMFPACK_LNZ] + Info[UMFPACK_UNZ];
     }
 done:
-    sap__cpu_blas_threads_restore(blas);
+    sap__blas_threads_restore(blas);
     set_name(info, D->chol);
     info->t_factor = sap__wtime() - t0;
     return st;
