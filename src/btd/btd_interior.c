@@ -26,10 +26,12 @@
  * system is replicated: every process gathers all interface rows (one all-gather per
  * factorization, of 3 k^2 doubles a row, and one per solve, of k doubles a row and
  * right-hand side) and factors and solves the 2 P - 2 rows itself with the one-process
- * BCYCLIC, so that a solve waits on one exchange instead of 2 log2(2 P - 2).  The history keeps, per level, the kept rows' A|C and L's before the update
- * (the forward solve's products).  A singular eliminated block is found by every process (one
- * all-reduce before the reduced system), a singular interface block by the distributed
- * BCYCLIC; both name the global block row. */
+ * BCYCLIC, so that a solve waits on one exchange instead of 2 log2(2 P - 2).  The history
+ * keeps, per level, the kept rows' A|C and L's before the update (the forward solve's
+ * products).  A singular eliminated block is found by every process (one all-reduce before
+ * the reduced system), a singular interface block by the reduced system's BCYCLIC (the
+ * replicated one: on every process alike, confirmed by one all-reduce); both name the global
+ * block row. */
 #include "btd/btd_comm.h"
 #include "btd/btd_impl.h"
 
