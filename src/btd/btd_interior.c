@@ -247,7 +247,8 @@ static sap_status gather_rows(sap_btd *T, double *g, const sap_int *ro, int64_t 
     const double mpi = c->seconds - m0; /* counted by the communicator */
     for (int q = 0; q < np; q++)
         if (q != me)
-            SAP_TRY(T->ops->mem_upload(ctx, g + ro[q] * per, T->Gh + mx + q * mx, (size_t)((ro[q + 1] - ro[q]) * per) * 8));
+            SAP_TRY(T->ops->mem_upload(ctx, g + ro[q] * per, T->Gh + mx + q * mx,
+                                       (size_t)((ro[q + 1] - ro[q]) * per) * 8));
     c->seconds += sap__wtime() - t0 - mpi;
 cleanup:
     sap__free(ctx, rank);
@@ -318,7 +319,8 @@ static sap_status repl_factor(sap_btd *T, const iplan *P, sap_int *sing)
     SAP_TRY(T->dk->lacpy(ctx, k, k, P->nred, T->D + P->ifr[0] * kk, k, step, mine, k, rk));
     SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, P->nred, T->AC + 2 * P->ifr[0] * kk, k, 2 * step, mine + kk, k, rk));
     if (me > 0) SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->Cd, k, 0, mine + kk, k, 0));
-    if (me + 1 < c->size) SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->Cd + kk, k, 0, mine + (P->nred - 1) * rk + 2 * kk, k, 0));
+    if (me + 1 < c->size)
+        SAP_TRY(T->dk->lacpy(ctx, k, k, 1, T->Cd + kk, k, 0, mine + (P->nred - 1) * rk + 2 * kk, k, 0));
     SAP_TRY(gather_rows(T, T->G, ro, rk));
     SAP_TRY(T->dk->lacpy(ctx, k, k, nr, T->G, k, rk, R->D, k, kk));
     SAP_TRY(T->dk->lacpy(ctx, k, 2 * k, nr, T->G + kk, k, rk, R->AC, k, 2 * kk));
