@@ -13,7 +13,7 @@
 #include <string.h>
 
 extern const sap_precond_type sap__pc_none, sap__pc_jacobi, sap__pc_sapd, sap__pc_sapc, sap__pc_sap;
-extern const sap_precond_type sap__pc_ilu0, sap__pc_iluk, sap__pc_ilut, sap__pc_ic0, sap__pc_parilu;
+extern const sap_precond_type sap__pc_ilu0, sap__pc_iluk, sap__pc_ilut, sap__pc_ic0, sap__pc_parilu, sap__pc_parilut;
 extern const sap_precond_type sap__pc_bilu, sap__pc_bilut, sap__pc_ras, sap__pc_isai;
 extern const sap_precond_type sap__pc_bjacobi, sap__pc_bjacobi_adaptive;
 
@@ -29,6 +29,7 @@ static const sap_precond_type *const builtin[] = {
     &sap__pc_ilut,   /* pc_ilut.c   */
     &sap__pc_ic0,    /* pc_ic0.c    */
     &sap__pc_parilu, /* pc_parilu.c */
+    &sap__pc_parilut, /* pc_parilut.c */
     &sap__pc_bilu,   /* pc_bilu.c   */
     &sap__pc_bilut,  /* pc_bilut.c  */
     &sap__pc_ras,    /* pc_ras.c    */
