@@ -131,6 +131,12 @@ sap_status sap__ilu_pc_set_ras(sap_precond *P, const sap_dd_ras *D);
 #define SAP_ILU_PIVOT_OPT(type)                                                                                       \
     {.name = "pivot_tol", .help = "pivots below pivot_tol * ||row||_inf are shifted to that size (and counted)",      \
      .def = "1e-8", .kind = SAP_OPT_REAL, SAP_OPT_AT(type, pivot_tol), .lo = 0, .hi = 1, .meta = "T"}
+/* ILUT's two options (fields 'sap_int p' and 'double tau'), with their defaults as text */
+#define SAP_ILUT_OPTS(type, p_def, tau_def)                                                                           \
+    {.name = "p", .alias = "fill", .help = "entries kept per row in each of L and U", .def = p_def,                 \
+     .kind = SAP_OPT_INT, SAP_OPT_AT(type, p), .lo = 0, .hi = 1e9, .meta = "P"},                                     \
+    {.name = "tau", .alias = "drop", .help = "drop tolerance relative to the mean |a_ij| of the row",               \
+     .def = tau_def, .kind = SAP_OPT_REAL, SAP_OPT_AT(type, tau), .lo = 0, .hi = 1e300, .meta = "TAU"}
 #define SAP_ILU_BLOCKS_OPT(type, def_)                                                                                \
     {.name = "blocks", .alias = "subdomains", .help = "number of blocks (METIS partitions)", .def = def_,            \
      .kind = SAP_OPT_INT, SAP_OPT_AT(type, blocks), .lo = 1, .hi = 1e12, .meta = "B"}

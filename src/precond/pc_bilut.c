@@ -11,10 +11,7 @@ typedef struct bilut_opts {
 
 static const sap_opt_def bilut_defs[] = {
     SAP_ILU_BLOCKS_OPT(bilut_opts, "16"),
-    {.name = "p", .alias = "fill", .help = "entries kept per row in each of L and U", .def = "7", .kind = SAP_OPT_INT,
-     SAP_OPT_AT(bilut_opts, p), .lo = 0, .hi = 1e9, .meta = "P"},
-    {.name = "tau", .alias = "drop", .help = "drop tolerance relative to the mean |a_ij| of the row", .def = "0.01",
-     .kind = SAP_OPT_REAL, SAP_OPT_AT(bilut_opts, tau), .lo = 0, .hi = 1e300, .meta = "TAU"},
+    SAP_ILUT_OPTS(bilut_opts, "7", "0.01"),
     SAP_ILU_PIVOT_OPT(bilut_opts),
 };
 

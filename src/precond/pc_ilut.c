@@ -13,10 +13,7 @@ typedef struct ilut_opts {
 } ilut_opts;
 
 static const sap_opt_def ilut_defs[] = {
-    {.name = "p", .alias = "fill", .help = "entries kept per row in each of L and U", .def = "10",
-     .kind = SAP_OPT_INT, SAP_OPT_AT(ilut_opts, p), .lo = 0, .hi = 1e9, .meta = "P"},
-    {.name = "tau", .alias = "drop", .help = "drop tolerance relative to the mean |a_ij| of the row", .def = "1e-3",
-     .kind = SAP_OPT_REAL, SAP_OPT_AT(ilut_opts, tau), .lo = 0, .hi = 1e300, .meta = "TAU"},
+    SAP_ILUT_OPTS(ilut_opts, "10", "1e-3"),
     SAP_ILU_PIVOT_OPT(ilut_opts),
 };
 

@@ -30,10 +30,7 @@ typedef struct parilut_opts {
 } parilut_opts;
 
 static const sap_opt_def parilut_defs[] = {
-    {.name = "p", .alias = "fill", .help = "entries kept per row in each of L and U", .def = "10",
-     .kind = SAP_OPT_INT, SAP_OPT_AT(parilut_opts, p), .lo = 0, .hi = 1e9, .meta = "P"},
-    {.name = "tau", .alias = "drop", .help = "drop tolerance relative to the mean |a_ij| of the row", .def = "1e-3",
-     .kind = SAP_OPT_REAL, SAP_OPT_AT(parilut_opts, tau), .lo = 0, .hi = 1e300, .meta = "TAU"},
+    SAP_ILUT_OPTS(parilut_opts, "10", "1e-3"),
     {.name = "steps", .help = "rounds of adding candidates and dropping", .def = "3", .kind = SAP_OPT_INT,
      SAP_OPT_AT(parilut_opts, steps), .lo = 0, .hi = 1000, .meta = "S"},
     {.name = "sweeps", .help = "fixed-point sweeps after each change of the pattern", .def = "2",
