@@ -446,6 +446,26 @@ static void test_parilut(sap_context *ctx)
         }
         sap_precond_destroy(P);
     }
+    /* the pattern passes run rows on threads: the same factors for 1 and 2 threads */
+    {
+        sap_csr *B = NULL;
+        CHECK_OK(ctx, sap_gen_poisson2d(ctx, 40, 40, &B));
+        const sap_int nb = B ? B->nrows : 0;
+        double *rb = malloc(sizeof(double) * (size_t)(nb + 1)), *z1 = malloc(sizeof(double) * (size_t)(nb + 1)),
+               *z2 = malloc(sizeof(double) * (size_t)(nb + 1));
+        for (sap_int i = 0; i < nb; i++) rb[i] = sin(0.1 * (double)i);
+        for (int t = 1; t <= 2 && B; t++) {
+            sap_context_set_threads(ctx, t);
+            CHECK_OK(ctx, sap_precond_create(ctx, "parilut:p=5,tau=1e-3,steps=3", &P));
+            CHECK_OK(ctx, sap_precond_setup_numeric(P, B));
+            CHECK_OK(ctx, sap_precond_apply(P, rb, t == 1 ? z1 : z2));
+            sap_precond_destroy(P);
+        }
+        sap_context_set_threads(ctx, 0);
+        if (B) CHECK_MSG(memcmp(z1, z2, sizeof(double) * (size_t)nb) == 0, "ParILUT differs between 1 and 2 threads");
+        free(rb), free(z1), free(z2);
+        sap_csr_destroy(B);
+    }
     /* no rounds: ParILU's factors (same sweeps) */
     sap_precond *Q = NULL;
     CHECK_OK(ctx, sap_precond_create(ctx, "parilut:steps=0,sweeps=5", &P));

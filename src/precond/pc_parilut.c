@@ -12,7 +12,8 @@
  *      diagonal always (ilu_factor.h, sap__ilut's rule);
  *   4. runs 'sweeps' sweeps on the kept pattern.
  * Then the pivot rule of ilu_factor.h and two triangular solves on the backend.  The pattern
- * work (the product's pattern, the selection) runs on the host, the sweeps on the backend.
+ * work (the product's pattern, the selection) runs on the host cores, a row at a time (the
+ * same result for every thread count), the sweeps on the backend.
  * With p >= n and tau = 0 the pattern grows to the full LU's in n rounds, and the sweeps
  * converge to the exact factors (the reference of test_ilu). */
 #include "precond/ilu_factor.h"
@@ -44,12 +45,27 @@ typedef struct mag_pos {
     sap_int q;
 } mag_pos;
 
-/* Work of the pattern passes: a column marker (stamp per row), a list, the selection's pairs
- * (n each). */
+/* A thread's scratch of the pattern passes (cap entries each). */
 typedef struct pat_work {
-    sap_int *mark, *list;
+    sap_int *list, *pos;
     mag_pos *mp;
 } pat_work;
+
+/* Scratch for nt threads of cap entries each, one allocation (freed with sap__free(*mem)). */
+static sap_status work_alloc(sap_context *ctx, int nt, sap_int cap, pat_work *w, void **mem)
+{
+    const size_t per = (size_t)(cap > 0 ? cap : 1), bytes = per * (2 * sizeof(sap_int) + sizeof(mag_pos));
+    char *m = sap__alloc(ctx, (size_t)nt, bytes, false, __FILE__, __LINE__);
+    *mem = m;
+    if (!m) return sap__alloc_failure((size_t)nt, bytes);
+    for (int t = 0; t < nt; t++) {
+        char *b = m + (size_t)t * bytes;
+        w[t].mp = (mag_pos *)b;
+        w[t].list = (sap_int *)(b + per * sizeof(mag_pos));
+        w[t].pos = w[t].list + per;
+    }
+    return SAP_OK;
+}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -69,56 +85,83 @@ static sap_int find(const sap_csr *M, sap_int i, sap_int j)
     return lo < M->rowptr[i + 1] && M->colind[lo] == j ? lo : -1;
 }
 
+/* The most columns row i of the grown pattern can list (with repeats). */
+static sap_int grown_bound(const sap_csr *A, const sap_csr *LU, sap_int i)
+{
+    sap_int b = LU->rowptr[i + 1] - LU->rowptr[i] + A->rowptr[i + 1] - A->rowptr[i];
+    for (sap_int p = LU->rowptr[i]; p < LU->rowptr[i + 1] && LU->colind[p] < i; p++)
+        b += LU->rowptr[LU->colind[p] + 1] - LU->rowptr[LU->colind[p]];
+    return b;
+}
+
 /* Row i's columns of the pattern of LU, A and L U (the combined factor: L strictly lower
- * with a unit diagonal, U the rest) into w->list, sorted; returns their count. */
-static sap_int grown_row(const sap_csr *A, const sap_csr *LU, sap_int i, pat_work *w)
+ * with a unit diagonal, U the rest) into list, sorted and distinct; returns their count. */
+static sap_int grown_row(const sap_csr *A, const sap_csr *LU, sap_int i, sap_int *list)
 {
     sap_int m = 0;
-#define ADD(c)                                                                                                        \
-    do {                                                                                                              \
-        const sap_int c_ = (c);                                                                                       \
-        if (w->mark[c_] != i) w->mark[c_] = i, w->list[m++] = c_;                                                     \
-    } while (0)
     for (sap_int p = LU->rowptr[i]; p < LU->rowptr[i + 1]; p++) {
         const sap_int k = LU->colind[p];
-        ADD(k);
+        list[m++] = k;
         if (k < i) /* l_ik times row k of U */
             for (sap_int q = LU->rowptr[k]; q < LU->rowptr[k + 1]; q++)
-                if (LU->colind[q] >= k) ADD(LU->colind[q]);
+                if (LU->colind[q] >= k) list[m++] = LU->colind[q];
     }
-    for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) ADD(A->colind[p]);
-#undef ADD
-    qsort(w->list, (size_t)m, sizeof(sap_int), cmp_int);
-    return m;
+    for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) list[m++] = A->colind[p];
+    qsort(list, (size_t)m, sizeof(sap_int), cmp_int);
+    sap_int u = 0;
+    for (sap_int a = 0; a < m; a++)
+        if (u == 0 || list[a] != list[u - 1]) list[u++] = list[a];
+    return u;
 }
 
 /* The pattern with the candidates added: *S2 (A's values, 0 elsewhere) and *LU2 (LU's values,
- * 0 at the candidates). */
-static sap_status grow(sap_context *ctx, const sap_csr *A, const sap_csr *LU, pat_work *w, sap_csr **S2,
-                       sap_csr **LU2)
+ * 0 at the candidates).  Rows on threads (each row alone: the same for every thread count). */
+static sap_status grow(sap_context *ctx, const sap_csr *A, const sap_csr *LU, sap_csr **S2, sap_csr **LU2)
 {
     sap_status st = SAP_OK;
     const sap_int n = A->nrows;
-    sap_int nnz = 0;
+    const int nt = sap__threads_for(ctx, (double)LU->nnz), cap_nt = nt > 0 ? nt : 1;
+    sap_int *cnt = NULL, cap = 0;
+    pat_work *w = NULL;
+    void *mem = NULL;
     *S2 = *LU2 = NULL;
-    for (sap_int i = 0; i < n; i++) w->mark[i] = -1;
-    for (sap_int i = 0; i < n; i++) nnz += grown_row(A, LU, i, w);
-    SAP_TRY(sap_csr_create(ctx, n, n, nnz, S2));
-    SAP_TRY(sap_csr_create(ctx, n, n, nnz, LU2));
-    for (sap_int i = 0; i < n; i++) w->mark[i] = -1;
-    sap_int q = 0;
-    (*S2)->rowptr[0] = (*LU2)->rowptr[0] = 0;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : cap)")
     for (sap_int i = 0; i < n; i++) {
-        const sap_int m = grown_row(A, LU, i, w);
-        for (sap_int a = 0; a < m; a++, q++) {
-            const sap_int j = w->list[a], pa = find(A, i, j), pl = find(LU, i, j);
-            (*S2)->colind[q] = (*LU2)->colind[q] = j;
-            (*S2)->val[q] = pa >= 0 ? A->val[pa] : 0.0;
-            (*LU2)->val[q] = pl >= 0 ? LU->val[pl] : 0.0;
+        const sap_int b = grown_bound(A, LU, i);
+        cap = b > cap ? b : cap;
+    }
+    SAP_ALLOC(ctx, cnt, (size_t)n + 1);
+    SAP_ALLOC(ctx, w, (size_t)cap_nt);
+    if (!cnt || !w) goto cleanup;
+    SAP_TRY(work_alloc(ctx, cap_nt, cap, w, &mem));
+    cnt[0] = 0;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 256)")
+    for (sap_int i = 0; i < n; i++) {
+        int t, T;
+        sap__omp_team(&t, &T);
+        cnt[i + 1] = grown_row(A, LU, i, w[t].list);
+    }
+    for (sap_int i = 0; i < n; i++) cnt[i + 1] += cnt[i];
+    SAP_TRY(sap_csr_create(ctx, n, n, cnt[n], S2));
+    SAP_TRY(sap_csr_create(ctx, n, n, cnt[n], LU2));
+    for (sap_int i = 0; i <= n; i++) (*S2)->rowptr[i] = (*LU2)->rowptr[i] = cnt[i];
+    sap_csr *SS = *S2, *LL = *LU2;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 256)")
+    for (sap_int i = 0; i < n; i++) {
+        int t, T;
+        sap__omp_team(&t, &T);
+        const sap_int m = grown_row(A, LU, i, w[t].list);
+        for (sap_int a = 0, q = cnt[i]; a < m; a++, q++) {
+            const sap_int j = w[t].list[a], pa = find(A, i, j), pl = find(LU, i, j);
+            SS->colind[q] = LL->colind[q] = j;
+            SS->val[q] = pa >= 0 ? A->val[pa] : 0.0;
+            LL->val[q] = pl >= 0 ? LU->val[pl] : 0.0;
         }
-        (*S2)->rowptr[i + 1] = (*LU2)->rowptr[i + 1] = q;
     }
 cleanup:
+    sap__free(ctx, mem);
+    sap__free(ctx, w);
+    sap__free(ctx, cnt);
     if (st < 0) {
         sap_csr_destroy(*S2);
         sap_csr_destroy(*LU2);
@@ -158,50 +201,70 @@ static sap_int select_part(const sap_csr *LU, const sap_int *pos, sap_int m, sap
     return k;
 }
 
-/* The kept pattern of every row (its L part, the diagonal, its U part): *S2 with A's values,
- * *LU2 with LU's. */
+/* Row i's kept positions of LU (its L part, the diagonal, its U part) into w->list; their count. */
+static sap_int kept_row(const sap_csr *A, const sap_csr *LU, sap_int i, sap_int p, double tau, pat_work *w)
+{
+    double s = 0.0;
+    const sap_int na = A->rowptr[i + 1] - A->rowptr[i];
+    for (sap_int q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) s += fabs(A->val[q]);
+    const double t = na > 0 ? tau * s / (double)na : 0.0;
+    sap_int nl = 0, dg = -1, m = 0, nu = 0;
+    for (sap_int q = LU->rowptr[i]; q < LU->rowptr[i + 1]; q++) {
+        if (LU->colind[q] < i) w->pos[nl++] = q;
+        else if (LU->colind[q] == i) dg = q;
+    }
+    m = select_part(LU, w->pos, nl, p, t, w, 0);
+    if (dg >= 0) w->list[m++] = dg;
+    for (sap_int q = LU->rowptr[i]; q < LU->rowptr[i + 1]; q++)
+        if (LU->colind[q] > i) w->pos[nu++] = q;
+    return m + select_part(LU, w->pos, nu, p, t, w, m);
+}
+
+/* The kept pattern of every row: *S2 with A's values, *LU2 with LU's.  Rows on threads. */
 static sap_status drop(sap_context *ctx, const sap_csr *A, const sap_csr *S, const sap_csr *LU, sap_int p,
-                       double tau, pat_work *w, sap_csr **S2, sap_csr **LU2)
+                       double tau, sap_csr **S2, sap_csr **LU2)
 {
     sap_status st = SAP_OK;
     const sap_int n = A->nrows;
-    sap_int *keep = NULL, *rp = NULL, *pos = w->mark;
+    const int nt = sap__threads_for(ctx, (double)LU->nnz), cap_nt = nt > 0 ? nt : 1;
+    sap_int *cnt = NULL, cap = 0;
+    pat_work *w = NULL;
+    void *mem = NULL;
     *S2 = *LU2 = NULL;
-    SAP_ALLOC(ctx, keep, (size_t)(LU->nnz > 0 ? LU->nnz : 1));
-    SAP_ALLOC(ctx, rp, (size_t)n + 1);
-    if (!keep || !rp) goto cleanup;
-    sap_int nk = 0;
-    rp[0] = 0;
+    for (sap_int i = 0; i < n; i++)
+        cap = LU->rowptr[i + 1] - LU->rowptr[i] > cap ? LU->rowptr[i + 1] - LU->rowptr[i] : cap;
+    SAP_ALLOC(ctx, cnt, (size_t)n + 1);
+    SAP_ALLOC(ctx, w, (size_t)cap_nt);
+    if (!cnt || !w) goto cleanup;
+    SAP_TRY(work_alloc(ctx, cap_nt, cap, w, &mem));
+    cnt[0] = 0;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 256)")
     for (sap_int i = 0; i < n; i++) {
-        double s = 0.0;
-        const sap_int na = A->rowptr[i + 1] - A->rowptr[i];
-        for (sap_int q = A->rowptr[i]; q < A->rowptr[i + 1]; q++) s += fabs(A->val[q]);
-        const double t = na > 0 ? tau * s / (double)na : 0.0;
-        sap_int nl = 0, dg = -1, m = 0;
-        for (sap_int q = LU->rowptr[i]; q < LU->rowptr[i + 1]; q++) {
-            if (LU->colind[q] < i) pos[nl++] = q;
-            else if (LU->colind[q] == i) dg = q;
-        }
-        m = select_part(LU, pos, nl, p, t, w, 0);
-        if (dg >= 0) w->list[m++] = dg;
-        sap_int nu = 0;
-        for (sap_int q = LU->rowptr[i]; q < LU->rowptr[i + 1]; q++)
-            if (LU->colind[q] > i) pos[nu++] = q;
-        m += select_part(LU, pos, nu, p, t, w, m);
-        for (sap_int a = 0; a < m; a++) keep[nk++] = w->list[a];
-        rp[i + 1] = nk;
+        int t, T;
+        sap__omp_team(&t, &T);
+        cnt[i + 1] = kept_row(A, LU, i, p, tau, &w[t]);
     }
-    SAP_TRY(sap_csr_create(ctx, n, n, nk, S2));
-    SAP_TRY(sap_csr_create(ctx, n, n, nk, LU2));
-    for (sap_int i = 0; i <= n; i++) (*S2)->rowptr[i] = (*LU2)->rowptr[i] = rp[i];
-    for (sap_int a = 0; a < nk; a++) {
-        (*S2)->colind[a] = (*LU2)->colind[a] = LU->colind[keep[a]];
-        (*S2)->val[a] = S->val[keep[a]];
-        (*LU2)->val[a] = LU->val[keep[a]];
+    for (sap_int i = 0; i < n; i++) cnt[i + 1] += cnt[i];
+    SAP_TRY(sap_csr_create(ctx, n, n, cnt[n], S2));
+    SAP_TRY(sap_csr_create(ctx, n, n, cnt[n], LU2));
+    for (sap_int i = 0; i <= n; i++) (*S2)->rowptr[i] = (*LU2)->rowptr[i] = cnt[i];
+    sap_csr *SS = *S2, *LL = *LU2;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 256)")
+    for (sap_int i = 0; i < n; i++) {
+        int t, T;
+        sap__omp_team(&t, &T);
+        const sap_int m = kept_row(A, LU, i, p, tau, &w[t]);
+        for (sap_int a = 0, q = cnt[i]; a < m; a++, q++) {
+            const sap_int k = w[t].list[a];
+            SS->colind[q] = LL->colind[q] = LU->colind[k];
+            SS->val[q] = S->val[k];
+            LL->val[q] = LU->val[k];
+        }
     }
 cleanup:
-    sap__free(ctx, keep);
-    sap__free(ctx, rp);
+    sap__free(ctx, mem);
+    sap__free(ctx, w);
+    sap__free(ctx, cnt);
     if (st < 0) {
         sap_csr_destroy(*S2);
         sap_csr_destroy(*LU2);
@@ -227,14 +290,9 @@ static sap_status parilut_numeric(sap_precond *P, const sap_csr *A)
     const sap_trsv_kernels *kt = sap__ops(ctx)->trsv;
     sap_status st = SAP_OK;
     sap_csr *LU = NULL, *S = NULL, *S2 = NULL, *LU2 = NULL;
-    pat_work w = {NULL, NULL, NULL};
     sap_int shifted = 0;
     const double t0 = sap__wtime();
     const sap_int n = A->nrows;
-    SAP_ALLOC(ctx, w.mark, (size_t)(n > 0 ? n : 1));
-    SAP_ALLOC(ctx, w.list, (size_t)(n > 0 ? n : 1));
-    SAP_ALLOC(ctx, w.mp, (size_t)(n > 0 ? n : 1));
-    if (!w.mark || !w.list || !w.mp) goto cleanup;
     /* ParILU's start on A's pattern (and the diagonal) */
     SAP_TRY(sap__iluk_pattern(ctx, A, 0, &S));
     SAP_TRY(sap_csr_copy(S, &LU));
@@ -247,11 +305,11 @@ static sap_status parilut_numeric(sap_precond *P, const sap_csr *A)
         }
     SAP_TRY(kt->parilu(ctx, S, (int)o->sweeps, LU->val));
     for (sap_int s = 0; s < o->steps; s++) {
-        SAP_TRY(grow(ctx, A, LU, &w, &S2, &LU2));
+        SAP_TRY(grow(ctx, A, LU, &S2, &LU2));
         replace(&S, &LU, S2, LU2);
         S2 = LU2 = NULL;
         SAP_TRY(kt->parilu(ctx, S, (int)o->sweeps, LU->val));
-        SAP_TRY(drop(ctx, A, S, LU, o->p, o->tau, &w, &S2, &LU2));
+        SAP_TRY(drop(ctx, A, S, LU, o->p, o->tau, &S2, &LU2));
         replace(&S, &LU, S2, LU2);
         S2 = LU2 = NULL;
         SAP_TRY(kt->parilu(ctx, S, (int)o->sweeps, LU->val));
@@ -261,9 +319,6 @@ static sap_status parilut_numeric(sap_precond *P, const sap_csr *A)
              (long long)o->p, o->tau, (long long)o->steps, (long long)o->sweeps, kt->name);
     SAP_TRY(sap__ilu_pc_finish_lu(P, A, LU, shifted, t0));
 cleanup:
-    sap__free(ctx, w.mark);
-    sap__free(ctx, w.list);
-    sap__free(ctx, w.mp);
     sap_csr_destroy(S);
     sap_csr_destroy(LU);
     sap_csr_destroy(S2);
