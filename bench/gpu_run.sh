@@ -36,7 +36,11 @@
 #                (when step gpu ran them); SAP_BTD_MPI_DIST (default levels;
 #                levels,interior measures both orders of the distributed BCYCLIC, $SAP_BTD_DIST, in
 #                each of the three runs: rows "bcyclic" and "bcyclic-interior"; interior-dist adds
-#                "bcyclic-interior-dist", interior first with its reduced system distributed)
+#                "bcyclic-interior-dist", interior first with its reduced system distributed); then,
+#                on more than one GPU, strong scaling of SAP_BTD_STRONG unknowns in all (default
+#                307200, the paper's; 0 skips; k from SAP_BTD_STRONG_KS, default 64,256,1024):
+#                strong/btd_mpi_strong_P<n>.md/.csv, and bench/btd_model.py fitted to both runs:
+#                btd_model.md/.csv (4 to 128 GPUs predicted)
 #   .petsc/      (optional, git-ignored) a uniprocessor PETSc + SLEPc packed by bench/petsc_pack.sh (the
 #                GPU machines have none): unpacked into .petsc/prefix, given to CMake as SAP_PETSC_DIR
 #   step "slepc" (issue 17) examples/slepc/radiative_sinvert on the GPU against SLEPc with PETSc's LU in
@@ -322,6 +326,19 @@ PYEOF
       --algos ${SAP_BTD_MPI_ALGOS:-bcyclic,spike} --dist ${SAP_BTD_MPI_DIST:-levels,interior} --out "$OUT" > "$OUT/btd_mpi.log" 2>&1
     echo "bench/btd_mpi -n $NG (transport auto): rc=$? ($(elapsed) s)"
     cat "$OUT/btd_mpi.log"
+    # strong scaling (SAP_BTD_STRONG unknowns in all, default the paper's 307200; 0 skips) and the
+    # communication model fitted to both runs, predicting 4 to 128 GPUs (bench/btd_model.py)
+    if [ "${SAP_BTD_STRONG:-307200}" != 0 ] && [ "$NG" -gt 1 ]; then
+      mkdir -p "$OUT/strong"
+      timeout ${SAP_BTD_MPI_TIMEOUT_S:-150} mpiexec --oversubscribe -n "$NG" \
+        "$BUILD/bench/btd_mpi" --backend cuda --ks ${SAP_BTD_STRONG_KS:-64,256,1024} --algos bcyclic --dist interior \
+        --strong ${SAP_BTD_STRONG:-307200} --out "$OUT/strong" > "$OUT/strong/btd_mpi.log" 2>&1
+      echo "bench/btd_mpi -n $NG --strong ${SAP_BTD_STRONG:-307200}: rc=$? ($(elapsed) s)"
+      cat "$OUT/strong/btd_mpi.log"
+      python3 "$ROOT/bench/btd_model.py" --weak "$OUT/btd_mpi_P$NG.csv" --strong "$OUT/strong/btd_mpi_strong_P$NG.csv" \
+        --out "$OUT" --name btd_model --note "Measurements: this run, commit $SAP_COMMIT, $GPU." > "$OUT/btd_model.log" 2>&1
+      echo "bench/btd_model.py: rc=$?"
+    fi
     # the same staged through host memory (page-locked), and over NCCL overlapped
     for v in host overlap; do
       mkdir -p "$OUT/$v"
