@@ -114,62 +114,6 @@ static sap_int grown_row(const sap_csr *A, const sap_csr *LU, sap_int i, sap_int
     return u;
 }
 
-/* The pattern with the candidates added: *S2 (A's values, 0 elsewhere) and *LU2 (LU's values,
- * 0 at the candidates).  Rows on threads (each row alone: the same for every thread count). */
-static sap_status grow(sap_context *ctx, const sap_csr *A, const sap_csr *LU, sap_csr **S2, sap_csr **LU2)
-{
-    sap_status st = SAP_OK;
-    const sap_int n = A->nrows;
-    const int nt = sap__threads_for(ctx, (double)LU->nnz), cap_nt = nt > 0 ? nt : 1;
-    sap_int *cnt = NULL, cap = 0;
-    pat_work *w = NULL;
-    void *mem = NULL;
-    *S2 = *LU2 = NULL;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : cap)")
-    for (sap_int i = 0; i < n; i++) {
-        const sap_int b = grown_bound(A, LU, i);
-        cap = b > cap ? b : cap;
-    }
-    SAP_ALLOC(ctx, cnt, (size_t)n + 1);
-    SAP_ALLOC(ctx, w, (size_t)cap_nt);
-    if (!cnt || !w) goto cleanup;
-    SAP_TRY(work_alloc(ctx, cap_nt, cap, w, &mem));
-    cnt[0] = 0;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 256)")
-    for (sap_int i = 0; i < n; i++) {
-        int t, T;
-        sap__omp_team(&t, &T);
-        cnt[i + 1] = grown_row(A, LU, i, w[t].list);
-    }
-    for (sap_int i = 0; i < n; i++) cnt[i + 1] += cnt[i];
-    SAP_TRY(sap_csr_create(ctx, n, n, cnt[n], S2));
-    SAP_TRY(sap_csr_create(ctx, n, n, cnt[n], LU2));
-    for (sap_int i = 0; i <= n; i++) (*S2)->rowptr[i] = (*LU2)->rowptr[i] = cnt[i];
-    sap_csr *SS = *S2, *LL = *LU2;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 256)")
-    for (sap_int i = 0; i < n; i++) {
-        int t, T;
-        sap__omp_team(&t, &T);
-        const sap_int m = grown_row(A, LU, i, w[t].list);
-        for (sap_int a = 0, q = cnt[i]; a < m; a++, q++) {
-            const sap_int j = w[t].list[a], pa = find(A, i, j), pl = find(LU, i, j);
-            SS->colind[q] = LL->colind[q] = j;
-            SS->val[q] = pa >= 0 ? A->val[pa] : 0.0;
-            LL->val[q] = pl >= 0 ? LU->val[pl] : 0.0;
-        }
-    }
-cleanup:
-    sap__free(ctx, mem);
-    sap__free(ctx, w);
-    sap__free(ctx, cnt);
-    if (st < 0) {
-        sap_csr_destroy(*S2);
-        sap_csr_destroy(*LU2);
-        *S2 = *LU2 = NULL;
-    }
-    return st;
-}
-
 /* |v| descending (NaN first: kept, so that the pivot check reports it), then position */
 static int cmp_mag(const void *a, const void *b)
 {
@@ -220,9 +164,12 @@ static sap_int kept_row(const sap_csr *A, const sap_csr *LU, sap_int i, sap_int 
     return m + select_part(LU, w->pos, nu, p, t, w, m);
 }
 
-/* The kept pattern of every row: *S2 with A's values, *LU2 with LU's.  Rows on threads. */
-static sap_status drop(sap_context *ctx, const sap_csr *A, const sap_csr *S, const sap_csr *LU, sap_int p,
-                       double tau, sap_csr **S2, sap_csr **LU2)
+/* The next pattern, grown (grow = 1: LU's, A's and L U's entries; A's values in *S2 and LU's
+ * in *LU2, 0 at the candidates) or kept (grow = 0: ILUT's selection of LU's entries with p,
+ * tau; S's and LU's values).  Two passes over the rows on the host cores (a count, then the
+ * entries), each row alone: the same for every thread count. */
+static sap_status next_pattern(sap_context *ctx, int grow, const sap_csr *A, const sap_csr *S, const sap_csr *LU,
+                               sap_int p, double tau, sap_csr **S2, sap_csr **LU2)
 {
     sap_status st = SAP_OK;
     const sap_int n = A->nrows;
@@ -231,8 +178,11 @@ static sap_status drop(sap_context *ctx, const sap_csr *A, const sap_csr *S, con
     pat_work *w = NULL;
     void *mem = NULL;
     *S2 = *LU2 = NULL;
-    for (sap_int i = 0; i < n; i++)
-        cap = LU->rowptr[i + 1] - LU->rowptr[i] > cap ? LU->rowptr[i + 1] - LU->rowptr[i] : cap;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : cap)")
+    for (sap_int i = 0; i < n; i++) {
+        const sap_int b = grow ? grown_bound(A, LU, i) : LU->rowptr[i + 1] - LU->rowptr[i];
+        cap = b > cap ? b : cap;
+    }
     SAP_ALLOC(ctx, cnt, (size_t)n + 1);
     SAP_ALLOC(ctx, w, (size_t)cap_nt);
     if (!cnt || !w) goto cleanup;
@@ -242,7 +192,7 @@ static sap_status drop(sap_context *ctx, const sap_csr *A, const sap_csr *S, con
     for (sap_int i = 0; i < n; i++) {
         int t, T;
         sap__omp_team(&t, &T);
-        cnt[i + 1] = kept_row(A, LU, i, p, tau, &w[t]);
+        cnt[i + 1] = grow ? grown_row(A, LU, i, w[t].list) : kept_row(A, LU, i, p, tau, &w[t]);
     }
     for (sap_int i = 0; i < n; i++) cnt[i + 1] += cnt[i];
     SAP_TRY(sap_csr_create(ctx, n, n, cnt[n], S2));
@@ -253,12 +203,19 @@ static sap_status drop(sap_context *ctx, const sap_csr *A, const sap_csr *S, con
     for (sap_int i = 0; i < n; i++) {
         int t, T;
         sap__omp_team(&t, &T);
-        const sap_int m = kept_row(A, LU, i, p, tau, &w[t]);
+        const sap_int m = grow ? grown_row(A, LU, i, w[t].list) : kept_row(A, LU, i, p, tau, &w[t]);
         for (sap_int a = 0, q = cnt[i]; a < m; a++, q++) {
-            const sap_int k = w[t].list[a];
-            SS->colind[q] = LL->colind[q] = LU->colind[k];
-            SS->val[q] = S->val[k];
-            LL->val[q] = LU->val[k];
+            if (grow) { /* list: columns */
+                const sap_int j = w[t].list[a], pa = find(A, i, j), pl = find(LU, i, j);
+                SS->colind[q] = LL->colind[q] = j;
+                SS->val[q] = pa >= 0 ? A->val[pa] : 0.0;
+                LL->val[q] = pl >= 0 ? LU->val[pl] : 0.0;
+            } else { /* list: positions in LU (and S, the same pattern) */
+                const sap_int k = w[t].list[a];
+                SS->colind[q] = LL->colind[q] = LU->colind[k];
+                SS->val[q] = S->val[k];
+                LL->val[q] = LU->val[k];
+            }
         }
     }
 cleanup:
@@ -305,11 +262,11 @@ static sap_status parilut_numeric(sap_precond *P, const sap_csr *A)
         }
     SAP_TRY(kt->parilu(ctx, S, (int)o->sweeps, LU->val));
     for (sap_int s = 0; s < o->steps; s++) {
-        SAP_TRY(grow(ctx, A, LU, &S2, &LU2));
+        SAP_TRY(next_pattern(ctx, 1, A, S, LU, 0, 0.0, &S2, &LU2));
         replace(&S, &LU, S2, LU2);
         S2 = LU2 = NULL;
         SAP_TRY(kt->parilu(ctx, S, (int)o->sweeps, LU->val));
-        SAP_TRY(drop(ctx, A, S, LU, o->p, o->tau, &S2, &LU2));
+        SAP_TRY(next_pattern(ctx, 0, A, S, LU, o->p, o->tau, &S2, &LU2));
         replace(&S, &LU, S2, LU2);
         S2 = LU2 = NULL;
         SAP_TRY(kt->parilu(ctx, S, (int)o->sweeps, LU->val));
