@@ -288,6 +288,8 @@ static inline int sap__threads_for(const sap_context *ctx, double work)
  * count to give back with sap__blas_threads_restore (0: none was changed). */
 int sap__blas_threads(int n);
 int sap__blas_threads_for(double flops, double per);
+/* The count now (1 where the BLAS is not OpenBLAS). */
+int sap__blas_threads_now(void);
 void sap__blas_threads_restore(int was);
 
 /* This thread's number and its team's size (0 and 1 outside a parallel region and

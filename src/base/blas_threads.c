@@ -23,6 +23,11 @@ int sap__blas_threads_for(double flops, double per)
     return sap__blas_threads(k >= 1.0e6 ? 1000000 : k >= 1.0 ? (int)k : 1);
 }
 
+int sap__blas_threads_now(void)
+{
+    return openblas_get_num_threads ? openblas_get_num_threads() : 1;
+}
+
 void sap__blas_threads_restore(int was)
 {
     if (was > 0 && openblas_set_num_threads) openblas_set_num_threads(was);

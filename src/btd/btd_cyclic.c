@@ -617,9 +617,7 @@ static seg dist_seg(sap_btd *T)
     return s;
 }
 
-/* the device time of the exchanges queued on the stream so far, into the communicator's
- * seconds (waits for them) */
-static void peer_time(sap_btd *T)
+void sap__bc_peer_time(sap_btd *T)
 {
     sap__btd_comm *c = T->comm;
     double sec = 0;
@@ -666,7 +664,7 @@ sap_status sap__bc_factor_dist(sap_btd *T)
     if (lst == SAP_OK) lst = first_singular(&s, &key, &lev);
     SAP_TRY(sap__bc_agree(T, lst, key, "cyclic reduction"));
 cleanup:
-    peer_time(T);
+    sap__bc_peer_time(T);
     T->st.time_comm = c->seconds - t0;
     return st;
 }
@@ -677,7 +675,7 @@ sap_status sap__bc_solve_dist(sap_btd *T, double *z, int nrhs)
     double t0 = c->seconds;
     seg s = dist_seg(T);
     sap_status st = solve_seg(&s, T->H, z, (int)(T->k * T->nb), nrhs);
-    peer_time(T);
+    sap__bc_peer_time(T);
     T->st.time_comm = c->seconds - t0;
     return st;
 }

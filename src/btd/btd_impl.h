@@ -92,6 +92,9 @@ sap_status sap__bc_factor_dist(sap_btd *T);
  * block (SAP_ERR_SINGULAR, T->st.singular_block, "level of the <what>" in the message). */
 sap_status sap__bc_agree(sap_btd *T, sap_status lst, int64_t key, const char *what);
 sap_status sap__bc_solve_dist(sap_btd *T, double *z, int nrhs);
+/* The device time of the exchanges queued on the stream so far (with a device-to-device
+ * transport), into the communicator's seconds (waits for them). */
+void sap__bc_peer_time(sap_btd *T);
 /* The steps of BCYCLIC for btd_interior.c, as the variant runs them (one strided batched
  * call or one call per block on the backend's lanes): count rows B_i = LU, [A_i C_i] :=
  * B_i^{-1} [A_i C_i] (strides in doubles / ints); c_i := beta c_i - a_i b_i (k x k times

@@ -175,14 +175,6 @@ static int repl_on(sap_btd *T)
     return T->bi_repl;
 }
 
-/* the device time of the exchanges queued so far into the communicator's seconds (waits) */
-static void repl_peer_time(sap_btd *T)
-{
-    sap__btd_comm *c = T->comm;
-    double sec = 0;
-    if (c->peer && c->peer_ops->seconds(T->ctx, c->peer, &sec) == SAP_OK) c->seconds += sec;
-}
-
 /* T->G for n doubles (backend memory; the contents are not kept) */
 static sap_status reserve_g(sap_btd *T, int64_t n)
 {
@@ -363,7 +355,7 @@ static sap_status repl_solve(sap_btd *T, const iplan *P, double *z, int ldz, int
     if (nrhs > 1) SAP_TRY(T->dk->lacpy(ctx, k, nrhs, nr, g, k, rz, R->Z, ldr, k));
     SAP_TRY(sap__bc_solve(R, 0, nr, R->H, R->Z, ldr, nrhs));
     SAP_TRY(T->dk->lacpy(ctx, k, nrhs, P->nred, R->Z + ro[me] * k, ldr, k, z + P->ifr[0] * k, ldz, step));
-    repl_peer_time(T);
+    sap__bc_peer_time(T);
 cleanup:
     return st;
 }
@@ -407,7 +399,7 @@ sap_status sap__bi_factor(sap_btd *T)
     if (repl_on(T)) { /* the interface rows of every process, replicated */
         sap_int sing = -1;
         lst = repl_factor(T, &P, &sing);
-        repl_peer_time(T);
+        sap__bc_peer_time(T);
         int64_t v = lst != SAP_OK ? -1 : sing >= 0 ? sing : INT64_MAX;
         SAP_TRY(c->allreduce_min(c, ctx, &v)); /* a failure on one process reaches all */
         if (v < 0) SAP_FAIL(ctx, lst != SAP_OK ? lst : SAP_ERR_DEVICE, "sap_btd: the reduced system of the "

@@ -1,5 +1,6 @@
 /* ilu_factor.c -- the host incomplete factorizations (ilu_factor.h): ILU(k) patterns,
  * ILU on a pattern (level-parallel), ILUT(p, tau), IC(0), and the L/U split. */
+#include "base/csr_search.h"
 #include "precond/ilu_factor.h"
 
 #include <math.h>
@@ -496,6 +497,22 @@ cleanup:
     sap_csr_destroy(L);
     sap__free(ctx, order);
     sap__free(ctx, lptr);
+    return st;
+}
+
+sap_status sap__parilu_start(sap_context *ctx, const sap_csr *A, sap_csr **S, sap_csr **LU)
+{
+    sap_status st = SAP_OK;
+    *LU = NULL;
+    SAP_TRY(sap__iluk_pattern(ctx, A, 0, S));
+    SAP_TRY(sap_csr_copy(*S, LU));
+    const sap_csr *P = *S;
+    for (sap_int i = 0; i < P->nrows; i++)
+        for (sap_int p = P->rowptr[i]; p < P->rowptr[i + 1] && P->colind[p] < i; p++) {
+            const sap_int q = sap__csr_find(P->rowptr, P->colind, P->colind[p], P->colind[p]);
+            if (q >= 0 && P->val[q] != 0.0) (*LU)->val[p] = P->val[p] / P->val[q];
+        }
+cleanup:
     return st;
 }
 

@@ -42,6 +42,10 @@ sap_status sap__isai(sap_context *ctx, const sap_csr *T, int upper, int unit, sa
 /* The pivot rule on a combined LU computed elsewhere (ParILU): diagonal entries of LU
  * checked against the rows of A (same size); non-finite entries are SAP_ERR_SINGULAR. */
 sap_status sap__ilu_fix_pivots(sap_context *ctx, sap_csr *LU, const sap_csr *A, double pivot_tol, sap_int *shifted);
+/* ParILU's start: *S = A's values on its pattern plus the diagonal (sap__iluk_pattern, k = 0)
+ * and *LU the initial guess on it, L = A_lower D^{-1} (entries over a zero diagonal kept as
+ * a_ij), U = A_upper. */
+sap_status sap__parilu_start(sap_context *ctx, const sap_csr *A, sap_csr **S, sap_csr **LU);
 /* Splits a combined LU into L (strictly lower) and U (upper, diagonal included). */
 sap_status sap__lu_split(sap_context *ctx, const sap_csr *LU, sap_csr **L, sap_csr **U);
 

@@ -28,17 +28,7 @@ static sap_status parilu_numeric(sap_precond *P, const sap_csr *A)
     sap_csr *LU = NULL, *S = NULL;
     sap_int shifted = 0;
     const double t0 = sap__wtime();
-    SAP_TRY(sap__iluk_pattern(ctx, A, 0, &S)); /* A's values on its pattern + the diagonal */
-    SAP_TRY(sap_csr_copy(S, &LU));
-    for (sap_int i = 0; i < S->nrows; i++)
-        for (sap_int p = S->rowptr[i]; p < S->rowptr[i + 1]; p++) {
-            const sap_int j = S->colind[p];
-            if (j >= i) continue;
-            double ajj = 0.0;
-            for (sap_int q = S->rowptr[j]; q < S->rowptr[j + 1]; q++)
-                if (S->colind[q] == j) ajj = S->val[q];
-            if (ajj != 0.0) LU->val[p] = S->val[p] / ajj;
-        }
+    SAP_TRY(sap__parilu_start(ctx, A, &S, &LU));
     SAP_TRY(sap__ops(ctx)->trsv->parilu(ctx, S, (int)o->sweeps, LU->val));
     SAP_TRY(sap__ilu_fix_pivots(ctx, LU, A, o->pivot_tol, &shifted));
     snprintf(d->extra, sizeof(d->extra), "%lld sweeps on the %s backend", (long long)o->sweeps,

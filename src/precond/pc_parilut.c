@@ -16,6 +16,7 @@
  * same result for every thread count), the sweeps on the backend.
  * With p >= n and tau = 0 the pattern grows to the full LU's in n rounds, and the sweeps
  * converge to the exact factors (the reference of test_ilu). */
+#include "base/csr_search.h"
 #include "precond/ilu_factor.h"
 
 #include <math.h>
@@ -71,18 +72,6 @@ static int cmp_int(const void *a, const void *b)
 {
     const sap_int x = *(const sap_int *)a, y = *(const sap_int *)b;
     return (x > y) - (x < y);
-}
-
-/* The row of a (sorted) CSR holding column j: its position, -1 when absent. */
-static sap_int find(const sap_csr *M, sap_int i, sap_int j)
-{
-    sap_int lo = M->rowptr[i], hi = M->rowptr[i + 1];
-    while (lo < hi) {
-        const sap_int m = lo + (hi - lo) / 2;
-        if (M->colind[m] < j) lo = m + 1;
-        else hi = m;
-    }
-    return lo < M->rowptr[i + 1] && M->colind[lo] == j ? lo : -1;
 }
 
 /* The most columns row i of the grown pattern can list (with repeats). */
@@ -206,7 +195,8 @@ static sap_status next_pattern(sap_context *ctx, int grow, const sap_csr *A, con
         const sap_int m = grow ? grown_row(A, LU, i, w[t].list) : kept_row(A, LU, i, p, tau, &w[t]);
         for (sap_int a = 0, q = cnt[i]; a < m; a++, q++) {
             if (grow) { /* list: columns */
-                const sap_int j = w[t].list[a], pa = find(A, i, j), pl = find(LU, i, j);
+                const sap_int j = w[t].list[a], pa = sap__csr_find(A->rowptr, A->colind, i, j),
+                              pl = sap__csr_find(LU->rowptr, LU->colind, i, j);
                 SS->colind[q] = LL->colind[q] = j;
                 SS->val[q] = pa >= 0 ? A->val[pa] : 0.0;
                 LL->val[q] = pl >= 0 ? LU->val[pl] : 0.0;
@@ -249,17 +239,7 @@ static sap_status parilut_numeric(sap_precond *P, const sap_csr *A)
     sap_csr *LU = NULL, *S = NULL, *S2 = NULL, *LU2 = NULL;
     sap_int shifted = 0;
     const double t0 = sap__wtime();
-    const sap_int n = A->nrows;
-    /* ParILU's start on A's pattern (and the diagonal) */
-    SAP_TRY(sap__iluk_pattern(ctx, A, 0, &S));
-    SAP_TRY(sap_csr_copy(S, &LU));
-    for (sap_int i = 0; i < n; i++)
-        for (sap_int p = S->rowptr[i]; p < S->rowptr[i + 1]; p++) {
-            const sap_int j = S->colind[p];
-            if (j >= i) continue;
-            const sap_int q = find(S, j, j);
-            if (q >= 0 && S->val[q] != 0.0) LU->val[p] = S->val[p] / S->val[q];
-        }
+    SAP_TRY(sap__parilu_start(ctx, A, &S, &LU));
     SAP_TRY(kt->parilu(ctx, S, (int)o->sweeps, LU->val));
     for (sap_int s = 0; s < o->steps; s++) {
         SAP_TRY(next_pattern(ctx, 1, A, S, LU, 0, 0.0, &S2, &LU2));

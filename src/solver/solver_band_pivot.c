@@ -46,13 +46,12 @@ void sap__bp_destroy(sap__bp *F)
 #define SV_BLAS_BUFFER (160.0 * 1024 * 1024)
 /* flops per OpenBLAS thread of dgbtrf / dgbtrs: a smaller call takes fewer threads */
 #define SV_BP_BLAS_FLOPS 2.0e8
-extern int openblas_get_num_threads(void) __attribute__((weak));
 
 static sap_status blas_headroom(sap_context *ctx, const char *call)
 {
     const double left = sap__host_address_space_left();
     if (left < 0) return SAP_OK; /* no RLIMIT_AS */
-    const int nt = openblas_get_num_threads ? openblas_get_num_threads() : 1;
+    const int nt = sap__blas_threads_now();
     const double need = SV_BLAS_BUFFER * (double)(nt > 0 ? nt : 1);
     if (left >= need) return SAP_OK;
     return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY,
