@@ -30,11 +30,12 @@ static double urand(void)
 }
 
 /* Random triangular n x n: kind 0 random (density dens, some empty rows), 1 diagonal
- * only (one level), 2 bidiagonal (n levels), 3 a band of 80 off-diagonals (long rows:
- * the cuda synchronization-free solve then gives a row 16 or 32 threads). */
+ * only (one level), 2 bidiagonal (n levels), 3 a band of 160 off-diagonals (long rows:
+ * the cuda synchronization-free solve then gives a row 32 threads, and rows of more
+ * than 4 x 32 entries take its loop over the rest of the row). */
 static sap_csr *rand_tri(sap_context *ctx, sap_int n, int upper, int kind, double dens)
 {
-    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + (kind == 3 ? 81 * n : 0) + 16, nz = 0;
+    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + (kind == 3 ? 161 * n : 0) + 16, nz = 0;
     sap_csr *T = NULL;
     if (sap_csr_create(ctx, n, n, cap, &T) != SAP_OK) return NULL;
     T->rowptr[0] = 0;
@@ -45,12 +46,12 @@ static sap_csr *rand_tri(sap_context *ctx, sap_int n, int upper, int kind, doubl
             if (j != i && (upper ? j > i : j < i)) {
                 if (kind == 0) take = !empty && urand() < dens;
                 if (kind == 2) take = upper ? j == i + 1 : j == i - 1;
-                if (kind == 3) take = (upper ? j - i : i - j) <= 80;
+                if (kind == 3) take = (upper ? j - i : i - j) <= 160;
             }
             if (!take || nz >= cap) continue;
             T->colind[nz] = j;
             T->val[nz++] = j == i ? (urand() < 0.5 ? -1.0 : 1.0) * (1.0 + urand())
-                                  : (urand() - 0.5) / (kind == 3 ? 40.0 : 1.0);
+                                  : (urand() - 0.5) / (kind == 3 ? 80.0 : 1.0);
         }
         T->rowptr[i + 1] = nz;
     }

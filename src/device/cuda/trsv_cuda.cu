@@ -17,11 +17,13 @@
  * Solve:
  *   LEVEL     the seed's method: one kernel launch per level, a thread per row, the row
  *             summed in the stored order (ELL, then the remainder).
- *   SYNCFREE  one launch for the whole factor: G threads per row (G = 1, 2, .., 16 from
- *             the longest row), rows in level order handed out by a ticket to a persistent
- *             grid that keeps at most TRSV_INFLIGHT_DEFAULT rows in flight (more rows
- *             polling at once flood the L2 and slow the critical path: measured on an
- *             H100, 8192 rows beat 2048, 32768 and 131072 on every matrix of the bench).  The
+ *   SYNCFREE  one launch for the whole factor: G threads per row (group_for: 1 unless
+ *             rows are longer than 64 entries), rows in level order handed out by a ticket
+ *             to a persistent, software-pipelined grid (k_syncfree) that keeps at most
+ *             TRSV_INFLIGHT_DEFAULT rows in flight (more rows polling at once flood the L2
+ *             and slow the critical path; on an H200, 16384 rows against 4096 / 8192 /
+ *             32768: poisson3d 615 against 767 / 625 / 804 us, G3_circuit 3389 against
+ *             3807 / 3482 / 4423; the random factor 2% slower than at 8192).  The
  *             solution vector itself is the ready flag: x is filled with an all-ones NaN
  *             pattern (the sentinel) before the launch, a row spins on the values x_j it
  *             needs (volatile loads, up to 4 per thread in flight) until none is the
@@ -92,43 +94,101 @@ __global__ void k_level(int32_t k0, int32_t k1, int32_t n, int32_t nrhs, const i
     }
 }
 
-/* the synchronization-free solve; x is all sentinel on entry (see the top).  Persistent:
- * each warp takes the next 32/G positions from the ticket (fetched - base) until they run
- * out, so a row only ever waits on rows already taken by running warps (no deadlock) and
- * the rows in flight, which poll memory, are bounded by the grid (sized from the
- * in-flight cap); a failed poll round sleeps 'nap' ns (0: none).  Every warp fetches
- * exactly one ticket past the end, so a launch consumes nchunks + warps tickets. */
+/* the synchronization-free solve; x is all sentinel on entry (see the top).  Persistent and
+ * software-pipelined: each warp takes the next 32/G positions (a chunk) from the ticket
+ * (fetched - base) and holds three chunks at once: while it polls the x values chunk A
+ * needs, the first 4 G entries (column, value) and b of chunk B, the position, row, row
+ * pointers and diagonal of chunk C and the next ticket are in flight.  So a chunk's own
+ * loads cost no round trip by the time it is A, and only the polls of its dependencies
+ * remain on the critical path (without the pipeline: ticket -> row pointers -> columns ->
+ * polls, four dependent round trips a chunk; measured on an H200, L + U of the ILU(0)
+ * factors: poisson3d 100^3 901 -> 630 us, G3_circuit 4942 -> 3483 us).  A warp's chunks
+ * increase, so the smallest unfinished chunk is always some warp's A, whose dependencies
+ * are done: no deadlock; the rows in flight, which poll memory, are bounded by the grid
+ * (sized from the in-flight cap).  A failed poll round sleeps 'nap' ns (0: none).  A warp
+ * fetches a ticket while the one it holds is valid, so exactly one past the end: a launch
+ * consumes nchunks + warps tickets.  (Several consecutive chunks a ticket, to spare the
+ * counter's atomics, were slower: 2 a ticket, poisson3d 625 -> 951 us, G3_circuit 3482 ->
+ * 6848 us: the chunks of one level are then taken in turn by one warp.) */
 template <typename T, int G>
 __global__ void __launch_bounds__(TRSV_BS)
     k_syncfree(int32_t n, int32_t nrhs, const int32_t *__restrict__ order, const int32_t *__restrict__ rowptr,
-               const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
-               const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base, unsigned int nchunks, int nap)
+                    const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
+                    const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base, unsigned int nchunks,
+                    int nap)
 {
     const int wl = (int)(threadIdx.x & 31u), g = wl / G, lane = wl % G;
     const unsigned int mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (unsigned)(g * G));
     (void)mask;
-    for (;;) {
-        unsigned int c = 0;
-        if (wl == 0) c = atomicAdd(ticket, 1u) - base;
-        c = __shfl_sync(0xffffffffu, c, 0);
-        if (c >= nchunks) break;
-        const long long pos = (long long)c * (32 / G) + g;
-        if (pos < n) {
-            const int32_t i = order[pos];
-            const int32_t p0 = rowptr[pos], p1 = rowptr[pos + 1];
-            const T d = dinv[pos];
+    const unsigned int none = 0xffffffffu;
+    /* stage A (polled now), B (entries and b in flight), C (row data in flight) */
+    unsigned int cA = none, cB = none, cC, tD = 0;
+    bool fetched = true; /* tD holds a ticket not yet taken */
+    int32_t iA = 0, p0A = 0, p1A = 0, iB = 0, p0B = 0, p1B = 0, iC = 0, p0C = 0, p1C = 0;
+    T dA = T(0), dB = T(0), dC = T(0), bA = T(0), bB = T(0);
+    int32_t ccA[4], ccB[4];
+    T vA[4], vB[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        ccA[u] = ccB[u] = -1;
+        vA[u] = vB[u] = T(0);
+    }
+    if (wl == 0) tD = atomicAdd(ticket, 1u);
+    for (int warm = 2;; warm--) {
+        if (warm <= 0 && cA >= nchunks) break;
+        /* C: the ticket fetched one iteration ago, then its row data */
+        cC = fetched ? __shfl_sync(0xffffffffu, tD, 0) - base : none;
+        fetched = cC < nchunks;
+        if (fetched && wl == 0) tD = atomicAdd(ticket, 1u);
+        const long long posC = cC < nchunks ? (long long)cC * (32 / G) + g : (long long)n;
+        if (posC < n) {
+            iC = order[posC];
+            p0C = rowptr[posC];
+            p1C = rowptr[posC + 1];
+            dC = dinv[posC];
+        }
+        /* B: its first 4 G entries and b (its row data arrived during the last iteration) */
+        const long long posB = cB < nchunks ? (long long)cB * (32 / G) + g : (long long)n;
+        if (posB < n) {
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int32_t q = p0B + lane + u * G;
+                ccB[u] = q < p1B ? colind[q] : -1;
+                vB[u] = q < p1B ? val[q] : T(0);
+            }
+            bB = b[iB];
+        }
+        /* A: poll, sum, store */
+        const long long posA = cA < nchunks ? (long long)cA * (32 / G) + g : (long long)n;
+        if (posA < n) {
             for (int32_t r = 0; r < nrhs; r++) {
                 const size_t off = (size_t)r * (size_t)n;
                 const T *xr = x + off;
-                T s = T(0);
-                for (int32_t p = p0 + lane; p < p1; p += 4 * G) {
+                T s = T(0), xv[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) xv[u] = ccA[u] >= 0 ? vload(xr + ccA[u]) : T(0);
+                for (;;) {
+                    bool pending = false;
+#pragma unroll
+                    for (int u = 0; u < 4; u++)
+                        if (ccA[u] >= 0 && is_sentinel(xv[u])) pending = true;
+                    if (!pending) break;
+                    if (nap > 0) __nanosleep((unsigned)nap);
+#pragma unroll
+                    for (int u = 0; u < 4; u++)
+                        if (ccA[u] >= 0 && is_sentinel(xv[u])) xv[u] = vload(xr + ccA[u]);
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++) s += vA[u] * xv[u];
+                /* rows longer than 4 G entries: the rest as in k_syncfree */
+                for (int32_t p = p0A + 4 * G + lane; p < p1A; p += 4 * G) {
                     int32_t cc[4];
-                    T v[4], xv[4];
+                    T v[4];
 #pragma unroll
                     for (int u = 0; u < 4; u++) {
                         const int32_t q = p + u * G;
-                        cc[u] = q < p1 ? colind[q] : -1;
-                        v[u] = q < p1 ? val[q] : T(0);
+                        cc[u] = q < p1A ? colind[q] : -1;
+                        v[u] = q < p1A ? val[q] : T(0);
                         xv[u] = cc[u] >= 0 ? vload(xr + cc[u]) : T(0);
                     }
                     for (;;) {
@@ -147,10 +207,27 @@ __global__ void __launch_bounds__(TRSV_BS)
                 }
                 if (G > 1)
                     for (int o = G / 2; o > 0; o >>= 1) s += __shfl_down_sync(mask, s, o, G);
-                if (lane == 0) x[off + i] = unsentinel((b[off + i] - s) * d);
+                if (lane == 0) x[off + iA] = unsentinel(((r == 0 ? bA : b[off + iA]) - s) * dA);
             }
         }
         __syncwarp();
+        /* rotate: B -> A, C -> B */
+        cA = cB;
+        iA = iB;
+        p0A = p0B;
+        p1A = p1B;
+        dA = dB;
+        bA = bB;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            ccA[u] = ccB[u];
+            vA[u] = vB[u];
+        }
+        cB = cC;
+        iB = iC;
+        p0B = p0C;
+        p1B = p1C;
+        dB = dC;
     }
 }
 
@@ -158,11 +235,13 @@ __global__ void __launch_bounds__(TRSV_BS)
 
 enum { ERR_OUTSIDE = 1, ERR_SINGULAR = 2, ERR_NONFINITE = 4 };
 
-/* levels (-1 on entry), off-diagonal lengths and diagonal values per row; flags[0] |= errors,
- * flags[1] = max level.  A thread per row, rows in dependency order handed out 32 at a
- * time from the ticket (as in k_syncfree, starting at 0). */
+/* levels (-1 on entry), off-diagonal lengths and diagonal values per row (len, diag: NULL
+ * for none); flags[0] |= errors, flags[1] = max level.  A thread per row, rows in
+ * dependency order handed out 32 at a time from the ticket (starting at 0; not pipelined:
+ * a row's level needs its columns).  full: the factor is the strict lower triangle of a
+ * full matrix (ILU(0)'s dependencies): entries above the diagonal are skipped, not errors. */
 __global__ void __launch_bounds__(TRSV_BS)
-    k_depth(int32_t n, int upper, int unit, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
+    k_depth(int32_t n, int upper, int unit, int full, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
             const double *__restrict__ val, int32_t *lev, int32_t *__restrict__ len, double *__restrict__ diag,
             int *flags, unsigned int *ticket, int nap)
 {
@@ -194,6 +273,7 @@ __global__ void __launch_bounds__(TRSV_BS)
                         dg = v;
                         continue;
                     }
+                    if (full && j > i && j < n) continue;
                     if (j < 0 || j >= n || (upper ? j < i : j > i)) {
                         err |= ERR_OUTSIDE; /* never waited on */
                         continue;
@@ -218,8 +298,8 @@ __global__ void __launch_bounds__(TRSV_BS)
                     if (cc[u] >= 0 && lv[u] + 1 > l) l = lv[u] + 1;
             }
             if (!unit && dg == 0.0) err |= ERR_SINGULAR;
-            len[i] = cnt;
-            diag[i] = dg;
+            if (len) len[i] = cnt;
+            if (diag) diag[i] = dg;
             *(volatile int32_t *)(lev + i) = l;
             lmax = l > lmax ? l : lmax;
             eor |= err;
@@ -237,7 +317,7 @@ __global__ void __launch_bounds__(TRSV_BS)
 /* tuning of the synchronization-free kernels: rows in flight (threads of the persistent
  * grid) and the back-off of a failed poll; SAP_TRSV_INFLIGHT / SAP_TRSV_NAP override
  * (for measurements) */
-#define TRSV_INFLIGHT_DEFAULT 8192
+#define TRSV_INFLIGHT_DEFAULT 16384
 /* the depth pass runs in row order, where a level's rows lie far apart: the window of rows in
  * flight must span levels, so it grows with the factor (n / 8 rows, 32768 to 131072; on an
  * H200: poisson3d 100^3 1.61 -> 0.59 ms, convdiff3d 108^3 2.10 -> 0.76 ms, G3_circuit 2.8 ->
@@ -252,6 +332,14 @@ int env_int(const char *name, int dflt, int lo, int hi)
     if (!v || !*v) return dflt;
     const long x = strtol(v, NULL, 10);
     return x < lo ? lo : x > hi ? hi : (int)x;
+}
+
+/* rows in flight of the depth pass for n rows (see TRSV_DEPTH_INFLIGHT_MIN) */
+long long depth_window(long long n)
+{
+    return n / 8 < TRSV_DEPTH_INFLIGHT_MIN ? TRSV_DEPTH_INFLIGHT_MIN
+           : n / 8 > TRSV_DEPTH_INFLIGHT_MAX ? TRSV_DEPTH_INFLIGHT_MAX
+                                             : n / 8;
 }
 
 /* blocks of TRSV_BS threads for 'rows' rows of G threads each, at most the in-flight cap */
@@ -386,13 +474,15 @@ void cuda_trsv_destroy(sap_trsv *S)
 extern const sap_trsv_kernels cuda_trsv_table;
 
 /* threads per row of the synchronization-free solve from the longest off-diagonal row
- * (HEC_HIST or more: taken as HEC_HIST): each thread keeps up to 4 loads in flight, so a
- * row of up to 4 G entries costs one memory round trip once its dependencies are done
- * (measured on an H100: rows of 2-3 round trips made cage11 and Andrews 2x slower) */
+ * (HEC_HIST or more: taken as HEC_HIST): one while rows have at most 64 entries (16 rounds
+ * of 4 loads a thread), else enough that the longest takes at most 16 rounds.  Measured on
+ * an H200 with k_syncfree (double, L + U solve in us, G = 1 against the former rule of
+ * 4 G >= the longest row): cage11 (rows up to 24) 189 against 215 (G = 8), Andrews (33)
+ * 136 against 162 (G = 16); on G3_circuit (3) G = 2 took 12430 against 3486 */
 int group_for(int maxlen)
 {
     int G = 1;
-    while (G < 32 && maxlen > 4 * G) G *= 2;
+    while (G < 32 && maxlen > 64 * G) G *= 2;
     return G;
 }
 
@@ -419,9 +509,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     const size_t es = prec == SAP_FLOAT ? sizeof(float) : sizeof(double);
     /* $SAP_TRSV_TRACE=1: the phases' milliseconds (each waited for), for measurements */
     const int trace = env_int("SAP_TRSV_TRACE", 0, 0, 1);
-    const long long depth_inflight = n / 8 < TRSV_DEPTH_INFLIGHT_MIN   ? TRSV_DEPTH_INFLIGHT_MIN
-                                     : n / 8 > TRSV_DEPTH_INFLIGHT_MAX ? TRSV_DEPTH_INFLIGHT_MAX
-                                                                       : n / 8;
+    const long long depth_inflight = depth_window(n);
     double tp = sap__wtime(), ph[8] = {0};
 #define TRSV_PHASE(i)                                                                                                 \
     do {                                                                                                              \
@@ -476,7 +564,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
     TRSV_PHASE(0);
     k_depth<<<persistent_blocks(n, 1, env_int("SAP_TRSV_DEPTH_INFLIGHT", (int)depth_inflight, 32, 1 << 24)), TRSV_BS, 0,
-              cs>>>(n32, upper, unit, d_rp, d_ci, d_val, d_lev, d_len, d_diag, d_flags, d_tick,
+              cs>>>(n32, upper, unit, 0, d_rp, d_ci, d_val, d_lev, d_len, d_diag, d_flags, d_tick,
                     env_int("SAP_TRSV_DEPTH_NAP", env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000), 0, 10000));
     SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
@@ -579,7 +667,8 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
             int maxlen = 0;
             for (int b = 0; b <= HEC_HIST; b++)
                 if (h_hist[b]) maxlen = b;
-            t->G = group_for(maxlen);
+            t->G = env_int("SAP_TRSV_G", group_for(maxlen), 1, 32);
+            t->G = t->G >= 32 ? 32 : t->G >= 16 ? 16 : t->G >= 8 ? 8 : t->G >= 4 ? 4 : t->G >= 2 ? 2 : 1;
             t->inflight = env_int("SAP_TRSV_INFLIGHT", TRSV_INFLIGHT_DEFAULT, 32, 1 << 24);
             t->nap = env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000);
             t->rowptr = d_optr;
@@ -780,8 +869,13 @@ cleanup:
  * symbolic: a thread per row finds the diagonal position and the lengths of the L and U
  * parts and flags what the device leaves to the host (a missing diagonal, unsorted or
  * out-of-range columns, NaN/Inf values).
+ * order: the levels of the strict lower triangle (the depth pass of the solve's analysis,
+ * k_depth with full = 1: row i waits on exactly the rows k < i of its L part) and a stable
+ * sort of (level, row).  In row order the window of rows in flight holds a chain along
+ * the rows (3D grid: row i waits on row i - 1), so the factorization crept along the
+ * dependency chains a window at a time; in level order the window holds whole levels.
  * numeric: the row-wise (IKJ) factorization of sap__ilu_numeric in the synchronization-free
- * style of the solve: a warp per row, rows handed out in ascending order by a ticket (every
+ * style of the solve: a warp per row, rows handed out in level order by a ticket (every
  * row waited on belongs to a warp already running: no deadlock), done[k] = 1 once row k
  * is final (after a fence); for each k of row i's L part in order: wait for row k, l_ik =
  * a_ik / u_kk, then the lanes take the entries u_kj of row k and subtract l_ik u_kj from
@@ -819,7 +913,7 @@ __global__ void k_ilu_sym(int32_t n, const int64_t *__restrict__ rp, const int64
 
 /* flags[0] += pivots shifted; flags[1] = min row with a non-finite entry (INT_MAX: none) */
 __global__ void __launch_bounds__(TRSV_BS)
-    k_ilu0(int32_t n, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
+    k_ilu0(int32_t n, const int32_t *__restrict__ order, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
            const int64_t *__restrict__ dp, double *v, int *done, double tol, unsigned int *ticket, int *flags)
 {
     const int wl = (int)(threadIdx.x & 31u);
@@ -829,7 +923,7 @@ __global__ void __launch_bounds__(TRSV_BS)
         if (wl == 0) c = atomicAdd(ticket, 1u);
         c = __shfl_sync(0xffffffffu, c, 0);
         if (c >= (unsigned int)n) break;
-        const int32_t i = (int32_t)c;
+        const int32_t i = order ? order[c] : (int32_t)c;
         const int64_t p0 = rp[i], p1 = rp[i + 1], d = dp[i];
         double rn = 0.0;
         for (int64_t p = p0 + wl; p < p1; p += 32) rn = fmax(rn, fabs(v[p]));
@@ -905,9 +999,13 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
             *d_lci = NULL, *d_uci = NULL;
     double *d_v = NULL, *d_lv = NULL, *d_uv = NULL;
     int *d_flags = NULL, *d_done = NULL;
+    int32_t *d_lev = NULL, *d_lev2 = NULL, *d_idx = NULL, *d_order = NULL;
     unsigned int *d_tick = NULL;
     void *d_tmp = NULL;
     int h_flags[2] = {0, 0};
+    /* $SAP_ILU_ORDER=row: the rows in ascending order (for measurements) */
+    const char *ord_env = getenv("SAP_ILU_ORDER");
+    const int by_level = !(ord_env && !strcmp(ord_env, "row"));
     *L = *U = NULL;
     if (shifted) *shifted = 0;
     if (t_factor) *t_factor = 0.0;
@@ -938,6 +1036,31 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
     SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 symbolic");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(int)));
     if (h_flags[0]) goto cleanup; /* declined (SAP_OK, *L = NULL): the host path adds the diagonal or reports */
+    /* order */
+    if (by_level) {
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_lev));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_lev2));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_idx));
+        SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_order));
+        SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
+        SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
+        k_depth<<<persistent_blocks(n, 1, depth_window(n)), TRSV_BS, 0, cs>>>(n32, 0, 1, 1, d_rp, d_ci, d_v, d_lev, NULL,
+                                                                        NULL, d_flags, d_tick, 0);
+        SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 levels");
+        SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
+        int end_bit = 1;
+        while (end_bit < 31 && (1 << end_bit) <= h_flags[1] + 1) end_bit++;
+        k_iota<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_idx);
+        SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 iota");
+        size_t tmp_sort = 0;
+        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, tmp_sort, d_lev, d_lev2, d_idx, d_order, n32, 0,
+                                                          end_bit, cs));
+        SAP_TRY(sap__cuda_malloc(ctx, tmp_sort, &d_tmp));
+        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_lev, d_lev2, d_idx, d_order, n32, 0,
+                                                          end_bit, cs));
+        sap__cuda_free(ctx, d_tmp);
+        d_tmp = NULL;
+    }
     /* numeric */
     h_flags[0] = 0;
     h_flags[1] = INT_MAX;
@@ -945,7 +1068,7 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_done, 0, sizeof(int) * (size_t)n, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
     k_ilu0<<<persistent_blocks(n, 32, env_int("SAP_ILU_INFLIGHT", ILU_INFLIGHT_DEFAULT, 32, 1 << 20)), TRSV_BS, 0,
-             cs>>>(n32, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags);
+             cs>>>(n32, d_order, d_rp, d_ci, d_dp, d_v, d_done, pivot_tol, d_tick, d_flags);
     SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 numeric");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
     if (h_flags[1] != INT_MAX)
@@ -980,7 +1103,8 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
 cleanup:
     {
         void *tmps[] = {d_rp,  d_ci,  d_dp,  d_lenl, d_lenu,  d_lrp,  d_urp, d_lci,
-                        d_uci, d_v,   d_lv,  d_uv,   d_flags, d_done, d_tick, d_tmp};
+                        d_uci, d_v,   d_lv,  d_uv,   d_flags, d_done, d_tick, d_tmp,
+                        d_lev, d_lev2, d_idx, d_order};
         for (size_t k = 0; k < sizeof(tmps) / sizeof(tmps[0]); k++) sap__cuda_free(ctx, tmps[k]);
     }
     if (st < 0) {
