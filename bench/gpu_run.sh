@@ -179,6 +179,7 @@ if has sanitize; then
   # the synchronization-free kernels (trsv, ILU(0)) poll other warps' results: under the
   # tools' instrumentation fewer rows in flight and a back-off let them progress
   export SAP_TRSV_INFLIGHT=${SAP_TRSV_INFLIGHT:-64} SAP_TRSV_NAP=${SAP_TRSV_NAP:-2000} SAP_ILU_INFLIGHT=${SAP_ILU_INFLIGHT:-64}
+  export SAP_TRSV_DEPTH_INFLIGHT=${SAP_TRSV_DEPTH_INFLIGHT:-1024}
   for tool in $TOOLS; do
     SAN="compute-sanitizer --tool $tool --error-exitcode 99"
     [ "$tool" = memcheck ] && SAN="$SAN --leak-check full"
@@ -188,7 +189,7 @@ if has sanitize; then
       echo "- date: $STAMP"
       echo "- GPU: $GPU"
       echo "- commit: $SAP_COMMIT"
-      echo "- command: \`cd build/tests && ${SAP_TEST_SMOKE:+SAP_TEST_SMOKE=1 }SAP_TRSV_INFLIGHT=$SAP_TRSV_INFLIGHT SAP_TRSV_NAP=$SAP_TRSV_NAP SAP_ILU_INFLIGHT=$SAP_ILU_INFLIGHT SAP_TEST_SANITIZE=$tool $SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
+      echo "- command: \`cd build/tests && ${SAP_TEST_SMOKE:+SAP_TEST_SMOKE=1 }SAP_TRSV_INFLIGHT=$SAP_TRSV_INFLIGHT SAP_TRSV_NAP=$SAP_TRSV_NAP SAP_ILU_INFLIGHT=$SAP_ILU_INFLIGHT SAP_TRSV_DEPTH_INFLIGHT=$SAP_TRSV_DEPTH_INFLIGHT SAP_TEST_SANITIZE=$tool $SAN ./test_X --backend cuda\` for every test program with a GPU part (tests/gpu_programs.txt of the build, the tests of \`ctest -L gpu\`; built by bench/gpu_run.sh: Release + -lineinfo, CMAKE_CUDA_ARCHITECTURES=90)"
       echo
       for name in $GPU_PROGRAMS; do
         [ -x "$BUILD/tests/$name" ] || continue

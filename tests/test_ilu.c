@@ -19,6 +19,7 @@
 #include "precond/ilu_factor.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -922,11 +923,21 @@ static int gpu_part(void)
     int rc = sap_test_gpu_context(sap_test_name(), 1, &G, NULL);
     if (rc) return rc;
     sap_context *C = sap_test_context(SAP_BACKEND_CPU);
-    trsv_cases(G, C);
-    trsv_errors(G);
-    test_parilu(G);
-    test_device_ilu0(G, C);
-    pc_compare(G, C);
+    /* each part's time on stderr (unbuffered): under compute-sanitizer they show where the
+     * time goes */
+    double t = sap_test_wtime();
+#define GPU_STEP(call)                                                                                                \
+    do {                                                                                                              \
+        call;                                                                                                         \
+        fprintf(stderr, "test_ilu gpu: %-28s %.2f s\n", #call, sap_test_wtime() - t);                                \
+        t = sap_test_wtime();                                                                                         \
+    } while (0)
+    GPU_STEP(trsv_cases(G, C));
+    GPU_STEP(trsv_errors(G));
+    GPU_STEP(test_parilu(G));
+    GPU_STEP(test_device_ilu0(G, C));
+    GPU_STEP(pc_compare(G, C));
+#undef GPU_STEP
     sap_context_destroy(C);
     sap_context_destroy(G);
     return 0;

@@ -17,8 +17,8 @@
  * Solve:
  *   LEVEL     the seed's method: one kernel launch per level, a thread per row, the row
  *             summed in the stored order (ELL, then the remainder).
- *   SYNCFREE  one launch for the whole factor: G threads per row (group_for: 1 unless
- *             rows are longer than 64 entries), rows in level order handed out by a ticket
+ *   SYNCFREE  one launch for the whole factor: G threads per row (group_for: from the
+ *             longest row and the rows a level), rows in level order handed out by a ticket
  *             to a persistent, software-pipelined grid (k_syncfree) that keeps at most
  *             TRSV_INFLIGHT_DEFAULT rows in flight (more rows polling at once flood the L2
  *             and slow the critical path; on an H200, 16384 rows against 4096 / 8192 /
@@ -334,12 +334,20 @@ int env_int(const char *name, int dflt, int lo, int hi)
     return x < lo ? lo : x > hi ? hi : (int)x;
 }
 
-/* rows in flight of the depth pass for n rows (see TRSV_DEPTH_INFLIGHT_MIN) */
+/* poll back-off of the depth pass, ns ($SAP_TRSV_DEPTH_NAP, else $SAP_TRSV_NAP) */
+int depth_nap(void)
+{
+    return env_int("SAP_TRSV_DEPTH_NAP", env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000), 0, 10000);
+}
+
+/* rows in flight of the depth pass for n rows (see TRSV_DEPTH_INFLIGHT_MIN;
+ * $SAP_TRSV_DEPTH_INFLIGHT overrides) */
 long long depth_window(long long n)
 {
-    return n / 8 < TRSV_DEPTH_INFLIGHT_MIN ? TRSV_DEPTH_INFLIGHT_MIN
-           : n / 8 > TRSV_DEPTH_INFLIGHT_MAX ? TRSV_DEPTH_INFLIGHT_MAX
-                                             : n / 8;
+    const long long w = n / 8 < TRSV_DEPTH_INFLIGHT_MIN   ? TRSV_DEPTH_INFLIGHT_MIN
+                        : n / 8 > TRSV_DEPTH_INFLIGHT_MAX ? TRSV_DEPTH_INFLIGHT_MAX
+                                                          : n / 8;
+    return env_int("SAP_TRSV_DEPTH_INFLIGHT", (int)w, 32, 1 << 24);
 }
 
 /* blocks of TRSV_BS threads for 'rows' rows of G threads each, at most the in-flight cap */
@@ -474,15 +482,19 @@ void cuda_trsv_destroy(sap_trsv *S)
 extern const sap_trsv_kernels cuda_trsv_table;
 
 /* threads per row of the synchronization-free solve from the longest off-diagonal row
- * (HEC_HIST or more: taken as HEC_HIST): one while rows have at most 64 entries (16 rounds
- * of 4 loads a thread), else enough that the longest takes at most 16 rounds.  Measured on
- * an H200 with k_syncfree (double, L + U solve in us, G = 1 against the former rule of
- * 4 G >= the longest row): cage11 (rows up to 24) 189 against 215 (G = 8), Andrews (33)
- * 136 against 162 (G = 16); on G3_circuit (3) G = 2 took 12430 against 3486 */
-int group_for(int maxlen)
+ * (HEC_HIST or more: taken as HEC_HIST) and the levels.  Wide levels (64 rows a level or
+ * more on average): one thread a row while rows have at most 64 entries (16 rounds of 4
+ * loads), else enough that the longest takes at most 16 rounds; the rows of a level give
+ * the parallelism.  Thin levels (chains): 4 G >= the longest row, one round a row, as
+ * each row's latency is on the critical path.  Measured on an H200 (k_syncfree, double,
+ * L + U of the ILU(0) factors in us, G = 1 against 4 G >= the longest row): cage11 (737
+ * rows a level, rows up to 24 entries) 189 against 215 (G = 8), Andrews (1277, 33) 136
+ * against 162 (G = 16); G3_circuit (611, 3) 3486 with G = 1 against 12430 with G = 2. */
+int group_for(int maxlen, sap_int n, sap_int nlevels)
 {
+    const int per_round = n >= 64 * nlevels ? 64 : 4;
     int G = 1;
-    while (G < 32 && maxlen > 64 * G) G *= 2;
+    while (G < 32 && maxlen > per_round * G) G *= 2;
     return G;
 }
 
@@ -563,9 +575,8 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
     TRSV_PHASE(0);
-    k_depth<<<persistent_blocks(n, 1, env_int("SAP_TRSV_DEPTH_INFLIGHT", (int)depth_inflight, 32, 1 << 24)), TRSV_BS, 0,
-              cs>>>(n32, upper, unit, 0, d_rp, d_ci, d_val, d_lev, d_len, d_diag, d_flags, d_tick,
-                    env_int("SAP_TRSV_DEPTH_NAP", env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000), 0, 10000));
+    k_depth<<<persistent_blocks(n, 1, depth_inflight), TRSV_BS, 0,
+              cs>>>(n32, upper, unit, 0, d_rp, d_ci, d_val, d_lev, d_len, d_diag, d_flags, d_tick, depth_nap());
     SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
     TRSV_PHASE(1);
@@ -667,7 +678,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
             int maxlen = 0;
             for (int b = 0; b <= HEC_HIST; b++)
                 if (h_hist[b]) maxlen = b;
-            t->G = env_int("SAP_TRSV_G", group_for(maxlen), 1, 32);
+            t->G = env_int("SAP_TRSV_G", group_for(maxlen, n, nlevels), 1, 32);
             t->G = t->G >= 32 ? 32 : t->G >= 16 ? 16 : t->G >= 8 ? 8 : t->G >= 4 ? 4 : t->G >= 2 ? 2 : 1;
             t->inflight = env_int("SAP_TRSV_INFLIGHT", TRSV_INFLIGHT_DEFAULT, 32, 1 << 24);
             t->nap = env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000);
@@ -1045,7 +1056,7 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
         SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
         SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
         k_depth<<<persistent_blocks(n, 1, depth_window(n)), TRSV_BS, 0, cs>>>(n32, 0, 1, 1, d_rp, d_ci, d_v, d_lev, NULL,
-                                                                        NULL, d_flags, d_tick, 0);
+                                                                        NULL, d_flags, d_tick, depth_nap());
         SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 levels");
         SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
         int end_bit = 1;
