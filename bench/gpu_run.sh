@@ -178,7 +178,7 @@ if has sanitize; then
   fi
   # the synchronization-free kernels (trsv, ILU(0)) poll other warps' results: under the
   # tools' instrumentation fewer rows in flight and a back-off let them progress
-  export SAP_TRSV_INFLIGHT=${SAP_TRSV_INFLIGHT:-64} SAP_TRSV_NAP=${SAP_TRSV_NAP:-2000} SAP_ILU_INFLIGHT=${SAP_ILU_INFLIGHT:-64}
+  export SAP_TRSV_INFLIGHT=${SAP_TRSV_INFLIGHT:-1024} SAP_TRSV_NAP=${SAP_TRSV_NAP:-2000} SAP_ILU_INFLIGHT=${SAP_ILU_INFLIGHT:-64}
   export SAP_TRSV_DEPTH_INFLIGHT=${SAP_TRSV_DEPTH_INFLIGHT:-1024}
   for tool in $TOOLS; do
     SAN="compute-sanitizer --tool $tool --error-exitcode 99"
