@@ -33,10 +33,12 @@ static double urand(void)
 /* Random triangular n x n: kind 0 random (density dens, some empty rows), 1 diagonal
  * only (one level), 2 bidiagonal (n levels), 3 a band of 160 off-diagonals (long rows:
  * the cuda synchronization-free solve then gives a row 32 threads, and rows of more
- * than 4 x 32 entries take its loop over the rest of the row). */
+ * than 4 x 32 entries take its loop over the rest of the row), 4 two wide levels: the
+ * second half's rows take about 20 entries from the first half (the cuda solve then gives
+ * a row one thread, which loads 8 entries ahead and the rest in rounds). */
 static sap_csr *rand_tri(sap_context *ctx, sap_int n, int upper, int kind, double dens)
 {
-    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + (kind == 3 ? 161 * n : 0) + 16, nz = 0;
+    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + (kind == 3 ? 161 * n : 0) + (kind == 4 ? 40 * n : 0) + 16, nz = 0;
     sap_csr *T = NULL;
     if (sap_csr_create(ctx, n, n, cap, &T) != SAP_OK) return NULL;
     T->rowptr[0] = 0;
@@ -48,11 +50,15 @@ static sap_csr *rand_tri(sap_context *ctx, sap_int n, int upper, int kind, doubl
                 if (kind == 0) take = !empty && urand() < dens;
                 if (kind == 2) take = upper ? j == i + 1 : j == i - 1;
                 if (kind == 3) take = (upper ? j - i : i - j) <= 160;
+                if (kind == 4) {
+                    const sap_int h = n / 2, ii = upper ? n - 1 - i : i, jj = upper ? n - 1 - j : j;
+                    take = ii >= h && jj < h && urand() < 20.0 / (double)(h > 0 ? h : 1);
+                }
             }
             if (!take || nz >= cap) continue;
             T->colind[nz] = j;
             T->val[nz++] = j == i ? (urand() < 0.5 ? -1.0 : 1.0) * (1.0 + urand())
-                                  : (urand() - 0.5) / (kind == 3 ? 80.0 : 1.0);
+                                  : (urand() - 0.5) / (kind == 3 ? 80.0 : kind == 4 ? 10.0 : 1.0);
         }
         T->rowptr[i + 1] = nz;
     }
@@ -113,7 +119,7 @@ static void trsv_cases(sap_context *ctx, sap_context *ref)
 {
     static const sap_int sizes[] = {1, 7, 300, 3000};
     for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
-        for (int kind = 0; kind < 4; kind++)
+        for (int kind = 0; kind < 5; kind++)
             for (int upper = 0; upper < 2; upper++)
                 for (int unit = 0; unit < 2; unit++) {
                     const sap_int n = sizes[si];
@@ -141,6 +147,7 @@ static void trsv_cases(sap_context *ctx, sap_context *ref)
                             if (S) {
                                 if (kind == 1) CHECK(S->nlevels == 1);
                                 if (kind == 2) CHECK(S->nlevels == n);
+                                if (kind == 4) CHECK(S->nlevels <= 2);
                                 sap__ops(ctx)->trsv->destroy(S);
                             }
                         }

@@ -59,6 +59,7 @@ struct trsv_dev {
     unsigned int base; /* the ticket's value at the next launch (it only grows, mod 2^32) */
     int nap;           /* back-off of a failed poll, ns */
     int inflight;      /* rows in flight of the synchronization-free solve */
+    int pf;            /* entries a thread loads ahead (k_syncfree's PF: 4, or 8 for G = 1) */
 };
 
 inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
@@ -97,7 +98,7 @@ __global__ void k_level(int32_t k0, int32_t k1, int32_t n, int32_t nrhs, const i
 /* the synchronization-free solve; x is all sentinel on entry (see the top).  Persistent and
  * software-pipelined: each warp takes the next 32/G positions (a chunk) from the ticket
  * (fetched - base) and holds three chunks at once: while it polls the x values chunk A
- * needs, the first 4 G entries (column, value) and b of chunk B, the position, row, row
+ * needs, the first PF G entries (column, value) and b of chunk B, the position, row, row
  * pointers and diagonal of chunk C and the next ticket are in flight.  So a chunk's own
  * loads cost no round trip by the time it is A, and only the polls of its dependencies
  * remain on the critical path (without the pipeline: ticket -> row pointers -> columns ->
@@ -110,7 +111,7 @@ __global__ void k_level(int32_t k0, int32_t k1, int32_t n, int32_t nrhs, const i
  * consumes nchunks + warps tickets.  (Several consecutive chunks a ticket, to spare the
  * counter's atomics, were slower: 2 a ticket, poisson3d 625 -> 951 us, G3_circuit 3482 ->
  * 6848 us: the chunks of one level are then taken in turn by one warp.) */
-template <typename T, int G>
+template <typename T, int G, int PF>
 __global__ void __launch_bounds__(TRSV_BS)
     k_syncfree(int32_t n, int32_t nrhs, const int32_t *__restrict__ order, const int32_t *__restrict__ rowptr,
                     const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
@@ -126,10 +127,10 @@ __global__ void __launch_bounds__(TRSV_BS)
     bool fetched = true; /* tD holds a ticket not yet taken */
     int32_t iA = 0, p0A = 0, p1A = 0, iB = 0, p0B = 0, p1B = 0, iC = 0, p0C = 0, p1C = 0;
     T dA = T(0), dB = T(0), dC = T(0), bA = T(0), bB = T(0);
-    int32_t ccA[4], ccB[4];
-    T vA[4], vB[4];
+    int32_t ccA[PF], ccB[PF];
+    T vA[PF], vB[PF];
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < PF; u++) {
         ccA[u] = ccB[u] = -1;
         vA[u] = vB[u] = T(0);
     }
@@ -147,11 +148,11 @@ __global__ void __launch_bounds__(TRSV_BS)
             p1C = rowptr[posC + 1];
             dC = dinv[posC];
         }
-        /* B: its first 4 G entries and b (its row data arrived during the last iteration) */
+        /* B: its first PF G entries and b (its row data arrived during the last iteration) */
         const long long posB = cB < nchunks ? (long long)cB * (32 / G) + g : (long long)n;
         if (posB < n) {
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
+            for (int u = 0; u < PF; u++) {
                 const int32_t q = p0B + lane + u * G;
                 ccB[u] = q < p1B ? colind[q] : -1;
                 vB[u] = q < p1B ? val[q] : T(0);
@@ -164,24 +165,24 @@ __global__ void __launch_bounds__(TRSV_BS)
             for (int32_t r = 0; r < nrhs; r++) {
                 const size_t off = (size_t)r * (size_t)n;
                 const T *xr = x + off;
-                T s = T(0), xv[4];
+                T s = T(0), xv[PF];
 #pragma unroll
-                for (int u = 0; u < 4; u++) xv[u] = ccA[u] >= 0 ? vload(xr + ccA[u]) : T(0);
+                for (int u = 0; u < PF; u++) xv[u] = ccA[u] >= 0 ? vload(xr + ccA[u]) : T(0);
                 for (;;) {
                     bool pending = false;
 #pragma unroll
-                    for (int u = 0; u < 4; u++)
+                    for (int u = 0; u < PF; u++)
                         if (ccA[u] >= 0 && is_sentinel(xv[u])) pending = true;
                     if (!pending) break;
                     if (nap > 0) __nanosleep((unsigned)nap);
 #pragma unroll
-                    for (int u = 0; u < 4; u++)
+                    for (int u = 0; u < PF; u++)
                         if (ccA[u] >= 0 && is_sentinel(xv[u])) xv[u] = vload(xr + ccA[u]);
                 }
 #pragma unroll
-                for (int u = 0; u < 4; u++) s += vA[u] * xv[u];
-                /* rows longer than 4 G entries: the rest as in k_syncfree */
-                for (int32_t p = p0A + 4 * G + lane; p < p1A; p += 4 * G) {
+                for (int u = 0; u < PF; u++) s += vA[u] * xv[u];
+                /* rows longer than PF G entries: the rest, 4 G entries a round */
+                for (int32_t p = p0A + PF * G + lane; p < p1A; p += 4 * G) {
                     int32_t cc[4];
                     T v[4];
 #pragma unroll
@@ -219,7 +220,7 @@ __global__ void __launch_bounds__(TRSV_BS)
         dA = dB;
         bA = bB;
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
+        for (int u = 0; u < PF; u++) {
             ccA[u] = ccB[u];
             vA[u] = vB[u];
         }
@@ -680,6 +681,9 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
                 if (h_hist[b]) maxlen = b;
             t->G = env_int("SAP_TRSV_G", group_for(maxlen, n, nlevels), 1, 32);
             t->G = t->G >= 32 ? 32 : t->G >= 16 ? 16 : t->G >= 8 ? 8 : t->G >= 4 ? 4 : t->G >= 2 ? 2 : 1;
+            /* one thread a row with rows longer than 4: 8 entries ahead (one round of loads
+             * for rows of up to 8; $SAP_TRSV_PF=4 or 8 overrides, for measurements) */
+            t->pf = t->G == 1 && env_int("SAP_TRSV_PF", maxlen > 4 ? 8 : 4, 4, 8) > 4 ? 8 : 4;
             t->inflight = env_int("SAP_TRSV_INFLIGHT", TRSV_INFLIGHT_DEFAULT, 32, 1 << 24);
             t->nap = env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000);
             t->rowptr = d_optr;
@@ -748,12 +752,12 @@ cleanup:
     return st;
 }
 
-template <typename T, int G>
+template <typename T, int G, int PF>
 void launch_sf(trsv_dev *t, int32_t nrhs, const T *b, T *x, cudaStream_t s)
 {
     const unsigned int nchunks = (unsigned int)(((long long)t->n * G + 31) / 32);
     const unsigned int nb = persistent_blocks(t->n, G, t->inflight);
-    k_syncfree<T, G><<<nb, TRSV_BS, 0, s>>>(t->n, nrhs, t->order, t->rowptr, t->colind, (const T *)t->val,
+    k_syncfree<T, G, PF><<<nb, TRSV_BS, 0, s>>>(t->n, nrhs, t->order, t->rowptr, t->colind, (const T *)t->val,
                                            (const T *)t->dinv, b, x, t->ticket, t->base, nchunks, t->nap);
     t->base += nchunks + nb * (TRSV_BS / 32);
 }
@@ -777,12 +781,15 @@ template <typename T> sap_status solve_t(sap_trsv *S, int32_t nrhs, const T *b, 
         /* x = the sentinel (all bits set) */
         SAP_CUDA_CHECK(ctx, cudaMemsetAsync(x, 0xff, (size_t)t->n * (size_t)nrhs * sizeof(T), s));
         switch (t->G) {
-        case 1: launch_sf<T, 1>(t, nrhs, b, x, s); break;
-        case 2: launch_sf<T, 2>(t, nrhs, b, x, s); break;
-        case 4: launch_sf<T, 4>(t, nrhs, b, x, s); break;
-        case 8: launch_sf<T, 8>(t, nrhs, b, x, s); break;
-        case 16: launch_sf<T, 16>(t, nrhs, b, x, s); break;
-        default: launch_sf<T, 32>(t, nrhs, b, x, s); break;
+        case 1:
+            if (t->pf == 8) launch_sf<T, 1, 8>(t, nrhs, b, x, s);
+            else launch_sf<T, 1, 4>(t, nrhs, b, x, s);
+            break;
+        case 2: launch_sf<T, 2, 4>(t, nrhs, b, x, s); break;
+        case 4: launch_sf<T, 4, 4>(t, nrhs, b, x, s); break;
+        case 8: launch_sf<T, 8, 4>(t, nrhs, b, x, s); break;
+        case 16: launch_sf<T, 16, 4>(t, nrhs, b, x, s); break;
+        default: launch_sf<T, 32, 4>(t, nrhs, b, x, s); break;
         }
         SAP_CUDA_LAUNCHED(ctx, "trsv syncfree kernel");
     }
