@@ -26,7 +26,7 @@
  *             3807 / 3482 / 4423; the random factor 2% slower than at 8192).  The
  *             solution vector itself is the ready flag: x is filled with an all-ones NaN
  *             pattern (the sentinel) before the launch, a row spins on the values x_j it
- *             needs (volatile loads, up to 4 per thread in flight) until none is the
+ *             needs (volatile loads, up to 8 per thread in flight) until none is the
  *             sentinel, and its own result is stored once (a computed all-ones NaN is
  *             stored as the canonical NaN), so one memory round trip per dependency level
  *             and no flag array, fence or atomic in the inner loop. */
@@ -114,9 +114,8 @@ __global__ void k_level(int32_t k0, int32_t k1, int32_t n, int32_t nrhs, const i
 template <typename T, int G, int PF>
 __global__ void __launch_bounds__(TRSV_BS)
     k_syncfree(int32_t n, int32_t nrhs, const int32_t *__restrict__ order, const int32_t *__restrict__ rowptr,
-                    const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
-                    const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base, unsigned int nchunks,
-                    int nap)
+               const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
+               const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base, unsigned int nchunks, int nap)
 {
     const int wl = (int)(threadIdx.x & 31u), g = wl / G, lane = wl % G;
     const unsigned int mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << (unsigned)(g * G));
