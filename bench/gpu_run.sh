@@ -177,7 +177,9 @@ if has sanitize; then
     GPU_PROGRAMS=$(cd "$BUILD" && ctest -N -L gpu | sed -n 's/^ *Test *#[0-9]*: \(test_[A-Za-z0-9_]*\)_gpu$/\1/p')
   fi
   # the synchronization-free kernels (trsv, ILU(0)) poll other warps' results: under the
-  # tools' instrumentation fewer rows in flight and a back-off let them progress
+  # tools' instrumentation fewer rows in flight and a back-off let them progress (not too
+  # few: the solve gives a row one thread on wide levels, and 64 rows were two warps, with
+  # which memcheck of test_ilu ran past 400 s; 1024: 77 s on an H200)
   export SAP_TRSV_INFLIGHT=${SAP_TRSV_INFLIGHT:-1024} SAP_TRSV_NAP=${SAP_TRSV_NAP:-2000} SAP_ILU_INFLIGHT=${SAP_ILU_INFLIGHT:-64}
   export SAP_TRSV_DEPTH_INFLIGHT=${SAP_TRSV_DEPTH_INFLIGHT:-1024}
   for tool in $TOOLS; do

@@ -38,7 +38,9 @@ static double urand(void)
  * a row one thread, which loads 8 entries ahead and the rest in rounds). */
 static sap_csr *rand_tri(sap_context *ctx, sap_int n, int upper, int kind, double dens)
 {
-    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + (kind == 3 ? 161 * n : 0) + (kind == 4 ? 40 * n : 0) + 16, nz = 0;
+    sap_int cap = n * 2 + (sap_int)(dens * (double)n * (double)n) + (kind == 3 ? 161 * n : 0) +
+                  (kind == 4 ? 40 * n : 0) + 16,
+            nz = 0;
     sap_csr *T = NULL;
     if (sap_csr_create(ctx, n, n, cap, &T) != SAP_OK) return NULL;
     T->rowptr[0] = 0;
