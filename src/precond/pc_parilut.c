@@ -174,7 +174,6 @@ static sap_status next_pattern(sap_context *ctx, int grow, const sap_csr *A, con
     }
     SAP_ALLOC(ctx, cnt, (size_t)n + 1);
     SAP_ALLOC(ctx, w, (size_t)cap_nt);
-    if (!cnt || !w) goto cleanup;
     SAP_TRY(work_alloc(ctx, cap_nt, cap, w, &mem));
     cnt[0] = 0;
     SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 256)")

@@ -92,5 +92,4 @@ sap_status sap__cpu_block_relax(sap_context *ctx, const sap_spmat *M, int sweeps
 SAP_CPU_DECLARE(d, double)
 SAP_CPU_DECLARE(s, float)
 
-
 #endif /* SAP_CPU_INTERNAL_H */
