@@ -260,7 +260,6 @@ __global__ void __launch_bounds__(TRSV_BS)
 /* tile sizes the analysis weighs: 2^TILE_LB0 .. 2^(TILE_LB0 + TILE_NLB - 1) rows */
 #define TILE_LB0 9
 #define TILE_NLB 6
-#define TILE_MAX (1 << (TILE_LB0 + TILE_NLB - 1))
 
 __device__ __forceinline__ void prefetch_l2(const void *p, size_t bytes, int tid, int nt)
 {
@@ -774,10 +773,8 @@ sap_status tile_launch_setup(sap_context *ctx, trsv_dev *t, sap_precision prec, 
         int occ = 0;
         const void *fn = prec == SAP_FLOAT ? (const void *)k_tiled<float, 8> : (const void *)k_tiled<double, 8>;
         const void *fn4 = prec == SAP_FLOAT ? (const void *)k_tiled<float, 4> : (const void *)k_tiled<double, 4>;
-        /* the limit is the kernel's, not this factor's: the largest any factor may need */
-        const int most = (int)(sizeof(double) * TILE_MAX + sizeof(int32_t) * (TILE_MAX + 1));
-        SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
-        SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(fn4, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
+        SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)t->tile_smem));
+        SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(fn4, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)t->tile_smem));
         SAP_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, t->tile_bs, t->tile_smem));
         if (occ < 1)
             SAP_FAIL(ctx, SAP_ERR_DEVICE, "trsv: a tile of %d rows (%zu bytes of shared memory) does not fit a "
@@ -909,7 +906,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
         const int level = S->method == SAP_TRSV_LEVEL, tiled = S->method == SAP_TRSV_TILED;
         if (tiled) {
             if (lb < 0) lb = TILE_LB0 + TILE_NLB - 1; /* requested: the largest */
-            t->tile = env_int("SAP_TRSV_TILE", 1 << lb, 32, TILE_MAX);
+            t->tile = env_int("SAP_TRSV_TILE", 1 << lb, 32, 1 << (TILE_LB0 + TILE_NLB - 1));
             if (t->tile > n32) t->tile = n32;
             t->ntiles = (int32_t)(((long long)n32 + t->tile - 1) / t->tile);
             S->tile = t->tile;
