@@ -263,7 +263,6 @@ __global__ void __launch_bounds__(TRSV_BS)
 
 __device__ __forceinline__ void prefetch_l2(const void *p, size_t bytes, int tid, int nt)
 {
-    if (bytes == 0) return;
     const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)127);
     const char *e = (const char *)p + bytes;
     for (c += (size_t)tid * 128; c < e; c += (size_t)nt * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(c));
