@@ -104,8 +104,5 @@ sap_trsv_method sap__trsv_pick(sap_int n, sap_int nlevels, const char **reason)
 
 const char *sap__trsv_method_name(sap_trsv_method m)
 {
-    return m == SAP_TRSV_LEVEL      ? "level"
-           : m == SAP_TRSV_SYNCFREE ? "syncfree"
-           : m == SAP_TRSV_TILED    ? "tiled"
-                                    : "auto";
+    return m == SAP_TRSV_LEVEL ? "level" : m == SAP_TRSV_SYNCFREE ? "syncfree" : "auto";
 }

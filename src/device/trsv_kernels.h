@@ -32,9 +32,7 @@
 typedef enum sap_trsv_method {
     SAP_TRSV_AUTO = 0,     /* sap__trsv_pick */
     SAP_TRSV_LEVEL = 1,    /* level scheduling: a parallel step per level */
-    SAP_TRSV_SYNCFREE = 2, /* cuda: warp per row with ready flags (cpu: runs LEVEL) */
-    SAP_TRSV_TILED = 3     /* cuda: tiles of consecutive rows, a thread block each, levels inside
-                            * a tile separated by block barriers, polls across tiles (cpu: runs LEVEL) */
+    SAP_TRSV_SYNCFREE = 2  /* cuda: warp per row with ready flags (cpu: runs LEVEL) */
 } sap_trsv_method;
 
 /* Host form of an analysed triangular factor (device/trsv.c), shared by the backends. */
@@ -93,7 +91,6 @@ typedef struct sap_trsv {
     sap_context *ctx;
     const struct sap_trsv_kernels *kt;
     sap_int n, nnz_offdiag, nlevels, max_level_rows;
-    sap_int tile, nsegments; /* TILED: rows a tile, (tile, level) segments; 0 otherwise */
     int upper, unit;
     sap_precision prec;
     sap_trsv_method method; /* never AUTO */

@@ -44,7 +44,7 @@ namespace {
 struct trsv_dev {
     int method, G;
     int32_t n, width;
-    int32_t *level_ptr_h; /* host: nlevels + 1 level pointers (TILED: rows a level) */
+    int32_t *level_ptr_h; /* host: nlevels + 1 */
     int32_t *order;
     /* LEVEL: HEC over positions */
     int32_t *ell_col;
@@ -60,12 +60,6 @@ struct trsv_dev {
     int nap;           /* back-off of a failed poll, ns */
     int inflight;      /* rows in flight of the synchronization-free solve */
     int pf;            /* entries a thread loads ahead (k_syncfree's PF: 4, or 8 for G = 1) */
-    /* TILED: tiles of 'tile' rows, segments (levels) per tile */
-    int upper;
-    int32_t tile, ntiles, tile_bs;
-    int32_t *tileseg, *segptr; /* ntiles + 1 (into segptr), nseg + 1 (positions) */
-    size_t tile_smem;          /* dynamic shared memory a block */
-    unsigned int tile_grid;
 };
 
 inline cudaStream_t stream_of(sap_context *ctx) { return (cudaStream_t)sap__cuda_stream(ctx); }
@@ -237,168 +231,6 @@ __global__ void __launch_bounds__(TRSV_BS)
     }
 }
 
-/* ---- the tiled solve -------------------------------------------------------------------- */
-
-/* The tiled solve (SAP_TRSV_TILED): the rows in processing order s (lower: s = i; upper: the
- * reversal map s = n - 1 - i) are cut into tiles of 'tile' consecutive rows; a thread block
- * takes the tiles in order from a ticket and solves one at a time.  Inside a tile the rows are
- * stored by level (a segment a level, positions tile * tile .. on), and a block barrier
- * separates the segments: a dependency inside the tile is read from the tile's copy of x in
- * shared memory, with no poll (its segment finished before the barrier); a dependency in an
- * earlier tile is polled in x as in k_syncfree (the sentinel).  So a step inside a tile costs
- * a barrier and a shared-memory load instead of the store-to-poll latency through L2 of the
- * synchronization-free solve (about 1 us a level on a 3D factor), and the critical path pays
- * that latency only where it crosses tiles.  Tiles wait only on earlier tiles, handed out
- * earlier to running blocks: no deadlock.  A tile's data are contiguous (positions, entries,
- * b and x of its rows), prefetched into L2 when the tile starts; each thread then walks the
- * tile's rounds (a segment's rows, blockDim at a time) two ahead: the row data of round C and
- * the first PF entries and b of round B are in flight while round A is summed.  Columns are
- * encoded as loaded: >= 0 an earlier tile's row (polled), <= -2 the tile's local row -cc - 2
- * (shared memory), -1 none. */
-#define TILE_BS_MAX 512
-#define TILE_BS_DEFAULT 256
-/* tile sizes the analysis weighs: 2^TILE_LB0 .. 2^(TILE_LB0 + TILE_NLB - 1) rows */
-#define TILE_LB0 9
-#define TILE_NLB 6
-
-__device__ __forceinline__ void prefetch_l2(const void *p, size_t bytes, int tid, int nt)
-{
-    const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)127);
-    const char *e = (const char *)p + bytes;
-    for (c += (size_t)tid * 128; c < e; c += (size_t)nt * 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(c));
-}
-
-template <typename T, int PF>
-__global__ void __launch_bounds__(TILE_BS_MAX)
-    k_tiled(int32_t n, int upper, int32_t tile, int32_t ntiles, const int32_t *__restrict__ tileseg,
-            const int32_t *__restrict__ segptr, const int32_t *__restrict__ order, const int32_t *__restrict__ rowptr,
-            const int32_t *__restrict__ colind, const T *__restrict__ val, const T *__restrict__ dinv,
-            const T *__restrict__ b, T *x, unsigned int *ticket, unsigned int base)
-{
-    extern __shared__ __align__(16) unsigned char tsm[];
-    T *xs = (T *)tsm;                                     /* tile rows' x by local index s - t0 */
-    int32_t *segs = (int32_t *)(tsm + sizeof(T) * tile); /* the tile's segment starts + end */
-    __shared__ unsigned int cur;
-    const int tid = (int)threadIdx.x, nt = (int)blockDim.x;
-    for (;;) {
-        if (tid == 0) cur = atomicAdd(ticket, 1u) - base;
-        __syncthreads();
-        const unsigned int tl = cur;
-        if (tl >= (unsigned int)ntiles) break;
-        const int32_t sg0 = tileseg[tl], nseg = tileseg[tl + 1] - sg0;
-        const int32_t t0 = (int32_t)tl * tile, t1 = t0 + tile < n ? t0 + tile : n;
-        {
-            const int32_t e0 = rowptr[t0], e1 = rowptr[t1];
-            prefetch_l2(colind + e0, sizeof(int32_t) * (size_t)(e1 - e0), tid, nt);
-            prefetch_l2(val + e0, sizeof(T) * (size_t)(e1 - e0), tid, nt);
-            prefetch_l2(order + t0, sizeof(int32_t) * (size_t)(t1 - t0), tid, nt);
-            prefetch_l2(dinv + t0, sizeof(T) * (size_t)(t1 - t0), tid, nt);
-            const int32_t i0 = upper ? n - t1 : t0; /* the tile's rows i0 .. i0 + (t1 - t0) */
-            prefetch_l2(b + i0, sizeof(T) * (size_t)(t1 - t0), tid, nt);
-        }
-        for (int q = tid; q <= nseg; q += nt) segs[q] = segptr[sg0 + q];
-        __syncthreads();
-        /* rounds (segment, first position); sg == nseg: past the end */
-        int sgA = nseg, kbA = 0, sgB = nseg, kbB = 0, sgC = 0, kbC = segs[0];
-        int32_t iA = 0, p1A = 0, iB = 0, p0B = 0, p1B = 0, iC = 0, p0C = 0, p1C = 0, p0A = 0;
-        T dA = T(0), dB = T(0), dC = T(0), bA = T(0), bB = T(0);
-        int32_t ccA[PF], ccB[PF];
-        T vA[PF], vB[PF];
-        bool actA = false, actB = false, actC;
-        for (int warm = 2;; warm--) {
-            if (warm <= 0 && sgA >= nseg) break;
-            /* C: row data */
-            const int32_t kC = kbC + tid;
-            actC = sgC < nseg && kC < segs[sgC + 1];
-            if (actC) {
-                iC = order[kC];
-                p0C = rowptr[kC];
-                p1C = rowptr[kC + 1];
-                dC = dinv[kC];
-            }
-            /* B: the first PF entries, encoded, and b */
-            if (actB) {
-#pragma unroll
-                for (int u = 0; u < PF; u++) {
-                    const int32_t q = p0B + u;
-                    int32_t c = -1;
-                    vB[u] = T(0);
-                    if (q < p1B) {
-                        const int32_t j = colind[q], sj = upper ? n - 1 - j : j;
-                        c = sj >= t0 ? -(sj - t0) - 2 : j;
-                        vB[u] = val[q];
-                    }
-                    ccB[u] = c;
-                }
-                bB = b[iB];
-            }
-            /* A: sum and store */
-            if (actA) {
-                T s = T(0), xv[PF];
-#pragma unroll
-                for (int u = 0; u < PF; u++)
-                    xv[u] = ccA[u] >= 0 ? vload(x + ccA[u]) : ccA[u] <= -2 ? xs[-ccA[u] - 2] : T(0);
-                for (;;) {
-                    bool pending = false;
-#pragma unroll
-                    for (int u = 0; u < PF; u++)
-                        if (ccA[u] >= 0 && is_sentinel(xv[u])) pending = true;
-                    if (!pending) break;
-#pragma unroll
-                    for (int u = 0; u < PF; u++)
-                        if (ccA[u] >= 0 && is_sentinel(xv[u])) xv[u] = vload(x + ccA[u]);
-                }
-#pragma unroll
-                for (int u = 0; u < PF; u++) s += vA[u] * xv[u];
-                for (int32_t p = p0A + PF; p < p1A; p++) { /* rows longer than PF */
-                    const int32_t j = colind[p], sj = upper ? n - 1 - j : j;
-                    T xj;
-                    if (sj >= t0) xj = xs[sj - t0];
-                    else
-                        do xj = vload(x + j);
-                        while (is_sentinel(xj));
-                    s += val[p] * xj;
-                }
-                const T v = (bA - s) * dA;
-                xs[(upper ? n - 1 - iA : iA) - t0] = v;
-                x[iA] = unsentinel(v);
-            }
-            /* a barrier before the next segment's first round */
-            if (sgA < nseg && sgB != sgA) __syncthreads();
-            /* rotate: B -> A, C -> B, C advances */
-            sgA = sgB;
-            kbA = kbB;
-            actA = actB;
-            iA = iB;
-            p0A = p0B;
-            p1A = p1B;
-            dA = dB;
-            bA = bB;
-#pragma unroll
-            for (int u = 0; u < PF; u++) {
-                ccA[u] = ccB[u];
-                vA[u] = vB[u];
-            }
-            sgB = sgC;
-            kbB = kbC;
-            actB = actC;
-            iB = iC;
-            p0B = p0C;
-            p1B = p1C;
-            dB = dC;
-            if (sgC < nseg) {
-                kbC += nt;
-                if (kbC >= segs[sgC + 1]) {
-                    sgC++;
-                    kbC = sgC < nseg ? segs[sgC] : 0;
-                }
-            }
-        }
-        (void)kbA;
-        __syncthreads(); /* segs, xs and cur are reused by the next tile */
-    }
-}
-
 /* ---- device analysis ---------------------------------------------------------------------- */
 
 enum { ERR_OUTSIDE = 1, ERR_SINGULAR = 2, ERR_NONFINITE = 4 };
@@ -411,11 +243,10 @@ enum { ERR_OUTSIDE = 1, ERR_SINGULAR = 2, ERR_NONFINITE = 4 };
 __global__ void __launch_bounds__(TRSV_BS)
     k_depth(int32_t n, int upper, int unit, int full, const int64_t *__restrict__ rp, const int64_t *__restrict__ ci,
             const double *__restrict__ val, int32_t *lev, int32_t *__restrict__ len, double *__restrict__ diag,
-            int *flags, unsigned int *ticket, int nap, unsigned long long *cross)
+            int *flags, unsigned int *ticket, int nap)
 {
     const int wl = (int)(threadIdx.x & 31u);
     int lmax = 0, eor = 0;
-    unsigned int ncross[TILE_NLB + 1] = {0}; /* dependencies across tiles of 2^(TILE_LB0 + c) rows; all */
     for (;;) {
         unsigned int c = 0;
         if (wl == 0) c = atomicAdd(ticket, 1u);
@@ -450,13 +281,6 @@ __global__ void __launch_bounds__(TRSV_BS)
                     cc[u] = (int32_t)j;
                     cnt++;
                     lv[u] = vload(lev + j);
-                    if (cross) {
-                        const unsigned int d = upper ? (unsigned int)((n - 1 - i) ^ (n - 1 - (int32_t)j))
-                                                     : (unsigned int)(i ^ (int32_t)j); /* s_i ^ s_j */
-#pragma unroll
-                        for (int c = 0; c < TILE_NLB; c++) ncross[c] += (d >> (TILE_LB0 + c)) != 0u;
-                        ncross[TILE_NLB]++;
-                    }
                 }
                 for (;;) {
                     bool pending = false;
@@ -488,12 +312,6 @@ __global__ void __launch_bounds__(TRSV_BS)
         atomicMax(flags + 1, lmax);
         if (eor) atomicOr(flags, eor);
     }
-    if (cross)
-#pragma unroll
-        for (int c = 0; c <= TILE_NLB; c++) {
-            const unsigned int v = __reduce_add_sync(0xffffffffu, ncross[c]);
-            if (wl == 0 && v) atomicAdd(cross + c, (unsigned long long)v);
-        }
 }
 
 /* tuning of the synchronization-free kernels: rows in flight (threads of the persistent
@@ -547,7 +365,7 @@ __global__ void k_iota(int32_t n, int32_t *a)
     if (k < n) a[k] = (int32_t)k;
 }
 
-/* level pointers from the sorted levels (lptr: NULL for none); per-position lengths (off-diagonal, and beyond
+/* level pointers from the sorted levels; per-position lengths (off-diagonal, and beyond
  * the ELL width w) */
 __global__ void k_positions(int32_t n, int32_t nlevels, int32_t w, const int32_t *__restrict__ lev_sorted,
                             const int32_t *__restrict__ order, const int32_t *__restrict__ len,
@@ -555,54 +373,12 @@ __global__ void k_positions(int32_t n, int32_t nlevels, int32_t w, const int32_t
 {
     const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n) return;
-    if (lptr) {
-        const int32_t cur = lev_sorted[k], prev = k ? lev_sorted[k - 1] : -1;
-        for (int32_t l = prev + 1; l <= cur; l++) lptr[l] = (int32_t)k;
-        if (k == n - 1) lptr[nlevels] = n;
-    }
+    const int32_t cur = lev_sorted[k], prev = k ? lev_sorted[k - 1] : -1;
+    for (int32_t l = prev + 1; l <= cur; l++) lptr[l] = (int32_t)k;
+    if (k == n - 1) lptr[nlevels] = n;
     const int32_t m = len[order[k]];
     plen[k] = m;
     if (rlen) rlen[k] = m > w ? m - w : 0;
-}
-
-/* the tiled order's key of row i: (tile of s_i, level) */
-__global__ void k_tile_keys(int32_t n, int upper, int32_t tile, const int32_t *__restrict__ lev,
-                            unsigned long long *__restrict__ key, int32_t *__restrict__ idx)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const long long si = upper ? n - 1 - i : i;
-    key[i] = ((unsigned long long)(si / tile) << 32) | (unsigned int)lev[i];
-    idx[i] = (int32_t)i;
-}
-
-/* segment starts of the sorted keys (1 where the key changes) */
-__global__ void k_seg_flags(int32_t n, const unsigned long long *__restrict__ key, int32_t *__restrict__ flag)
-{
-    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < n) flag[k] = k == 0 || key[k] != key[k - 1];
-}
-
-/* segment pointers and each tile's first segment from the inclusive scan of the flags */
-__global__ void k_seg_ptrs(int32_t n, int32_t tile, int32_t ntiles, const int32_t *__restrict__ flag,
-                           const int32_t *__restrict__ segidx, int32_t *__restrict__ segptr,
-                           int32_t *__restrict__ tileseg)
-{
-    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n) return;
-    if (flag[k]) segptr[segidx[k] - 1] = (int32_t)k;
-    if (k % tile == 0) tileseg[k / tile] = segidx[k] - 1;
-    if (k == n - 1) {
-        segptr[segidx[k]] = n;
-        tileseg[ntiles] = segidx[k];
-    }
-}
-
-/* rows a level */
-__global__ void k_level_count(int32_t n, const int32_t *__restrict__ lev, int32_t *__restrict__ cnt)
-{
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) atomicAdd(cnt + lev[i], 1);
 }
 
 #define HEC_HIST 64
@@ -695,8 +471,8 @@ void cuda_trsv_destroy(sap_trsv *S)
     trsv_dev *t = (trsv_dev *)S->impl;
     if (t) {
         sap__free(ctx, t->level_ptr_h);
-        void *ptrs[] = {t->order,  t->ell_col, t->ell_val, t->rem_ptr, t->rem_col, t->rem_val,
-                        t->rowptr, t->colind,  t->val,     t->dinv,    t->ticket,  t->tileseg, t->segptr};
+        void *ptrs[] = {t->order,  t->ell_col, t->ell_val, t->rem_ptr, t->rem_col,
+                        t->rem_val, t->rowptr, t->colind,  t->val,     t->dinv,    t->ticket};
         for (size_t k = 0; k < sizeof(ptrs) / sizeof(ptrs[0]); k++) sap__cuda_free(ctx, ptrs[k]);
         sap__free(ctx, t);
     }
@@ -722,70 +498,6 @@ int group_for(int maxlen, sap_int n, sap_int nlevels)
     return G;
 }
 
-/* The tile size of the tiled solve, as log2 of the rows a tile, or -1 when it is not expected
- * to beat the synchronization-free solve.  Model: the critical path has nlevels steps; a step
- * whose dependency lies in another tile costs the store-to-poll latency (1 unit, the cost of
- * every step of the synchronization-free solve), one inside a tile a barrier and a shared-memory
- * load (TILE_STEP_IN units); the fraction of dependencies across tiles (cross, counted by the
- * depth pass for each candidate size) stands for the path's.  Candidates keep at least a tile
- * for each multiprocessor where the factor allows (else the smallest); the tiled solve is
- * taken when the best costs at most TILE_PICK of the synchronization-free one.
- * $SAP_TRSV_TILED=0 / 1 forces the choice (for measurements). */
-#define TILE_STEP_IN 0.2
-#define TILE_PICK 0.75
-int tile_pick(sap_int n, sap_int nlevels, int sms, const unsigned long long *cross)
-{
-    const unsigned long long all = cross[TILE_NLB];
-    int best = -1;
-    double cbest = 0.0;
-    if (all == 0 || nlevels < 2) return -1;
-    for (int c = 0; c < TILE_NLB; c++) {
-        const long long rows = 1LL << (TILE_LB0 + c), ntiles = ((long long)n + rows - 1) / rows;
-        if (c > 0 && ntiles < sms) break;
-        const double f = (double)cross[c] / (double)all, cost = f + (1.0 - f) * TILE_STEP_IN;
-        if (best < 0 || cost < cbest) {
-            best = TILE_LB0 + c;
-            cbest = cost;
-        }
-    }
-    const int force = env_int("SAP_TRSV_TILED", -1, -1, 1);
-    if (force == 0) return -1;
-    if (force == 1) return best;
-    return cbest <= TILE_PICK ? best : -1;
-}
-
-/* the tiled solve's launch: shared memory (the tile's x and segment starts), block size
- * ($SAP_TRSV_TILE_BS, for measurements) and grid (resident blocks, at most a tile each) */
-sap_status tile_launch_setup(sap_context *ctx, trsv_dev *t, sap_precision prec, int32_t nseg, sap_trsv *S)
-{
-    sap_status st = SAP_OK;
-    int32_t *h = NULL, maxseg = 0;
-    SAP_CUDA_HOST_ALLOC(ctx, h, t->ntiles + 1);
-    SAP_TRY(sap__cuda_d2h(ctx, h, t->tileseg, sizeof(int32_t) * (size_t)(t->ntiles + 1)));
-    for (int32_t k = 0; k < t->ntiles; k++)
-        if (h[k + 1] - h[k] > maxseg) maxseg = h[k + 1] - h[k];
-    S->nsegments = nseg;
-    t->tile_bs = env_int("SAP_TRSV_TILE_BS", TILE_BS_DEFAULT, 32, TILE_BS_MAX) / 32 * 32;
-    t->tile_smem = (prec == SAP_FLOAT ? sizeof(float) : sizeof(double)) * (size_t)t->tile +
-                   sizeof(int32_t) * (size_t)(maxseg + 1);
-    {
-        int occ = 0;
-        const void *fn = prec == SAP_FLOAT ? (const void *)k_tiled<float, 8> : (const void *)k_tiled<double, 8>;
-        const void *fn4 = prec == SAP_FLOAT ? (const void *)k_tiled<float, 4> : (const void *)k_tiled<double, 4>;
-        SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)t->tile_smem));
-        SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(fn4, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)t->tile_smem));
-        SAP_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, t->tile_bs, t->tile_smem));
-        if (occ < 1)
-            SAP_FAIL(ctx, SAP_ERR_DEVICE, "trsv: a tile of %d rows (%zu bytes of shared memory) does not fit a "
-                     "multiprocessor", (int)t->tile, t->tile_smem);
-        const long long g = (long long)occ * sap__cuda_sm_count(ctx);
-        t->tile_grid = (unsigned int)(g < t->ntiles ? g : t->ntiles);
-    }
-cleanup:
-    sap__free(ctx, h);
-    return st;
-}
-
 /* The analysis of a factor already in device memory (d_rp: n + 1, d_ci, d_val: nnz; 64-bit
  * indices, double values; borrowed).  T: the same factor on the host, or NULL (then the
  * device factor is copied back to name an error through the host analysis).  t0: the
@@ -804,10 +516,8 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
             *d_rlen = NULL, *d_optr = NULL;
     int *d_flags = NULL, *d_hist = NULL;
     unsigned int *d_tick = NULL;
-    unsigned long long *d_cross = NULL, *d_key = NULL, *d_key2 = NULL;
     void *d_tmp = NULL;
     int h_flags[2] = {0, 0}, h_hist[HEC_HIST + 1];
-    unsigned long long h_cross[TILE_NLB + 1];
     const size_t es = prec == SAP_FLOAT ? sizeof(float) : sizeof(double);
     /* $SAP_TRSV_TRACE=1: the phases' milliseconds (each waited for), for measurements */
     const int trace = env_int("SAP_TRSV_TRACE", 0, 0, 1);
@@ -840,7 +550,6 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     S->unit = unit;
     S->prec = prec;
     t->n = n32;
-    t->upper = upper;
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned int), (void **)&t->ticket));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(t->ticket, 0, sizeof(unsigned int), cs));
     if (n == 0) {
@@ -861,18 +570,15 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(double) * (size_t)n, (void **)&d_diag));
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * 2, (void **)&d_flags));
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned int), (void **)&d_tick));
-    SAP_TRY(sap__cuda_malloc(ctx, sizeof(h_cross), (void **)&d_cross));
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&t->order));
-    SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_cross, 0, sizeof(h_cross), cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_flags, 0, sizeof(int) * 2, cs));
     SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
     TRSV_PHASE(0);
     k_depth<<<persistent_blocks(n, 1, depth_inflight), TRSV_BS, 0,
-              cs>>>(n32, upper, unit, 0, d_rp, d_ci, d_val, d_lev, d_len, d_diag, d_flags, d_tick, depth_nap(), d_cross);
+              cs>>>(n32, upper, unit, 0, d_rp, d_ci, d_val, d_lev, d_len, d_diag, d_flags, d_tick, depth_nap());
     SAP_CUDA_TRY_LAUNCH(ctx, "trsv depth pass");
     SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
-    SAP_TRY(sap__cuda_d2h(ctx, h_cross, d_cross, sizeof(h_cross)));
     TRSV_PHASE(1);
     if (h_flags[0]) { /* the host analysis names the first offending row like the cpu backend */
         sap_trsv_host H;
@@ -896,59 +602,20 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
         S->nlevels = nlevels;
         S->method = method == SAP_TRSV_AUTO ? sap__trsv_pick(n, nlevels, &S->reason) : method;
         if (method != SAP_TRSV_AUTO) S->reason = "requested";
-        int lb = tile_pick(n, nlevels, sap__cuda_sm_count(ctx), h_cross);
-        if (method == SAP_TRSV_AUTO && S->method == SAP_TRSV_SYNCFREE && lb >= 0) {
-            S->method = SAP_TRSV_TILED;
-            S->reason = "dependencies mostly inside tiles of consecutive rows: tiled (block barriers inside a tile)";
-        }
         t->method = (int)S->method;
-        const int level = S->method == SAP_TRSV_LEVEL, tiled = S->method == SAP_TRSV_TILED;
-        if (tiled) {
-            if (lb < 0) lb = TILE_LB0 + TILE_NLB - 1; /* requested: the largest */
-            t->tile = env_int("SAP_TRSV_TILE", 1 << lb, 32, 1 << (TILE_LB0 + TILE_NLB - 1));
-            if (t->tile > n32) t->tile = n32;
-            t->ntiles = (int32_t)(((long long)n32 + t->tile - 1) / t->tile);
-            S->tile = t->tile;
-        }
-        /* 2. order: stable sort of (level, row), or of ((tile, level), row) */
+        const int level = S->method == SAP_TRSV_LEVEL;
+        /* 2. order: stable sort of (level, row) */
         int end_bit = 1;
         while (end_bit < 31 && (1 << end_bit) <= nlevels) end_bit++;
+        k_iota<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_idx);
+        SAP_CUDA_TRY_LAUNCH(ctx, "trsv iota");
         size_t tmp_sort = 0, tmp_scan = 0;
-        if (tiled) {
-            int tbits = 1;
-            while (tbits < 31 && (1 << tbits) <= t->ntiles) tbits++;
-            SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned long long) * (size_t)n, (void **)&d_key));
-            SAP_TRY(sap__cuda_malloc(ctx, sizeof(unsigned long long) * (size_t)n, (void **)&d_key2));
-            k_tile_keys<<<blocks_for(n, 256), 256, 0, cs>>>(n32, upper, t->tile, d_lev, d_key, d_idx);
-            SAP_CUDA_TRY_LAUNCH(ctx, "trsv tile keys");
-            SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, tmp_sort, d_key, d_key2, d_idx, t->order, n32, 0,
-                                                              32 + tbits, cs));
-            SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(NULL, tmp_scan, d_len, d_len, n32, cs));
-            SAP_TRY(sap__cuda_malloc(ctx, tmp_sort > tmp_scan ? tmp_sort : tmp_scan, &d_tmp));
-            SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_key, d_key2, d_idx, t->order, n32, 0,
-                                                              32 + tbits, cs));
-            /* segments: a (tile, level) run of positions; d_lev2 = start flags, d_idx = their scan */
-            k_seg_flags<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_key2, d_lev2);
-            SAP_CUDA_TRY_LAUNCH(ctx, "trsv segment flags");
-            SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(d_tmp, tmp_scan, d_lev2, d_idx, n32, cs));
-            int32_t nseg = 0;
-            SAP_TRY(sap__cuda_d2h(ctx, &nseg, d_idx + n - 1, sizeof(int32_t)));
-            SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(nseg + 1), (void **)&t->segptr));
-            SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(t->ntiles + 1), (void **)&t->tileseg));
-            k_seg_ptrs<<<blocks_for(n, 256), 256, 0, cs>>>(n32, t->tile, t->ntiles, d_lev2, d_idx, t->segptr,
-                                                           t->tileseg);
-            SAP_CUDA_TRY_LAUNCH(ctx, "trsv segment pointers");
-            SAP_TRY(tile_launch_setup(ctx, t, prec, nseg, S));
-        } else {
-            k_iota<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_idx);
-            SAP_CUDA_TRY_LAUNCH(ctx, "trsv iota");
-            SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
-                                                              end_bit, cs));
-            SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(NULL, tmp_scan, d_len, d_len, n32, cs));
-            SAP_TRY(sap__cuda_malloc(ctx, tmp_sort > tmp_scan ? tmp_sort : tmp_scan, &d_tmp));
-            SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
-                                                              end_bit, cs));
-        }
+        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
+                                                          end_bit, cs));
+        SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(NULL, tmp_scan, d_len, d_len, n32, cs));
+        SAP_TRY(sap__cuda_malloc(ctx, tmp_sort > tmp_scan ? tmp_sort : tmp_scan, &d_tmp));
+        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
+                                                          end_bit, cs));
         TRSV_PHASE(2);
         /* 3. level pointers, lengths per position */
         int32_t w = 0;
@@ -970,13 +637,8 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
         SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_plen));
         SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)(n + 1), (void **)&d_optr));
         if (level) SAP_TRY(sap__cuda_malloc(ctx, sizeof(int32_t) * (size_t)n, (void **)&d_rlen));
-        if (tiled) { /* the rows of the widest level, from a count a level */
-            SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lptr, 0, sizeof(int32_t) * (size_t)(nlevels + 1), cs));
-            k_level_count<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_lev, d_lptr);
-            SAP_CUDA_TRY_LAUNCH(ctx, "trsv level count");
-        }
-        k_positions<<<blocks_for(n, 256), 256, 0, cs>>>(n32, nlevels, w, d_lev2, t->order, d_len,
-                                                        tiled ? NULL : d_lptr, d_plen, d_rlen);
+        k_positions<<<blocks_for(n, 256), 256, 0, cs>>>(n32, nlevels, w, d_lev2, t->order, d_len, d_lptr, d_plen,
+                                                        d_rlen);
         SAP_CUDA_TRY_LAUNCH(ctx, "trsv positions");
         SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_optr, 0, sizeof(int32_t), cs));
         SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(d_tmp, tmp_scan, d_plen, d_optr + 1, n32, cs));
@@ -986,7 +648,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
         SAP_TRY(sap__cuda_d2h(ctx, &nz, d_optr + n, sizeof(int32_t)));
         S->nnz_offdiag = nz;
         for (int32_t l = 0; l < nlevels; l++) {
-            const sap_int r = tiled ? t->level_ptr_h[l] : t->level_ptr_h[l + 1] - t->level_ptr_h[l];
+            const sap_int r = t->level_ptr_h[l + 1] - t->level_ptr_h[l];
             if (r > S->max_level_rows) S->max_level_rows = r;
         }
         TRSV_PHASE(3);
@@ -1020,7 +682,7 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
             t->G = t->G >= 32 ? 32 : t->G >= 16 ? 16 : t->G >= 8 ? 8 : t->G >= 4 ? 4 : t->G >= 2 ? 2 : 1;
             /* one thread a row with rows longer than 4: 8 entries ahead (one round of loads
              * for rows of up to 8; $SAP_TRSV_PF=4 or 8 overrides, for measurements) */
-            t->pf = (t->G == 1 || tiled) && env_int("SAP_TRSV_PF", maxlen > 4 ? 8 : 4, 4, 8) > 4 ? 8 : 4;
+            t->pf = t->G == 1 && env_int("SAP_TRSV_PF", maxlen > 4 ? 8 : 4, 4, 8) > 4 ? 8 : 4;
             t->inflight = env_int("SAP_TRSV_INFLIGHT", TRSV_INFLIGHT_DEFAULT, 32, 1 << 24);
             t->nap = env_int("SAP_TRSV_NAP", TRSV_NAP_DEFAULT, 0, 10000);
             t->rowptr = d_optr;
@@ -1046,22 +708,12 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
                  "sort %.3f, positions %.3f, gather %.3f; total without the upload %.3f", upper ? "upper" : "lower",
                  (long long)n, (int)S->nlevels, 1e3 * ph[0], 1e3 * ph[1], 1e3 * ph[2], 1e3 * ph[3], 1e3 * ph[4],
                  1e3 * (S->t_analysis - t_upload));
-    if (trace && h_cross[TILE_NLB]) {
-        char line[256];
-        int o = 0;
-        for (int c = 0; c < TILE_NLB; c++)
-            o += snprintf(line + o, sizeof(line) - (size_t)o, " %d: %.3f", 1 << (TILE_LB0 + c),
-                          (double)h_cross[c] / (double)h_cross[TILE_NLB]);
-        sap__log(ctx, SAP_PRINT_WARNINGS, "trsv %s: dependencies across tiles of (rows: fraction)%s; method %s, tile %lld, "
-                 "%lld segments", upper ? "upper" : "lower", line, sap__trsv_method_name(S->method), (long long)S->tile,
-                 (long long)S->nsegments);
-    }
 #undef TRSV_PHASE
     *out = S;
 cleanup:
     {
-        void *tmps[] = {d_diag, d_lev,  d_lev2,  d_idx,  d_len,  d_lptr,  d_plen, d_rlen,
-                        d_optr, d_flags, d_hist, d_tick, d_tmp, d_cross, d_key,  d_key2};
+        void *tmps[] = {d_diag, d_lev,  d_lev2, d_idx,   d_len,  d_lptr, d_plen,
+                        d_rlen, d_optr, d_flags, d_hist, d_tick, d_tmp};
         for (size_t k = 0; k < sizeof(tmps) / sizeof(tmps[0]); k++) sap__cuda_free(ctx, tmps[k]);
     }
     sap_csr_destroy(Th);
@@ -1109,17 +761,6 @@ void launch_sf(trsv_dev *t, int32_t nrhs, const T *b, T *x, cudaStream_t s)
     t->base += nchunks + nb * (TRSV_BS / 32);
 }
 
-template <typename T, int PF> void launch_tiled(trsv_dev *t, int32_t nrhs, const T *b, T *x, cudaStream_t s)
-{
-    for (int32_t r = 0; r < nrhs; r++) {
-        const size_t off = (size_t)r * (size_t)t->n;
-        k_tiled<T, PF><<<t->tile_grid, t->tile_bs, t->tile_smem, s>>>(
-            t->n, t->upper, t->tile, t->ntiles, t->tileseg, t->segptr, t->order, t->rowptr, t->colind,
-            (const T *)t->val, (const T *)t->dinv, b + off, x + off, t->ticket, t->base);
-        t->base += (unsigned int)t->ntiles + t->tile_grid;
-    }
-}
-
 template <typename T> sap_status solve_t(sap_trsv *S, int32_t nrhs, const T *b, T *x)
 {
     sap_context *ctx = S->ctx;
@@ -1138,12 +779,6 @@ template <typename T> sap_status solve_t(sap_trsv *S, int32_t nrhs, const T *b, 
     } else {
         /* x = the sentinel (all bits set) */
         SAP_CUDA_CHECK(ctx, cudaMemsetAsync(x, 0xff, (size_t)t->n * (size_t)nrhs * sizeof(T), s));
-        if (t->method == SAP_TRSV_TILED) {
-            if (t->pf == 8) launch_tiled<T, 8>(t, nrhs, b, x, s);
-            else launch_tiled<T, 4>(t, nrhs, b, x, s);
-            SAP_CUDA_LAUNCHED(ctx, "trsv tiled kernel");
-            return SAP_OK;
-        }
         switch (t->G) {
         case 1:
             if (t->pf == 8) launch_sf<T, 1, 8>(t, nrhs, b, x, s);
@@ -1427,7 +1062,7 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
         SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_lev, 0xff, sizeof(int32_t) * (size_t)n, cs));
         SAP_CUDA_TRY(ctx, cudaMemsetAsync(d_tick, 0, sizeof(unsigned int), cs));
         k_depth<<<persistent_blocks(n, 1, depth_window(n)), TRSV_BS, 0, cs>>>(n32, 0, 1, 1, d_rp, d_ci, d_v, d_lev, NULL,
-                                                                        NULL, d_flags, d_tick, depth_nap(), NULL);
+                                                                        NULL, d_flags, d_tick, depth_nap());
         SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 levels");
         SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
         int end_bit = 1;
