@@ -434,6 +434,26 @@ inline unsigned int blocks_for(long long items, int per_block)
     return (unsigned int)(g > 0 ? g : 1);
 }
 
+/* order = the rows 0 .. n - 1 stably sorted by their level lev (0 .. nlevels - 1), so rows
+ * ascend within a level; lev_sorted receives the sorted levels, idx (n) is scratch.  The
+ * sort's temporary storage is allocated into *tmp, at least min_tmp bytes (for the caller's
+ * later CUB calls; the caller frees it). */
+sap_status level_sort(sap_context *ctx, cudaStream_t cs, int32_t n, int32_t nlevels, const int32_t *lev,
+                      int32_t *lev_sorted, int32_t *idx, int32_t *order, size_t min_tmp, void **tmp)
+{
+    sap_status st = SAP_OK;
+    size_t bytes = 0;
+    int end_bit = 1;
+    while (end_bit < 31 && (1 << end_bit) <= nlevels) end_bit++;
+    k_iota<<<blocks_for(n, 256), 256, 0, cs>>>(n, idx);
+    SAP_CUDA_TRY_LAUNCH(ctx, "trsv iota");
+    SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, bytes, lev, lev_sorted, idx, order, n, 0, end_bit, cs));
+    SAP_TRY(sap__cuda_malloc(ctx, bytes > min_tmp ? bytes : min_tmp, tmp));
+    SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(*tmp, bytes, lev, lev_sorted, idx, order, n, 0, end_bit, cs));
+cleanup:
+    return st;
+}
+
 sap_status upload_idx(sap_context *ctx, const sap_int *h, size_t n, int32_t **d)
 {
     sap_status st = SAP_OK;
@@ -604,18 +624,10 @@ sap_status analyze_dev(sap_context *ctx, const sap_csr *T, sap_int n, sap_int nn
         if (method != SAP_TRSV_AUTO) S->reason = "requested";
         t->method = (int)S->method;
         const int level = S->method == SAP_TRSV_LEVEL;
-        /* 2. order: stable sort of (level, row) */
-        int end_bit = 1;
-        while (end_bit < 31 && (1 << end_bit) <= nlevels) end_bit++;
-        k_iota<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_idx);
-        SAP_CUDA_TRY_LAUNCH(ctx, "trsv iota");
-        size_t tmp_sort = 0, tmp_scan = 0;
-        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
-                                                          end_bit, cs));
+        /* 2. order: stable sort of (level, row); its temporary storage serves the scans below */
+        size_t tmp_scan = 0;
         SAP_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(NULL, tmp_scan, d_len, d_len, n32, cs));
-        SAP_TRY(sap__cuda_malloc(ctx, tmp_sort > tmp_scan ? tmp_sort : tmp_scan, &d_tmp));
-        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_lev, d_lev2, d_idx, t->order, n32, 0,
-                                                          end_bit, cs));
+        SAP_TRY(level_sort(ctx, cs, n32, nlevels, d_lev, d_lev2, d_idx, t->order, tmp_scan, &d_tmp));
         TRSV_PHASE(2);
         /* 3. level pointers, lengths per position */
         int32_t w = 0;
@@ -1065,16 +1077,7 @@ sap_status cuda_ilu0(sap_context *ctx, const sap_csr *A, double pivot_tol, sap_p
                                                                         NULL, d_flags, d_tick, depth_nap());
         SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 levels");
         SAP_TRY(sap__cuda_d2h(ctx, h_flags, d_flags, sizeof(h_flags)));
-        int end_bit = 1;
-        while (end_bit < 31 && (1 << end_bit) <= h_flags[1] + 1) end_bit++;
-        k_iota<<<blocks_for(n, 256), 256, 0, cs>>>(n32, d_idx);
-        SAP_CUDA_TRY_LAUNCH(ctx, "ilu0 iota");
-        size_t tmp_sort = 0;
-        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(NULL, tmp_sort, d_lev, d_lev2, d_idx, d_order, n32, 0,
-                                                          end_bit, cs));
-        SAP_TRY(sap__cuda_malloc(ctx, tmp_sort, &d_tmp));
-        SAP_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(d_tmp, tmp_sort, d_lev, d_lev2, d_idx, d_order, n32, 0,
-                                                          end_bit, cs));
+        SAP_TRY(level_sort(ctx, cs, n32, h_flags[1] + 1, d_lev, d_lev2, d_idx, d_order, 0, &d_tmp));
         sap__cuda_free(ctx, d_tmp);
         d_tmp = NULL;
     }
