@@ -72,6 +72,7 @@ void solve_report_text_sparse(const solve_args *a, const solve_problem *p, const
                ss->time_probe, ss->time_structure, ss->time_analysis);
     if (p->probe_log[0]) printf("              %s\n", p->probe_log);
     if (p->setup_log[0]) printf("              %s\n", p->setup_log);
+    if (p->db_log[0]) printf("              %s\n", p->db_log);
     printf("              T_Dtransf %.6f s, T_Asmbl %.6f s, T_LU %.6f s, T_SPK %.6f s, T_LUrdcd %.6f s\n",
            ss->time_transfer, ss->time_asmbl, ss->time_lu, ss->time_spk, ss->time_lurdcd);
     const double named = ss->time_create + ss->time_stats + ss->time_db + ss->time_cm + ss->time_drop +

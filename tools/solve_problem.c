@@ -20,6 +20,8 @@ static void capture_log(void *state, int level, const char *message)
         snprintf(p->probe_log, sizeof(p->probe_log), "%s", message + 12);
     if (level == SAP_PRINT_INFO && strncmp(message, "sap_solver: setup parts ", 24) == 0)
         snprintf(p->setup_log, sizeof(p->setup_log), "%s", message + 12);
+    if (level == SAP_PRINT_INFO && strncmp(message, "sap_reorder: DB ", 16) == 0)
+        snprintf(p->db_log, sizeof(p->db_log), "%s", message + 13);
     if (level == SAP_PRINT_WARNINGS && strstr(message, "long step:")) {
         fprintf(stderr, "\r%s\n", message);
         fflush(stderr);

@@ -257,3 +257,35 @@ void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes)
         memcpy((char *)dst + o, (const char *)src + o, len);
     }
 }
+
+int64_t sap__upload_colind32(sap_context *ctx, const sap_int *colind, sap_int ncols, int64_t k0, int64_t k1,
+                             int32_t *buf)
+{
+    const int nt = sap__threads_for(ctx, (double)(k1 - k0));
+    int64_t bad = INT64_MAX;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(min : bad)")
+    for (int64_t k = k0; k < k1; k++) {
+        const sap_int c = colind[k];
+        const int out = c < 0 || c >= ncols;
+        buf[k - k0] = out ? 0 : (int32_t)c;
+        if (out && k < bad) bad = k;
+    }
+    return bad == INT64_MAX ? -1 : bad;
+}
+
+void sap__upload_values(sap_context *ctx, const double *val, sap_precision prec, int64_t k0, int64_t k1, void *buf)
+{
+    const int64_t m = k1 - k0;
+    const int nt = sap__threads_for(ctx, (double)m);
+    if (prec == SAP_DOUBLE) { /* nt contiguous pieces */
+        SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+        for (int t = 0; t < nt; t++) {
+            const int64_t a = m * t / nt, b = m * (t + 1) / nt;
+            memcpy((double *)buf + a, val + k0 + a, sizeof(double) * (size_t)(b - a));
+        }
+        return;
+    }
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (int64_t k = 0; k < m; k++) ((float *)buf)[k] = (float)val[k0 + k];
+}

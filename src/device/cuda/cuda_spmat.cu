@@ -234,19 +234,50 @@ static sap_status dsrc_values(sap_context *ctx, const double *in, void *out, int
     return SAP_OK;
 }
 
+/* The CSR's column indices (32-bit) and values (in the matrix' precision) stream to the
+ * device through the context's pinned staging ring, each chunk converted on all host cores
+ * while the one before is copied (sap__cuda_h2d_streamed).  From pageable memory in one
+ * copy, with the conversion on one core before it, an 80M-entry CSR took 0.40 s on an H200
+ * host (1.0 GB at ~8 GB/s, plus the conversion). */
+typedef struct upload_arg {
+    sap_context *ctx;
+    const sap_csr *A;
+    sap_precision prec;
+    int64_t bad; /* the first column index outside the matrix (-1: none) */
+} upload_arg;
+
+static void colind_chunk(void *arg, int64_t k0, int64_t k1, void *buf)
+{
+    upload_arg *u = (upload_arg *)arg;
+    const int64_t b = sap__upload_colind32(u->ctx, u->A->colind, u->A->ncols, k0, k1, (int32_t *)buf);
+    if (b >= 0 && u->bad < 0) u->bad = b;
+}
+
+static void values_chunk(void *arg, int64_t k0, int64_t k1, void *buf)
+{
+    const upload_arg *u = (const upload_arg *)arg;
+    sap__upload_values(u->ctx, u->A->val, u->prec, k0, k1, buf);
+}
+
+static sap_status upload_colind(sap_context *ctx, const sap_csr *A, int32_t *dst)
+{
+    upload_arg u = {ctx, A, SAP_DOUBLE, -1};
+    if (A->nnz == 0) return SAP_OK;
+    sap_status st = sap__cuda_h2d_streamed(ctx, dst, A->nnz, A->nnz, 1, sizeof(int32_t), colind_chunk, &u, NULL);
+    if (st < 0) return st;
+    if (u.bad >= 0)
+        return SAP_ERROR(ctx, SAP_ERR_INDEX, "column index %lld at position %lld outside 0..%lld",
+                         (long long)A->colind[u.bad], (long long)u.bad, (long long)A->ncols - 1);
+    return SAP_OK;
+}
+
 /* Uploads the values of A in the matrix' precision into a device buffer. */
 static sap_status upload_values(sap_context *ctx, const sap_csr *A, sap_precision prec, void *dst)
 {
+    upload_arg u = {ctx, A, prec, -1};
     if (A->nnz == 0) return SAP_OK;
-    if (prec == SAP_DOUBLE) return sap__cuda_h2d(ctx, dst, A->val, (size_t)A->nnz * sizeof(double));
-    sap_status st = SAP_OK;
-    float *tmp = NULL;
-    SAP_CUDA_HOST_ALLOC(ctx, tmp, A->nnz);
-    for (sap_int k = 0; k < A->nnz; k++) tmp[k] = (float)A->val[k];
-    st = sap__cuda_h2d(ctx, dst, tmp, (size_t)A->nnz * sizeof(float));
-cleanup:
-    sap__free(ctx, tmp);
-    return st;
+    return sap__cuda_h2d_streamed(ctx, dst, A->nnz, A->nnz, 1, prec == SAP_DOUBLE ? sizeof(double) : sizeof(float),
+                                  values_chunk, &u, NULL);
 }
 
 /* CUB helpers (temporary storage from the pool) */
@@ -315,7 +346,7 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
     const int32_t nnz = (int32_t)A->nnz;
     const sap_spmv_format fmt = m->pub.format;
     size_t total = 0;
-    int32_t *h_rp = NULL, *h_ci = NULL, *d_ci = NULL, *d_tmp = NULL, *d_tmp2 = NULL;
+    int32_t *h_rp = NULL, *d_ci = NULL, *d_tmp = NULL, *d_tmp2 = NULL;
     T *d_v = NULL;
     long long *d_ll = NULL;
     int32_t *h_long = NULL;
@@ -342,16 +373,6 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
         SAP_TRY(dalloc(ctx, (void **)&m->rowptr, ((size_t)n + 1) * sizeof(int32_t), &total));
         if (ds) SAP_TRY(dsrc_index(ctx, ds->rowptr, m->rowptr, (int64_t)n + 1));
         else SAP_TRY(sap__cuda_h2d(ctx, m->rowptr, h_rp, ((size_t)n + 1) * sizeof(int32_t)));
-        if (nnz > 0) {
-            SAP_CUDA_HOST_ALLOC(ctx, h_ci, nnz);
-            for (int32_t k = 0; k < nnz; k++) {
-                sap_int c = A->colind[k];
-                if (c < 0 || c >= A->ncols)
-                    SAP_FAIL(ctx, SAP_ERR_INDEX, "column index %lld at position %d outside 0..%lld", (long long)c, k,
-                             (long long)A->ncols - 1);
-                h_ci[k] = (int32_t)c;
-            }
-        }
     }
     /* values (CSR order) */
     if (fmt == SAP_FORMAT_CSR) {
@@ -367,7 +388,7 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
         if (!update) {
             SAP_TRY(dalloc(ctx, (void **)&m->colind, (size_t)nnz * sizeof(int32_t), &total));
             if (ds) SAP_TRY(dsrc_index(ctx, ds->colind, m->colind, nnz));
-            else SAP_TRY(sap__cuda_h2d(ctx, m->colind, h_ci, (size_t)nnz * sizeof(int32_t)));
+            else SAP_TRY(upload_colind(ctx, A, m->colind));
             double mean = n > 0 ? (double)nnz / n : 0.0;
             m->v.csr_tpr = choose_csr_tpr(mean);
             m->fmt_bytes = (4.0 + sizeof(T)) * nnz + 4.0 * ((double)n + 1);
@@ -411,7 +432,8 @@ static sap_status build(sap_context *ctx, const sap_csr *A, cuda_spmat *m, bool 
 
     if (!update) {
         SAP_TRY(sap__cuda_malloc(ctx, (size_t)nnz * sizeof(int32_t), (void **)&d_ci));
-        SAP_TRY(sap__cuda_h2d(ctx, d_ci, h_ci, (size_t)nnz * sizeof(int32_t)));
+        if (ds) SAP_TRY(dsrc_index(ctx, ds->colind, d_ci, nnz));
+        else SAP_TRY(upload_colind(ctx, A, d_ci));
     }
 
     if (fmt == SAP_FORMAT_ELL || fmt == SAP_FORMAT_HEC) {
@@ -558,7 +580,6 @@ cleanup:
     if (d_tmp2) sap__cuda_free(ctx, d_tmp2);
     if (d_ll) sap__cuda_free(ctx, d_ll);
     sap__free(ctx, h_rp);
-    sap__free(ctx, h_ci);
     sap__free(ctx, h_long);
     return st;
 }
