@@ -348,7 +348,8 @@ typedef struct sap_csr_scan {
     sap_int bad_row;        /* the first row with a column out of range or not increasing (nrows: none) */
     sap_int bad_entry;      /* the first non-finite value (nnz: none) */
     double *hist;           /* the distance histogram (hist_len entries, the matrix' context), or
-                             * NULL: not asked, the matrix is invalid, or too wide for the pass */
+                             * NULL: not asked, the matrix is invalid, too wide for the pass,
+                             * or its band wider than n / 8 (kept for the matrix CM makes) */
     sap_int hist_len;
 } sap_csr_scan;
 sap_status sap__csr_scan(sap_context *ctx, const sap_csr *A, int with_hist, sap_csr_scan *out);

@@ -28,6 +28,23 @@ static bool alloc_overflows(size_t n, size_t size)
     return size > 0 && n > (SIZE_MAX - SAP_ALIGN - sizeof(block_header)) / size;
 }
 
+/* Zeroes a new block; large ones on the context's threads (a 100 MB histogram's memset on
+ * one core, its pages first touched there, took ~25 ms of an 80M-entry setup). */
+#define SAP_ZERO_PAR_MIN ((size_t)32 << 20)
+static void zero_fill(sap_context *ctx, void *p, size_t bytes)
+{
+    const int nt = bytes < SAP_ZERO_PAR_MIN ? 1 : sap__threads(ctx);
+    if (nt <= 1) {
+        memset(p, 0, bytes);
+        return;
+    }
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
+    for (int t = 0; t < nt; t++) {
+        const size_t a = bytes / (size_t)nt * (size_t)t, b = t == nt - 1 ? bytes : bytes / (size_t)nt * (size_t)(t + 1);
+        memset((char *)p + a, 0, b - a);
+    }
+}
+
 sap_status sap__alloc_failure(size_t n, size_t size)
 {
     return alloc_overflows(n, size) ? SAP_ERR_TOO_LARGE : SAP_ERR_OUT_OF_MEMORY;
@@ -64,7 +81,7 @@ void *sap__alloc(sap_context *ctx, size_t n, size_t size, bool zero, const char 
     block_header *h = (block_header *)p - 1;
     h->base = base;
     h->bytes = bytes;
-    if (zero) memset((void *)p, 0, bytes);
+    if (zero) zero_fill(ctx, (void *)p, bytes);
     ctx->stats.host_allocs++;
     ctx->stats.host_bytes_in_use += (int64_t)bytes;
     if (ctx->stats.host_bytes_in_use > ctx->stats.host_bytes_peak)

@@ -143,6 +143,26 @@ static inline sap_int heap_pop(col_heap *H)
 
 /* ---- S1: weights (also on the GPU: src/kernels/cuda/reorder_cuda.cu) ---------------- */
 
+/* row i's weights c_ij = log max_j |a_ij| - log |a_ij| (0 for the row's largest, infinite
+ * for a zero) and loga_i; returns the row's non-finite values */
+static inline sap_int row_weights(const sap_int *rp, const double *val, sap_int i, double *c, double *loga)
+{
+    sap_int nonfinite = 0;
+    double amax = 0.0;
+    for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+        double a = fabs(val[p]);
+        if (!isfinite(a)) nonfinite++;
+        if (a > amax) amax = a;
+    }
+    double la = amax > 0.0 ? log(amax) : 0.0;
+    loga[i] = la;
+    for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
+        double a = fabs(val[p]);
+        c[p] = a > 0.0 ? (a == amax ? 0.0 : la - log(a)) : INFINITY;
+    }
+    return nonfinite;
+}
+
 void sap__db_weights_cpu(const sap_csr *A, int nt, double *c, double *loga, sap_int *nonfinite_out)
 {
     const sap_int n = A->nrows, nnz = A->nnz;
@@ -152,20 +172,7 @@ void sap__db_weights_cpu(const sap_csr *A, int nt, double *c, double *loga, sap_
     (void)nt;
     (void)nnz;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(+ : nonfinite) if (nnz > SAP_REORDER_PAR_MIN)")
-    for (sap_int i = 0; i < n; i++) {
-        double amax = 0.0;
-        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
-            double a = fabs(val[p]);
-            if (!isfinite(a)) nonfinite++;
-            if (a > amax) amax = a;
-        }
-        double la = amax > 0.0 ? log(amax) : 0.0;
-        loga[i] = la;
-        for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
-            double a = fabs(val[p]);
-            c[p] = a > 0.0 ? (a == amax ? 0.0 : la - log(a)) : INFINITY;
-        }
-    }
+    for (sap_int i = 0; i < n; i++) nonfinite += row_weights(rp, val, i, c, loga);
     *nonfinite_out = nonfinite;
 }
 
@@ -232,24 +239,27 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     SAP_ALLOC(ctx, mcol, n);
     SAP_ALLOC(ctx, mpos, n);
 
-    /* ---- S1: weights ------------------------------------------------------------------ */
+    /* ---- S1: weights (on the host's threads fused with S2's column minima below) ------- */
     double t1 = sap__wtime();
     sap_int nonfinite = 0;
-    if (sap__offload(ctx, SAP_OFFLOAD_DB, nnz)) SAP_TRY(sap__ops(ctx)->db_weights(ctx, A, c, loga, &nonfinite));
-    else
-        sap__db_weights_cpu(A, nt, c, loga, &nonfinite);
-    if (nonfinite) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
-    inf.time_weights = sap__wtime() - t1;
-
-    /* ---- S2: duals and the greedy initial matching -------------------------------------- */
-    t1 = sap__wtime();
     for (sap_int j = 0; j < n; j++) {
         v[j] = INFINITY;
         mcol[j] = -1;
     }
     /* column minima: in parallel into per-thread arrays (at most 1 GB of them), then the
-     * minimum over the threads */
-    if (nt > 1 && nnz > SAP_REORDER_PAR_MIN && (double)nt * (double)n * sizeof(double) <= 1e9) {
+     * minimum over the threads (exact: a minimum does not depend on the order) */
+    const int par_min = nt > 1 && nnz > SAP_REORDER_PAR_MIN && (double)nt * (double)n * sizeof(double) <= 1e9;
+    if (sap__offload(ctx, SAP_OFFLOAD_DB, nnz)) SAP_TRY(sap__ops(ctx)->db_weights(ctx, A, c, loga, &nonfinite));
+    else if (!par_min) sap__db_weights_cpu(A, nt, c, loga, &nonfinite);
+    if (nonfinite) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
+    inf.time_weights = sap__wtime() - t1;
+
+    /* ---- S2: duals and the greedy initial matching -------------------------------------- */
+    t1 = sap__wtime();
+    if (par_min) {
+        /* each thread's rows: their weights (S1, unless on the device), then their columns'
+         * minima in its own array, in the same pass over the rows */
+        const int weigh = !sap__offload(ctx, SAP_OFFLOAD_DB, nnz);
         double *vt = NULL;
         SAP_ALLOC(ctx, vt, (size_t)nt * (size_t)n);
         SAP_OMP("omp parallel num_threads(nt)")
@@ -258,16 +268,24 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
             sap__omp_team(&t, &T);
             double *w = vt + (size_t)t * (size_t)n;
             for (sap_int j = 0; j < n; j++) w[j] = INFINITY;
-            const sap_int r0 = (sap_int)((double)n * t / T), r1 = (sap_int)((double)n * (t + 1) / T);
-            for (sap_int p = rp[r0]; p < rp[r1]; p++)
-                if (c[p] < w[ci[p]]) w[ci[p]] = c[p];
-            SAP_OMP("omp barrier")
+            SAP_OMP("omp for schedule(static) reduction(+ : nonfinite)")
+            for (sap_int i = 0; i < n; i++) {
+                if (weigh) nonfinite += row_weights(rp, val, i, c, loga);
+                for (sap_int p = rp[i]; p < rp[i + 1]; p++)
+                    if (c[p] < w[ci[p]]) w[ci[p]] = c[p];
+            }
             SAP_OMP("omp for schedule(static)")
             for (sap_int j = 0; j < n; j++)
                 for (int k = 0; k < T; k++)
                     if (vt[(size_t)k * (size_t)n + j] < v[j]) v[j] = vt[(size_t)k * (size_t)n + j];
         }
         sap__free(ctx, vt);
+        if (nonfinite)
+            SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
+        if (weigh) { /* the fused pass counts as S1 */
+            inf.time_weights += sap__wtime() - t1;
+            t1 = sap__wtime();
+        }
     } else {
         for (sap_int p = 0; p < nnz; p++) {
             sap_int j = ci[p];
@@ -276,27 +294,27 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
     }
     for (sap_int j = 0; j < n; j++)
         if (v[j] == INFINITY) v[j] = 0.0; /* empty column: A is singular, any value works */
+    /* the row duals u_i = min_j c_ij - v_j and each row's first tight edge (the first entry
+     * that attains the minimum: c_ij - v_j <= u_i holds there first), in one parallel pass */
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (nnz > SAP_REORDER_PAR_MIN)")
     for (sap_int i = 0; i < n; i++) {
         double best = INFINITY;
+        sap_int first = -1;
         for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
             double r = c[p] - v[ci[p]];
-            if (r < best) best = r;
+            if (r < best) {
+                best = r;
+                first = p;
+            }
         }
         u[i] = best == INFINITY ? 0.0 : best;
         mrow[i] = -1;
-        mpos[i] = -1;
+        mpos[i] = first;
     }
     sap_int matched = 0;
-    /* pass 1: a free column along a tight edge.  Each row's first tight edge is found in
-     * parallel (into mpos); the rows then take it in order when its column is still free,
-     * else scan on from there: the choices of one serial scan exactly. */
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (nnz > SAP_REORDER_PAR_MIN)")
-    for (sap_int i = 0; i < n; i++) {
-        sap_int p = rp[i];
-        while (p < rp[i + 1] && c[p] - v[ci[p]] > u[i]) p++;
-        mpos[i] = p < rp[i + 1] ? p : -1;
-    }
+    /* pass 1: a free column along a tight edge.  Each row's first tight edge was found in
+     * parallel (into mpos); the rows take it in order when its column is still free, else
+     * scan on from there: the choices of one serial scan exactly. */
     for (sap_int i = 0; i < n; i++) {
         sap_int p = mpos[i];
         mpos[i] = -1;
