@@ -214,6 +214,11 @@ sap_int *sap__window_slots(sap_context *ctx, int nt, sap_int maxlen, sap_int m, 
  * NULL), the same values as permuting first and then scaling each entry in that order. */
 sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
                                    const double *cs, sap_csr **out);
+/* ... with the result's values written into val (A->nnz doubles of A's context, or NULL: a
+ * new array), which the call takes in every case (A must not be NULL then): pages already
+ * touched cost no page faults (the DB weights' array: sap__db_matching). */
+sap_status sap__csr_permute_scaled_into(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
+                                        const double *cs, double *val, sap_csr **out);
 
 /* Wall-clock seconds (monotonic). */
 double sap__wtime(void);

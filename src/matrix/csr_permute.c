@@ -81,16 +81,22 @@ sap_status sap_csr_permute(const sap_csr *A, const sap_int *p, const sap_int *q,
 sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
                                    const double *cs, sap_csr **out)
 {
+    return sap__csr_permute_scaled_into(A, p, q, rs, cs, NULL, out);
+}
+
+sap_status sap__csr_permute_scaled_into(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
+                                        const double *cs, double *val, sap_csr **out)
+{
     if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
-    if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_permute: output pointer is NULL");
-    *out = NULL;
-    if (A->nrows < 0 || A->ncols < 0 || !A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))
-        return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_csr_permute: malformed CSR argument");
-    const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
     sap_status st = SAP_OK;
     sap_int *qinv = NULL, *slots = NULL;
     sap_csr *B = NULL;
+    if (out) *out = NULL;
+    if (!out) SAP_FAIL(ctx, SAP_ERR_INVALID, "sap_csr_permute: output pointer is NULL");
+    if (A->nrows < 0 || A->ncols < 0 || !A->rowptr || (A->nnz > 0 && (!A->colind || !A->val)))
+        SAP_FAIL(ctx, SAP_ERR_INVALID, "sap_csr_permute: malformed CSR argument");
+    const sap_int n = A->nrows, m = A->ncols, nnz = A->rowptr[n];
     if (p) SAP_TRY(perm_validate(ctx, n, p, "p"));
     if (q) {
         SAP_TRY(perm_validate(ctx, m, q, "q"));
@@ -98,6 +104,11 @@ sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap
         for (sap_int j = 0; j < m; j++) qinv[q[j]] = j;
     }
     SAP_TRY(sap_csr_create(ctx, n, m, nnz, &B));
+    if (val) { /* the caller's buffer for the values (the created one untouched: no page of it used) */
+        sap__free(ctx, B->val);
+        B->val = val;
+        val = NULL;
+    }
 
     const sap_int *ap = A->rowptr, *ai = A->colind;
     const double *ax = A->val;
@@ -174,6 +185,7 @@ sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap
     B = NULL;
 cleanup:
     sap_csr_destroy(B);
+    sap__free(ctx, val); /* taken in every case */
     sap__free(ctx, qinv);
     sap__free(ctx, slots);
     return st;

@@ -181,6 +181,13 @@ void sap__db_weights_cpu(const sap_csr *A, int nt, double *c, double *loga, sap_
 sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
                            sap_db_info *info)
 {
+    return sap__db_matching(A, rowperm, row_scale, col_scale, info, NULL);
+}
+
+sap_status sap__db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
+                            sap_db_info *info, double **weights)
+{
+    if (weights) *weights = NULL;
     if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
     if (A->nrows != A->ncols)
@@ -489,6 +496,10 @@ sap_status sap_db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale
 
 cleanup:
     if (info) *info = inf;
+    if (weights && st >= 0) { /* the caller's: A's size in doubles, its pages already touched */
+        *weights = c;
+        c = NULL;
+    }
     sap__free(ctx, c);
     sap__free(ctx, u);
     sap__free(ctx, v);
