@@ -41,7 +41,6 @@
 #include <cub/cub.cuh>
 #include <cuda_fp16.h>
 #include <float.h>
-#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -80,7 +79,7 @@ struct cuda_bj {
     int nmem;
     long long nnz;
     int maxeb; /* the bytes of the widest precision stored (8 unless factor returned them) */
-    int ap_key;            /* the apply's launch below is for 8 (4 variant + buffers) + maxeb (0: not yet) */
+    int ap_key;            /* the apply's launch below is for maxeb 8 * variant + maxeb (0: not yet) */
     unsigned ap_grid[2];   /* its persistent grid (double, float vectors) */
 };
 
@@ -480,11 +479,11 @@ __device__ __forceinline__ void cp_async_commit()
 #endif
 }
 
-/* every group of copies but the newest N - 1 complete (this thread's copies) */
-template <int N> __device__ __forceinline__ void cp_async_wait_prev()
+/* every group of copies but the newest complete (this thread's copies) */
+__device__ __forceinline__ void cp_async_wait_prev()
 {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N - 1) : "memory");
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
 #endif
 }
 
@@ -657,10 +656,9 @@ __device__ __forceinline__ void apply_compute(const classes &cl, int u, const un
 }
 
 /* one launch, persistent warps (the grid fills the device once): warp unit u (the factor's
- * classes: 32 / W blocks a unit) is computed while the next NB - 1 units of the warp are
- * staged (NB buffers a warp, cp.async groups; NB = 3 where the storage is at most 4 bytes an
- * element: the units are smaller, so more of them must be in flight) */
-template <typename T, bool LU, int NB>
+ * classes: 32 / W blocks a unit) is staged while unit u - nw computes (two buffers a warp,
+ * cp.async groups) */
+template <typename T, bool LU>
 __global__ void __launch_bounds__(128) k_apply(bj_dev d, const unsigned char *__restrict__ store,
                                                const int4 *__restrict__ meta, const double *__restrict__ gscale,
                                                classes cl, int mbytes, int eb, const T *__restrict__ r,
@@ -668,30 +666,24 @@ __global__ void __launch_bounds__(128) k_apply(bj_dev d, const unsigned char *__
 {
     extern __shared__ __align__(16) unsigned char smraw[];
     const int bufb = mbytes + 32 * 8;
-    unsigned char *b0 = smraw + (size_t)(threadIdx.x / 32) * NB * bufb;
+    unsigned char *b0 = smraw + (size_t)(threadIdx.x / 32) * 2 * bufb, *b1 = b0 + bufb;
     const int nw = gridDim.x * 4;
     int u = blockIdx.x * 4 + threadIdx.x / 32;
     if (u >= cl.w[0]) return; /* whole warps */
-    apply_item it0, it1, it2; /* the units u, u + nw, u + 2 nw (NB = 3) */
+    apply_item cur, nxt;
     unit_meta um;
     load_meta(meta, gscale, cl, u, um);
-    apply_issue<T, LU>(d, store, cl, u, um, b0, mbytes, eb, r, it0);
+    apply_issue<T, LU>(d, store, cl, u, um, b0, mbytes, eb, r, cur);
     load_meta(meta, gscale, cl, u + nw, um);
-    if (NB == 3) {
-        apply_issue<T, LU>(d, store, cl, u + nw, um, b0 + bufb, mbytes, eb, r, it1);
-        load_meta(meta, gscale, cl, u + 2 * nw, um);
-    }
     for (int i = 0; u < cl.w[0]; u += nw, i++) {
-        /* the buffer of unit u (i mod NB) and of the unit issued now (i + NB - 1 mod NB) */
-        unsigned char *bc = b0 + (i % NB) * bufb, *bn = b0 + ((i + NB - 1) % NB) * bufb;
-        apply_issue<T, LU>(d, store, cl, u + (NB - 1) * nw, um, bn, mbytes, eb, r, NB == 3 ? it2 : it1);
-        load_meta(meta, gscale, cl, u + NB * nw, um); /* waited for at the next issue */
-        cp_async_wait_prev<NB - 1>();
+        unsigned char *bc = i & 1 ? b1 : b0, *bn = i & 1 ? b0 : b1;
+        apply_issue<T, LU>(d, store, cl, u + nw, um, bn, mbytes, eb, r, nxt);
+        load_meta(meta, gscale, cl, u + 2 * nw, um); /* waited for at the next issue */
+        cp_async_wait_prev();
         __syncwarp();
-        apply_compute<T, LU>(cl, u, bc, mbytes, eb, it0, z);
-        __syncwarp(); /* bc is the buffer of the next issue */
-        it0 = it1;
-        if (NB == 3) it1 = it2;
+        apply_compute<T, LU>(cl, u, bc, mbytes, eb, cur, z);
+        __syncwarp(); /* bc is the next unit's but one */
+        cur = nxt;
     }
 }
 
@@ -942,43 +934,26 @@ static int apply_mbytes(const cuda_bj *pv)
     return 32 * wmax * pv->maxeb;
 }
 
-/* the persistent launch of k_apply<T, LU, NB>: as many 4-warp blocks as fit the device at
- * once (NB staging buffers a warp), no more than the units need */
-template <typename T, bool LU, int NB>
-static sap_status launch_apply_nb(sap_bj_fact *F, cuda_bj *pv, const T *r, T *z, unsigned *grid)
+/* the persistent launch of k_apply<T, LU>: as many 4-warp blocks as fit the device at once
+ * (two staging buffers a warp), no more than the units need */
+template <typename T, bool LU>
+static sap_status launch_apply(sap_bj_fact *F, cuda_bj *pv, const T *r, T *z, unsigned *grid)
 {
     sap_context *ctx = F->ctx;
     const classes cl = make_classes(pv);
     const int mbytes = apply_mbytes(pv);
-    const size_t smem = 4 * NB * ((size_t)mbytes + 32 * 8);
+    const size_t smem = 4 * 2 * ((size_t)mbytes + 32 * 8);
     if (!*grid) {
         int per = 0;
-        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_apply<T, LU, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 (int)smem));
-        SAP_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_apply<T, LU, NB>, 128, smem));
+        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_apply<T, LU>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        SAP_CUDA_CHECK(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_apply<T, LU>, 128, smem));
         const long long fill = (long long)(per > 0 ? per : 1) * sap__cuda_sm_count(ctx), need = (cl.w[0] + 3) / 4;
         *grid = (unsigned)(need < fill ? need : fill);
     }
-    k_apply<T, LU, NB><<<*grid, 128, smem, stream_of(ctx)>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, mbytes,
-                                                              pv->maxeb, r, z);
+    k_apply<T, LU><<<*grid, 128, smem, stream_of(ctx)>>>(pv->d, pv->store, pv->meta, pv->gscale, cl, mbytes, pv->maxeb,
+                                                          r, z);
     SAP_CUDA_LAUNCHED(ctx, "block-Jacobi apply");
     return SAP_OK;
-}
-
-/* buffers a warp: 3 where every block is stored in 4 bytes an element or less, else 2
- * ($SAP_BJ_APPLY_BUFS = 2 or 3 overrides, for measurements) */
-static int apply_bufs(const cuda_bj *pv)
-{
-    const char *e = getenv("SAP_BJ_APPLY_BUFS");
-    if (e && (e[0] == '2' || e[0] == '3') && !e[1]) return e[0] - '0';
-    return pv->maxeb <= 4 ? 3 : 2;
-}
-
-template <typename T, bool LU>
-static sap_status launch_apply(sap_bj_fact *F, cuda_bj *pv, const T *r, T *z, unsigned *grid)
-{
-    return apply_bufs(pv) == 3 ? launch_apply_nb<T, LU, 3>(F, pv, r, z, grid)
-                               : launch_apply_nb<T, LU, 2>(F, pv, r, z, grid);
 }
 
 static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision prec)
@@ -988,7 +963,7 @@ static sap_status c_apply(sap_bj_fact *F, const void *r, void *z, sap_precision 
     sap_status st = sap__cuda_enter(ctx);
     if (st < 0) return st;
     if (F->n == 0 || F->nb == 0) return SAP_OK;
-    const int key = 8 * (4 * F->variant + apply_bufs(pv)) + pv->maxeb;
+    const int key = 8 * F->variant + pv->maxeb;
     if (pv->ap_key != key) {
         pv->ap_key = key;
         pv->ap_grid[0] = pv->ap_grid[1] = 0;
