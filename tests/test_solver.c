@@ -146,7 +146,7 @@ static void test_skip_rules(sap_context *ctx)
 {
     printf("skip rules\n");
     const sap_int n = 3000, K = 20;
-    sap_csr *A = NULL, *B = NULL, *C = NULL, *D = NULL;
+    sap_csr *A = NULL, *B = NULL, *C = NULL, *D = NULL, *E = NULL;
     sap_int *p = malloc(sizeof(sap_int) * (size_t)n);
     /* dominant, dense band: neither DB nor CM, nor the third stage (automatic) */
     CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 1.2, 0, 5, &A));
@@ -154,9 +154,16 @@ static void test_skip_rules(sap_context *ctx)
     skip_case(ctx, "dominant band, CM", A, NULL, 0, -1, 0, 0, -1, "CM off: K 20 within 1.1x of the bound 20");
     skip_case(ctx, "dominant band sap-d P4", A, "sap-d", 4, -1, 0, 0, 0, "CM off");
     skip_case(ctx, "... third stage given", A, "sap-d", 4, 1, 0, 0, 1, "CM off");
-    /* not dominant: DB, then CM (K after DB is not known before it) */
+    /* not dominant, every row's diagonal its largest entry: DB (its matching the identity,
+     * its scaling), no CM (the band stays at the bound) */
     CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 0.5, 0, 6, &B));
-    skip_case(ctx, "non-dominant band", B, NULL, 0, -1, 1, 1, -1, "rows not dominant");
+    skip_case(ctx, "non-dominant band", B, NULL, 0, -1, 1, 0, -1, "rows not dominant");
+    skip_case(ctx, "non-dominant band, CM", B, NULL, 0, -1, 1, 0, -1, "CM off: K 20 within 1.1x of the bound 20 (DB keeps the order)");
+    /* ... its rows shifted by one: the largest entries off the diagonal, DB permutes, then CM
+     * (K after DB is not known before it) */
+    for (sap_int i = 0; i < n; i++) p[i] = (i + 1) % n;
+    CHECK_OK(ctx, sap_csr_permute(B, p, NULL, &E));
+    skip_case(ctx, "non-dominant band, rows shifted", E, NULL, 0, -1, 1, 1, -1, "CM on: K");
     /* dominant, the band hidden by a symmetric permutation: no DB, CM finds the band */
     for (sap_int i = 0; i < n; i++) p[i] = i;
     uint64_t r = 12345;
@@ -185,6 +192,7 @@ static void test_skip_rules(sap_context *ctx)
     sap_csr_destroy(B);
     sap_csr_destroy(C);
     sap_csr_destroy(D);
+    sap_csr_destroy(E);
 }
 
 /* sap_solver_create_borrowed: the caller's A is used, never written (refactor copies it) */

@@ -242,10 +242,13 @@ void sap__solver_plan_reorder(sap_solver *S, const sap_matrix_stats *ms)
         /* Jacobi's steps do not depend on the order; the fallbacks after it are direct */
         S->cm = 0;
         snprintf(S->cm_why, sizeof(S->cm_why), "off: Jacobi needs no band");
-    } else if (S->db == SAP_DB_NONE && sap__solver_band_at_bound(S, K)) {
+    } else if ((S->db == SAP_DB_NONE || (S->scan_ok && S->scan.diag_row_max)) && sap__solver_band_at_bound(S, K)) {
+        /* (DB's matching is the identity where every row's diagonal is its largest entry:
+         * its scaling keeps the band; gen:banded N = 50,000 K = 1,500 d = 0.5 spent 1.9 s in a
+         * CM that kept the order) */
         S->cm = 0;
-        snprintf(S->cm_why, sizeof(S->cm_why), "off: K %lld within %.2gx of the bound %lld", (long long)K, SV_CM_SKIP_FACTOR,
-                 (long long)lb);
+        snprintf(S->cm_why, sizeof(S->cm_why), "off: K %lld within %.2gx of the bound %lld%s", (long long)K,
+                 SV_CM_SKIP_FACTOR, (long long)lb, S->db != SAP_DB_NONE ? " (DB keeps the order)" : "");
     } else {
         S->cm = 1;
         snprintf(S->cm_why, sizeof(S->cm_why), "on: K %lld, bound %lld%s", (long long)K, (long long)lb,
