@@ -41,15 +41,15 @@ sap_status sap__max_matching(const sap_csr *A, sap_int *match_row, sap_int *matc
 
 /* ---- CPU versions of the stages that also run on the GPU (for the tests and bench) ---- */
 
-/* DB S1: row maxima (loga[i] = log a_i, 0 for an all-zero row) and weights c[p] =
- * log a_i - log |a_ij| (0 at the maximum, +INFINITY at explicit zeros); *nonfinite
- * counts NaN/Inf values.  nt threads (db_matching.c). */
 /* sap_db_matching, and (weights non-NULL, on success) its weight array handed over: nnz
  * doubles of A's context whose pages are already touched (NULL where none was made), for
  * the caller to reuse (the permuted copy's values: 640 MB of fresh pages less at 80M
  * entries). */
 sap_status sap__db_matching(const sap_csr *A, sap_int *rowperm, double *row_scale, double *col_scale,
                             sap_db_info *info, double **weights);
+/* DB S1: row maxima (loga[i] = log a_i, 0 for an all-zero row) and weights c[p] =
+ * log a_i - log |a_ij| (0 at the maximum, +INFINITY at explicit zeros); *nonfinite
+ * counts NaN/Inf values.  nt threads (db_matching.c). */
 void sap__db_weights_cpu(const sap_csr *A, int nt, double *c, double *loga, sap_int *nonfinite);
 
 /* M->val[p] = (rs[i] * M->val[p]) * cs[j], nt threads (reorder.c). */
