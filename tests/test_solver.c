@@ -158,7 +158,8 @@ static void test_skip_rules(sap_context *ctx)
      * its scaling), no CM (the band stays at the bound) */
     CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 0.5, 0, 6, &B));
     skip_case(ctx, "non-dominant band", B, NULL, 0, -1, 1, 0, -1, "rows not dominant");
-    skip_case(ctx, "non-dominant band, CM", B, NULL, 0, -1, 1, 0, -1, "CM off: K 20 within 1.1x of the bound 20 (DB keeps the order)");
+    skip_case(ctx, "non-dominant band, CM", B, NULL, 0, -1, 1, 0, -1,
+              "CM off: K 20 within 1.1x of the bound 20 (DB keeps the order)");
     /* ... its rows shifted by one: the largest entries off the diagonal, DB permutes, then CM
      * (K after DB is not known before it) */
     for (sap_int i = 0; i < n; i++) p[i] = (i + 1) % n;

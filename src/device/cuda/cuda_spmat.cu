@@ -243,27 +243,42 @@ typedef struct upload_arg {
     sap_context *ctx;
     const sap_csr *A;
     sap_precision prec;
-    int64_t bad; /* the first column index outside the matrix (-1: none) */
+    int64_t base; /* the first entry of this streamed segment */
+    int64_t bad;  /* the first column index outside the matrix (-1: none) */
 } upload_arg;
 
 static void colind_chunk(void *arg, int64_t k0, int64_t k1, void *buf)
 {
     upload_arg *u = (upload_arg *)arg;
-    const int64_t b = sap__upload_colind32(u->ctx, u->A->colind, u->A->ncols, k0, k1, (int32_t *)buf);
+    const int64_t b =
+        sap__upload_colind32(u->ctx, u->A->colind, u->A->ncols, u->base + k0, u->base + k1, (int32_t *)buf);
     if (b >= 0 && u->bad < 0) u->bad = b;
 }
 
 static void values_chunk(void *arg, int64_t k0, int64_t k1, void *buf)
 {
     const upload_arg *u = (const upload_arg *)arg;
-    sap__upload_values(u->ctx, u->A->val, u->prec, k0, k1, buf);
+    sap__upload_values(u->ctx, u->A->val, u->prec, u->base + k0, u->base + k1, buf);
+}
+
+/* the nnz entries streamed in segments whose byte length stays below 2^31 (the streamed
+ * upload is a 2D copy whose pitch is the segment: the devices' maximum pitch) */
+static sap_status upload_entries(sap_context *ctx, upload_arg *u, void *dst, size_t es, sap_cuda_fill_fn fill)
+{
+    const int64_t nnz = u->A->nnz, seg = (int64_t)(INT32_MAX / es);
+    for (int64_t k0 = 0; k0 < nnz; k0 += seg) {
+        const int64_t m = nnz - k0 < seg ? nnz - k0 : seg;
+        u->base = k0;
+        sap_status st = sap__cuda_h2d_streamed(ctx, (char *)dst + (size_t)k0 * es, m, m, 1, es, fill, u, NULL);
+        if (st < 0) return st;
+    }
+    return SAP_OK;
 }
 
 static sap_status upload_colind(sap_context *ctx, const sap_csr *A, int32_t *dst)
 {
-    upload_arg u = {ctx, A, SAP_DOUBLE, -1};
-    if (A->nnz == 0) return SAP_OK;
-    sap_status st = sap__cuda_h2d_streamed(ctx, dst, A->nnz, A->nnz, 1, sizeof(int32_t), colind_chunk, &u, NULL);
+    upload_arg u = {ctx, A, SAP_DOUBLE, 0, -1};
+    sap_status st = upload_entries(ctx, &u, dst, sizeof(int32_t), colind_chunk);
     if (st < 0) return st;
     if (u.bad >= 0)
         return SAP_ERROR(ctx, SAP_ERR_INDEX, "column index %lld at position %lld outside 0..%lld",
@@ -274,10 +289,8 @@ static sap_status upload_colind(sap_context *ctx, const sap_csr *A, int32_t *dst
 /* Uploads the values of A in the matrix' precision into a device buffer. */
 static sap_status upload_values(sap_context *ctx, const sap_csr *A, sap_precision prec, void *dst)
 {
-    upload_arg u = {ctx, A, prec, -1};
-    if (A->nnz == 0) return SAP_OK;
-    return sap__cuda_h2d_streamed(ctx, dst, A->nnz, A->nnz, 1, prec == SAP_DOUBLE ? sizeof(double) : sizeof(float),
-                                  values_chunk, &u, NULL);
+    upload_arg u = {ctx, A, prec, 0, -1};
+    return upload_entries(ctx, &u, dst, prec == SAP_DOUBLE ? sizeof(double) : sizeof(float), values_chunk);
 }
 
 /* CUB helpers (temporary storage from the pool) */
