@@ -85,12 +85,13 @@ void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_i
  * streamed upload). */
 void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, sap_int i0,
                          sap_int i1, int64_t ld, void *val);
-/* Chunks of a CSR's arrays for a streamed upload (sap__cuda_h2d_streamed), on all threads:
- * entries k0 .. k1 - 1 of colind as 32-bit indices into buf, returning the first position
- * whose column lies outside 0 .. ncols - 1 (written as 0), or -1; of val into buf in prec. */
-int64_t sap__upload_colind32(sap_context *ctx, const sap_int *colind, sap_int ncols, int64_t k0, int64_t k1,
+/* A CSR's arrays converted on all threads (a chunk of a streamed upload,
+ * sap__cuda_h2d_streamed, or a cpu matrix): entries k0 .. k1 - 1 of colind as 32-bit
+ * indices into buf, returning the first position whose column lies outside 0 .. ncols - 1
+ * (written as 0), or -1; of val into buf in prec. */
+int64_t sap__conv_colind32(sap_context *ctx, const sap_int *colind, sap_int ncols, int64_t k0, int64_t k1,
                              int32_t *buf);
-void sap__upload_values(sap_context *ctx, const double *val, sap_precision prec, int64_t k0, int64_t k1, void *buf);
+void sap__conv_values(sap_context *ctx, const double *val, sap_precision prec, int64_t k0, int64_t k1, void *buf);
 /* Memory-parallel copy (OpenMP for large sizes). */
 void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes);
 

@@ -258,7 +258,7 @@ void sap__par_memcpy(sap_context *ctx, void *dst, const void *src, size_t bytes)
     }
 }
 
-int64_t sap__upload_colind32(sap_context *ctx, const sap_int *colind, sap_int ncols, int64_t k0, int64_t k1,
+int64_t sap__conv_colind32(sap_context *ctx, const sap_int *colind, sap_int ncols, int64_t k0, int64_t k1,
                              int32_t *buf)
 {
     const int nt = sap__threads_for(ctx, (double)(k1 - k0));
@@ -274,7 +274,7 @@ int64_t sap__upload_colind32(sap_context *ctx, const sap_int *colind, sap_int nc
     return bad == INT64_MAX ? -1 : bad;
 }
 
-void sap__upload_values(sap_context *ctx, const double *val, sap_precision prec, int64_t k0, int64_t k1, void *buf)
+void sap__conv_values(sap_context *ctx, const double *val, sap_precision prec, int64_t k0, int64_t k1, void *buf)
 {
     const int64_t m = k1 - k0;
     const int nt = sap__threads_for(ctx, (double)m);

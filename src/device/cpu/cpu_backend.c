@@ -385,9 +385,12 @@ static sap_status spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_form
     default: /* CSR */
         SAP_ALLOC(ctx, m->rowptr, n + 1);
         memcpy(m->rowptr, A->rowptr, sizeof(sap_int) * (size_t)(n + 1));
-        if (A->ncols <= INT32_MAX) {
+        if (A->ncols <= INT32_MAX) { /* (on all threads, which also first touch the pages) */
             SAP_ALLOC(ctx, m->col32, nnz);
-            for (sap_int p = 0; p < nnz; p++) m->col32[p] = (int32_t)A->colind[p];
+            const int64_t bad = sap__conv_colind32(ctx, A->colind, A->ncols, 0, nnz, m->col32);
+            if (bad >= 0)
+                SAP_FAIL(ctx, SAP_ERR_INDEX, "cpu spmat_create: column index %lld at position %lld outside 0..%lld",
+                         (long long)A->colind[bad], (long long)bad, (long long)A->ncols - 1);
         } else {
             SAP_ALLOC(ctx, m->col64, nnz);
             memcpy(m->col64, A->colind, sizeof(sap_int) * (size_t)nnz);
@@ -396,7 +399,7 @@ static sap_status spmat_create(sap_context *ctx, const sap_csr *A, sap_spmv_form
         if (!m->val && nnz > 0)
             SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "out of memory for the CSR values (%lld bytes)",
                      (long long)nnz * (long long)ESIZE(prec));
-        for (sap_int p = 0; p < nnz; p++) put_value(m->val, prec, p, A->val[p]);
+        sap__conv_values(ctx, A->val, prec, 0, nnz, m->val);
         break;
     }
     *out = M;
@@ -422,6 +425,10 @@ static sap_status spmat_update_values(sap_context *ctx, sap_spmat *M, const sap_
         sap__band_fill_values(ctx, A, m->kl, m->ku, prec, m->band_val);
         return SAP_OK;
     }
+    if (M->format == SAP_FORMAT_CSR) { /* the same positions: on all threads */
+        sap__conv_values(ctx, A->val, prec, 0, A->nnz, m->val);
+        return SAP_OK;
+    }
     for (sap_int i = 0; i < n; i++) {
         const sap_int p0 = A->rowptr[i], len = A->rowptr[i + 1] - p0;
         for (sap_int k = 0; k < len; k++) {
@@ -437,7 +444,7 @@ static sap_status spmat_update_values(sap_context *ctx, sap_spmat *M, const sap_
                 if (k < m->width) put_value(m->ell_val, prec, i + k * n, v);
                 else put_value(m->val, prec, m->rowptr[i] + k - m->width, v);
                 break;
-            default: put_value(m->val, prec, p0 + k, v); break;
+            default: break; /* CSR and BAND: above */
             }
         }
     }

@@ -251,14 +251,14 @@ static void colind_chunk(void *arg, int64_t k0, int64_t k1, void *buf)
 {
     upload_arg *u = (upload_arg *)arg;
     const int64_t b =
-        sap__upload_colind32(u->ctx, u->A->colind, u->A->ncols, u->base + k0, u->base + k1, (int32_t *)buf);
+        sap__conv_colind32(u->ctx, u->A->colind, u->A->ncols, u->base + k0, u->base + k1, (int32_t *)buf);
     if (b >= 0 && u->bad < 0) u->bad = b;
 }
 
 static void values_chunk(void *arg, int64_t k0, int64_t k1, void *buf)
 {
     const upload_arg *u = (const upload_arg *)arg;
-    sap__upload_values(u->ctx, u->A->val, u->prec, u->base + k0, u->base + k1, buf);
+    sap__conv_values(u->ctx, u->A->val, u->prec, u->base + k0, u->base + k1, buf);
 }
 
 /* the nnz entries streamed in segments whose byte length stays below 2^31 (the streamed
