@@ -1087,18 +1087,24 @@ static void test_long_rows(sap_context *ctx)
 
 /* ---- determinism across thread counts --------------------------------------------------- */
 
-/* a random n x n band of half-bandwidth 20 (about per_row entries a row besides the diagonal) */
-static sap_csr *random_band_csr(sap_context *ctx, sap_int n, sap_int per_row)
+/* a random n x m matrix: a diagonal, about per_row entries a row, 70% of them within 20 of
+ * the diagonal and the rest anywhere (band_only: all within 20, those outside the matrix
+ * left out) */
+static sap_csr *random_csr_shape(sap_context *ctx, sap_int n, sap_int m, sap_int per_row, int band_only)
 {
     sap_coo *C = NULL;
     sap_csr *A = NULL;
-    if (sap_coo_create(ctx, n, n, n * (per_row + 1), &C) != SAP_OK) return NULL;
+    if (sap_coo_create(ctx, n, m, n * per_row, &C) != SAP_OK) return NULL;
     for (sap_int i = 0; i < n; i++) {
-        const sap_int k = rbelow(2 * per_row + 1);
-        sap_coo_push(C, i, i, 10.0 + runif());
+        sap_int k = rbelow(2 * per_row + 1);
+        if (i < m) sap_coo_push(C, i, i, 10.0 + runif());
         for (sap_int t = 0; t < k; t++) {
-            const sap_int j = i + rbelow(41) - 20;
-            if (j >= 0 && j < n) sap_coo_push(C, i, j, (runif() - 0.5) * exp(10 * (runif() - 0.5)));
+            sap_int j = band_only || runif() < 0.7 ? i + rbelow(41) - 20 : rbelow(m); /* banded plus scattered */
+            if (j < 0 || j >= m) {
+                if (band_only) continue;
+                j = rbelow(m);
+            }
+            sap_coo_push(C, i, j, (runif() - 0.5) * exp(10 * (runif() - 0.5)));
         }
     }
     sap_csr_from_coo(C, &A);
@@ -1108,23 +1114,8 @@ static sap_csr *random_band_csr(sap_context *ctx, sap_int n, sap_int per_row)
 
 static sap_csr *random_csr(sap_context *ctx, sap_int n, sap_int m, sap_int per_row)
 {
-    sap_coo *C = NULL;
-    sap_csr *A = NULL;
-    if (sap_coo_create(ctx, n, m, n * per_row, &C) != SAP_OK) return NULL;
-    for (sap_int i = 0; i < n; i++) {
-        sap_int k = rbelow(2 * per_row + 1);
-        if (i < m) sap_coo_push(C, i, i, 10.0 + runif());
-        for (sap_int t = 0; t < k; t++) {
-            sap_int j = runif() < 0.7 ? i + rbelow(41) - 20 : rbelow(m); /* banded plus scattered */
-            if (j < 0 || j >= m) j = rbelow(m);
-            sap_coo_push(C, i, j, (runif() - 0.5) * exp(10 * (runif() - 0.5)));
-        }
-    }
-    sap_csr_from_coo(C, &A);
-    sap_coo_destroy(C);
-    return A;
+    return random_csr_shape(ctx, n, m, per_row, 0);
 }
-
 
 /* sap__csr_scan (the solver's one pass at create) against the passes it replaces:
  * sap__csr_stats_quick's fields, sap_drop_off's K and kept fraction from its histogram,
@@ -1136,7 +1127,7 @@ static void test_scan(sap_context *ctx)
         const size_t c = cv / 2;
         const sap_int n = sizes[c];
         /* scattered entries (a band as wide as the matrix: no histogram in the pass), then a band */
-        sap_csr *A = cv % 2 ? random_band_csr(ctx, n, c == 4 ? 6 : 12) : random_csr(ctx, n, n, c == 4 ? 6 : 12);
+        sap_csr *A = cv % 2 ? random_csr_shape(ctx, n, n, c == 4 ? 6 : 12, 1) : random_csr(ctx, n, n, c == 4 ? 6 : 12);
         CHECK(A != NULL);
         if (!A) continue;
         sap_csr_scan sc;
