@@ -258,7 +258,6 @@ sap_status sap__db_matching(const sap_csr *A, sap_int *rowperm, double *row_scal
     const int par_min = nt > 1 && nnz > SAP_REORDER_PAR_MIN && (double)nt * (double)n * sizeof(double) <= 1e9;
     if (sap__offload(ctx, SAP_OFFLOAD_DB, nnz)) SAP_TRY(sap__ops(ctx)->db_weights(ctx, A, c, loga, &nonfinite));
     else if (!par_min) sap__db_weights_cpu(A, nt, c, loga, &nonfinite);
-    if (nonfinite) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
     inf.time_weights = sap__wtime() - t1;
 
     /* ---- S2: duals and the greedy initial matching -------------------------------------- */
@@ -287,8 +286,6 @@ sap_status sap__db_matching(const sap_csr *A, sap_int *rowperm, double *row_scal
                     if (vt[(size_t)k * (size_t)n + j] < v[j]) v[j] = vt[(size_t)k * (size_t)n + j];
         }
         sap__free(ctx, vt);
-        if (nonfinite)
-            SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
         if (weigh) { /* the fused pass counts as S1 */
             inf.time_weights += sap__wtime() - t1;
             t1 = sap__wtime();
@@ -299,6 +296,8 @@ sap_status sap__db_matching(const sap_csr *A, sap_int *rowperm, double *row_scal
             if (c[p] < v[j]) v[j] = c[p];
         }
     }
+    /* (S1's count, from whichever pass made the weights) */
+    if (nonfinite) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "diagonal boosting: %lld NaN or Inf values", (long long)nonfinite);
     for (sap_int j = 0; j < n; j++)
         if (v[j] == INFINITY) v[j] = 0.0; /* empty column: A is singular, any value works */
     /* the row duals u_i = min_j c_ij - v_j and each row's first tight edge (the first entry
