@@ -26,14 +26,19 @@
  *           of --apply (P = 0: automatic), with the per-step sweeps and the backend's
  *           default, beside its bytes floor at the copy bandwidth measured in the same run;
  *           writes <out>/<STEM>_apply.md
+ *   factor  the SaP-D factorization (float factors) at each N:K:P of --factor (P = 0:
+ *           automatic) with the per-row LU kernels and the blocked ones (SAP_BAND_FACTOR=
+ *           rows / blocked), median of --repeat x 2, beside the SGEMM rate measured in the
+ *           same run (cuBLAS on cuda, the BLAS on all host cores on cpu); the rate counts the
+ *           2 N K^2 flops of a banded LU; writes <out>/<STEM>_factor.md
  * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
  * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
- *               [--parts grid,psweep,dsweep,e2e,synthetic,apply] [--out DIR] [--dgbsv-max-gflop G]
+ *               [--parts grid,psweep,dsweep,e2e,synthetic,apply,factor] [--out DIR] [--dgbsv-max-gflop G]
  *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F]
  *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu] [--apply N:K:P,...]
- *               [--solver-opts key=value,...] (sap_solver options of the e2e runs)
+ *               [--factor N:K:P,...] [--solver-opts key=value,...] (sap_solver options of the e2e runs)
  * LIST is comma separated.  SaP times: "dev" is the papers' total time D_Tot / C_Tot =
  * T_LU + T_SPK + T_LUrdcd + T_Kry (the factorization and the solve on the device, the
  * system already there); "total" is end to end from the host CSR: setup (host band build,
@@ -54,7 +59,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef SAP_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#endif
 #ifdef SAP_HAVE_OPENBLAS
+extern void sgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k, const float *alpha,
+                   const float *a, const int *lda, const float *b, const int *ldb, const float *beta, float *c,
+                   const int *ldc, size_t, size_t);
 extern void dgbsv_(const int *n, const int *kl, const int *ku, const int *nrhs, double *ab, const int *ldab, int *ipiv,
                    double *b, const int *ldb, int *info);
 extern void openblas_set_num_threads(int);
@@ -512,6 +524,121 @@ static double apply_bytes(const sap_band_fact *F)
     return bytes;
 }
 
+
+/* The SGEMM rate (flop/s) of the context's device: cuBLAS on a cuda context, the BLAS on
+ * all host cores on cpu; 0 where neither is there. */
+static double sgemm_rate(sap_context *ctx)
+{
+    double best = 1e30, flop = 0;
+#ifdef SAP_HAVE_CUDA
+    if (sap_context_backend(ctx) == SAP_BACKEND_CUDA) {
+        const int m = 8192;
+        float *a = NULL, *b = NULL, *c = NULL;
+        cublasHandle_t h = NULL;
+        if (cudaMalloc((void **)&a, sizeof(float) * m * m) == cudaSuccess &&
+            cudaMalloc((void **)&b, sizeof(float) * m * m) == cudaSuccess &&
+            cudaMalloc((void **)&c, sizeof(float) * m * m) == cudaSuccess && cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+            cudaMemset(a, 0, sizeof(float) * m * m);
+            cudaMemset(b, 0, sizeof(float) * m * m);
+            const float one = 1, zero = 0;
+            for (int r = 0; r < 6; r++) {
+                cudaDeviceSynchronize();
+                const double t0 = now();
+                cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a, m, b, m, &zero, c, m);
+                cudaDeviceSynchronize();
+                if (r > 0 && now() - t0 < best) best = now() - t0;
+            }
+            flop = 2.0 * m * (double)m * m;
+        }
+        if (h) cublasDestroy(h);
+        cudaFree(a);
+        cudaFree(b);
+        cudaFree(c);
+        return flop > 0 ? flop / best : 0;
+    }
+#endif
+#ifdef SAP_HAVE_OPENBLAS
+    const int m = 2048;
+    float *a = calloc((size_t)m * m, sizeof(float)), *b = calloc((size_t)m * m, sizeof(float)),
+          *c = calloc((size_t)m * m, sizeof(float));
+    if (a && b && c) {
+        const float one = 1, zero = 0;
+        for (int r = 0; r < 4; r++) {
+            const double t0 = now();
+            sgemm_("N", "N", &m, &m, &m, &one, a, &m, b, &m, &zero, c, &m, 1, 1);
+            if (r > 0 && now() - t0 < best) best = now() - t0;
+        }
+        flop = 2.0 * m * (double)m * m;
+    }
+    free(a);
+    free(b);
+    free(c);
+#endif
+    (void)ctx;
+    return flop > 0 ? flop / best : 0;
+}
+
+/* One SaP-D float factorization at N, K, P (0: automatic) per LU kernel: median T_LU. */
+static void factor_point(sap_context *ctx, FILE *fmd, sap_int n, sap_int K, sap_int Pin, int reps, double sgemm)
+{
+    sap_csr *A = NULL;
+    if (sap_gen_banded(ctx, n, K, 1.0, 0, 42, &A) != SAP_OK) {
+        fprintf(stderr, "generation failed N=%lld K=%lld\n", (long long)n, (long long)K);
+        return;
+    }
+    sap_band_method m = SAP_BAND_SAPD;
+    sap_int P = Pin;
+    sap__band_auto(ctx, n, K, 1.0, &m, &P, NULL, NULL, 0);
+    static const char *kern[2] = {"rows", "blocked"};
+    double tm[2] = {-1, -1}, actual = 0;
+    double *ts = malloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1));
+    for (int v = 0; v < 2; v++) {
+        setenv("SAP_BAND_FACTOR", kern[v], 1);
+        int ok = 0;
+        for (int i = 0; i < reps; i++) {
+            sap_band_factor_opts fo = {-1.0, 0.0, 0, SAP_BAND_KERNEL_AUTO};
+            sap_band_fact *F = NULL;
+            sap_int dropped = 0;
+            double tbc = 0;
+            sap_status st = sap__band_fact_create(ctx, A, P, 0, SAP_FLOAT, &fo, 0, &F, &dropped, &tbc);
+            if (st < 0) {
+                fprintf(stderr, "factor N=%lld K=%lld P=%lld %s: %s (%s)\n", (long long)n, (long long)K, (long long)P,
+                        kern[v], sap_status_name(st), sap_context_last_error(ctx));
+                break;
+            }
+            ts[ok++] = F->t_lu;
+            if (!actual) /* the LU's own flops: 2 sum_k min(K_e, n_b - 1 - k)^2 a partition */
+                for (sap_int b = 0; b < F->L.P; b++) {
+                    const double nb = (double)(F->L.off[b + 1] - F->L.off[b]);
+                    const double ke = fmin((double)F->L.Ki[b], nb - 1);
+                    actual += 2.0 * ((nb - ke) * ke * ke + (ke - 1) * ke * (2 * ke - 1) / 6.0);
+                }
+            sap__band_fact_destroy(F);
+        }
+        if (ok) {
+            qsort(ts, (size_t)ok, sizeof(double), cmpd);
+            tm[v] = ts[ok / 2];
+        }
+    }
+    unsetenv("SAP_BAND_FACTOR");
+    free(ts);
+    sap_csr_destroy(A);
+    const double fl = 2.0 * (double)n * (double)K * (double)K;
+    const double r0 = tm[0] > 0 ? fl / tm[0] : 0, r1 = tm[1] > 0 ? fl / tm[1] : 0;
+    const double ra = tm[1] > 0 ? actual / tm[1] : 0;
+    printf("factor N=%lld K=%lld P=%lld float: rows %.4f ms (%.2f Tflop/s), blocked %.4f ms (%.2f Tflop/s, %.1f%% of "
+           "SGEMM %.2f Tflop/s; its own %.3g flop at %.2f Tflop/s, %.1f%%), blocked %.2fx\n",
+           (long long)n, (long long)K, (long long)P, 1e3 * tm[0], 1e-12 * r0, 1e3 * tm[1], 1e-12 * r1,
+           sgemm > 0 ? 100.0 * r1 / sgemm : 0, 1e-12 * sgemm, actual, 1e-12 * ra, sgemm > 0 ? 100.0 * ra / sgemm : 0,
+           tm[1] > 0 ? tm[0] / tm[1] : 0);
+    fprintf(csv, "factor,%lld,%lld,1,sap-d,%lld,%lld,rows/blocked,0,0,0,0,0,0,%.6f,%.6f,%.6f,%d\n", (long long)n,
+            (long long)K, (long long)Pin, (long long)P, tm[0], tm[1], sgemm > 0 ? fl / sgemm : 0, tm[0] > 0 && tm[1] > 0);
+    fprintf(fmd, "| %lld | %lld | %lld | %.3f | %.2f | %.3f | %.2f | %.1f%% | %.3g | %.1f%% | %.2fx |\n", (long long)n,
+            (long long)K, (long long)P, 1e3 * tm[0], 1e-12 * r0, 1e3 * tm[1], 1e-12 * r1,
+            sgemm > 0 ? 100.0 * r1 / sgemm : 0, actual, sgemm > 0 ? 100.0 * ra / sgemm : 0,
+            tm[1] > 0 ? tm[0] / tm[1] : 0);
+}
+
 static sap_int apply_K = -1;
 static sap_csr *apply_A = NULL;
 
@@ -539,7 +666,7 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
     for (int v = 0; v < 2; v++) {
         if (sweeps[v]) setenv("SAP_BAND_SWEEP", sweeps[v], 1);
         else unsetenv("SAP_BAND_SWEEP");
-        sap_band_factor_opts fo = {-1.0, 0.0, coupled};
+        sap_band_factor_opts fo = {-1.0, 0.0, coupled, SAP_BAND_KERNEL_AUTO};
         sap_band_fact *F = NULL;
         sap_int dropped = 0;
         double tbc = 0;
@@ -594,6 +721,8 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
 int main(int argc, char **argv)
 {
     const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep", *stem = "banded";
+    const char *factor_list = "50000:1500:0,50000:1500:1,200000:200:0,200000:500:0,100000:128:0,100000:64:0,"
+                              "100000:32:0,20000:600:1";
     const char *apply_list = "200000:200:2000,200000:200:1000,200000:200:400,200000:200:200,10974:521:10,50000:1500:0";
     double Ns[32] = {1000, 10000, 100000, 200000, 500000, 1000000}, Ks[16] = {10, 20, 50, 100, 200, 500};
     double Pl[32] = {10, 20, 50, 100, 200, 400, 1000, 2000}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
@@ -613,6 +742,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--name")) stem = v;
         else if (!strcmp(o, "--parts")) parts = v;
         else if (!strcmp(o, "--apply")) apply_list = v;
+        else if (!strcmp(o, "--factor")) factor_list = v;
         else if (!strcmp(o, "--solver-opts")) e2e_opts = v;
         else if (!strcmp(o, "--n")) nN = parse_list(v, Ns, 32);
         else if (!strcmp(o, "--k")) nK = parse_list(v, Ks, 16);
@@ -768,6 +898,37 @@ int main(int argc, char **argv)
         sap_csr_destroy(apply_A);
         apply_A = NULL;
         fclose(apply_md);
+    }
+    if (strstr(parts, "factor")) {
+        char path2[1100];
+        snprintf(path2, sizeof path2, "%s/%s_factor.md", out, stem);
+        FILE *fmd = fopen(path2, "w");
+        if (!fmd) {
+            fprintf(stderr, "cannot write %s\n", path2);
+            return 1;
+        }
+        const double sg = sgemm_rate(ctx);
+        printf("SGEMM rate %.2f Tflop/s\n", sg * 1e-12);
+        fprintf(fmd, "# bench/banded --parts factor: the SaP-D factorization, per-row and blocked LU\n\nbackend %s: %s; "
+                     "gen:banded d = 1, float factors; median T_LU of %d factorizations a kernel; SGEMM measured in the "
+                     "same run: %.2f Tflop/s (%s); rates count the 2 N K^2 "
+                     "flops of a banded LU (\"own flop\": the LU's own count, 2 sum_k min(K_i, n_i - 1 - k)^2 over the "
+                     "partitions, smaller where partitions are shorter than 2 K).\n\n"
+                     "| N | K | P | rows ms | rows Tflop/s | blocked ms | blocked Tflop/s | blocked / SGEMM | own flop | "
+                     "own / SGEMM | blocked speedup |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), 2 * repeat, sg * 1e-12,
+                sap_context_backend(ctx) == SAP_BACKEND_CUDA ? "cuBLAS, m = n = k = 8192" : "BLAS sgemm, all threads, 2048");
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", factor_list);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            long long an = 0, ak = 0, ap = 0;
+            if (sscanf(tok, "%lld:%lld:%lld", &an, &ak, &ap) < 2 || an < 2 || ak < 0 || ak >= an) {
+                fprintf(stderr, "bad --factor item %s (N:K:P)\n", tok);
+                continue;
+            }
+            factor_point(ctx, fmd, (sap_int)an, (sap_int)ak, (sap_int)ap, 2 * repeat, sg);
+        }
+        fclose(fmd);
     }
     if (nspeed) {
         static const char *names[SP_KINDS] = {"automatic choice, device time (T_LU + T_SPK + T_LUrdcd + T_Kry)",

@@ -582,7 +582,7 @@ static void check_bytes_bound(sap_context *ctx, sap_int n, sap_int K, sap_int P,
     sap_csr *A = NULL;
     CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 1.0, 0, (uint64_t)(7 + K), &A));
     if (!A) return;
-    sap_band_factor_opts fo = {-1.0, 0.0, coupled};
+    sap_band_factor_opts fo = {-1.0, 0.0, coupled, SAP_BAND_KERNEL_AUTO};
     sap_context_stats s0, s1;
     sap_context_reset_peak_stats(ctx);
     sap_context_get_stats(ctx, &s0);
@@ -630,27 +630,6 @@ static void test_bytes_bound(sap_context *ctx)
                                   c == 2 && coupled);
 }
 
-static int cpu_part(void)
-{
-    sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
-    if (!ctx) return 1;
-    test_bytes_bound(ctx);
-    test_bad_input(ctx);
-    test_band_arrays(ctx);
-    test_boosting(ctx);
-    test_varying_ki(ctx);
-    test_precond_api(ctx);
-    test_band_source(ctx);
-    test_grid(ctx);
-    sap_context_destroy(ctx);
-    test_oom();
-    return 0;
-}
-
-/* ==== --backend cuda: a cuda context against a cpu reference context ================== */
-
-static sap_context *G, *C;
-
 /* z = M^{-1} r with the named preconditioner on ctx. */
 static sap_status pc_apply(sap_context *ctx, const sap_csr *A, const char *name, sap_int P, sap_precision prec,
                            const double *r, double *z, sap_band_stats *bs)
@@ -671,6 +650,114 @@ static sap_status pc_apply(sap_context *ctx, const sap_csr *A, const char *name,
     sap_precond_destroy(pc);
     return st;
 }
+
+/* The blocked LU (SAP_BAND_FACTOR=blocked) against the per-row one on the same context
+ * (the preconditioner applied to one vector: SaP-D's block solve, SaP-C's spikes and
+ * reduced systems on top), the boosted-pivot counts, and, ref != NULL, the cpu per-row
+ * apply; for one partition without boosting, the apply against LAPACK's dgbsv.  zero: the
+ * diagonal of every 97th row is zeroed (pivots boosted, the first one exactly zero). */
+static void blocked_case(sap_context *ctx, sap_context *ref, sap_int n, sap_int K, sap_int P, int coupled,
+                         sap_precision prec, int zero)
+{
+    char label[128];
+    snprintf(label, sizeof label, "blocked N=%lld K=%lld P=%lld %s %s%s", (long long)n, (long long)K, (long long)P,
+             coupled ? "sap-c" : "sap-d", prec == SAP_FLOAT ? "float" : "double", zero ? " zero pivots" : "");
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, K, coupled ? 0.6 : 1.0, 0, (uint64_t)(5 * n + K), &A));
+    if (!A) return;
+    if (zero)
+        for (sap_int i = 0; i < n; i += 97)
+            for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+                if (A->colind[p] == i) A->val[p] = 0;
+    double *r = malloc(sizeof(double) * n), *z[3] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n),
+                                                      malloc(sizeof(double) * n)};
+    for (sap_int i = 0; i < n; i++) r[i] = sin(0.37 * (double)i) + 0.5;
+    const char *name = coupled ? "sap-c" : "sap-d";
+    sap_band_stats bs[3];
+    memset(bs, 0, sizeof bs);
+    sap_status st[3] = {SAP_OK, SAP_OK, SAP_OK};
+    setenv("SAP_BAND_FACTOR", "rows", 1);
+    st[0] = pc_apply(ctx, A, name, P, prec, r, z[0], &bs[0]);
+    if (ref) st[2] = pc_apply(ref, A, name, P, prec, r, z[2], &bs[2]);
+    setenv("SAP_BAND_FACTOR", "blocked", 1);
+    st[1] = pc_apply(ctx, A, name, P, prec, r, z[1], &bs[1]);
+    unsetenv("SAP_BAND_FACTOR");
+    CHECK_MSG(st[0] >= 0 && st[1] >= 0 && st[2] >= 0, "%s: rows %s blocked %s ref %s (%s)", label,
+              sap_status_name(st[0]), sap_status_name(st[1]), sap_status_name(st[2]), sap_context_last_error(ctx));
+    CHECK_MSG(strstr(bs[1].reason, "LU blocked") && !strstr(bs[0].reason, "LU blocked"), "%s: reasons [%s] [%s]",
+              label, bs[0].reason, bs[1].reason);
+    /* boosted factors amplify their rounding (a boost of sqrt(eps) ||A||: growth ~1e4 in
+     * float, ~1e8 in double), so there the two orders of operations agree in the boosted
+     * counts only (float) or to 1e-7 (double) */
+    const double tol = prec == SAP_FLOAT ? 1e-3 : zero ? 1e-7 : 1e-9;
+    const int values = !(zero && prec == SAP_FLOAT);
+    for (int v = 0; v < (ref ? 2 : 1) && st[1] >= 0; v++) {
+        const double *zr = z[v == 0 ? 0 : 2];
+        double num = 0, den = 0;
+        for (sap_int i = 0; i < n; i++) {
+            num += (z[1][i] - zr[i]) * (z[1][i] - zr[i]);
+            den += zr[i] * zr[i];
+        }
+        CHECK_MSG(!values || sqrt(num / den) <= tol, "%s: blocked apply differs from the %s per-row one by %.3g", label,
+                  v ? "reference context's" : "same context's", sqrt(num / den));
+        CHECK_MSG(bs[1].boosted_pivots == bs[v ? 2 : 0].boosted_pivots, "%s: boosted %lld vs %lld", label,
+                  (long long)bs[1].boosted_pivots, (long long)bs[v ? 2 : 0].boosted_pivots);
+    }
+    if (zero) CHECK_MSG(bs[1].boosted_pivots > 0, "%s: no pivot boosted", label);
+    if (P == 1 && !zero && st[1] >= 0) {
+        double *xr = malloc(sizeof(double) * n);
+        if (reference_solve(A, K, r, xr) == 0) {
+            double num = 0, den = 0;
+            for (sap_int i = 0; i < n; i++) {
+                num += (z[1][i] - xr[i]) * (z[1][i] - xr[i]);
+                den += xr[i] * xr[i];
+            }
+            CHECK_MSG(sqrt(num / den) <= tol, "%s: blocked LU solve differs from dgbsv by %.3g", label,
+                      sqrt(num / den));
+        }
+        free(xr);
+    }
+    free(r);
+    for (int v = 0; v < 3; v++) free(z[v]);
+    sap_csr_destroy(A);
+}
+
+/* K from 1 to 600, N a multiple of neither K nor the column block, P from 1 to 64 */
+static void blocked_cases(sap_context *ctx, sap_context *ref, int tiny)
+{
+    static const struct {
+        sap_int n, K, P;
+    } cases[] = {{1000, 1, 3},   {2003, 7, 64}, {3001, 33, 1},  {2001, 65, 5},  {4097, 100, 64},
+                 {5003, 257, 7}, {1501, 599, 2}, {7001, 600, 64}, {3203, 600, 1}, {129, 64, 1}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        if (tiny && cases[c].n * cases[c].K > 200000) continue;
+        for (int p = 0; p < 2; p++)
+            blocked_case(ctx, ref, cases[c].n, cases[c].K, cases[c].P, (int)(c & 1), p ? SAP_DOUBLE : SAP_FLOAT,
+                         (int)(c % 3 == 2));
+    }
+}
+
+static int cpu_part(void)
+{
+    sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
+    if (!ctx) return 1;
+    test_bytes_bound(ctx);
+    test_bad_input(ctx);
+    test_band_arrays(ctx);
+    test_boosting(ctx);
+    test_varying_ki(ctx);
+    test_precond_api(ctx);
+    test_band_source(ctx);
+    blocked_cases(ctx, NULL, sap_test_smoke());
+    test_grid(ctx);
+    sap_context_destroy(ctx);
+    test_oom();
+    return 0;
+}
+
+/* ==== --backend cuda: a cuda context against a cpu reference context ================== */
+
+static sap_context *G, *C;
 
 /* The same with the factors filled on the backend from a BAND matrix (the band solver's
  * path): must equal pc_apply bit for bit on the same context. */
@@ -932,6 +1019,7 @@ static int gpu_part(void)
                     compare_case(tiny[c].n, tiny[c].K, tiny[c].d, tiny[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT);
         compare_case(6400, 1, 1.0, 1, 0, SAP_DOUBLE);
         sweep_cases(1);
+        blocked_cases(G, C, 1);
         boosted_case();
         sap_context_destroy(C);
         sap_context_destroy(G);
@@ -945,6 +1033,7 @@ static int gpu_part(void)
                 compare_case(cases[c].n, cases[c].K, cases[c].d, cases[c].P, coupled, p ? SAP_DOUBLE : SAP_FLOAT);
             }
     if (!smoke) sweep_cases(0);
+    blocked_cases(G, C, smoke);
     boosted_case();
     if (!dryrun && !smoke) timing_case();
     sap_context_destroy(C);

@@ -338,7 +338,7 @@ static void test_band_stop(sap_context *ctx)
     const sap_int n = A->nrows;
     /* the driver: SaP-D and SaP-C, P = 1 and 8, float and double; F NULL, nothing kept */
     for (int c = 0; c < 4; c++) {
-        sap_band_factor_opts fo = {-1.0, 0.0, c & 1};
+        sap_band_factor_opts fo = {-1.0, 0.0, c & 1, SAP_BAND_KERNEL_AUTO};
         sap_context_stats s0, s1;
         sap_context_get_stats(ctx, &s0);
         stop_flag = 1;

@@ -26,10 +26,12 @@
  * Not done yet (see bench/results/banded.md for where the kernels sit):
  *  - the band and coupling blocks are built from the CSR on the host and uploaded (T_BC);
  *    extraction on the device is not done;
- *  - cuda kernels: one thread block per partition with one pivot per step (no blocked /
- *    tensor-core updates for large K); the automatic P keeps every SM busy instead
- *    (thousands of partitions on large systems);
- *  - cpu kernels: OpenMP across partitions only (no parallelism inside one partition). */
+ *  - the LU of the partitions is blocked from a measured half-bandwidth on (kt->blocked_kmin:
+ *    BS-column steps, the updates through the BLAS / cuBLAS GEMMs); the UL windows, the
+ *    SaP-C spikes and reduced systems and the sweeps keep their per-row / per-column kernels
+ *    (PARTIAL for issue 14's item 3, which asks the coupling to use the blocked kernels too);
+ *  - cpu kernels: OpenMP across partitions (a blocked LU with fewer partitions than threads
+ *    takes the BLAS's threads); no parallelism inside one partition otherwise. */
 #ifndef SAP_BAND_IMPL_H
 #define SAP_BAND_IMPL_H
 
@@ -40,7 +42,16 @@ typedef struct sap_band_factor_opts {
     double boost_threshold; /* < 0: eps(prec) * ||A_i||_inf per partition */
     double boost_value;     /* <= 0: sqrt(eps(prec)) * ||A_i||_inf */
     int coupled;
+    int kernel; /* the partitions' LU: SAP_BAND_KERNEL_* (0 = automatic) */
 } sap_band_factor_opts;
+
+/* Which LU kernels factor the partitions (sap_band_fact.blocked). */
+enum { SAP_BAND_KERNEL_AUTO = 0, SAP_BAND_KERNEL_ROWS = 1, SAP_BAND_KERNEL_BLOCKED = 2 };
+/* 1 when the blocked LU factors partitions whose widest band is K (the largest
+ * min(K_i, n_i - 1)) on the backend of kt: kernel ROWS / BLOCKED say so, AUTO (or the environment's
+ * SAP_BAND_FACTOR=rows|blocked|auto, which overrides AUTO) takes the blocked LU from the
+ * table's measured crossover kt->blocked_kmin on. */
+int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel);
 
 /* ---- layout and storage (band_storage.c) ---------------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Automatic P on the cpu backend (sap__band_auto): fixed targets, whatever the threads. */
@@ -58,6 +59,9 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
         d += sap__device_alloc_size(ctx, nn * es);
     }
     d += sap__device_alloc_size(ctx, (11.0 * ((double)P + 1.0) + 1.0) * 8.0);
+    const sap_band_kernels *bk = sap__ops(ctx)->band;
+    if (bk && bk->blocked_bytes && sap__band_blocked_pick(bk, (sap_int)fmin((double)K, nbmax - 1), SAP_BAND_KERNEL_AUTO))
+        d += bk->blocked_bytes(ctx, n, P, (int64_t)nbmax, K, (size_t)es);
     if (src) d += sap__device_alloc_size(ctx, (double)P * 8.0);
     /* the host: the sap_band_fact itself, the layout (6 arrays of P + 1), thr, bst, norms,
      * uoff, roff, xoff; then the larger of two phases that never overlap: without a source
@@ -122,6 +126,18 @@ void sap__band_boost_params(sap_band_fact *F, const double *norms, const sap_ban
         F->bst[b] = o->boost_value > 0 ? o->boost_value : sqrt(eps) * nrm;
         if (F->prec == SAP_FLOAT && !((float)F->bst[b] > 0)) F->bst[b] = 1;
     }
+}
+
+int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel)
+{
+    if (!kt->blocked_kmin) return 0;
+    if (kernel == SAP_BAND_KERNEL_AUTO) {
+        const char *env = getenv("SAP_BAND_FACTOR");
+        if (env && !strcmp(env, "rows")) kernel = SAP_BAND_KERNEL_ROWS;
+        else if (env && !strcmp(env, "blocked")) kernel = SAP_BAND_KERNEL_BLOCKED;
+    }
+    if (kernel != SAP_BAND_KERNEL_AUTO) return kernel == SAP_BAND_KERNEL_BLOCKED;
+    return K >= kt->blocked_kmin;
 }
 
 /* UL window offsets and the backend arrays of the coupled method (spikes, reduced
@@ -215,6 +231,14 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     if (one_pass && dropped) *dropped = ndrop;
     const sap_band_layout *L = &F->L;
     F->coupled = o->coupled && L->P > 1;
+    {
+        sap_int ke = 0; /* the widest band a partition holds */
+        for (sap_int b = 0; b < L->P; b++) {
+            const sap_int nb1 = L->off[b + 1] - L->off[b] - 1, kb = L->Ki[b] < nb1 ? L->Ki[b] : nb1;
+            if (kb > ke) ke = kb;
+        }
+        F->blocked = sap__band_blocked_pick(F->kt, ke, o->kernel);
+    }
     const size_t es = prec_size(prec);
     const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
     SAP_ALLOC(ctx, F->thr, L->P);

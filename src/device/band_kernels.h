@@ -44,8 +44,23 @@ typedef struct sap_band_fact {
     int64_t *xoff; /* P: host offsets into xr */
     void *dev;   /* backend private (cuda: device copies of the layout) */
     sap_int boosted;
+    /* the partitions' LU through the blocked kernels (bs-column steps of trsm / gemm on a
+     * skewed copy, SAP_BAND_BS) instead of the per-row ones: sap__band_blocked_pick */
+    int blocked;
     double t_lu, t_spk, t_lurdcd;
 } sap_band_fact;
+
+/* The blocked LU's column block and its skewed work layout for a partition of n rows and
+ * half-bandwidth K: M(r, c) = t[ku + r + c ldm], ku = K + SAP_BAND_BS - 1, ldm = 2 ku, for
+ * |r - c| <= ku; every rectangle a step touches (diagonal block, L21, U12, A22) is then a
+ * column-major matrix of leading dimension ldm. */
+#define SAP_BAND_BS 64
+static inline int64_t sap__band_blocked_ld(int64_t K) { return 2 * (K + SAP_BAND_BS - 1); }
+/* the largest index: ku + (n - 1) (1 + ldm) */
+static inline int64_t sap__band_blocked_elems(int64_t n, int64_t K)
+{
+    return n * (sap__band_blocked_ld(K) + 1) + K + SAP_BAND_BS;
+}
 
 /* A band already in the backend's memory in the BAND SpMV layout (sap_backend.h), in
  * double: A(i, j) at val[(j - i + kl) * n + i] for 0 <= j - i + kl < w.  The factors can
@@ -94,6 +109,12 @@ typedef struct sap_band_kernels {
      * most nmax rows, half-bandwidth K, precision prec (the cost model's rounds of
      * sweeps: cpu the threads, cuda the resident thread blocks); NULL: ops->units */
     sap_int (*solve_slots)(sap_context *ctx, sap_int n, sap_int nmax, sap_int K, sap_precision prec);
+    /* factor's blocked LU (sap_band_fact.blocked): 0 = none; else the half-bandwidth from
+     * which the automatic choice takes it (measured: bench/banded --parts factor) */
+    sap_int blocked_kmin;
+    /* the bytes of backend memory the blocked LU takes at its peak beyond the fact's arrays
+     * for n rows in P partitions (at most nmax rows each) of half-bandwidth at most K */
+    double (*blocked_bytes)(const sap_context *ctx, int64_t n, sap_int P, int64_t nmax, sap_int K, size_t es);
 } sap_band_kernels;
 
 

@@ -135,6 +135,13 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
     st = sap__band_fact_create_src(ctx, A, d->src.val ? &d->src : NULL, np, opt->half_bandwidth, P->prec, &fo, 0,
                                    &d->F, &d->info.dropped, &t_bc);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) return st; /* no factors */
+    if (d->F->blocked) {
+        const size_t len = strlen(d->info.reason);
+        const sap_int K0 = d->F->kt->blocked_kmin;
+        if (d->F->L.K >= K0)
+            snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (K >= %lld)", (long long)K0);
+        else snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (asked)");
+    }
     d->info.method = m;
     d->info.P = d->F->L.P;
     d->info.K = d->F->L.K;

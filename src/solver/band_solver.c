@@ -400,6 +400,19 @@ double sap__solver_fill_seconds(const sap_context *ctx, double bytes)
     return bytes / (ctx->backend == SAP_BACKEND_CUDA ? SV_BW_FILL_GPU : SV_BW_FILL);
 }
 
+/* The GPU's blocked LU (band_cuda.cu, factor_blocked_t): a fixed part (the skewed copy),
+ * SV_BLK_STEP a step of SAP_BAND_BS columns (the diagonal-block kernel, three batched
+ * GEMMs, the stores), SV_BLK_TASK a partition's step beyond, and the LU's own flops (2 sum_k
+ * min(K_e, n_b - 1 - k)^2 a partition) at SV_BLK_RATE.  Fitted to an H200's factorizations
+ * (float, bench/results/banded_factor_h200.md): 0.61 ms for N = 100,000 K = 128 P = 1562,
+ * 1.26 ms for N = 200,000 K = 200 P = 2000, 2.38 ms for K = 500 P = 800, 3.1 / 16.8 ms for
+ * N = 50,000 K = 1500 P = 66 / 14, 34 ms for N = 20,000 K = 600 P = 1, 20.7 ms for N = 1e6
+ * K = 500 P = 2112 (within 1.6x of each).  Double: half the rate (not measured). */
+#define SV_BLK_FIXED 1.5e-4
+#define SV_BLK_STEP 1.07e-4
+#define SV_BLK_TASK 2.3e-7
+#define SV_BLK_RATE 1.0e13
+
 double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, sap_int P, sap_precision prec)
 {
     if (!ctx || n <= 0 || K <= 0) return 0.0;
@@ -408,5 +421,20 @@ double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, s
     const double flops = 2.0 * nn * k * k;
     /* the factors, and on the host the double band they are converted from */
     const double bytes = nn * (2.0 * k + 1.0) * (es + (ctx->backend == SAP_BACKEND_CUDA ? 0.0 : 8.0));
+    const sap_band_kernels *kt = sap__ops(ctx)->band;
+    if (ctx->backend == SAP_BACKEND_CUDA && kt) {
+        sap_int p = P;
+        if (p <= 0) { /* the automatic SaP-D partitions */
+            sap_band_method m = SAP_BAND_SAPD;
+            sap__band_auto(ctx, n, K, 1.0, &m, &p, NULL, NULL, 0);
+        }
+        if (p < 1) p = 1;
+        const double nb = ceil(nn / (double)p), ke = fmin(k, nb - 1), steps = ceil(nb / SAP_BAND_BS);
+        if (sap__band_blocked_pick(kt, (sap_int)ke, SAP_BAND_KERNEL_AUTO)) {
+            const double own = 2.0 * (double)p * ((nb - ke) * ke * ke + (ke - 1) * ke * (2 * ke - 1) / 6.0);
+            return SV_BLK_FIXED + steps * (SV_BLK_STEP + (double)p * SV_BLK_TASK) +
+                   own / (prec == SAP_FLOAT ? SV_BLK_RATE : 0.5 * SV_BLK_RATE) + sap__solver_fill_seconds(ctx, bytes);
+        }
+    }
     return flops / sap__solver_rate(ctx, K, prec, P) + sap__solver_fill_seconds(ctx, bytes);
 }

@@ -40,6 +40,122 @@ static sap_int FN(band_lu)(REAL *a, sap_int nb, sap_int K, REAL thr, REAL boost,
     return nboost;
 }
 
+/* ---- the blocked LU (sap_band_fact.blocked): the same factors as band_lu, up to rounding ----
+ * The partition is copied into the skewed column-major work array t of
+ * sap__band_blocked_elems(n, K) elements, M(r, c) = t[ku + r + c ldm] (band_kernels.h),
+ * where every rectangle of one step is a column-major matrix of leading dimension ldm:
+ * per block of bs columns j .. j + jb - 1, (1) LU of the jb x jb diagonal block with the
+ * boosting of band_lu, (2) L21 = A21 U11^{-1} (h x jb, h = min(K, n - j - jb) rows),
+ * (3) U12 = L11^{-1} A12 (jb x h), (4) A22 -= L21 U12 (h x h): the 2 n K^2 flops of the
+ * band LU in BLAS-3 calls (LAPACK's trsm / gemm when linked, loops otherwise).  No fill
+ * leaves the band (no pivoting), so the rectangles' entries beyond K stay zero. */
+
+/* C(m x n) -= A(m x k) B(k x n), column-major */
+static void FN(blk_gemm)(sap_int m, sap_int n, sap_int k, const REAL *A, sap_int lda, const REAL *B, sap_int ldb, REAL *C,
+                         sap_int ldc)
+{
+    if (m <= 0 || n <= 0 || k <= 0) return;
+#ifdef SAP_HAVE_LAPACK
+    const int im = (int)m, in = (int)n, ik = (int)k, ia = (int)lda, ib = (int)ldb, ic = (int)ldc;
+    const REAL mone = -1, one = 1;
+    XGEMM("N", "N", &im, &in, &ik, &mone, A, &ia, B, &ib, &one, C, &ic, 1, 1);
+#else
+    for (sap_int c = 0; c < n; c++)
+        for (sap_int p = 0; p < k; p++) {
+            const REAL bpc = B[p + (int64_t)c * ldb];
+            if (bpc == 0) continue;
+            const REAL *restrict ap = A + (int64_t)p * lda;
+            REAL *restrict cc = C + (int64_t)c * ldc;
+            for (sap_int r = 0; r < m; r++) cc[r] -= ap[r] * bpc;
+        }
+#endif
+}
+
+/* B(m x n) = B U^{-1} (right, U upper non-unit, n x n) or B = L^{-1} B (left, L unit
+ * lower, m x m); column-major, in place */
+static void FN(blk_trsm)(int right, sap_int m, sap_int n, const REAL *T, sap_int ldt, REAL *B, sap_int ldb)
+{
+    if (m <= 0 || n <= 0) return;
+#ifdef SAP_HAVE_LAPACK
+    const int im = (int)m, in = (int)n, it = (int)ldt, ib = (int)ldb;
+    const REAL one = 1;
+    if (right) XTRSM("R", "U", "N", "N", &im, &in, &one, T, &it, B, &ib, 1, 1, 1, 1);
+    else XTRSM("L", "L", "N", "U", &im, &in, &one, T, &it, B, &ib, 1, 1, 1, 1);
+#else
+    if (right) {
+        for (sap_int c = 0; c < n; c++) {
+            REAL *restrict bc = B + (int64_t)c * ldb;
+            for (sap_int p = 0; p < c; p++) {
+                const REAL u = T[p + (int64_t)c * ldt];
+                if (u == 0) continue;
+                const REAL *restrict bp = B + (int64_t)p * ldb;
+                for (sap_int r = 0; r < m; r++) bc[r] -= bp[r] * u;
+            }
+            const REAL inv = (REAL)1 / T[c + (int64_t)c * ldt];
+            for (sap_int r = 0; r < m; r++) bc[r] *= inv;
+        }
+    } else {
+        for (sap_int c = 0; c < n; c++) {
+            REAL *restrict bc = B + (int64_t)c * ldb;
+            for (sap_int p = 0; p < m; p++) {
+                const REAL x = bc[p];
+                if (x == 0) continue;
+                const REAL *restrict tp = T + (int64_t)p * ldt;
+                for (sap_int r = p + 1; r < m; r++) bc[r] -= tp[r] * x;
+            }
+        }
+    }
+#endif
+}
+
+static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL boost, REAL *t, const sap_context *stop)
+{
+    const sap_int bs = SAP_BAND_BS;
+    const int64_t ku = (int64_t)K + bs - 1, ldm = 2 * ku;
+#define M_AT(r, c) (t + ku + (int64_t)(r) + (int64_t)(c) * ldm)
+    memset(t, 0, sizeof(REAL) * (size_t)sap__band_blocked_elems(n, K));
+    for (sap_int c = 0; c < n; c++) {
+        const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
+        REAL *restrict mc = M_AT(0, c);
+        for (sap_int r = r0; r <= r1; r++) mc[r] = a[(int64_t)(c - r + K) * n + r];
+    }
+    sap_int nboost = 0;
+    for (sap_int j = 0; j < n; j += bs) {
+        if (stop && sap__stop_requested(stop)) return -1;
+        const sap_int jb = bs < n - j ? bs : n - j, h = K < n - j - jb ? K : n - j - jb;
+        REAL *d = M_AT(j, j);
+        for (sap_int k = 0; k < jb; k++) {
+            REAL piv = d[k + k * ldm];
+            if (!(piv >= thr || piv <= -thr)) {
+                piv = piv < 0 ? -boost : boost;
+                d[k + k * ldm] = piv;
+                nboost++;
+            }
+            const REAL inv = (REAL)1 / piv;
+            REAL *restrict lk = d + k * ldm;
+            for (sap_int r = k + 1; r < jb; r++) lk[r] *= inv;
+            for (sap_int c = k + 1; c < jb; c++) {
+                REAL *restrict dc = d + c * ldm;
+                const REAL u = dc[k];
+                if (u == 0) continue;
+                for (sap_int r = k + 1; r < jb; r++) dc[r] -= lk[r] * u;
+            }
+        }
+        if (h == 0) continue;
+        FN(blk_trsm)(1, h, jb, d, (sap_int)ldm, M_AT(j + jb, j), (sap_int)ldm);
+        FN(blk_trsm)(0, jb, h, d, (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm);
+        FN(blk_gemm)(h, h, jb, M_AT(j + jb, j), (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm, M_AT(j + jb, j + jb),
+                     (sap_int)ldm);
+    }
+    for (sap_int c = 0; c < n; c++) {
+        const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
+        const REAL *restrict mc = M_AT(0, c);
+        for (sap_int r = r0; r <= r1; r++) a[(int64_t)(c - r + K) * n + r] = mc[r];
+    }
+#undef M_AT
+    return nboost;
+}
+
 /* UL without pivoting (A = U L, U unit upper with its multipliers above the diagonal, L
  * lower with the pivots on the diagonal) of a w x w band with leading dimension w. */
 static sap_int FN(band_ul)(REAL *a, sap_int w, sap_int K, REAL thr, REAL boost, REAL *l, REAL *u)
@@ -100,9 +216,30 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
 {
     sap_context *ctx = Fa->ctx;
     const sap_band_layout *L = &Fa->L;
-    const int nt = L->n < 4096 ? 1 : sap__threads(ctx); /* no fork/join for tiny systems */
+    int nt = L->n < 4096 ? 1 : sap__threads(ctx); /* no fork/join for tiny systems */
     sap_int nboost = 0, nfail = 0, nstop = 0;
     const sap_int nwin = Fa->coupled ? L->P : 0;
+    /* blocked: a partition a thread with one BLAS thread each, or, with fewer partitions
+     * than threads, one partition after the other with the BLAS's threads */
+    int blas_was = 0;
+    if (Fa->blocked && nt > 1) {
+        if (L->P < nt) nt = 1;
+        else blas_was = sap__blas_threads(1);
+    }
+    /* the blocked LU's skewed copies: one per thread, counted by the context */
+    REAL *bwork = NULL;
+    int64_t belems = 0;
+    if (Fa->blocked) {
+        sap_int nmax = 0;
+        for (sap_int b = 0; b < L->P; b++)
+            if (L->off[b + 1] - L->off[b] > nmax) nmax = L->off[b + 1] - L->off[b];
+        belems = sap__band_blocked_elems(nmax, L->K);
+        bwork = sap__alloc(ctx, (size_t)nt * (size_t)belems, sizeof(REAL), false, __FILE__, __LINE__);
+        if (!bwork) {
+            sap__blas_threads_restore(blas_was);
+            return SAP_ERR_OUT_OF_MEMORY;
+        }
+    }
     /* tasks 0..P-1: LU of partition b; P..P+nwin-1: UL of the window of partition b */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(+ : nboost, nfail, nstop)
@@ -114,15 +251,23 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
             nstop++;
             continue;
         }
-        const sap_int K = L->Ki[b];
+        const sap_int K = L->Ki[b], nrow = L->off[b + 1] - L->off[b];
+        const int blk = task < L->P && Fa->blocked;
+#ifdef _OPENMP
+        REAL *const tw = bwork ? bwork + (int64_t)omp_get_thread_num() * belems : NULL;
+#else
+        REAL *const tw = bwork;
+#endif
         REAL *work = malloc(sizeof(REAL) * (size_t)(2 * K + 2));
         if (!work) {
             nfail++;
             continue;
         }
         if (task < L->P) {
-            const sap_int nb = FN(band_lu)((REAL *)Fa->lu + L->boff[b], L->off[b + 1] - L->off[b], K, (REAL)Fa->thr[b],
-                                           (REAL)Fa->bst[b], work, work + K + 1, ctx);
+            REAL *ab = (REAL *)Fa->lu + L->boff[b];
+            const REAL thr = (REAL)Fa->thr[b], bst = (REAL)Fa->bst[b];
+            const sap_int nb = blk ? FN(band_lu_blocked)(ab, nrow, K, thr, bst, tw, ctx)
+                                   : FN(band_lu)(ab, nrow, K, thr, bst, work, work + K + 1, ctx);
             if (nb < 0) nstop++;
             else nboost += nb;
         } else
@@ -130,6 +275,8 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
         free(work);
     }
     (void)nt;
+    sap__free(ctx, bwork);
+    sap__blas_threads_restore(blas_was);
     if (nfail) return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "band LU: out of memory for work space");
     if (nstop)
         return SAP_ERROR(ctx, SAP_WARN_INTERRUPTED, "band factorization: stopped on request (%lld of %lld blocks left)",

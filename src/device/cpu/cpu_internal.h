@@ -12,6 +12,23 @@
  * computes a block never changes the result. */
 #define SAP_CPU_PAR_MIN 32768
 
+#ifdef SAP_HAVE_LAPACK
+/* Fortran BLAS (column-major, 32-bit integers, hidden character lengths last): the
+ * dense kernels and the blocked band LU */
+extern void dgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k, const double *alpha,
+                   const double *a, const int *lda, const double *b, const int *ldb, const double *beta, double *c,
+                   const int *ldc, size_t, size_t);
+extern void sgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k, const float *alpha,
+                   const float *a, const int *lda, const float *b, const int *ldb, const float *beta, float *c,
+                   const int *ldc, size_t, size_t);
+extern void dtrsm_(const char *side, const char *uplo, const char *ta, const char *diag, const int *m, const int *n,
+                   const double *alpha, const double *a, const int *lda, double *b, const int *ldb, size_t, size_t,
+                   size_t, size_t);
+extern void strsm_(const char *side, const char *uplo, const char *ta, const char *diag, const int *m, const int *n,
+                   const float *alpha, const float *a, const int *lda, float *b, const int *ldb, size_t, size_t,
+                   size_t, size_t);
+#endif
+
 /* The band kernels of the cpu table (band_cpu.c). */
 extern const sap_band_kernels sap__cpu_band_kernels;
 /* The triangular solves of the cpu table (trsv_cpu.c). */

@@ -18,9 +18,6 @@ extern void dgetrs_(const char *trans, const int *n, const int *nrhs, const doub
                     const int *ipiv, double *b, const int *ldb, int *info, size_t trans_len);
 extern void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork,
                     int *info);
-extern void dgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k, const double *alpha,
-                   const double *a, const int *lda, const double *b, const int *ldb, const double *beta, double *c,
-                   const int *ldc, size_t ta_len, size_t tb_len);
 #endif
 
 /* Threads for a batch of count matrices of about flops each; *blas receives the BLAS thread
