@@ -779,6 +779,25 @@ static void test_db_late(sap_context *ctx)
                 CHECK_MSG(ss.db_used && ss.scaled && strstr(S->db_why, "after the probe") && S->R->row_scale &&
                               ss.time_db > 0,
                           "%s", S->db_why);
+                /* the matching kept the order: R->A shares A's pattern, only its values are its
+                 * own; a refactor with new values (twice A's: the same x for twice b) keeps it */
+                printf("    R->A %s A's pattern (CM %s)\n", S->R_shared ? "shares" : "does not share",
+                       ss.cm_used ? "ran" : "off");
+                CHECK(S->R_shared == (S->R->A->colind == S->A->colind));
+                if (S->R_shared) CHECK(S->R->A->rowptr == S->A->rowptr && S->R->A->val != S->A->val);
+                double *v2 = malloc(sizeof(double) * (size_t)A->nnz), *b2 = malloc(sizeof(double) * (size_t)A->nrows);
+                for (sap_int k = 0; k < A->nnz; k++) v2[k] = 2.0 * A->val[k];
+                for (sap_int i = 0; i < A->nrows; i++) b2[i] = 2.0 * b[i];
+                CHECK(sap_solver_refactor(S, v2) >= 0);
+                memset(x, 0, sizeof(double) * (size_t)A->nrows);
+                CHECK(sap_solver_solve(S, b2, x) >= 0);
+                double err = 0, nx = 0;
+                for (sap_int i = 0; i < A->nrows; i++) err += (x[i] - xs[i]) * (x[i] - xs[i]), nx += xs[i] * xs[i];
+                CHECK_MSG(sqrt(err / nx) < 1e-6, "refactor after a shared DB: error %.3g", sqrt(err / nx));
+                memset(x, 0, sizeof(double) * (size_t)A->nrows);
+                CHECK(sap_solver_refactor(S, A->val) >= 0); /* A's own values for the last solve */
+                free(v2);
+                free(b2);
             } else {
                 CHECK_MSG(ss.db_used && strstr(S->db_why, "given") && !strstr(S->db_why, "after the probe"), "%s",
                           S->db_why);
@@ -786,6 +805,48 @@ static void test_db_late(sap_context *ctx)
         }
         solve_check_free(ctx, S, A, b, x, xs);
     }
+}
+
+/* A banded matrix of dominance 0.5 whose diagonal is every row's largest entry, at its CM
+ * bound: DB runs (after the probe or before the plan) with the identity matching and no CM
+ * after it, so R->A shares A's pattern (only its scaled values its own); refactors with new
+ * values, the solves and the destruction keep A's arrays (the memory checkers' runs). */
+static void test_db_shared(sap_context *ctx)
+{
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, 20000, 40, 0.5, 0, 11, &A));
+    if (!A) return;
+    double *b, *x, *xs;
+    parabola_system(ctx, A, &b, &x, &xs);
+    sap_solver_options o;
+    opts(&o, NULL, NULL);
+    sap_solver *S = NULL;
+    CHECK_OK(ctx, sap_solver_create_borrowed(ctx, A, &o, &S));
+    if (S) {
+        CHECK(sap_solver_setup_rhs(S, b) >= 0);
+        sap_solver_stats ss;
+        sap_solver_get_stats(S, &ss);
+        printf("DB sharing A's pattern: DB %s, CM %s, R->A %s; first %s\n", ss.db_used ? "ran" : "off",
+               ss.cm_used ? "ran" : "off", S->R_shared ? "shares A's pattern" : "a copy",
+               S->att ? sap_solver_method_name(S->att->method) : "none");
+        CHECK_MSG(ss.db_used && !ss.cm_used && S->R_shared && S->R->A->colind == A->colind &&
+                      S->R->A->rowptr == A->rowptr && S->R->A->val != A->val,
+                  "db %d cm %d shared %d", ss.db_used, ss.cm_used, S->R_shared);
+        double *v2 = malloc(sizeof(double) * (size_t)A->nnz), *b2 = malloc(sizeof(double) * (size_t)A->nrows);
+        for (sap_int k = 0; k < A->nnz; k++) v2[k] = 2.0 * A->val[k];
+        for (sap_int i = 0; i < A->nrows; i++) b2[i] = 2.0 * b[i];
+        CHECK(sap_solver_refactor(S, v2) >= 0);
+        CHECK(sap_solver_solve(S, b2, x) >= 0);
+        double err = 0, nx = 0;
+        for (sap_int i = 0; i < A->nrows; i++) err += (x[i] - xs[i]) * (x[i] - xs[i]), nx += xs[i] * xs[i];
+        CHECK_MSG(sqrt(err / nx) < 1e-6, "refactor after a shared DB: error %.3g", sqrt(err / nx));
+        CHECK(S->R->A->colind == A->colind || !S->R_shared);
+        memset(x, 0, sizeof(double) * (size_t)A->nrows);
+        CHECK(sap_solver_refactor(S, A->val) >= 0); /* A's own values for the last solve */
+        free(v2);
+        free(b2);
+    }
+    solve_check_free(ctx, S, A, b, x, xs);
 }
 
 /* CM after the probe: not run where Jacobi from the probe is predicted below CM's cost (a
@@ -883,6 +944,7 @@ static int cpu_part(void)
     test_plan_passes(ctx);
     test_cm_late(ctx);
     test_db_late(ctx);
+    test_db_shared(ctx);
     test_learned(ctx);
     test_nodecay(ctx);
     test_ilu(ctx);
@@ -903,6 +965,7 @@ static int gpu_part(void)
     test_rates(G);
     test_plan_passes(G);
     test_db_late(G); /* the probe and its iterate on the device, its matrix released for DB */
+    test_db_shared(G);
     sap__cost_rates r;
     sap__cost_rates_get(G, &r);
     printf("  sweep step %.3g s + %.3g s x K on %s\n", r.sweep[0], r.sweep[1], sap_context_device_name(G));

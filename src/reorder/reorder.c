@@ -82,6 +82,42 @@ void sap__scale_rows_cols_cpu(sap_csr *M, const double *rs, const double *cs, in
 
 sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **out)
 {
+    return sap__reorder_share(A, opt, out, NULL);
+}
+
+/* B's values r_i a_ij c_j in val (nnz doubles, taken), its pattern A's arrays */
+static sap_status scaled_view(const sap_csr *A, const double *rs, const double *cs, double *val, sap_csr **out)
+{
+    sap_context *ctx = A->ctx;
+    sap_csr *B = sap__alloc(ctx, 1, sizeof(sap_csr), true, __FILE__, __LINE__);
+    if (!B) {
+        sap__free(ctx, val);
+        return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "sap_reorder: out of memory");
+    }
+    B->ctx = ctx;
+    B->nrows = A->nrows;
+    B->ncols = A->ncols;
+    B->nnz = A->nnz;
+    B->rowptr = A->rowptr;
+    B->colind = A->colind;
+    B->val = val;
+    const sap_int n = A->nrows, *rp = A->rowptr, *ci = A->colind;
+    const double *ax = A->val;
+    const int nt = sap__threads_for(ctx, (double)A->nnz + (double)n);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 512) if (A->nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++) {
+        const double ri = rs ? rs[i] : 1.0;
+        for (sap_int k = rp[i]; k < rp[i + 1]; k++) val[k] = rs ? (ri * ax[k]) * cs[ci[k]] : ax[k];
+    }
+    *out = B;
+    return SAP_OK;
+}
+
+sap_status sap__reorder_share(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **out,
+                              int *shared)
+{
+    if (shared) *shared = 0;
     if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
     if (!out) return SAP_ERROR(ctx, SAP_ERR_INVALID, "output pointer is NULL");
@@ -143,9 +179,19 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
          * its pages are touched already; gen:synthetic N = 200,000: 640 MB) */
         double *w = NULL;
         SAP_TRY(sap__db_matching(A, p, R->row_scale, R->col_scale, &R->db, fused ? NULL : &w));
-        /* the rows permuted and scaled in one pass over A on the host's threads (memory-bound:
-         * the device would move the matrix both ways for it) */
-        if (!fused) SAP_TRY(sap__csr_permute_scaled_into(A, p, NULL, R->row_scale, R->col_scale, w, &cur));
+        int ident = shared && !fused && !o.cm && P == 1 && o.drop_delta >= 1.0 && !o.stats;
+        for (sap_int i = 0; ident && i < n; i++) ident = p[i] == i;
+        if (ident) {
+            /* the matching kept the order: the scaled values only, A's pattern shared */
+            if (!w && A->nnz > 0) w = sap__alloc(ctx, (size_t)A->nnz, sizeof(double), false, __FILE__, __LINE__);
+            if (!w && A->nnz > 0) SAP_FAIL(ctx, SAP_ERR_OUT_OF_MEMORY, "sap_reorder: out of memory");
+            SAP_TRY(scaled_view(A, R->row_scale, R->col_scale, w, &cur));
+            *shared = 1;
+        } else if (!fused) {
+            /* the rows permuted and scaled in one pass over A on the host's threads
+             * (memory-bound: the device would move the matrix both ways for it) */
+            SAP_TRY(sap__csr_permute_scaled_into(A, p, NULL, R->row_scale, R->col_scale, w, &cur));
+        }
     } else if (o.db == SAP_DB_TRANSVERSAL) {
         sap_int matched = 0;
         SAP_TRY(sap_max_transversal(A, p, &matched));
@@ -269,6 +315,11 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
     *out = R;
     R = NULL;
 cleanup:
+    if (shared && *shared && R) { /* an error after the shared view was made: A keeps its pattern */
+        if (R && R->A == cur) R->A = NULL;
+        if (cur) cur->rowptr = NULL, cur->colind = NULL;
+        *shared = 0;
+    }
     sap_reorder_result_destroy(R);
     sap_csr_destroy(cur);
     sap_csr_destroy(next);

@@ -31,6 +31,16 @@ double sap__drop_kept_in_blocks(const double *h, sap_int hl, sap_int K, double n
 sap_status sap__drop_from_hist(sap_context *ctx, const double *h, sap_int hl, double delta, sap_int *K,
                                double *kept_fraction);
 
+/* ---- sap_reorder with the pattern shared (reorder.c) ---------------------------------- */
+
+/* sap_reorder, except that where DB's matching is the identity and nothing after it
+ * reorders (no CM, one partition, no drop-off, no statistics) *shared becomes 1 and
+ * (*res)->A holds only its own scaled values: its rowptr and colind are A's arrays (no copy
+ * of the pattern into fresh pages), so the caller must keep A alive and set them to NULL
+ * before the result is destroyed.  Else *shared = 0 and the result is sap_reorder's. */
+sap_status sap__reorder_share(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **res,
+                              int *shared);
+
 /* ---- matching (transversal.c) ---------------------------------------------------- */
 
 /* Maximum-cardinality matching of the bipartite row/column graph of the square A,

@@ -26,6 +26,7 @@
  * Refactor: values in the original CSR order go through a position map computed once
  * at setup (original entry -> R->A entry -> attempt entries), scaled with the DB scaling
  * factors of the setup; the current attempt then redoes only its numeric work. */
+#include "reorder/reorder_internal.h"
 #include "solver/solver_internal.h"
 
 #include <math.h>
@@ -212,12 +213,23 @@ sap_status sap__solver_own_matrix(sap_solver *S)
     return SAP_OK;
 }
 
+/* R->A's pattern back to S->A before R->A is freed (S->R_shared) */
+static void detach_shared(sap_solver *S)
+{
+    if (S->R_shared && S->R && S->R->A) {
+        S->R->A->rowptr = NULL;
+        S->R->A->colind = NULL;
+    }
+    S->R_shared = 0;
+}
+
 static void free_setup(sap_solver *S)
 {
     sap__solver_probe_forget(S); /* before the contexts and R->A its matrix lives on */
     sap__solver_att_destroy(S, S->att);
     S->att = NULL;
     sap__solver_direct_forget(S);
+    detach_shared(S);
     if (S->R && S->R->A == S->A) S->R->A = NULL; /* borrowed (no reordering) */
     sap_reorder_result_destroy(S->R);
     S->R = NULL;
@@ -285,7 +297,9 @@ cleanup:
 
 /* DB and / or CM of the whole matrix: no drop-off, one partition, no statistics (the
  * solver's plan does those) */
-static sap_status reorder_whole(const sap_csr *A, sap_db_mode db, int scale, int cm, sap_reorder_result **R)
+/* (shared != NULL: a DB that keeps the order shares A's pattern, sap__reorder_share) */
+static sap_status reorder_whole(const sap_csr *A, sap_db_mode db, int scale, int cm, sap_reorder_result **R,
+                                int *shared)
 {
     sap_reorder_options ro;
     sap_reorder_options_init(&ro);
@@ -295,7 +309,7 @@ static sap_status reorder_whole(const sap_csr *A, sap_db_mode db, int scale, int
     ro.drop_delta = 1.0;
     ro.partitions = 1;
     ro.stats = 0;
-    return sap_reorder(A, &ro, R);
+    return sap__reorder_share(A, &ro, R, shared);
 }
 
 /* CM after the probe (sap__solver_plan_reorder put it off): on R->A, its order composed
@@ -310,7 +324,7 @@ sap_status sap__solver_cm_late(sap_solver *S)
     sap_int *p = NULL;
     const sap_int n = S->A->nrows;
     const double t0 = sap__wtime();
-    SAP_TRY(reorder_whole(R->A, SAP_DB_NONE, 0, 1, &R2));
+    SAP_TRY(reorder_whole(R->A, SAP_DB_NONE, 0, 1, &R2, NULL));
     const double t1 = sap__wtime();
     S->cm = 1;
     R->cm = R2->cm;
@@ -329,7 +343,10 @@ sap_status sap__solver_cm_late(sap_solver *S)
             memcpy(S->probe_y, y, sizeof(double) * (size_t)n);
         }
         sap__solver_probe_release(S); /* its matrix is of the old order */
-        if (R->A != S->A) sap_csr_destroy(R->A);
+        if (R->A != S->A) {
+            detach_shared(S);
+            sap_csr_destroy(R->A);
+        }
         R->A = R2->A;
         R2->A = NULL;
         R->K_drop = R->Ki_before[0] = R->Ki[0] = R2->K_drop;
@@ -364,7 +381,8 @@ sap_status sap__solver_db_late(sap_solver *S)
     S->db_late = 0;
     if (S->R->A != S->A) /* DB comes first: nothing may have reordered the input before it */
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: DB after a reordering");
-    SAP_TRY(reorder_whole(S->A, SAP_DB_PRODUCT, S->scale, 0, &R2));
+    int shared = 0;
+    SAP_TRY(reorder_whole(S->A, SAP_DB_PRODUCT, S->scale, 0, &R2, &shared));
     if (S->probe_y) { /* the probe's iterate x, as R2's unknowns y = C^-1 Q^T x */
         SAP_ALLOC(ctx, y, n);
         SAP_TRY(sap_reorder_apply_solution(R2, S->probe_y, y));
@@ -374,6 +392,7 @@ sap_status sap__solver_db_late(sap_solver *S)
     S->R->A = NULL;               /* borrowed: the identity's */
     sap_reorder_result_destroy(S->R);
     S->R = R2;
+    S->R_shared = shared;
     R2 = NULL;
     S->db = SAP_DB_PRODUCT;
     S->stats.db_used = 1;
@@ -390,6 +409,7 @@ sap_status sap__solver_db_late(sap_solver *S)
              1e3 * S->R->stage[SAP_STAGE_DB].time);
 cleanup:
     sap__free(ctx, y);
+    if (R2 && shared && R2->A) R2->A->rowptr = NULL, R2->A->colind = NULL;
     sap_reorder_result_destroy(R2);
     return st;
 }
@@ -460,7 +480,7 @@ sap_status sap_solver_setup(sap_solver *S)
     if (S->db == SAP_DB_NONE && !S->cm) {
         SAP_TRY(identity_reorder(S));
     } else {
-        SAP_TRY(reorder_whole(S->A, (sap_db_mode)S->db, S->scale, S->cm, &S->R));
+        SAP_TRY(reorder_whole(S->A, (sap_db_mode)S->db, S->scale, S->cm, &S->R, &S->R_shared));
     }
     /* T_stats: everything of setup outside the reorderings, the drop-off and the attempts */
     double t_stats = t_reorder - t_start + (sap__wtime() - t_reorder - S->R->stage[SAP_STAGE_DB].time -

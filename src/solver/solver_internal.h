@@ -195,6 +195,9 @@ struct sap_solver {
      * when it then ran (sap__solver_db_late: T_DB, not T_stats) */
     int db_late;
     double t_db_late;
+    /* R->A's rowptr and colind are S->A's arrays (a DB that kept the order: only its scaled
+     * values are R->A's own; sap__reorder_share); detached before R->A is freed */
+    int R_shared;
     int64_t mem_limit;
     char mem_why[112], drop_why[96], why_first[240];
     char db_why[96], cm_why[80]; /* the skip rules' words (sap__solver_plan_reorder) */
