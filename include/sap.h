@@ -1207,7 +1207,9 @@ typedef struct sap_solver_options {
                                  while each step contracts the residual 8x, then BiCGStab(2) */
     sap_krylov_options krylov; /* tol (default 1e-10), maxit, ...; used as given when
                                   krylov_auto = 0.  krylov.monitor, when set, is called by
-                                  every attempt's Krylov solve; non-zero stops as monitor */
+                                  every attempt's Krylov solve; non-zero stops as monitor.
+                                  krylov.sync_timing defaults to 0 here (option
+                                  "sync_timing"): the solver reports T_Kry whole */
     int64_t memory_limit;     /* bytes the band and factors may take on the backend; 0
                                  (default): 90% of the free device memory (cuda) or of the
                                  physical memory (cpu) */

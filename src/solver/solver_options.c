@@ -83,9 +83,10 @@ static const sap_opt_def solver_opts[] = {
      .lo = 0, .hi = 9.2e18},
     {.name = "stagnation", .help = "stagnation window (0: off)", .def = "0", .kind = SAP_OPT_INT,
      SO(krylov.stagnation_window), .lo = 0, .hi = 9.2e18},
-    {.name = "sync_timing", .help = "synchronise the device around each SpMV and preconditioner call (exact "
-                                    "spmv / precond times; 0: launch times only, fewer idle gaps on a GPU)",
-     .def = "1", .kind = SAP_OPT_BOOL, SO(krylov.sync_timing)},
+    {.name = "sync_timing", .help = "1: synchronise the device around each SpMV and preconditioner call of the "
+                                    "Krylov method (its spmv / precond times exact); 0: no such waits (the solver "
+                                    "reports T_Kry whole; on an H100, N = 200,000, K = 200: T_Kry 5.0 -> 4.5 ms)",
+     .def = "0", .kind = SAP_OPT_BOOL, SO(krylov.sync_timing)},
     {.name = "memory_limit", .help = "e.g. 2G, 512M (auto: 90% of free device / physical memory)", .def = "auto",
      .kind = SAP_OPT_BYTES, SO(memory_limit), .choices = auto_is_0},
     {.name = "host_small", .help = "small systems on the host on a cuda context", .def = "1", .kind = SAP_OPT_BOOL,
