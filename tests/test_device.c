@@ -788,6 +788,53 @@ static void test_band_streamed(sap_context *ctx)
     sap_csr_destroy(A);
 }
 
+/* sap__band_fill_rows (the BAND format's host fill, in chunks of rows as the streamed
+ * upload calls it): its diagonal-by-diagonal pass with a cursor per row against the band
+ * read entry by entry, on a canonical band and on the same band with every row's entries
+ * reversed (not sorted: the blocks fall back to zeroing and scattering), double and float */
+static void test_band_fill(sap_context *ctx)
+{
+    sap_csr *A = NULL, *R = NULL;
+    const sap_int n = 3001, K = 40, w = 2 * K + 1, ld = 700;
+    CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 1.0, 0, 9, &A));
+    if (!A) return;
+    CHECK_OK(ctx, sap_csr_copy(A, &R));
+    if (!R) {
+        sap_csr_destroy(A);
+        return;
+    }
+    for (sap_int i = 0; i < n; i++) /* R: the same entries, each row's order reversed */
+        for (sap_int a = A->rowptr[i], b = A->rowptr[i + 1] - 1; a <= b; a++, b--) {
+            R->colind[a] = A->colind[b], R->colind[b] = A->colind[a];
+            R->val[a] = A->val[b], R->val[b] = A->val[a];
+        }
+    double *ref = calloc((size_t)n * (size_t)w, sizeof(double)), *got = malloc(sizeof(double) * (size_t)ld * (size_t)w);
+    float *gotf = malloc(sizeof(float) * (size_t)ld * (size_t)w);
+    for (sap_int i = 0; i < n; i++)
+        for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) ref[(size_t)(A->colind[p] - i + K) * n + i] = A->val[p];
+    for (int v = 0; v < 2; v++) {
+        const sap_csr *M = v ? R : A;
+        int bad = 0;
+        for (sap_int i0 = 0; i0 < n; i0 += ld) {
+            const sap_int i1 = i0 + ld < n ? i0 + ld : n;
+            for (size_t q = 0; q < (size_t)ld * (size_t)w; q++) got[q] = NAN, gotf[q] = NAN;
+            sap__band_fill_rows(ctx, M, K, K, SAP_DOUBLE, i0, i1, ld, got);
+            sap__band_fill_rows(ctx, M, K, K, SAP_FLOAT, i0, i1, ld, gotf);
+            for (sap_int t = 0; t < w; t++)
+                for (sap_int i = i0; i < i1; i++) {
+                    const double e = ref[(size_t)t * n + i];
+                    bad += got[(size_t)t * ld + (i - i0)] != e || gotf[(size_t)t * ld + (i - i0)] != (float)e;
+                }
+        }
+        CHECK_MSG(bad == 0, "band fill (%s rows): %d slots differ", v ? "reversed" : "sorted", bad);
+    }
+    free(ref);
+    free(got);
+    free(gotf);
+    sap_csr_destroy(R);
+    sap_csr_destroy(A);
+}
+
 static int cpu_part(void)
 {
     sap__rng_seed(&rng, 12345);
@@ -802,6 +849,7 @@ static int cpu_part(void)
     test_wide(ctx);
     test_update_values(ctx);
     test_band_streamed(ctx);
+    test_band_fill(ctx);
     test_blas(ctx);
     test_errors(ctx);
     sap_context_destroy(ctx);
