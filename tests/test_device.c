@@ -789,9 +789,10 @@ static void test_band_streamed(sap_context *ctx)
 }
 
 /* sap__band_fill_rows (the BAND format's host fill, in chunks of rows as the streamed
- * upload calls it): its diagonal-by-diagonal pass with a cursor per row against the band
- * read entry by entry, on a canonical band and on the same band with every row's entries
- * reversed (not sorted: the blocks fall back to zeroing and scattering), double and float */
+ * upload calls it) against the band read entry by entry, on a canonical band and on the
+ * same band with every row's entries reversed (the fill must not assume sorted rows),
+ * double and float.  (A diagonal-by-diagonal fill with a cursor per row was tried: on an
+ * H200 host's 16 cores it doubled T_Dtransf of N = 200,000, K = 200, 0.029 -> 0.070 s.) */
 static void test_band_fill(sap_context *ctx)
 {
     sap_csr *A = NULL, *R = NULL;

@@ -224,40 +224,13 @@ void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int
     B = B < 16 ? 16 : B > 256 ? 256 : B;
     const sap_int w = kl + ku + 1, nb = (i1 - i0 + B - 1) / B;
     const size_t es = prec == SAP_DOUBLE ? sizeof(double) : sizeof(float);
-    /* each thread writes the (contiguous) slots of its block's rows diagonal after diagonal,
-     * a cursor per row walking its sorted entries: every store sequential (a row's entries
-     * scattered one diagonal apart touched a page per entry of a wide band).  A block whose
-     * rows the cursors did not finish (columns not sorted) is zeroed and scattered instead. */
+    /* each thread zeroes the (contiguous) slots of its rows on every diagonal, then
+     * scatters the rows' entries */
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int b = 0; b < nb; b++) {
-        const sap_int r0 = i0 + b * B, r1 = r0 + B < i1 ? r0 + B : i1, m = r1 - r0;
-        sap_int cur[256];
-        for (sap_int i = 0; i < m; i++) cur[i] = A->rowptr[r0 + i];
-        for (sap_int t = 0; t < w; t++) {
-            const size_t o = (size_t)t * (size_t)ld + (size_t)(r0 - i0);
-            if (prec == SAP_DOUBLE) {
-                double *dst = (double *)val + o;
-                for (sap_int i = 0; i < m; i++) {
-                    const sap_int p = cur[i];
-                    const int hit = p < A->rowptr[r0 + i + 1] && A->colind[p] - (r0 + i) + kl == t;
-                    dst[i] = hit ? A->val[p] : 0.0;
-                    cur[i] += hit;
-                }
-            } else {
-                float *dst = (float *)val + o;
-                for (sap_int i = 0; i < m; i++) {
-                    const sap_int p = cur[i];
-                    const int hit = p < A->rowptr[r0 + i + 1] && A->colind[p] - (r0 + i) + kl == t;
-                    dst[i] = hit ? (float)A->val[p] : 0.0f;
-                    cur[i] += hit;
-                }
-            }
-        }
-        int done = 1;
-        for (sap_int i = 0; i < m; i++) done &= cur[i] == A->rowptr[r0 + i + 1];
-        if (done) continue;
+        const sap_int r0 = i0 + b * B, r1 = r0 + B < i1 ? r0 + B : i1;
         for (sap_int t = 0; t < w; t++)
-            memset((char *)val + ((size_t)t * (size_t)ld + (size_t)(r0 - i0)) * es, 0, (size_t)m * es);
+            memset((char *)val + ((size_t)t * (size_t)ld + (size_t)(r0 - i0)) * es, 0, (size_t)(r1 - r0) * es);
         for (sap_int i = r0; i < r1; i++)
             for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
                 const size_t q = (size_t)(A->colind[p] - i + kl) * (size_t)ld + (size_t)(i - i0);
