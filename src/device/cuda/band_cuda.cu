@@ -21,7 +21,7 @@
  *   purify        a block per interface, two launches (bottom rows, then top rows).
  * From K = CUDA_BLOCKED_KMIN on the partitions' LU is blocked instead of k_factor (see
  * factor_blocked_t: BS-column steps over all partitions at once, cuBLAS's batched GEMMs for
- * the updates).  Not done: the spikes and reduced systems through the blocked kernels;
+ * the updates; partitions of at most SMALL_NMAX rows whole in shared memory, k_blk_small).  Not done: the spikes and reduced systems through the blocked kernels;
  * tensor-core (TF32 / FP16) updates.  Where each kernel sits against the H200's floors:
  * bench/results/banded.md, bench/results/banded_factor_h200.md. */
 #include "device/cuda/cuda_internal.h"
@@ -171,6 +171,67 @@ __global__ void __launch_bounds__(256) k_blk_to_skew(const T *__restrict__ lu, T
     }
 }
 
+/* LU without pivoting of the jb x jb column-major tile (leading dimension ld) in shared
+ * memory by the whole block, the per-row kernels' boosting; the boosted pivots are added to
+ * *counter.  Ends with the tile complete for every thread. */
+template <typename T>
+__device__ void tile_lu(T *tile, int ld, int jb, T thr, T bst, unsigned long long *counter)
+{
+    const int tid = threadIdx.x, nth = blockDim.x;
+    unsigned long long nb = 0;
+    for (int k = 0; k < jb; k++) {
+        if (tid == 0) {
+            T p = tile[k * ld + k];
+            if (!(p >= thr || p <= -thr)) {
+                tile[k * ld + k] = p < T(0) ? -bst : bst;
+                nb++;
+            }
+        }
+        __syncthreads();
+        const int w = jb - 1 - k;
+        if (w == 0) break;
+        const T inv = T(1) / tile[k * ld + k];
+        T *lk = tile + k * ld + k + 1;
+        for (int r = tid; r < w; r += nth) lk[r] *= inv;
+        __syncthreads();
+        for (int e = tid; e < w * w; e += nth) {
+            const int r = e % w, c = e / w;
+            tile[(k + 1 + c) * ld + k + 1 + r] -= lk[r] * tile[(k + 1 + c) * ld + k];
+        }
+        __syncthreads();
+    }
+    if (tid == 0 && nb) atomicAdd(counter, nb);
+}
+
+/* Partitions of at most SMALL_NMAX rows: the whole partition's LU in shared memory, one
+ * block each (loaded from the band along its diagonals, the band entries stored back the
+ * same way): one launch, no skewed copy and no GEMMs (N = 200,000, K = 200 at P = 2000:
+ * partitions of 100 rows). */
+#define SMALL_NMAX 128
+template <typename T> __global__ void __launch_bounds__(256) k_blk_small(T *lu, band_dev d, long long P)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *tile = reinterpret_cast<T *>(smem_raw);
+    const int tid = threadIdx.x, nth = blockDim.x;
+    for (long long b = blockIdx.x; b < P; b += gridDim.x) {
+        const int n = (int)(d.off[b + 1] - d.off[b]), K = (int)d.Ki[b], ld = n + 1;
+        T *a = lu + d.boff[b];
+        for (int e = tid; e < n * ld; e += nth) tile[e] = T(0);
+        __syncthreads();
+        for (int e = tid; e < (2 * K + 1) * n; e += nth) { /* diagonal t = e / n, row r = e % n */
+            const int t = e / n, r = e % n, c = r + t - K;
+            if (c >= 0 && c < n) tile[c * ld + r] = a[e];
+        }
+        __syncthreads();
+        tile_lu<T>(tile, ld, n, (T)d.thr[b], (T)d.bst[b], d.counter);
+        for (int e = tid; e < (2 * K + 1) * n; e += nth) {
+            const int t = e / n, r = e % n, c = r + t - K;
+            if (c >= 0 && c < n) a[e] = tile[c * ld + r];
+        }
+        __syncthreads(); /* the tile is reused by the next partition */
+    }
+}
+
 /* step s: LU of the diagonal block of every partition with j = s BS < n_b, in place in M and
  * into lu; Wv[b] receives L11^{-1} (unit lower) then U11^{-1}, column-major BS x BS each */
 template <typename T>
@@ -189,30 +250,7 @@ __global__ void __launch_bounds__(256) k_blk_diag(T *lu, T *M, T *Wv, band_dev d
             tile[c * (BS + 1) + r] = m[r + c * ldm];
         }
         __syncthreads();
-        const T thr = (T)d.thr[b], bst = (T)d.bst[b];
-        unsigned long long nb = 0;
-        for (int k = 0; k < jb; k++) {
-            if (tid == 0) {
-                T p = tile[k * (BS + 1) + k];
-                if (!(p >= thr || p <= -thr)) {
-                    tile[k * (BS + 1) + k] = p < T(0) ? -bst : bst;
-                    nb++;
-                }
-            }
-            __syncthreads();
-            const int w = jb - 1 - k;
-            if (w == 0) break;
-            const T inv = T(1) / tile[k * (BS + 1) + k];
-            T *lk = tile + k * (BS + 1) + k + 1;
-            for (int r = tid; r < w; r += nth) lk[r] *= inv;
-            __syncthreads();
-            for (int e = tid; e < w * w; e += nth) {
-                const int r = e % w, c = e / w;
-                tile[(k + 1 + c) * (BS + 1) + k + 1 + r] -= lk[r] * tile[(k + 1 + c) * (BS + 1) + k];
-            }
-            __syncthreads();
-        }
-        if (tid == 0 && nb) atomicAdd(d.counter, nb);
+        tile_lu<T>(tile, BS + 1, jb, (T)d.thr[b], (T)d.bst[b], d.counter);
         /* the band entries of the factored block into lu (no later step reads it in M) */
         T *a = lu + d.boff[b];
         for (int e = tid; e < (2 * jb - 1) * jb; e += nth) { /* along the diagonals dd = c - r */
@@ -982,6 +1020,7 @@ struct blk_group {
 static double c_blocked_bytes(const sap_context *ctx, int64_t n, sap_int P, int64_t nmax, sap_int K, size_t es)
 {
     (void)ctx;
+    if (nmax <= SMALL_NMAX) return 0; /* k_blk_small: in shared memory */
     const double steps = (double)P * (double)((nmax + BS - 1) / BS);
     const double m = ((double)n * (double)(sap__band_blocked_ld(K) + 1) + (double)P * (double)(K + BS)) * (double)es;
     const double w = (2.0 * BS * (double)K + 2.0 * BS * BS) * (double)P * (double)es;
@@ -1004,6 +1043,21 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
     void *dmeta = NULL;
     cublasHandle_t h = NULL;
     long long nsteps = 0, ngrp = 0, nptr = 0, Ktot = 0;
+    int optin = 48 * 1024, dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        optin = 48 * 1024;
+    (void)cudaGetLastError();
+    if (pv->nmax <= SMALL_NMAX && sizeof(T) * (size_t)pv->nmax * (size_t)(pv->nmax + 1) <= (size_t)optin) {
+        /* every partition in shared memory */
+        const size_t smem = sizeof(T) * (size_t)pv->nmax * (size_t)(pv->nmax + 1);
+        if (smem > 48 * 1024)
+            SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(k_blk_small<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        SAP_CUDA_TRY(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
+        k_blk_small<T><<<(unsigned)(P < 65535 ? P : 65535), 256, smem, s>>>((T *)F->lu, pv->d, P);
+        SAP_CUDA_TRY_LAUNCH(ctx, "band blocked LU: partitions in shared memory");
+        goto windows;
+    }
     for (long long b = 0; b < P; b++) {
         const long long nb = L->off[b + 1] - L->off[b], st_b = (nb + BS - 1) / BS;
         if (st_b > nsteps) nsteps = st_b;
@@ -1115,13 +1169,16 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
                 SAP_CUDA_TRY_LAUNCH(ctx, "band blocked LU: L21 and U12");
             }
         }
-        if (F->coupled) { /* the UL windows with the per-row kernel */
-            const size_t smem = smem_elems<T>(2 * pv->kmax + 2);
-            if (smem > 48 * 1024)
-                SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(k_factor<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            k_factor<T><<<(unsigned)P, factor_threads(pv->kmax), smem, s>>>((T *)F->lu, (T *)F->ul, pv->d, P, 1, P);
-            SAP_CUDA_TRY_LAUNCH(ctx, "band factor (UL windows)");
-        }
+    }
+windows:
+    if (F->coupled) { /* the UL windows with the per-row kernel */
+        const size_t smem = smem_elems<T>(2 * pv->kmax + 2);
+        if (smem > 48 * 1024)
+            SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(k_factor<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        k_factor<T><<<(unsigned)P, factor_threads(pv->kmax), smem, s>>>((T *)F->lu, (T *)F->ul, pv->d, P, 1, P);
+        SAP_CUDA_TRY_LAUNCH(ctx, "band factor (UL windows)");
+    }
+    {
         unsigned long long nbst = 0;
         SAP_CUDA_TRY(ctx, cudaMemcpyAsync(&nbst, pv->d.counter, sizeof(nbst), cudaMemcpyDeviceToHost, s));
         SAP_CUDA_TRY(ctx, cudaStreamSynchronize(s));
@@ -1356,6 +1413,7 @@ sap_band_kernels make_table()
     t.solve_slots = c_solve_slots;
     t.blocked_kmin = CUDA_BLOCKED_KMIN;
     t.blocked_bytes = c_blocked_bytes;
+    t.prewarm = sap__cuda_cublas_prewarm;
     return t;
 }
 
