@@ -334,38 +334,6 @@ static void *cublas_pre_main(void *arg)
     if (cudaSetDevice(a->device) == cudaSuccess) {
         const cublasStatus_t s = cublasCreate(&h);
         a->cs->cublas_pre_status = (int)s;
-        if (s == CUBLAS_STATUS_SUCCESS) {
-            /* one small GEMM of each kind the blocked LU calls, on a stream of its own: the
-             * library's first-call setup and module loads happen here too (errors ignored:
-             * the real calls report theirs) */
-            cudaStream_t st = NULL;
-            char *buf = NULL;
-            const int m = 64;
-            const size_t mat = (size_t)m * m * sizeof(double);
-            if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess &&
-                cudaMalloc((void **)&buf, 3 * mat + 6 * sizeof(void *)) == cudaSuccess &&
-                cudaMemsetAsync(buf, 0, 3 * mat, st) == cudaSuccess && cublasSetStream(h, st) == CUBLAS_STATUS_SUCCESS) {
-                void *hp[6] = {buf, buf + mat, buf + 2 * mat, buf, buf + mat, buf + 2 * mat};
-                void **dp = (void **)(buf + 3 * mat);
-                const float f1 = 1, f0 = 0;
-                const double d1 = 1, d0 = 0;
-                if (cudaMemcpyAsync(dp, hp, sizeof(hp), cudaMemcpyHostToDevice, st) == cudaSuccess) {
-                    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &f1, (const float *)hp[0], m,
-                                (const float *)hp[1], m, &f0, (float *)hp[2], m);
-                    cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &d1, (const double *)hp[0], m,
-                                (const double *)hp[1], m, &d0, (double *)hp[2], m);
-                    cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &f1, (const float *const *)dp, m,
-                                       (const float *const *)(dp + 1), m, &f0, (float *const *)(dp + 2), m, 1);
-                    cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &d1, (const double *const *)dp, m,
-                                       (const double *const *)(dp + 1), m, &d0, (double *const *)(dp + 2), m, 1);
-                }
-                cudaStreamSynchronize(st);
-            }
-            cublasSetStream(h, NULL);
-            if (buf) cudaFree(buf);
-            if (st) cudaStreamDestroy(st);
-            (void)cudaGetLastError(); /* nothing sticky left for the context's calls */
-        }
         a->cs->cublas_pre = s == CUBLAS_STATUS_SUCCESS ? (void *)h : NULL;
     }
     free(a);
