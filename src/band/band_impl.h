@@ -52,10 +52,6 @@ enum { SAP_BAND_KERNEL_AUTO = 0, SAP_BAND_KERNEL_ROWS = 1, SAP_BAND_KERNEL_BLOCK
  * SAP_BAND_FACTOR=rows|blocked|auto, which overrides AUTO) takes the blocked LU from the
  * table's measured crossover kt->blocked_kmin on. */
 int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel);
-/* Where ctx's backend would factor an n x n band of half-bandwidth K in P partitions (0:
- * one) with the blocked LU, starts in the background what that needs the first time
- * (kt->prewarm: cuda's cuBLAS handle), to overlap the band's assembly and upload. */
-void sap__band_prewarm(sap_context *ctx, sap_int n, sap_int K, sap_int P);
 
 /* ---- layout and storage (band_storage.c) ---------------------------------------------- */
 

@@ -140,15 +140,6 @@ int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel)
     return K >= kt->blocked_kmin;
 }
 
-void sap__band_prewarm(sap_context *ctx, sap_int n, sap_int K, sap_int P)
-{
-    const sap_band_kernels *kt = ctx ? sap__ops(ctx)->band : NULL;
-    if (!kt || !kt->prewarm || n < 1) return;
-    if (P < 1) P = 1;
-    const sap_int nb = (n + P - 1) / P, ke = K < nb - 1 ? K : nb - 1;
-    if (sap__band_blocked_pick(kt, ke, SAP_BAND_KERNEL_AUTO)) kt->prewarm(ctx);
-}
-
 /* UL window offsets and the backend arrays of the coupled method (spikes, reduced
  * systems, interface unknowns). */
 static sap_status alloc_coupled(sap_band_fact *F)

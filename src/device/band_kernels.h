@@ -115,10 +115,6 @@ typedef struct sap_band_kernels {
     /* the bytes of backend memory the blocked LU takes at its peak beyond the fact's arrays
      * for n rows in P partitions (at most nmax rows each) of half-bandwidth at most K */
     double (*blocked_bytes)(const sap_context *ctx, int64_t n, sap_int P, int64_t nmax, sap_int K, size_t es);
-    /* starts, in the background, what the blocked LU needs the first time in a process
-     * (cuda: the cuBLAS handle), so that it overlaps the band's assembly and upload; NULL:
-     * nothing to start */
-    void (*prewarm)(sap_context *ctx);
 } sap_band_kernels;
 
 

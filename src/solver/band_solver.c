@@ -197,7 +197,6 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
         sap_band_source src;
         sap_matrix_destroy(S->M);
         S->M = NULL;
-        sap__band_prewarm(ctx, n, K, P); /* (cuda: cuBLAS's handle while the band is uploaded) */
         SAP_TRY(sap__solver_band_matrix(ctx, S->A, &S->M, &src));
         sap_band_options po = *o;
         po.method = m;

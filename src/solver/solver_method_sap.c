@@ -109,7 +109,6 @@ sap_status sap__solver_sap_build(sap_solver *S, sap__attempt *a, int coupled, ch
     const sap_int n = S->A->nrows, P = a->P;
     sap_status st = SAP_OK;
     sap_int *t = NULL, *Kib = NULL, *Ki = NULL;
-    sap__band_prewarm(S->x, n, a->K, P); /* (cuda: cuBLAS's handle while the band is uploaded) */
     /* the third stage: a CM inside each partition (a block-diagonal permutation t) */
     /* ... skipped (automatic) when the band is at the bound no ordering can beat */
     a->third = !coupled && P > 1 && S->opt.third_stage != 0 &&

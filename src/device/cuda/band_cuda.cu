@@ -1413,7 +1413,6 @@ sap_band_kernels make_table()
     t.solve_slots = c_solve_slots;
     t.blocked_kmin = CUDA_BLOCKED_KMIN;
     t.blocked_bytes = c_blocked_bytes;
-    t.prewarm = sap__cuda_cublas_prewarm;
     return t;
 }
 

@@ -3,7 +3,6 @@
  * buffer of the reductions, counted transfers and the lazily created cuBLAS/cuSPARSE
  * handles.  C linkage at the boundary. */
 #include <cublas_v2.h>
-#include <pthread.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -321,72 +320,11 @@ extern "C" void *sap__cuda_stream(sap_context *ctx)
 
 /* ---- library handles ------------------------------------------------------------------- */
 
-struct cublas_pre_arg {
-    int device;
-    sap_cuda_state *cs;
-};
-
-static void *cublas_pre_main(void *arg)
-{
-    cublas_pre_arg *a = (cublas_pre_arg *)arg;
-    cublasHandle_t h = NULL;
-    a->cs->cublas_pre_status = (int)CUBLAS_STATUS_NOT_INITIALIZED;
-    if (cudaSetDevice(a->device) == cudaSuccess) {
-        const cublasStatus_t s = cublasCreate(&h);
-        a->cs->cublas_pre_status = (int)s;
-        a->cs->cublas_pre = s == CUBLAS_STATUS_SUCCESS ? (void *)h : NULL;
-    }
-    free(a);
-    return NULL;
-}
-
-extern "C" void sap__cuda_cublas_prewarm(sap_context *ctx)
-{
-    sap_cuda_state *cs = ctx ? sap__cuda_state(ctx) : NULL;
-    if (!cs || cs->cublas || cs->cublas_thread) return;
-    pthread_t *t = (pthread_t *)malloc(sizeof(pthread_t));
-    cublas_pre_arg *a = (cublas_pre_arg *)malloc(sizeof(cublas_pre_arg));
-    if (!t || !a) {
-        free(t);
-        free(a);
-        return; /* the handle is made when first needed */
-    }
-    a->device = ctx->device;
-    a->cs = cs;
-    if (pthread_create(t, NULL, cublas_pre_main, a) != 0) {
-        free(t);
-        free(a);
-        return;
-    }
-    cs->cublas_thread = t;
-}
-
-/* waits for the helper thread of sap__cuda_cublas_prewarm, if any; its handle (if made) is
- * then in cs->cublas_pre */
-static void cublas_pre_join(sap_cuda_state *cs)
-{
-    if (!cs->cublas_thread) return;
-    pthread_join(*(pthread_t *)cs->cublas_thread, NULL);
-    free(cs->cublas_thread);
-    cs->cublas_thread = NULL;
-}
-
 extern "C" sap_status sap__cuda_cublas(sap_context *ctx, void **handle)
 {
     sap_cuda_state *cs = sap__cuda_state(ctx);
     *handle = NULL;
     if (!cs) return SAP_ERROR(ctx, SAP_ERR_INVALID, "not a cuda context");
-    cublas_pre_join(cs);
-    if (!cs->cublas && cs->cublas_pre) { /* the helper's handle, on the context's stream */
-        cublasHandle_t h = (cublasHandle_t)cs->cublas_pre;
-        cs->cublas_pre = NULL;
-        const cublasStatus_t s = cublasSetStream(h, cs->stream);
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            cublasDestroy(h);
-            return SAP_ERROR(ctx, SAP_ERR_DEVICE, "cublasSetStream: %s", cublasGetStatusString(s));
-        }
-        cs->cublas = (void *)h;
-    }
     if (!cs->cublas) {
         cublasHandle_t h = NULL;
         cublasStatus_t s = cublasCreate(&h);
@@ -434,8 +372,6 @@ extern "C" void sap__cuda_context_free(sap_context *ctx)
     if (!cs) return;
     cudaSetDevice(ctx->device);
     if (cs->stream) cudaStreamSynchronize(cs->stream);
-    cublas_pre_join(cs);
-    if (cs->cublas_pre) cublasDestroy((cublasHandle_t)cs->cublas_pre);
     if (cs->cublas) cublasDestroy((cublasHandle_t)cs->cublas);
     if (cs->cusparse) cusparseDestroy((cusparseHandle_t)cs->cusparse);
     sap__cuda_dense_free(ctx);

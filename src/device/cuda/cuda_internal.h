@@ -77,10 +77,6 @@ sap_status sap__cuda_h2d_streamed(sap_context *ctx, void *dst, int64_t ld, int64
 /* The context's cuBLAS / cuSPARSE handles (cublasHandle_t / cusparseHandle_t), created on
  * first use, bound to the context's stream, destroyed with the context. */
 sap_status sap__cuda_cublas(sap_context *ctx, void **handle);
-/* Starts creating the context's cuBLAS handle on a helper thread (cublasCreate costs ~0.1 s
- * the first time in a process), so that it overlaps host work and uploads; the next
- * sap__cuda_cublas takes it.  Nothing when the handle exists or is on its way. */
-void sap__cuda_cublas_prewarm(sap_context *ctx);
 sap_status sap__cuda_cusparse(sap_context *ctx, void **handle);
 
 /* The device arrays of a cuda sap_spmat, for the benchmark and the tests (read-only).
@@ -160,11 +156,6 @@ typedef struct sap_cuda_state {
     double *hd_results;  /* the same memory as seen from the device */
     /* library handles (lazy) */
     void *cublas;
-    /* sap__cuda_cublas_prewarm: the handle being created on a helper thread (joined by the
-     * first sap__cuda_cublas or the context's release) */
-    void *cublas_thread; /* pthread_t, heap */
-    void *cublas_pre;    /* the helper's handle (NULL: its cublasCreate failed) */
-    int cublas_pre_status;
     void *cusparse;
     void *dense; /* dense_cuda.cu's state: cuSOLVER handle, scratch (lazy) */
     /* the pinned staging ring of sap__cuda_h2d_streamed (lazy; stage_failed: pinned
