@@ -718,6 +718,28 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
     free(ts);
 }
 
+/* <out>/<stem>_<part>.md opened for writing; NULL (said on stderr) when it cannot be */
+static FILE *part_md(const char *out, const char *stem, const char *part)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s_%s.md", out, stem, part);
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "cannot write %s\n", path);
+    return f;
+}
+
+/* one N:K[:P] item of a list option into v (P = 0 when absent); 0 (said on stderr) when bad */
+static int parse_nkp(const char *tok, const char *opt, sap_int v[3])
+{
+    long long n = 0, k = 0, p = 0;
+    if (sscanf(tok, "%lld:%lld:%lld", &n, &k, &p) < 2 || n < 2 || k < 0 || k >= n || p < 0) {
+        fprintf(stderr, "bad %s item %s (N:K:P)\n", opt, tok);
+        return 0;
+    }
+    v[0] = (sap_int)n, v[1] = (sap_int)k, v[2] = (sap_int)p;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *backend = "auto", *out = "bench/results", *parts = "grid,psweep,dsweep", *stem = "banded";
@@ -869,13 +891,7 @@ int main(int argc, char **argv)
                     e2e_point(ctx, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, repeat, max_gflop);
                 }
     if (strstr(parts, "apply")) {
-        char path2[1100];
-        snprintf(path2, sizeof path2, "%s/%s_apply.md", out, stem);
-        apply_md = fopen(path2, "w");
-        if (!apply_md) {
-            fprintf(stderr, "cannot write %s\n", path2);
-            return 1;
-        }
+        if (!(apply_md = part_md(out, stem, "apply"))) return 1;
         const double bw = copy_bandwidth(ctx);
         printf("device copy bandwidth %.0f GB/s\n", bw * 1e-9);
         fprintf(apply_md, "# bench/banded --parts apply: one preconditioner application\n\nbackend %s: %s; gen:banded "
@@ -887,26 +903,17 @@ int main(int argc, char **argv)
                 sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), 20 * repeat, bw * 1e-9);
         char buf[512];
         snprintf(buf, sizeof buf, "%s", apply_list);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            long long an = 0, ak = 0, ap = 0;
-            if (sscanf(tok, "%lld:%lld:%lld", &an, &ak, &ap) < 2 || an < 2 || ak < 0 || ak >= an) {
-                fprintf(stderr, "bad --apply item %s (N:K:P)\n", tok);
-                continue;
-            }
-            for (int c = 0; c < 2; c++) apply_point(ctx, (sap_int)an, (sap_int)ak, (sap_int)ap, c, 20 * repeat, bw);
-        }
+        sap_int v[3];
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+            if (parse_nkp(tok, "--apply", v))
+                for (int c = 0; c < 2; c++) apply_point(ctx, v[0], v[1], v[2], c, 20 * repeat, bw);
         sap_csr_destroy(apply_A);
         apply_A = NULL;
         fclose(apply_md);
     }
     if (strstr(parts, "factor")) {
-        char path2[1100];
-        snprintf(path2, sizeof path2, "%s/%s_factor.md", out, stem);
-        FILE *fmd = fopen(path2, "w");
-        if (!fmd) {
-            fprintf(stderr, "cannot write %s\n", path2);
-            return 1;
-        }
+        FILE *fmd = part_md(out, stem, "factor");
+        if (!fmd) return 1;
         const double sg = sgemm_rate(ctx);
         printf("SGEMM rate %.2f Tflop/s\n", sg * 1e-12);
         fprintf(fmd, "# bench/banded --parts factor: the SaP-D factorization, per-row and blocked LU\n\nbackend %s: %s; "
@@ -920,14 +927,9 @@ int main(int argc, char **argv)
                 sap_context_backend(ctx) == SAP_BACKEND_CUDA ? "cuBLAS, m = n = k = 8192" : "BLAS sgemm, all threads, 2048");
         char buf[512];
         snprintf(buf, sizeof buf, "%s", factor_list);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            long long an = 0, ak = 0, ap = 0;
-            if (sscanf(tok, "%lld:%lld:%lld", &an, &ak, &ap) < 2 || an < 2 || ak < 0 || ak >= an) {
-                fprintf(stderr, "bad --factor item %s (N:K:P)\n", tok);
-                continue;
-            }
-            factor_point(ctx, fmd, (sap_int)an, (sap_int)ak, (sap_int)ap, 2 * repeat, sg);
-        }
+        sap_int v[3];
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+            if (parse_nkp(tok, "--factor", v)) factor_point(ctx, fmd, v[0], v[1], v[2], 2 * repeat, sg);
         fclose(fmd);
     }
     if (nspeed) {

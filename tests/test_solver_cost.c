@@ -738,6 +738,26 @@ static sap_csr *arrow_grid_ns(sap_context *ctx, sap_int m, double shift, double 
     return A;
 }
 
+/* A refactor with twice A's values solves twice b to the same x* (a DB whose R->A shares A's
+ * pattern keeps it through the refactor's value map), then A's own values again for the
+ * caller's last solve; x is left zero. */
+static void refactor_twice(sap_solver *S, const sap_csr *A, const double *b, double *x, const double *xs)
+{
+    double *v2 = malloc(sizeof(double) * (size_t)A->nnz), *b2 = malloc(sizeof(double) * (size_t)A->nrows);
+    for (sap_int k = 0; k < A->nnz; k++) v2[k] = 2.0 * A->val[k];
+    for (sap_int i = 0; i < A->nrows; i++) b2[i] = 2.0 * b[i];
+    CHECK(sap_solver_refactor(S, v2) >= 0);
+    memset(x, 0, sizeof(double) * (size_t)A->nrows);
+    CHECK(sap_solver_solve(S, b2, x) >= 0);
+    double err = 0, nx = 0;
+    for (sap_int i = 0; i < A->nrows; i++) err += (x[i] - xs[i]) * (x[i] - xs[i]), nx += xs[i] * xs[i];
+    CHECK_MSG(sqrt(err / nx) < 1e-6, "refactor: error %.3g", sqrt(err / nx));
+    memset(x, 0, sizeof(double) * (size_t)A->nrows);
+    CHECK(sap_solver_refactor(S, A->val) >= 0);
+    free(v2);
+    free(b2);
+}
+
 /* DB after the probe (each row's diagonal its largest entry: DB's matching is the identity):
  * 0: one row not dominant (row 0's couplings), the rest strongly: the probe solves the
  *    caller's b and DB never runs (R->A is A);
@@ -785,19 +805,7 @@ static void test_db_late(sap_context *ctx)
                        ss.cm_used ? "ran" : "off");
                 CHECK(S->R_shared == (S->R->A->colind == S->A->colind));
                 if (S->R_shared) CHECK(S->R->A->rowptr == S->A->rowptr && S->R->A->val != S->A->val);
-                double *v2 = malloc(sizeof(double) * (size_t)A->nnz), *b2 = malloc(sizeof(double) * (size_t)A->nrows);
-                for (sap_int k = 0; k < A->nnz; k++) v2[k] = 2.0 * A->val[k];
-                for (sap_int i = 0; i < A->nrows; i++) b2[i] = 2.0 * b[i];
-                CHECK(sap_solver_refactor(S, v2) >= 0);
-                memset(x, 0, sizeof(double) * (size_t)A->nrows);
-                CHECK(sap_solver_solve(S, b2, x) >= 0);
-                double err = 0, nx = 0;
-                for (sap_int i = 0; i < A->nrows; i++) err += (x[i] - xs[i]) * (x[i] - xs[i]), nx += xs[i] * xs[i];
-                CHECK_MSG(sqrt(err / nx) < 1e-6, "refactor after a shared DB: error %.3g", sqrt(err / nx));
-                memset(x, 0, sizeof(double) * (size_t)A->nrows);
-                CHECK(sap_solver_refactor(S, A->val) >= 0); /* A's own values for the last solve */
-                free(v2);
-                free(b2);
+                refactor_twice(S, A, b, x, xs);
             } else {
                 CHECK_MSG(ss.db_used && strstr(S->db_why, "given") && !strstr(S->db_why, "after the probe"), "%s",
                           S->db_why);
@@ -832,19 +840,8 @@ static void test_db_shared(sap_context *ctx)
         CHECK_MSG(ss.db_used && !ss.cm_used && S->R_shared && S->R->A->colind == A->colind &&
                       S->R->A->rowptr == A->rowptr && S->R->A->val != A->val,
                   "db %d cm %d shared %d", ss.db_used, ss.cm_used, S->R_shared);
-        double *v2 = malloc(sizeof(double) * (size_t)A->nnz), *b2 = malloc(sizeof(double) * (size_t)A->nrows);
-        for (sap_int k = 0; k < A->nnz; k++) v2[k] = 2.0 * A->val[k];
-        for (sap_int i = 0; i < A->nrows; i++) b2[i] = 2.0 * b[i];
-        CHECK(sap_solver_refactor(S, v2) >= 0);
-        CHECK(sap_solver_solve(S, b2, x) >= 0);
-        double err = 0, nx = 0;
-        for (sap_int i = 0; i < A->nrows; i++) err += (x[i] - xs[i]) * (x[i] - xs[i]), nx += xs[i] * xs[i];
-        CHECK_MSG(sqrt(err / nx) < 1e-6, "refactor after a shared DB: error %.3g", sqrt(err / nx));
+        refactor_twice(S, A, b, x, xs);
         CHECK(S->R->A->colind == A->colind || !S->R_shared);
-        memset(x, 0, sizeof(double) * (size_t)A->nrows);
-        CHECK(sap_solver_refactor(S, A->val) >= 0); /* A's own values for the last solve */
-        free(v2);
-        free(b2);
     }
     solve_check_free(ctx, S, A, b, x, xs);
 }
