@@ -52,6 +52,8 @@ enum { SAP_BAND_KERNEL_AUTO = 0, SAP_BAND_KERNEL_ROWS = 1, SAP_BAND_KERNEL_BLOCK
  * SAP_BAND_FACTOR=rows|blocked|auto, which overrides AUTO) takes the blocked LU from the
  * table's measured crossover kt->blocked_kmin on. */
 int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel);
+/* The widest band a partition of L holds: the largest min(K_i, n_i - 1). */
+sap_int sap__band_widest(const sap_band_layout *L);
 
 /* ---- layout and storage (band_storage.c) ---------------------------------------------- */
 

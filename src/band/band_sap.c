@@ -128,6 +128,16 @@ void sap__band_boost_params(sap_band_fact *F, const double *norms, const sap_ban
     }
 }
 
+sap_int sap__band_widest(const sap_band_layout *L)
+{
+    sap_int ke = 0;
+    for (sap_int b = 0; b < L->P; b++) {
+        const sap_int nb1 = L->off[b + 1] - L->off[b] - 1, kb = L->Ki[b] < nb1 ? L->Ki[b] : nb1;
+        if (kb > ke) ke = kb;
+    }
+    return ke;
+}
+
 int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel)
 {
     if (!kt->blocked_kmin) return 0;
@@ -231,14 +241,7 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     if (one_pass && dropped) *dropped = ndrop;
     const sap_band_layout *L = &F->L;
     F->coupled = o->coupled && L->P > 1;
-    {
-        sap_int ke = 0; /* the widest band a partition holds */
-        for (sap_int b = 0; b < L->P; b++) {
-            const sap_int nb1 = L->off[b + 1] - L->off[b] - 1, kb = L->Ki[b] < nb1 ? L->Ki[b] : nb1;
-            if (kb > ke) ke = kb;
-        }
-        F->blocked = sap__band_blocked_pick(F->kt, ke, o->kernel);
-    }
+    F->blocked = sap__band_blocked_pick(F->kt, sap__band_widest(L), o->kernel);
     const size_t es = prec_size(prec);
     const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
     SAP_ALLOC(ctx, F->thr, L->P);

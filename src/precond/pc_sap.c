@@ -137,9 +137,10 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
     if (st < 0 || st == SAP_WARN_INTERRUPTED) return st; /* no factors */
     if (d->F->blocked) {
         const size_t len = strlen(d->info.reason);
-        const sap_int K0 = d->F->kt->blocked_kmin;
-        if (d->F->L.K >= K0)
-            snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (K >= %lld)", (long long)K0);
+        const sap_int K0 = d->F->kt->blocked_kmin, ke = sap__band_widest(&d->F->L);
+        if (ke >= K0)
+            snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (K_i %lld >= %lld)",
+                     (long long)ke, (long long)K0);
         else snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (asked)");
     }
     d->info.method = m;

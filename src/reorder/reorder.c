@@ -316,7 +316,7 @@ sap_status sap__reorder_share(const sap_csr *A, const sap_reorder_options *opt, 
     R = NULL;
 cleanup:
     if (shared && *shared && R) { /* an error after the shared view was made: A keeps its pattern */
-        if (R && R->A == cur) R->A = NULL;
+        if (R->A == cur) R->A = NULL;
         if (cur) cur->rowptr = NULL, cur->colind = NULL;
         *shared = 0;
     }

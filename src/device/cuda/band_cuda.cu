@@ -1042,7 +1042,7 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
     T *M = NULL, *Wk = NULL;
     void *dmeta = NULL;
     cublasHandle_t h = NULL;
-    long long nsteps = 0, ngrp = 0, nptr = 0, Ktot = 0;
+    long long nsteps = 0, ngrp = 0, nptr = 0;
     int optin = 48 * 1024, dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
@@ -1062,7 +1062,6 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
         const long long nb = L->off[b + 1] - L->off[b], st_b = (nb + BS - 1) / BS;
         if (st_b > nsteps) nsteps = st_b;
         nptr += 9 * st_b;
-        Ktot += L->Ki[b];
     }
     {
         void *hv = NULL;
