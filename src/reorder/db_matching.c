@@ -47,29 +47,37 @@ static int diagonal_is_row_max(const sap_csr *A, int nt, double *d, int *sym)
 {
     const sap_int n = A->nrows, *rp = A->rowptr, *ci = A->colind;
     const double *val = A->val;
-    int bad = 0;
+    /* each pass stops reading rows once a row has answered it (the flag read per row) */
+    atomic_int bad, asym;
+    atomic_init(&bad, 0);
+    atomic_init(&asym, 0);
     (void)nt;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(| : bad) if (A->nnz > SAP_REORDER_PAR_MIN)")
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 4096) if (A->nnz > SAP_REORDER_PAR_MIN)")
     for (sap_int i = 0; i < n; i++) {
+        if (atomic_load_explicit(&bad, memory_order_relaxed)) continue;
         double di = 0, mo = 0;
+        int nf = 0;
         for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
             const double a = fabs(val[p]);
-            if (!(a < INFINITY)) bad = 1; /* NaN or Inf: S1 reports it */
+            nf |= !(a < INFINITY); /* NaN or Inf: S1 reports it */
             if (ci[p] == i) di = a;
             else if (a > mo) mo = a;
         }
         d[i] = di;
-        if (!(di > 0) || mo > di) bad = 1;
+        if (nf || !(di > 0) || mo > di) atomic_store_explicit(&bad, 1, memory_order_relaxed);
     }
-    if (bad) return 0;
-    int asym = 0;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(| : asym) if (A->nnz > SAP_REORDER_PAR_MIN)")
-    for (sap_int i = 0; i < n; i++)
+    if (atomic_load(&bad)) return 0;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 4096) if (A->nnz > SAP_REORDER_PAR_MIN)")
+    for (sap_int i = 0; i < n; i++) {
+        if (atomic_load_explicit(&asym, memory_order_relaxed)) continue;
+        int a_i = 0;
         for (sap_int p = rp[i]; p < rp[i + 1]; p++) {
             const double a = fabs(val[p]);
-            if (a * a > d[i] * d[ci[p]]) asym = 1;
+            a_i |= a * a > d[i] * d[ci[p]];
         }
-    *sym = !asym;
+        if (a_i) atomic_store_explicit(&asym, 1, memory_order_relaxed);
+    }
+    *sym = !atomic_load(&asym);
     return 1;
 }
 
