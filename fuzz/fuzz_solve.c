@@ -4,7 +4,8 @@
  *
  * Input layout (fuzz/corpus/fuzz_solve/ has examples as .hex text, which fuzz/run.sh turns
  * into bytes):
- *   h[0]  n = 1 + h[0] % 64
+ *   h[0]  n = 1 + h[0] % 64; bit6: the band LU kernels forced blocked (SAP_BAND_FACTOR=blocked,
+ *         the automatic choice takes them only from K = 32 / 80 on)
  *   h[1]  solver method (% 6: auto, sap-d, sap-c, band-lu, band-pivot, jacobi)
  *   h[2]  solver flags: bit0 fallback, bits1-2 db (auto/none/product/transversal),
  *         bit3 float factors, bit4 no CM, bit5 host_direct off, bit6 third stage, bit7 scale
@@ -266,6 +267,8 @@ int sap_fuzz_solve(const uint8_t *data, size_t size)
     fuzz_reader r = {data, size};
     if (!fuzz_take(&r, h, sizeof(h))) return 0;
     sap_int n = 1 + h[0] % FUZZ_SOLVE_MAXN;
+    if (h[0] & 64) setenv("SAP_BAND_FACTOR", "blocked", 1);
+    else unsetenv("SAP_BAND_FACTOR");
     char pc_opts[64];
     size_t L = h[7] % 48;
     if (L > r.left) L = r.left;
