@@ -908,8 +908,14 @@ static void test_cm_late(sap_context *ctx)
                    hard ? "Laplacian" : c ? "dominant, its b" : "dominant", ss.cm_used ? "ran" : "not run", S->cm_why,
                    (long long)ss.K_original, (long long)ss.K_cm, ss.time_cm,
                    S->att ? sap_solver_method_name(S->att->method) : "none", S->why_first);
-            CHECK(S->probe_ran);
-            if (hard) {
+            if (!S->probe_ran) {
+                /* no probe (its steps predicted above its share of the band methods, as where
+                 * the rates were measured under a memory checker or on a loaded host): CM runs
+                 * once the plan is made, as test_db_late's DB */
+                printf("    (no probe ran)\n");
+                CHECK_MSG(ss.cm_used && ss.K_cm < ss.K_original / 4, "%s, K %lld -> %lld", S->cm_why,
+                          (long long)ss.K_original, (long long)ss.K_cm);
+            } else if (hard) {
                 CHECK_MSG(ss.cm_used && strstr(S->cm_why, "after the probe") && ss.K_cm < ss.K_original / 4,
                           "%s, K %lld -> %lld", S->cm_why, (long long)ss.K_original, (long long)ss.K_cm);
                 CHECK(S->R->A != S->A && ss.time_cm > 0);

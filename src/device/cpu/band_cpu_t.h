@@ -230,10 +230,12 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
     REAL *bwork = NULL;
     int64_t belems = 0;
     if (Fa->blocked) {
-        sap_int nmax = 0;
-        for (sap_int b = 0; b < L->P; b++)
+        sap_int nmax = 0, kmax = 0; /* (K_i <= n_i - 1: the partitions' own bands) */
+        for (sap_int b = 0; b < L->P; b++) {
             if (L->off[b + 1] - L->off[b] > nmax) nmax = L->off[b + 1] - L->off[b];
-        belems = sap__band_blocked_elems(nmax, L->K);
+            if (L->Ki[b] > kmax) kmax = L->Ki[b];
+        }
+        belems = sap__band_blocked_elems(nmax, kmax);
         bwork = sap__alloc(ctx, (size_t)nt * (size_t)belems, sizeof(REAL), false, __FILE__, __LINE__);
         if (!bwork) {
             sap__blas_threads_restore(blas_was);

@@ -1022,6 +1022,7 @@ static double c_blocked_bytes(const sap_context *ctx, int64_t n, sap_int P, int6
     (void)ctx;
     if (nmax <= SMALL_NMAX) return 0; /* k_blk_small: in shared memory */
     const double steps = (double)P * (double)((nmax + BS - 1) / BS);
+    if ((int64_t)K > nmax - 1) K = (sap_int)(nmax - 1); /* a partition's own band: K_i <= n_i - 1 */
     const double m = ((double)n * (double)(sap__band_blocked_ld(K) + 1) + (double)P * (double)(K + BS)) * (double)es;
     const double w = (2.0 * BS * (double)K + 2.0 * BS * BS) * (double)P * (double)es;
     return (double)sap__cuda_alloc_size((size_t)m) + (double)sap__cuda_alloc_size((size_t)w) +
