@@ -59,9 +59,9 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
         d += sap__device_alloc_size(ctx, nn * es);
     }
     d += sap__device_alloc_size(ctx, (11.0 * ((double)P + 1.0) + 1.0) * 8.0);
-    const sap_band_kernels *bk = sap__ops(ctx)->band;
-    if (bk && bk->blocked_bytes && sap__band_blocked_pick(bk, (sap_int)fmin((double)K, nbmax - 1), SAP_BAND_KERNEL_AUTO))
-        d += bk->blocked_bytes(ctx, n, P, (int64_t)nbmax, K, (size_t)es);
+    const sap_band_kernels *kt = sap__ops(ctx)->band;
+    if (kt && kt->blocked_bytes && sap__band_blocked_pick(kt, (sap_int)fmin((double)K, nbmax - 1), SAP_BAND_KERNEL_AUTO))
+        d += kt->blocked_bytes(ctx, n, P, (int64_t)nbmax, K, (size_t)es);
     if (src) d += sap__device_alloc_size(ctx, (double)P * 8.0);
     /* the host: the sap_band_fact itself, the layout (6 arrays of P + 1), thr, bst, norms,
      * uoff, roff, xoff; then the larger of two phases that never overlap: without a source
@@ -75,7 +75,6 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
         if (cpl) fill += 2.0 * ncpl * 8.0 + ni * W * w * 8.0;
         if (prec == SAP_FLOAT) fill += fmax(band, cpl ? fmax(ncpl, ni * W * w) : 0.0) * 4.0;
     }
-    const sap_band_kernels *kt = sap__ops(ctx)->band;
     const double prep = kt && kt->prepare_host_bytes ? kt->prepare_host_bytes(P) : 0.0;
     h += fmax(fill, prep);
     *dev = d;

@@ -436,10 +436,10 @@ double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, s
         }
         if (p < 1) p = 1;
         const double nb = ceil(nn / (double)p), ke = fmin(k, nb - 1), steps = ceil(nb / SAP_BAND_BS);
-        if (sap__band_blocked_pick(kt, (sap_int)ke, SAP_BAND_KERNEL_AUTO) && nb <= 128)
-            return SV_BLK_SMALL0 + SV_BLK_SMALL * (double)p * nb * nb * (prec == SAP_FLOAT ? 1.0 : 2.0) +
-                   sap__solver_fill_seconds(ctx, bytes);
         if (sap__band_blocked_pick(kt, (sap_int)ke, SAP_BAND_KERNEL_AUTO)) {
+            if (nb <= 128)
+                return SV_BLK_SMALL0 + SV_BLK_SMALL * (double)p * nb * nb * (prec == SAP_FLOAT ? 1.0 : 2.0) +
+                       sap__solver_fill_seconds(ctx, bytes);
             const double own = 2.0 * (double)p * ((nb - ke) * ke * ke + (ke - 1) * ke * (2 * ke - 1) / 6.0);
             return SV_BLK_FIXED + steps * (SV_BLK_STEP + (double)p * SV_BLK_TASK) +
                    own / (prec == SAP_FLOAT ? SV_BLK_RATE : 0.5 * SV_BLK_RATE) + sap__solver_fill_seconds(ctx, bytes);

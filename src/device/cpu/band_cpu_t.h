@@ -260,8 +260,8 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
 #else
         REAL *const tw = bwork;
 #endif
-        REAL *work = malloc(sizeof(REAL) * (size_t)(2 * K + 2));
-        if (!work) {
+        REAL *work = blk ? NULL : malloc(sizeof(REAL) * (size_t)(2 * K + 2)); /* (blocked: tw) */
+        if (!blk && !work) {
             nfail++;
             continue;
         }
