@@ -31,14 +31,19 @@
  *           rows / blocked), median of --repeat x 2, beside the SGEMM rate measured in the
  *           same run (cuBLAS on cuda, the BLAS on all host cores on cpu); the rate counts the
  *           2 N K^2 flops of a banded LU; writes <out>/<STEM>_factor.md
+ *   multi   many right-hand sides of one system at each N x K x d and each --nrhs (default
+ *           1,4,16): sap_solver_solve_many (lockstep Krylov, one pass over the band factors
+ *           per step for all columns) against the columns one after another and against
+ *           dgbsv with all columns; writes <out>/<STEM>_multi.md
  * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
  * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
- *               [--parts grid,psweep,dsweep,e2e,synthetic,apply,factor] [--out DIR] [--dgbsv-max-gflop G]
+ *               [--parts grid,psweep,dsweep,e2e,synthetic,apply,factor,multi] [--out DIR] [--dgbsv-max-gflop G]
  *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F]
  *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu] [--apply N:K:P,...]
  *               [--factor N:K:P,...] [--solver-opts key=value,...] (sap_solver options of the e2e runs)
+ *               [--nrhs LIST] (multi)
  * LIST is comma separated.  SaP times: "dev" is the papers' total time D_Tot / C_Tot =
  * T_LU + T_SPK + T_LUrdcd + T_Kry (the factorization and the solve on the device, the
  * system already there); "total" is end to end from the host CSR: setup (host band build,
@@ -133,12 +138,14 @@ static run_result run_sap(sap_context *ctx, const sap_csr *A, const double *b, d
 static double dgbsv_gflop(sap_int n, sap_int K) { return 2.0 * (double)n * (double)K * (double)(2 * K + 1) * 1e-9; }
 
 /* dgbsv time (s) or -1 (not available / skipped), x receives the solution. */
-static double run_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x, double max_gflop, double *resid,
-                        double *work)
+/* dgbsv with nrhs right-hand sides (columns of b and x at i * n): the call's seconds, *resid
+ * the largest relative residual of the columns */
+static double run_dgbsv_many(const sap_csr *A, sap_int K, int nrhs, const double *b, double *x, double max_gflop,
+                             double *resid, double *work)
 {
 #ifdef SAP_HAVE_OPENBLAS
     if (dgbsv_gflop(A->nrows, K) > max_gflop) return -2;
-    const int n = (int)A->nrows, kl = (int)K, ku = (int)K, ldab = 2 * kl + ku + 1, one = 1;
+    const int n = (int)A->nrows, kl = (int)K, ku = (int)K, ldab = 2 * kl + ku + 1, one = nrhs;
     double *ab = calloc((size_t)ldab * (size_t)n, sizeof(double));
     int *ipiv = malloc(sizeof(int) * (size_t)n);
     if (!ab || !ipiv) {
@@ -151,19 +158,26 @@ static double run_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x,
             sap_int j = A->colind[p];
             ab[(size_t)(kl + ku + i - j) + (size_t)j * (size_t)ldab] = A->val[p];
         }
-    memcpy(x, b, sizeof(double) * (size_t)n);
+    memcpy(x, b, sizeof(double) * (size_t)n * (size_t)nrhs);
     int info = 0;
     double t0 = now();
     dgbsv_(&n, &kl, &ku, &one, ab, &ldab, ipiv, x, &n, &info);
     double t = now() - t0;
     free(ab);
     free(ipiv);
-    *resid = rel_res(A, x, b, work);
+    *resid = 0;
+    for (int c = 0; c < nrhs; c++) *resid = fmax(*resid, rel_res(A, x + (size_t)c * n, b + (size_t)c * n, work));
     return info == 0 ? t : -1;
 #else
-    (void)A, (void)K, (void)b, (void)x, (void)max_gflop, (void)resid, (void)work;
+    (void)A, (void)K, (void)nrhs, (void)b, (void)x, (void)max_gflop, (void)resid, (void)work;
     return -1;
 #endif
+}
+
+static double run_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x, double max_gflop, double *resid,
+                        double *work)
+{
+    return run_dgbsv_many(A, K, 1, b, x, max_gflop, resid, work);
 }
 
 /* The papers' synthetic banded matrix (seed 42), x* = parabola, b = A x*, x and a work
@@ -215,7 +229,8 @@ static const char *e2e_opts = NULL;
 
 /* One sap_solver run from the host CSR to x on the host (create, setup, solve); seconds or
  * -1.  st receives its statistics. */
-static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, double *x, sap_solver_stats *st)
+/* the default options with --solver-opts applied */
+static void solver_options(sap_solver_options *so_)
 {
     sap_solver_options so;
     sap_solver_options_init(&so);
@@ -230,6 +245,13 @@ static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, do
             if (sap_solver_options_set(&so, kv, eq + 1) != SAP_OK) fprintf(stderr, "bad solver option %s\n", kv);
         }
     }
+    *so_ = so;
+}
+
+static double run_solver(sap_context *ctx, const sap_csr *A, const double *b, double *x, sap_solver_stats *st)
+{
+    sap_solver_options so;
+    solver_options(&so);
     memset(x, 0, sizeof(double) * (size_t)A->nrows);
     sap_solver *S = NULL;
     const double t0 = now();
@@ -719,6 +741,98 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
 }
 
 /* <out>/<stem>_<part>.md opened for writing; NULL (said on stderr) when it cannot be */
+/* --parts multi: nrhs right-hand sides of one system (b = A x*, x* random with seeds 1..):
+ * one sap_solver (create + setup, as `sap solve`, timed once), then all columns through
+ * sap_solver_solve_many (the Krylov method in lockstep, one pass over the band factors per
+ * step for all columns) and the same columns one after another (sap_solver_solve), best
+ * of repeat each, against dgbsv with nrhs columns (one factorization; all host cores),
+ * with and without its band assembly. */
+static void multi_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, double d, int nrhs, int repeat,
+                        double max_gflop)
+{
+    sap_csr *A = NULL;
+    if (sap_gen_banded(ctx, n, K, d, 0, 42, &A) != SAP_OK) {
+        fprintf(stderr, "generation failed: %s\n", sap_context_last_error(ctx));
+        return;
+    }
+    const size_t nk = (size_t)n * (size_t)nrhs;
+    double *B = malloc(sizeof(double) * nk), *X = malloc(sizeof(double) * nk), *xs = malloc(sizeof(double) * (size_t)n);
+    double *work = malloc(sizeof(double) * (size_t)n);
+    for (int c = 0; c < nrhs; c++) {
+        sap_gen_xstar(ctx, n, SAP_XSTAR_RANDOM, 1 + (uint64_t)c, xs);
+        sap_csr_spmv(A, 1.0, xs, 0.0, B + (size_t)c * n);
+    }
+    sap_solver_options so;
+    solver_options(&so);
+    sap_solver *S = NULL;
+    double t0 = now();
+    sap_status st = sap_solver_create_borrowed(ctx, A, &so, &S);
+    if (st >= 0) st = sap_solver_setup(S);
+    const double t_setup = now() - t0;
+    double t_many = INFINITY, t_one = INFINITY, it_many = 0, it_one = 0, kry_many = 0, res_many = 0, res_one = 0;
+    sap_solver_stats ss;
+    memset(&ss, 0, sizeof(ss));
+    for (int r = 0; r < repeat && st >= 0; r++) {
+        memset(X, 0, sizeof(double) * nk);
+        t0 = now();
+        st = sap_solver_solve_many(S, nrhs, B, n, X, n);
+        const double t = now() - t0;
+        sap_solver_get_stats(S, &ss);
+        if (t < t_many) {
+            t_many = t;
+            it_many = ss.iterations;
+            kry_many = ss.time_kry;
+            res_many = 0;
+            for (int c = 0; c < nrhs; c++) res_many = fmax(res_many, rel_res(A, X + (size_t)c * n, B + (size_t)c * n, work));
+        }
+        memset(X, 0, sizeof(double) * nk);
+        double it = 0;
+        t0 = now();
+        for (int c = 0; c < nrhs && st >= 0; c++) {
+            st = sap_solver_solve(S, B + (size_t)c * n, X + (size_t)c * n);
+            sap_solver_get_stats(S, &ss);
+            it += ss.iterations;
+        }
+        const double t1 = now() - t0;
+        if (t1 < t_one) {
+            t_one = t1;
+            it_one = it;
+            res_one = 0;
+            for (int c = 0; c < nrhs; c++) res_one = fmax(res_one, rel_res(A, X + (size_t)c * n, B + (size_t)c * n, work));
+        }
+    }
+    if (st < 0) fprintf(stderr, "  sap_solver: %s (%s)\n", sap_status_name(st), sap_context_last_error(ctx));
+    sap_solver_get_stats(S, &ss);
+    double lres = NAN, call = INFINITY, asm_ = INFINITY;
+    for (int r = 0; r < repeat; r++) {
+        double res = 0;
+        t0 = now();
+        const double t = run_dgbsv_many(A, K, nrhs, B, X, max_gflop, &res, work);
+        const double tall = now() - t0; /* includes the residuals: a small upper bound */
+        if (t <= 0) break;
+        if (t < call) call = t, lres = res;
+        if (tall < asm_) asm_ = tall;
+    }
+    const double e2e = t_setup + t_many;
+    printf("multi  N=%8lld K=%4lld d=%.2f nrhs=%3d %s | setup %.4f s | solve_many %.4f s (%.2f ms a column, T_Kry "
+           "%.4f, %g it, res %.1e) | one by one %.4f s (%g it, res %.1e) | %.2fx | e2e %.4f s | dgbsv call %.4f, "
+           "with assembly %.4f (res %.1e): %.2fx, %.2fx\n",
+           (long long)n, (long long)K, d, nrhs, solver_method_of(&ss), t_setup, t_many, 1e3 * t_many / nrhs, kry_many,
+           it_many, res_many, t_one, it_one, res_one, t_one / t_many, e2e, call, asm_, lres, call / e2e, asm_ / e2e);
+    fprintf(f, "| %lld | %lld | %.2g | %d | %s | %.4f | %.4f | %.2f | %.4f | %g | %.1e | %.4f | %g | %.2fx | %.4f | "
+               "%.4f | %.4f | %.2fx | %.2fx |\n",
+            (long long)n, (long long)K, d, nrhs, solver_method_of(&ss), t_setup, t_many, 1e3 * t_many / nrhs, kry_many,
+            it_many, res_many, t_one, it_one, t_one / t_many, e2e, call, asm_, call / e2e, asm_ / e2e);
+    fflush(f);
+    fflush(stdout);
+    sap_solver_destroy(S);
+    free(B);
+    free(X);
+    free(xs);
+    free(work);
+    sap_csr_destroy(A);
+}
+
 static FILE *part_md(const char *out, const char *stem, const char *part)
 {
     char path[1100];
@@ -751,6 +865,8 @@ int main(int argc, char **argv)
     int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0, grid_all = 1;
     double max_gflop = 1e9, fill = 1.0;
     int graph_where = 0; /* 0 auto, 1 host, 2 gpu */
+    double nrhs_l[16] = {1, 4, 16};
+    int nrhs_n = 3;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -775,6 +891,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--threads")) threads = atoi(v);
         else if (!strcmp(o, "--warmup")) warmup = atoi(v);
         else if (!strcmp(o, "--fill")) fill = atof(v);
+        else if (!strcmp(o, "--nrhs")) nrhs_n = parse_list(v, nrhs_l, 16);
         else if (!strcmp(o, "--reorder-graph")) graph_where = !strcmp(v, "host") ? 1 : !strcmp(v, "gpu") ? 2 : 0;
         else if (!strcmp(o, "--grid-methods")) {
             if (strcmp(v, "all") && strcmp(v, "auto")) {
@@ -890,6 +1007,28 @@ int main(int argc, char **argv)
                     if ((sap_int)Ks[k] >= (sap_int)Ns[a]) continue;
                     e2e_point(ctx, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, repeat, max_gflop);
                 }
+    if (strstr(parts, "multi")) {
+        FILE *fm = part_md(out, stem, "multi");
+        if (!fm) return 1;
+        fprintf(fm, "# bench/banded --parts multi: many right-hand sides of one system\n\nbackend %s: %s; gen:banded, "
+                    "b = A x* with random x* (one per column); one sap_solver (create + setup, default options and --solver-opts, as "
+                    "`sap solve`), then sap_solver_solve_many of all columns (the Krylov method in lockstep: one "
+                    "pass over the band factors per step for all columns) and the same columns one after another "
+                    "(sap_solver_solve); best of %d; dgbsv with all columns (one factorization, all host cores), "
+                    "its call and with its band assembly; e2e = setup + solve_many.\n\n"
+                    "| N | K | d | nrhs | method | setup s | solve_many s | ms a column | T_Kry | it (sum) | worst res | "
+                    "one by one s | it (sum) | many vs one | e2e s | dgbsv call s | with assembly s | e2e vs call | "
+                    "e2e vs assembly |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), repeat);
+        for (int a = 0; a < nN; a++)
+            for (int k = 0; k < nK; k++)
+                for (int i = 0; i < (d_given ? nd : 1); i++)
+                    for (int j = 0; j < nrhs_n; j++)
+                        if ((sap_int)Ks[k] < (sap_int)Ns[a] && nrhs_l[j] >= 1)
+                            multi_point(ctx, fm, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, (int)nrhs_l[j],
+                                        repeat, max_gflop);
+        fclose(fm);
+    }
     if (strstr(parts, "apply")) {
         if (!(apply_md = part_md(out, stem, "apply"))) return 1;
         const double bw = copy_bandwidth(ctx);

@@ -6,7 +6,9 @@
  * HEC width rule, update_values, the BLAS-1 kernels against plain loops, deterministic
  * reductions (1 vs 2 threads bit-identical), block_relax against a plain block-Jacobi loop
  * (double, float, 1 vs 2 threads, zero diagonal, errors), argument errors and an
- * out-of-memory sweep of sap_matrix_create.
+ * out-of-memory sweep of sap_matrix_create.  Both parts: the block-vector ops (caxpby, cdot
+ * against host loops for k = 1, 3, 32 columns, nx = 1, 4; spmm in every format against k
+ * spmv calls, bitwise on the cpu; their argument errors).
  * --backend cuda: every kernel of the cuda backend's table against the cpu backend on the
  * same random inputs (double and float; lengths 0, 1, 31, 33, 1000, 100003, 1000003), every
  * SpMV format (CSR with each threads-per-row variant, ELL with one and two rows per thread,
@@ -502,6 +504,9 @@ static void test_determinism(void)
         CHECK_OK(c1, ops->mdot(c1, 3, a1, &a1[3], m1));
         CHECK_OK(c2, ops->mdot(c2, 3, a2, &a2[3], m2));
         CHECK(memcmp(m1, m2, sizeof(m1)) == 0);
+        CHECK_OK(c1, ops->cdot(c1, 1, 3, a1, &a1[3], m1));
+        CHECK_OK(c2, ops->cdot(c2, 1, 3, a2, &a2[3], m2));
+        CHECK(memcmp(m1, m2, sizeof(m1)) == 0);
         CHECK_OK(c1, ops->nrm2(c1, &a1[2], &n1));
         CHECK_OK(c2, ops->nrm2(c2, &a2[2], &n2));
         CHECK(memcmp(&n1, &n2, sizeof(double)) == 0);
@@ -836,6 +841,222 @@ static void test_band_fill(sap_context *ctx)
     sap_csr_destroy(A);
 }
 
+/* ---- block vectors: caxpby, cdot, spmm (k columns in one vector) ------------------------------ */
+
+/* caxpby and cdot of one backend against host loops on k columns of m entries; the results
+ * of cdot are also required to repeat bitwise (and, for k = 1, nx = 1, to equal dot's) */
+static void check_block_vectors(const sap_backend_ops *ops, sap_context *ctx, int k, int nx, sap_int m,
+                                sap_precision P, const char *bname)
+{
+    const sap_int n = (sap_int)k * m;
+    const double tol = P == SAP_FLOAT ? 1e-6 : 1e-14;
+    double *hx[9], a[64], b[64], r[512], r2[512];
+    sap_vec v[9];
+    memset(v, 0, sizeof(v));
+    for (int i = 0; i <= nx; i++) {
+        hx[i] = malloc(sizeof(double) * (size_t)(n + 1));
+        for (sap_int j = 0; j < n; j++) hx[i][j] = P == SAP_FLOAT ? (double)(float)urand() : urand();
+        CHECK_OK(ctx, ops->vec_create(ctx, n, P, &v[i]));
+        CHECK_OK(ctx, ops->vec_upload(ctx, &v[i], hx[i]));
+    }
+    double *yv = malloc(sizeof(double) * (size_t)(n + 1));
+    sap_vec *Y = &v[nx];
+    /* cdot: X = v[0..nx-1], Y = v[nx] */
+    CHECK_OK(ctx, ops->cdot(ctx, k, nx, v, Y, r));
+    CHECK_OK(ctx, ops->cdot(ctx, k, nx, v, Y, r2));
+    CHECK_MSG(memcmp(r, r2, sizeof(double) * (size_t)(k * nx)) == 0, "%s cdot k=%d nx=%d m=%lld not repeatable",
+              bname, k, nx, (long long)m);
+    for (int i = 0; i < nx; i++)
+        for (int c = 0; c < k; c++) {
+            double s = 0.0, sa = 0.0;
+            for (sap_int j = 0; j < m; j++) {
+                s += hx[i][c * m + j] * hx[nx][c * m + j];
+                sa += fabs(hx[i][c * m + j] * hx[nx][c * m + j]);
+            }
+            CHECK_MSG(fabs(r[i * k + c] - s) <= 1e-14 * sa + 1e-300, "%s cdot k=%d nx=%d m=%lld %s: r[%d] = %.17g, not %.17g",
+                      bname, k, nx, (long long)m, P == SAP_FLOAT ? "float" : "double", i * k + c, r[i * k + c], s);
+        }
+    if (k == 1 && nx == 1) {
+        double d = 0.0;
+        CHECK_OK(ctx, ops->dot(ctx, &v[0], Y, &d));
+        CHECK_MSG(memcmp(&d, &r[0], sizeof(double)) == 0, "%s cdot k=1 nx=1 m=%lld: %.17g, dot %.17g", bname,
+                  (long long)m, r[0], d);
+    }
+    /* caxpby: Y = a X + b Y per column; column 1 (a = 0, b = 1) holds NaN and must stay so */
+    for (int c = 0; c < k; c++) {
+        a[c] = c % 4 == 2 ? 0.0 : urand();
+        b[c] = c % 5 == 3 ? 0.0 : (c % 5 == 4 ? 1.0 : urand());
+    }
+    if (k > 1) {
+        a[1] = 0.0;
+        b[1] = 1.0;
+        for (sap_int j = 0; j < m; j++) hx[nx][m + j] = NAN;
+        CHECK_OK(ctx, ops->vec_upload(ctx, Y, hx[nx]));
+    }
+    /* b = 0: Y is not read (NaN overwritten) */
+    if (k > 3)
+        for (sap_int j = 0; j < m; j++) hx[nx][3 * m + j] = NAN;
+    CHECK_OK(ctx, ops->vec_upload(ctx, Y, hx[nx]));
+    CHECK_OK(ctx, ops->caxpby(ctx, k, a, &v[0], b, Y));
+    CHECK_OK(ctx, ops->vec_download(ctx, Y, yv));
+    int ok = 1;
+    for (int c = 0; c < k && ok; c++)
+        for (sap_int j = 0; j < m && ok; j++) {
+            const sap_int q = c * m + j;
+            if (a[c] == 0.0 && b[c] == 1.0) {
+                ok = isnan(yv[q]) || yv[q] == hx[nx][q];
+                continue;
+            }
+            const double e = a[c] * hx[0][q] + (b[c] == 0.0 ? 0.0 : b[c] * hx[nx][q]);
+            const double sc = fabs(a[c] * hx[0][q]) + (b[c] == 0.0 ? 0.0 : fabs(b[c] * hx[nx][q]));
+            ok = fabs(yv[q] - e) <= tol * sc + 1e-300;
+            if (!ok) fprintf(stderr, "column %d entry %lld: %.17g, not %.17g\n", c, (long long)j, yv[q], e);
+        }
+    CHECK_MSG(ok, "%s caxpby k=%d m=%lld %s", bname, k, (long long)m, P == SAP_FLOAT ? "float" : "double");
+    for (int i = 0; i <= nx; i++) {
+        ops->vec_destroy(ctx, &v[i]);
+        free(hx[i]);
+    }
+    free(yv);
+}
+
+/* spmm on k columns against k spmv calls on the column views, in every format of the
+ * backend (exact: bitwise, else relative to |A| |x|) */
+static void check_spmm(const sap_backend_ops *ops, sap_context *ctx, const sap_csr *A, const char *what, int exact,
+                       const char *bname)
+{
+    const sap_int nr = A->nrows, ncl = A->ncols;
+    const int ks[3] = {1, 3, 32};
+    for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++)
+        for (int prec = 0; prec < 2; prec++) {
+            if (formats[f] == SAP_FORMAT_BAND && band_slots(A) > 4e6) continue;
+            const sap_precision P = prec ? SAP_FLOAT : SAP_DOUBLE;
+            const size_t es = prec ? sizeof(float) : sizeof(double);
+            sap_spmat *M = NULL;
+            CHECK_OK(ctx, ops->spmat_create(ctx, A, formats[f], P, &M));
+            if (!M) continue;
+            for (int t = 0; t < 3; t++) {
+                const int k = ks[t];
+                const sap_int nx = (sap_int)k * ncl, ny = (sap_int)k * nr;
+                double *hx = malloc(sizeof(double) * (size_t)(nx + 1)), *hy = malloc(sizeof(double) * (size_t)(ny + 1));
+                double *hz = malloc(sizeof(double) * (size_t)(ny + 1));
+                for (sap_int j = 0; j < nx; j++) hx[j] = prec ? (double)(float)urand() : urand();
+                for (sap_int j = 0; j < ny; j++) hy[j] = NAN; /* Y is only written */
+                sap_vec X, Y, Z;
+                CHECK_OK(ctx, ops->vec_create(ctx, nx, P, &X));
+                CHECK_OK(ctx, ops->vec_create(ctx, ny, P, &Y));
+                CHECK_OK(ctx, ops->vec_create(ctx, ny, P, &Z));
+                CHECK_OK(ctx, ops->vec_upload(ctx, &X, hx));
+                CHECK_OK(ctx, ops->vec_upload(ctx, &Y, hy));
+                CHECK_OK(ctx, ops->spmm(ctx, M, k, &X, &Y));
+                for (int c = 0; c < k; c++) {
+                    sap_vec xc = {ncl, P, (char *)X.data + (size_t)c * (size_t)ncl * es};
+                    sap_vec zc = {nr, P, (char *)Z.data + (size_t)c * (size_t)nr * es};
+                    CHECK_OK(ctx, ops->spmv(ctx, M, 1.0, &xc, 0.0, &zc));
+                }
+                CHECK_OK(ctx, ops->vec_download(ctx, &Y, hy));
+                CHECK_OK(ctx, ops->vec_download(ctx, &Z, hz));
+                int ok = 1;
+                if (exact) ok = ny == 0 || memcmp(hy, hz, sizeof(double) * (size_t)ny) == 0;
+                else
+                    for (int c = 0; c < k && ok; c++)
+                        for (sap_int i = 0; i < nr && ok; i++) {
+                            double s = 0.0;
+                            for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++)
+                                s += fabs(A->val[p] * hx[c * ncl + A->colind[p]]);
+                            const sap_int q = c * nr + i;
+                            ok = fabs(hy[q] - hz[q]) <= (prec ? 1e-5 : 1e-13) * s + 1e-300;
+                            if (!ok) fprintf(stderr, "column %d row %lld: %.17g vs %.17g\n", c, (long long)i, hy[q], hz[q]);
+                        }
+                CHECK_MSG(ok, "%s spmm %s %s %s k=%d", bname, what, sap_spmv_format_name(M->format),
+                          prec ? "float" : "double", k);
+                ops->vec_destroy(ctx, &X);
+                ops->vec_destroy(ctx, &Y);
+                ops->vec_destroy(ctx, &Z);
+                free(hx);
+                free(hy);
+                free(hz);
+            }
+            ops->spmat_destroy(ctx, M);
+        }
+}
+
+static void check_block_errors(const sap_backend_ops *ops, sap_context *ctx)
+{
+    sap_vec x, y, z, f;
+    double a[65], b[65], r[600];
+    for (int i = 0; i < 65; i++) a[i] = b[i] = 1.0;
+    CHECK_OK(ctx, ops->vec_create(ctx, 12, SAP_DOUBLE, &x));
+    CHECK_OK(ctx, ops->vec_create(ctx, 12, SAP_DOUBLE, &y));
+    CHECK_OK(ctx, ops->vec_create(ctx, 15, SAP_DOUBLE, &z));
+    CHECK_OK(ctx, ops->vec_create(ctx, 12, SAP_FLOAT, &f));
+    CHECK_STATUS(ctx, ops->caxpby(ctx, 0, a, &x, b, &y), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->caxpby(ctx, 65, a, &x, b, &y), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->caxpby(ctx, 5, a, &x, b, &y), SAP_ERR_INVALID); /* 12 % 5 */
+    CHECK_STATUS(ctx, ops->caxpby(ctx, 3, a, &x, b, &z), SAP_ERR_INVALID); /* lengths */
+    CHECK_STATUS(ctx, ops->caxpby(ctx, 3, a, &x, b, &f), SAP_ERR_INVALID); /* precisions */
+    CHECK_STATUS(ctx, ops->caxpby(ctx, 3, NULL, &x, b, &y), SAP_ERR_INVALID);
+    CHECK_OK(ctx, ops->caxpby(ctx, 4, a, &x, b, &y));
+    CHECK_STATUS(ctx, ops->cdot(ctx, 0, 1, &x, &y, r), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->cdot(ctx, 65, 1, &x, &y, r), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->cdot(ctx, 3, 0, &x, &y, r), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->cdot(ctx, 3, 9, &x, &y, r), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->cdot(ctx, 5, 1, &x, &y, r), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->cdot(ctx, 3, 1, &x, &z, r), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->cdot(ctx, 3, 1, &x, &f, r), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->cdot(ctx, 3, 1, &x, &y, NULL), SAP_ERR_INVALID);
+    CHECK_OK(ctx, ops->cdot(ctx, 12, 1, &x, &y, r));
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 2, 2, &A)); /* 4 x 4 */
+    sap_spmat *M = NULL;
+    if (A) CHECK_OK(ctx, ops->spmat_create(ctx, A, SAP_FORMAT_CSR, SAP_DOUBLE, &M));
+    if (M) {
+        CHECK_OK(ctx, ops->spmm(ctx, M, 3, &x, &y));
+        CHECK_STATUS(ctx, ops->spmm(ctx, M, 0, &x, &y), SAP_ERR_INVALID);
+        CHECK_STATUS(ctx, ops->spmm(ctx, M, 65, &x, &y), SAP_ERR_INVALID);
+        CHECK_STATUS(ctx, ops->spmm(ctx, M, 2, &x, &y), SAP_ERR_INVALID); /* 6 != 4 rows */
+        CHECK_STATUS(ctx, ops->spmm(ctx, M, 3, &x, &z), SAP_ERR_INVALID);
+        CHECK_STATUS(ctx, ops->spmm(ctx, M, 3, &x, &f), SAP_ERR_INVALID);
+        CHECK_STATUS(ctx, ops->spmm(ctx, M, 3, &f, &f), SAP_ERR_INVALID); /* not M's precision */
+        CHECK_STATUS(ctx, ops->spmm(ctx, NULL, 3, &x, &y), SAP_ERR_INVALID);
+    }
+    ops->spmat_destroy(ctx, M);
+    sap_csr_destroy(A);
+    ops->vec_destroy(ctx, &x);
+    ops->vec_destroy(ctx, &y);
+    ops->vec_destroy(ctx, &z);
+    ops->vec_destroy(ctx, &f);
+}
+
+/* every block op of a backend: k in {1, 3, 32}, nx in {1, 4}, both precisions, columns of
+ * 0, 1, 1000, 1001 and 33333 entries (the last past the parallel threshold); spmm on a random
+ * sparse, a rectangular and a banded matrix */
+static void test_block_ops(const sap_backend_ops *ops, sap_context *ctx, int exact, const char *bname)
+{
+    const int ks[3] = {1, 3, 32}, nxs[2] = {1, 4};
+    const sap_int ms[5] = {0, 1, 1000, 1001, 33333};
+    for (int ki = 0; ki < 3; ki++)
+        for (int xi = 0; xi < 2; xi++)
+            for (int mi = 0; mi < 5; mi++)
+                for (int prec = 0; prec < 2; prec++)
+                    check_block_vectors(ops, ctx, ks[ki], nxs[xi], ms[mi], prec ? SAP_FLOAT : SAP_DOUBLE, bname);
+    sap_csr *A = random_csr(ctx, 1001, 1001, 12, 2, 300);
+    if (A) check_spmm(ops, ctx, A, "random 1001", exact, bname);
+    sap_csr_destroy(A);
+    A = random_csr(ctx, 77, 130, 9, 0, 0);
+    if (A) check_spmm(ops, ctx, A, "random 77 x 130", exact, bname);
+    sap_csr_destroy(A);
+    A = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, 1000, 7, 1.0, 0, 3, &A));
+    if (A) check_spmm(ops, ctx, A, "banded 1000, K = 7", exact, bname);
+    sap_csr_destroy(A);
+    A = NULL;
+    CHECK_OK(ctx, sap_csr_create(ctx, 40, 40, 0, &A));
+    if (A) check_spmm(ops, ctx, A, "all rows empty", exact, bname);
+    sap_csr_destroy(A);
+    check_block_errors(ops, ctx);
+}
+
 static int cpu_part(void)
 {
     sap__rng_seed(&rng, 12345);
@@ -852,6 +1073,7 @@ static int cpu_part(void)
     test_band_streamed(ctx);
     test_band_fill(ctx);
     test_blas(ctx);
+    test_block_ops(sap__backend_cpu_ops(), ctx, 1, "cpu");
     test_errors(ctx);
     sap_context_destroy(ctx);
     test_determinism();
@@ -1742,6 +1964,8 @@ static int gpu_part(void)
     printf("vectors: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     test_matrices();
     printf("matrices: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
+    test_block_ops(G.ops, G.ctx, dryrun, dryrun ? "cpu (dry run)" : "cuda");
+    printf("block ops: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     test_block_relax_gpu();
     printf("block_relax: %d checks, %d failures\n", sap_test_checks, sap_test_failures);
     sap__rng_seed(&rng, 4242);

@@ -1221,6 +1221,179 @@ static void test_magma_methods(sap_context *ctx)
     for (int q = 0; q < 4; q++) sap_csr_destroy(sy[q].A);
 }
 
+/* ---- k right-hand sides at once (sap_krylov_solve_many) ------------------------------------
+ * The lockstep forms (CG, BiCGStab(l), Richardson with its fallback) against k single solves
+ * of the same columns: every column converges to the tolerance with about the iterations
+ * of its single solve and the same solution; a method without the lockstep form (GMRES) goes
+ * column by column; a zero column gives x = 0, a NaN column its error while the others
+ * solve; a monitor's stop ends every column; more than 32 columns (two groups). */
+static int stop_at_two(void *state, double it, double rel)
+{
+    (void)rel;
+    (*(int *)state)++;
+    return it >= 2.0;
+}
+
+typedef struct many_case {
+    const char *what;
+    sap_csr *A;
+    sap_krylov_type type;
+    int param;
+    sap_precond_side side;
+    const char *pc, *pcopts;
+    sap_precision pc_prec;
+    sap_spmv_format fmt;
+} many_case;
+
+static void many_one(sap_context *ctx, const many_case *mc, sap_int k, int zero_col, int nan_col, int monitored)
+{
+    const sap_int n = mc->A->nrows;
+    double *B = malloc(sizeof(double) * (size_t)(n * k)), *X = calloc((size_t)(n * k), sizeof(double));
+    double *x1 = malloc(sizeof(double) * (size_t)n);
+    sap_krylov_stats *ks = calloc((size_t)k, sizeof(sap_krylov_stats)), k1;
+    for (sap_int c = 0; c < k; c++)
+        for (sap_int i = 0; i < n; i++) B[i + c * n] = (c == zero_col) ? 0.0 : sin(0.1 * (double)(i + 1) * (double)(c + 1)) + 0.2 * (double)c;
+    if (nan_col >= 0) B[n / 2 + nan_col * n] = NAN;
+    sap_matrix *M = NULL;
+    sap_precond *P = NULL;
+    sap_krylov *K = NULL;
+    sap_matrix_options mo;
+    sap_matrix_options_init(&mo);
+    mo.format = mc->fmt;
+    CHECK_OK(ctx, sap_matrix_create(ctx, mc->A, &mo, &M));
+    if (mc->pc) {
+        CHECK_OK(ctx, sap_precond_create(ctx, mc->pc, &P));
+        if (mc->pcopts) CHECK_OK(ctx, sap_precond_set_options(P, mc->pcopts));
+        CHECK_OK(ctx, sap_precond_set_precision(P, mc->pc_prec));
+        CHECK_OK(ctx, sap_precond_setup_symbolic(P, mc->A));
+        CHECK(sap_precond_setup_numeric(P, mc->A) >= 0);
+    }
+    sap_krylov_options o;
+    sap_krylov_options_init(&o);
+    o.type = mc->type;
+    o.param = mc->param;
+    o.side = mc->side;
+    o.tol = 1e-10;
+    o.maxit = 3000;
+    int calls = 0;
+    if (monitored) {
+        o.monitor = stop_at_two;
+        o.monitor_state = &calls;
+    }
+    CHECK_OK(ctx, sap_krylov_create(ctx, &o, &K));
+    if (!M || !K || (mc->pc && !P)) goto out;
+    sap_status st = sap_krylov_solve_many(K, M, P, k, B, n, X, n, ks);
+    if (monitored) {
+        CHECK_MSG(st == SAP_WARN_INTERRUPTED, "%s k=%lld monitored: %s", mc->what, (long long)k, sap_status_name(st));
+        for (sap_int c = 0; c < k; c++)
+            CHECK_MSG(ks[c].status == SAP_WARN_INTERRUPTED && ks[c].iterations <= 2.0, "%s: column %lld: %s after %g it",
+                      mc->what, (long long)c, sap_status_name(ks[c].status), ks[c].iterations);
+        CHECK_MSG(calls >= 1 && calls <= 16, "%s: %d monitor calls", mc->what, calls);
+        goto out;
+    }
+    CHECK_MSG(st == (nan_col >= 0 ? SAP_ERR_NONFINITE : SAP_OK), "%s k=%lld: %s (%s)", mc->what, (long long)k,
+              sap_status_name(st), sap_context_last_error(ctx));
+    double worst_it = 0;
+    for (sap_int c = 0; c < k; c++) {
+        const double *b = B + c * n, *x = X + c * n;
+        if (c == nan_col) {
+            CHECK_MSG(ks[c].status == SAP_ERR_NONFINITE, "%s: NaN column: %s", mc->what, sap_status_name(ks[c].status));
+            continue;
+        }
+        CHECK_MSG(ks[c].status == SAP_OK, "%s: column %lld: %s", mc->what, (long long)c, sap_status_name(ks[c].status));
+        if (c == zero_col) {
+            int zero = 1;
+            for (sap_int i = 0; i < n; i++) zero &= x[i] == 0.0;
+            CHECK_MSG(zero, "%s: the zero column's x is not 0", mc->what);
+            continue;
+        }
+        const double tr = true_residual(mc->A, b, x);
+        CHECK_MSG(tr <= 1e-10 * 1.0000001, "%s: column %lld: true residual %.3g", mc->what, (long long)c, tr);
+        memset(x1, 0, sizeof(double) * (size_t)n);
+        sap_status s1 = sap_krylov_solve(K, M, P, b, x1, &k1);
+        CHECK(s1 == SAP_OK);
+        CHECK_MSG(fabs(ks[c].iterations - k1.iterations) <= 1.0 + 0.1 * k1.iterations,
+                  "%s: column %lld: %g iterations in the batch, %g alone", mc->what, (long long)c, ks[c].iterations,
+                  k1.iterations);
+        CHECK_MSG(rel_err(x, x1, n) <= 1e-7, "%s: column %lld differs from its single solve by %.3g", mc->what,
+                  (long long)c, rel_err(x, x1, n));
+        /* the lockstep form ran: its operator counts are the batch's (k a block apply) */
+        if (mc->type != SAP_KRYLOV_GMRES && k > 1 && !(k % 32 == 1 && c == k - 1)) /* (a group of one: alone) */
+            CHECK_MSG(ks[c].spmv_count >= (sap_int)k * (sap_int)floor(ks[c].iterations), "%s: column %lld: %lld SpMVs for "
+                      "%g it: not the batch's", mc->what, (long long)c, (long long)ks[c].spmv_count, ks[c].iterations);
+        worst_it = fmax(worst_it, ks[c].iterations);
+    }
+    printf("many: %-58s k=%-3lld %s, up to %g it\n", mc->what, (long long)k, sap_status_name(st), worst_it);
+out:
+    sap_krylov_destroy(K);
+    sap_precond_destroy(P);
+    sap_matrix_destroy(M);
+    free(B);
+    free(X);
+    free(x1);
+    free(ks);
+}
+
+static void test_many(sap_context *ctx)
+{
+    const int small = sap_test_smoke() || sap_test_tiny();
+    sap_csr *Bd = NULL, *Bc = NULL, *Q = NULL, *Bs = NULL;
+    CHECK_OK(ctx, sap_gen_banded(ctx, small ? 600 : 3000, 20, 1.0, 0, 3, &Bd));
+    CHECK_OK(ctx, sap_gen_banded(ctx, small ? 600 : 3000, 20, 0.5, 0, 4, &Bc));
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, small ? 12 : 30, small ? 12 : 30, &Q));
+    CHECK_OK(ctx, sap_gen_banded(ctx, small ? 400 : 2000, 8, 2.0, 1, 5, &Bs));
+    if (!Bd || !Bc || !Q || !Bs) goto out;
+    const many_case cases[] = {
+        {"banded d=1 richardson sap-d(float)", Bd, SAP_KRYLOV_RICHARDSON, 2, SAP_PRECOND_RIGHT, "sap-d", "partitions=6",
+         SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"banded d=0.5 bicgstab(2) right sap-c(float)", Bc, SAP_KRYLOV_BICGSTABL, 2, SAP_PRECOND_RIGHT, "sap-c",
+         "partitions=4", SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"banded d=0.5 richardson sap-c(double) csr", Bc, SAP_KRYLOV_RICHARDSON, 2, SAP_PRECOND_RIGHT, "sap-c",
+         "partitions=4", SAP_DOUBLE, SAP_FORMAT_CSR},
+        {"banded d=0.5 bicgstab(2) left jacobi band", Bc, SAP_KRYLOV_BICGSTABL, 2, SAP_PRECOND_LEFT, "jacobi", NULL,
+         SAP_DOUBLE, SAP_FORMAT_BAND},
+        {"banded d=0.5 bicgstab(3) right none ell", Bc, SAP_KRYLOV_BICGSTABL, 3, SAP_PRECOND_RIGHT, NULL, NULL,
+         SAP_DOUBLE, SAP_FORMAT_ELL},
+        {"poisson2d richardson jacobi (fallback)", Q, SAP_KRYLOV_RICHARDSON, 2, SAP_PRECOND_RIGHT, "jacobi", NULL,
+         SAP_DOUBLE, SAP_FORMAT_AUTO},
+        {"poisson2d cg jacobi", Q, SAP_KRYLOV_CG, 0, SAP_PRECOND_RIGHT, "jacobi", NULL, SAP_DOUBLE, SAP_FORMAT_AUTO},
+        {"banded spd cg sap-d(float)", Bs, SAP_KRYLOV_CG, 0, SAP_PRECOND_RIGHT, "sap-d", "partitions=5", SAP_FLOAT,
+         SAP_FORMAT_AUTO},
+        {"banded d=0.5 gmres(20) jacobi (column by column)", Bc, SAP_KRYLOV_GMRES, 20, SAP_PRECOND_RIGHT, "jacobi",
+         NULL, SAP_DOUBLE, SAP_FORMAT_AUTO},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        many_one(ctx, &cases[i], 1, -1, -1, 0);
+        many_one(ctx, &cases[i], 5, 3, -1, 0);
+    }
+    many_one(ctx, &cases[0], small ? 3 : 33, -1, -1, 0); /* two groups */
+    many_one(ctx, &cases[1], 4, -1, 2, 0);               /* a NaN column */
+    many_one(ctx, &cases[0], 4, -1, -1, 1);              /* the monitor stops them all */
+    many_one(ctx, &cases[5], 4, -1, -1, 1);
+    many_one(ctx, &cases[6], 4, -1, -1, 1);
+    /* argument errors */
+    {
+        sap_matrix *M = NULL;
+        sap_krylov *K = NULL;
+        sap_krylov_options o;
+        sap_krylov_options_init(&o);
+        CHECK_OK(ctx, sap_matrix_create(ctx, Q, NULL, &M));
+        CHECK_OK(ctx, sap_krylov_create(ctx, &o, &K));
+        double b[4] = {0}, x[4] = {0};
+        CHECK_STATUS(ctx, sap_krylov_solve_many(K, M, NULL, 2, b, 1, x, Q->nrows, NULL), SAP_ERR_INVALID);
+        CHECK_STATUS(ctx, sap_krylov_solve_many(K, M, NULL, -1, b, Q->nrows, x, Q->nrows, NULL), SAP_ERR_INVALID);
+        CHECK_STATUS(ctx, sap_krylov_solve_many(K, M, NULL, 2, NULL, Q->nrows, x, Q->nrows, NULL), SAP_ERR_INVALID);
+        CHECK_OK(ctx, sap_krylov_solve_many(K, M, NULL, 0, NULL, Q->nrows, NULL, Q->nrows, NULL));
+        sap_krylov_destroy(K);
+        sap_matrix_destroy(M);
+    }
+out:
+    sap_csr_destroy(Bd);
+    sap_csr_destroy(Bc);
+    sap_csr_destroy(Q);
+    sap_csr_destroy(Bs);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
@@ -1234,6 +1407,7 @@ static int cpu_part(void)
     test_systems(ctx);
     test_magma_methods(ctx);
     test_richardson(ctx);
+    test_many(ctx);
     sap_context_destroy(ctx);
     test_determinism();
     test_oom();
@@ -1426,6 +1600,8 @@ static int gpu_part(void)
         if (systems[0].A) run_case(&systems[0], SAP_KRYLOV_CG, 0, SAP_PRECOND_RIGHT, "jacobi", SAP_DOUBLE, fmts[f]);
         if (systems[1].A) run_case(&systems[1], SAP_KRYLOV_BICGSTABL, 2, SAP_PRECOND_RIGHT, NULL, SAP_DOUBLE, fmts[f]);
     }
+
+    test_many(G);
 
     for (int s = 0; s < 4; s++) {
         sap_csr_destroy(systems[s].A);

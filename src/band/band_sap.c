@@ -25,7 +25,7 @@ void sap__band_fact_destroy(sap_band_fact *F)
     if (!F) return;
     sap_context *ctx = F->ctx;
     if (F->kt->release) F->kt->release(F);
-    void *dev[] = {F->lu, F->ul, F->B, F->C, F->V, F->W, F->R, F->rpiv, F->g, F->xr};
+    void *dev[] = {F->lu, F->ul, F->B, F->C, F->V, F->W, F->R, F->rpiv, F->g, F->gk, F->xr};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
         if (dev[i]) F->ops->mem_free(ctx, dev[i]);
     void *host[] = {F->uoff, F->thr, F->bst, F->roff, F->xoff};
@@ -330,11 +330,39 @@ sap_status sap__band_fact_apply(sap_band_fact *F, const void *r, void *z)
 {
     const sap_band_kernels *kt = F->kt;
     sap_status st = SAP_OK;
-    if (!F->coupled) return kt->block_solve(F, r, z);
-    SAP_TRY(kt->block_solve(F, r, F->g));
+    if (!F->coupled) return kt->block_solve(F, 1, r, z);
+    SAP_TRY(kt->block_solve(F, 1, r, F->g));
     SAP_TRY(kt->reduced_solve(F, F->g));
     SAP_TRY(kt->purify(F, r, z));
-    SAP_TRY(kt->block_solve(F, z, z));
+    SAP_TRY(kt->block_solve(F, 1, z, z));
+cleanup:
+    return st;
+}
+
+sap_status sap__band_fact_apply_many(sap_band_fact *F, sap_int k, const void *r, void *z)
+{
+    const sap_band_kernels *kt = F->kt;
+    sap_status st = SAP_OK;
+    if (k < 1) return SAP_ERROR(F->ctx, SAP_ERR_INVALID, "band apply: %lld columns", (long long)k);
+    if (k == 1) return sap__band_fact_apply(F, r, z);
+    if (!F->coupled) return kt->block_solve(F, k, r, z);
+    const size_t es = prec_size(F->prec), cs = (size_t)F->L.n * es; /* bytes of one column */
+    if (F->gk_cols < k) { /* the first block solve's k columns (F->g holds one) */
+        if (F->gk) F->ops->mem_free(F->ctx, F->gk);
+        F->gk = NULL;
+        F->gk_cols = 0;
+        SAP_TRY(alloc_dev(F, (size_t)k * (size_t)F->L.n, es, &F->gk));
+        F->gk_cols = k;
+    }
+    SAP_TRY(kt->block_solve(F, k, r, F->gk));
+    /* the reduced systems and purification column by column: F->xr holds one column's
+     * interface unknowns */
+    for (sap_int c = 0; c < k; c++) {
+        const size_t oc = (size_t)c * cs;
+        SAP_TRY(kt->reduced_solve(F, (const char *)F->gk + oc));
+        SAP_TRY(kt->purify(F, (const char *)r + oc, (char *)z + oc));
+    }
+    SAP_TRY(kt->block_solve(F, k, z, z));
 cleanup:
     return st;
 }

@@ -40,6 +40,8 @@ typedef struct sap_band_fact {
     int32_t *rpiv; /* sum m_i: pivots of R */
     int64_t *roff; /* P: host offsets into rpiv */
     void *g;     /* n elements of work (first block solve) */
+    void *gk;    /* gk_cols * n elements: g for sap__band_fact_apply_many (grown on demand) */
+    sap_int gk_cols;
     void *xr;    /* 2 * sum m_i: interface unknowns x_i^(b), x_{i+1}^(t) */
     int64_t *xoff; /* P: host offsets into xr */
     void *dev;   /* backend private (cuda: device copies of the layout) */
@@ -90,8 +92,10 @@ typedef struct sap_band_kernels {
     sap_status (*spikes)(sap_band_fact *F);
     /* LU with partial pivoting of I - W V per interface */
     sap_status (*reduced_factor)(sap_band_fact *F);
-    /* z = D^{-1} r (block-diagonal solve of every partition); z may alias r */
-    sap_status (*block_solve)(sap_band_fact *F, const void *r, void *z);
+    /* z = D^{-1} r (block-diagonal solve of every partition) for k columns (column c of r
+     * at element c * n, n = F->L.n; likewise z); z may alias r; one pass over the factors
+     * for all columns; k < 1: SAP_ERR_INVALID */
+    sap_status (*block_solve)(sap_band_fact *F, sap_int k, const void *r, void *z);
     /* interface unknowns from g = D^{-1} r: x_i^(b), x_{i+1}^(t) into F->xr */
     sap_status (*reduced_solve)(sap_band_fact *F, const void *g);
     /* f = r - [0; B_i x_{i+1}^(t)] - [C_i x_{i-1}^(b); 0] (f != r) */

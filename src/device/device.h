@@ -191,6 +191,15 @@ typedef struct sap_backend_ops {
     /* fused CG update: x += alpha p, r -= alpha q, then *rr = r . r */
     sap_status (*cg_update)(sap_context *ctx, double alpha, const sap_vec *p, const sap_vec *q, sap_vec *x,
                             sap_vec *r, double *rr);
+    /* k columns (1 <= k <= 64): X, Y of length k m, column c at element c m (m = n / k) */
+    /* Y_c = a[c] X_c + b[c] Y_c (a[c] = 0, b[c] = 1 leaves column c untouched: it is not written) */
+    sap_status (*caxpby)(sap_context *ctx, int k, const double *a, const sap_vec *X, const double *b, sap_vec *Y);
+    /* r[i k + c] = X[i]_c . Y_c for i < nx (1 <= nx <= 8) and c < k: one pass over Y */
+    sap_status (*cdot)(sap_context *ctx, int k, int nx, const sap_vec *X, const sap_vec *Y, double *r);
+    /* Y_c = A X_c for c < k (X, Y in M's precision, length k * M->nrows); one pass over the
+     * matrix for all columns where the format allows (cpu: every format; cuda: CSR through
+     * cusparseSpMM, BAND by its own kernel, the other formats column by column) */
+    sap_status (*spmm)(sap_context *ctx, const sap_spmat *M, int k, const sap_vec *X, sap_vec *Y);
     /* sparse matrices; fmt may be AUTO (the backend decides) */
     sap_status (*spmat_create)(sap_context *ctx, const sap_csr *A, sap_spmv_format fmt, sap_precision prec,
                                sap_spmat **M);

@@ -50,6 +50,78 @@ cleanup:
     return st;
 }
 
+/* The same for k columns in lockstep (krylov_many.c): one SpMM and one block apply a step,
+ * each column its own alpha, beta and stop. */
+static sap_status cg_run_many(kry_many *km)
+{
+    const sap_backend_ops *ops = km->ops;
+    sap_context *ctx = km->ctx;
+    sap_status st = SAP_OK;
+    const int k = km->k;
+    sap_vec *R = &km->W[0], *Z = &km->W[1], *Pv = &km->W[2], *Q = &km->W[3];
+    const int pc = km->P != NULL;
+    if (!pc) Z = R;
+    double rn[KRY_MANY_MAX], rz[KRY_MANY_MAX], pq[KRY_MANY_MAX], rr[KRY_MANY_MAX], a[KRY_MANY_MAX], b[KRY_MANY_MAX];
+    SAP_TRY(sap__krylov_many_residual(km, &km->X, R, NULL, rn));
+    for (int c = 0; c < k; c++)
+        if (km->active[c] && sap__krylov_start(&km->col[c], rn[c])) sap__krylov_many_stop(km, c);
+    if (pc) {
+        SAP_TRY(sap__krylov_many_prec(km, R, Z));
+        SAP_TRY(ops->cdot(ctx, k, 1, R, Z, rz));
+        for (int c = 0; c < k; c++)
+            if (km->active[c]) sap__krylov_many_scalar(km, c, "rho = r . M^-1 r", rz[c], 1);
+    } else {
+        for (int c = 0; c < k; c++) rz[c] = rn[c] * rn[c];
+    }
+    SAP_TRY(ops->copy(ctx, Z, Pv));
+    while (sap__krylov_many_count(km) > 0) {
+        SAP_TRY(sap__krylov_many_spmm(km, Pv, Q));
+        SAP_TRY(ops->cdot(ctx, k, 1, Pv, Q, pq));
+        for (int c = 0; c < k; c++) {
+            a[c] = 0;
+            if (!km->active[c] || sap__krylov_many_scalar(km, c, "p . A p", pq[c], 1)) continue;
+            a[c] = rz[c] / pq[c];
+            sap__krylov_many_scalar(km, c, "alpha", a[c], 0);
+        }
+        /* x += alpha p, r -= alpha q, rr = r . r */
+        for (int c = 0; c < k; c++) b[c] = 1.0;
+        SAP_TRY(sap__krylov_many_axpby(km, a, Pv, b, &km->X));
+        for (int c = 0; c < k; c++) a[c] = -a[c];
+        SAP_TRY(sap__krylov_many_axpby(km, a, Q, b, R));
+        SAP_TRY(ops->cdot(ctx, k, 1, R, R, rr));
+        for (int c = 0; c < k; c++)
+            if (km->active[c] && sap__krylov_check(&km->col[c], km->col[c].iter + 1.0, sqrt(rr[c])))
+                sap__krylov_many_stop(km, c);
+        if (sap__krylov_many_monitor(km)) break;
+        for (int c = 0; c < k; c++) {
+            if (!km->active[c]) continue;
+            const sap_vec xc = sap__vec_column(&km->X, km->n, c);
+            SAP_TRY(sap__krylov_track_best(&km->col[c], &xc));
+        }
+        double rzn[KRY_MANY_MAX];
+        if (pc) {
+            SAP_TRY(sap__krylov_many_prec(km, R, Z));
+            SAP_TRY(ops->cdot(ctx, k, 1, R, Z, rzn));
+        } else {
+            for (int c = 0; c < k; c++) rzn[c] = rr[c];
+        }
+        for (int c = 0; c < k; c++) {
+            a[c] = 1.0;
+            b[c] = 0.0;
+            if (!km->active[c] || sap__krylov_many_scalar(km, c, "rho = r . M^-1 r", rzn[c], 1)) continue;
+            b[c] = rzn[c] / rz[c];
+            rz[c] = rzn[c];
+        }
+        SAP_TRY(sap__krylov_many_axpby(km, a, Z, b, Pv));
+    }
+    for (int c = 0; c < k; c++) {
+        sap_vec xc = sap__vec_column(&km->X, km->n, c);
+        SAP_TRY(sap__krylov_restore_best(&km->col[c], &xc));
+    }
+cleanup:
+    return st;
+}
+
 static int cg_nvec(int param)
 {
     (void)param;
@@ -58,4 +130,5 @@ static int cg_nvec(int param)
 
 const sap_krylov_method sap__krylov_cg_method = {
     .name = "cg", .help = "conjugate gradients for SPD A and M (symmetric preconditioning)",
-    .id = SAP_KRYLOV_CG, .nvec = cg_nvec, .steps = 1, .sides = KRY_SIDES_SYMMETRIC, .run = cg_run};
+    .id = SAP_KRYLOV_CG, .nvec = cg_nvec, .steps = 1, .sides = KRY_SIDES_SYMMETRIC, .run = cg_run,
+    .run_many = cg_run_many};

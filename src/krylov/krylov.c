@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KRY_MAX_RESTARTS 3
 #define KRY_HIST_INITIAL 65536
 
 /* ---- names ------------------------------------------------------------------------------------ */
@@ -116,14 +115,21 @@ cleanup:
     return st;
 }
 
+static void free_cache(sap_krylov *K, kry_cache *c)
+{
+    const sap_backend_ops *ops = sap__ops(K->ctx);
+    for (int i = 0; i < c->count; i++)
+        if (c->v[i].data) ops->vec_destroy(K->ctx, &c->v[i]);
+    sap__free(K->ctx, c->v);
+    c->v = NULL;
+    c->count = 0;
+}
+
 static void free_vectors(sap_krylov *K)
 {
     const sap_backend_ops *ops = sap__ops(K->ctx);
-    for (int i = 0; i < K->nvec; i++)
-        if (K->vec[i].data) ops->vec_destroy(K->ctx, &K->vec[i]);
-    sap__free(K->ctx, K->vec);
-    K->vec = NULL;
-    K->nvec = 0;
+    free_cache(K, &K->vec);
+    free_cache(K, &K->bvec);
     for (int i = 0; i < K->nshadow; i++)
         if (K->shadow[i].data) ops->vec_destroy(K->ctx, &K->shadow[i]);
     sap__free(K->ctx, K->shadow);
@@ -141,22 +147,21 @@ void sap_krylov_destroy(sap_krylov *K)
     sap__free(K->ctx, K);
 }
 
-/* count vectors of length n in precision prec, reusing the cached ones when they fit */
-static sap_status get_vectors(sap_krylov *K, sap_int n, sap_precision prec, int count)
+sap_status sap__krylov_vectors(sap_krylov *K, kry_cache *c, sap_int n, sap_precision prec, int count)
 {
-    if (K->vec && K->vec_n == n && K->vec_prec == prec && K->nvec >= count) return SAP_OK;
+    if (c->v && c->n == n && c->prec == prec && c->count >= count) return SAP_OK;
     sap_context *ctx = K->ctx;
     const sap_backend_ops *ops = sap__ops(ctx);
-    free_vectors(K);
+    free_cache(K, c);
     sap_status st = SAP_OK;
-    SAP_CALLOC(ctx, K->vec, count);
-    K->nvec = count;
-    K->vec_n = n;
-    K->vec_prec = prec;
-    for (int i = 0; i < count; i++) SAP_TRY(ops->vec_create(ctx, n, prec, &K->vec[i]));
+    SAP_CALLOC(ctx, c->v, count);
+    c->count = count;
+    c->n = n;
+    c->prec = prec;
+    for (int i = 0; i < count; i++) SAP_TRY(ops->vec_create(ctx, n, prec, &c->v[i]));
     return SAP_OK;
 cleanup:
-    free_vectors(K);
+    free_cache(K, c);
     return st;
 }
 
@@ -310,7 +315,7 @@ sap_status sap__krylov_maxpy(kry_solve *s, int k, const double *a, const sap_vec
 static int record(kry_solve *s, double relres)
 {
     sap_krylov *K = s->K;
-    if (!K->opt.history) return 0;
+    if (!K->opt.history || s->quiet) return 0;
     if (K->hist_len == K->hist_cap) {
         sap_int cap = K->hist_cap ? 2 * K->hist_cap : 64;
         double *h = sap__realloc(s->ctx, K->hist, (size_t)cap, sizeof(double), __FILE__, __LINE__);
@@ -376,7 +381,7 @@ int sap__krylov_check(kry_solve *s, double iter, double nrm)
     }
     int stop = 0;
     const sap_krylov_options *o = &s->K->opt;
-    if (o->monitor) stop = o->monitor(o->monitor_state, iter, s->relres);
+    if (o->monitor && !s->quiet) stop = o->monitor(o->monitor_state, iter, s->relres);
     if (s->relres <= s->tol) {
         s->reason = KRY_CONVERGED;
         return 1;
@@ -435,7 +440,7 @@ sap_status sap__krylov_restore_best(kry_solve *s, sap_vec *state)
 
 /* the side a method runs with: symmetric (CG: monitors ||r||), the one asked for, or the
  * only one it has (FGMRES: right) */
-static kry_side pick_side(const sap_krylov_method *m, int have_p, sap_precond_side want)
+kry_side sap__krylov_pick_side(const sap_krylov_method *m, int have_p, sap_precond_side want)
 {
     if (!have_p || (m->sides & KRY_SIDES_SYMMETRIC)) return KRY_SIDE_NONE;
     if (want == SAP_PRECOND_LEFT) return (m->sides & KRY_SIDES_LEFT) ? KRY_SIDE_LEFT : KRY_SIDE_RIGHT;
@@ -486,7 +491,7 @@ sap_status sap__krylov_inner_solve(kry_solve *s, int inner_id, sap_precision pre
     const sap_spmat *Af = NULL;
     SAP_TRY(sap__matrix_derived(s->M, 0, prec, SAP_FORMAT_AUTO, &Af));
     const int nw = m->nvec(I->param);
-    SAP_TRY(get_vectors(I, s->n, prec, nw + 3));
+    SAP_TRY(sap__krylov_vectors(I, &I->vec, s->n, prec, nw + 3));
     kry_solve t;
     memset(&t, 0, sizeof(t));
     t.K = I;
@@ -501,12 +506,12 @@ sap_status sap__krylov_inner_solve(kry_solve *s, int inner_id, sap_precision pre
     t.maxit = maxit;
     t.tol = tol;
     t.best_saved = INFINITY;
-    t.side = pick_side(m, t.P != NULL, I->opt.side);
+    t.side = sap__krylov_pick_side(m, t.P != NULL, I->opt.side);
     snprintf(t.method, sizeof(t.method), "%s", m->name);
-    t.b = &I->vec[0];
-    t.x = &I->vec[1];
-    t.xbest = &I->vec[2];
-    t.w = &I->vec[3];
+    t.b = &I->vec.v[0];
+    t.x = &I->vec.v[1];
+    t.xbest = &I->vec.v[2];
+    t.w = &I->vec.v[3];
     t.nw = nw;
     for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &t.w[i], 0.0));
     SAP_TRY(ops->copy(ctx, r, t.b));
@@ -557,7 +562,7 @@ cleanup:
 
 /* ---- solve ------------------------------------------------------------------------------------ */
 
-static sap_status reason_status(kry_reason r)
+sap_status sap__krylov_reason_status(kry_reason r)
 {
     switch (r) {
     case KRY_CONVERGED: return SAP_OK;
@@ -631,7 +636,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
     else snprintf(s.method, sizeof(s.method), "%s", m->name);
     /* the side the method supports: symmetric (CG: monitors ||r||), the one asked for, or
      * the only one it has (FGMRES: right) */
-    s.side = pick_side(m, s.P != NULL, K->opt.side);
+    s.side = sap__krylov_pick_side(m, s.P != NULL, K->opt.side);
 
     if (K->opt.history && K->hist_cap == 0) {
         double want = (double)K->opt.maxit * m->steps + 2;
@@ -641,11 +646,11 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
     }
     const int nw = m->nvec(K->param);
     if (nw < 0) SAP_FAIL(ctx, SAP_ERR_INVALID, "%s: the method asks for %d work vectors", s.method, nw);
-    SAP_TRY(get_vectors(K, n, A->sm->prec, nw + 3));
-    s.b = &K->vec[0];
-    s.x = &K->vec[1];
-    s.xbest = &K->vec[2];
-    s.w = &K->vec[3];
+    SAP_TRY(sap__krylov_vectors(K, &K->vec, n, A->sm->prec, nw + 3));
+    s.b = &K->vec.v[0];
+    s.x = &K->vec.v[1];
+    s.xbest = &K->vec.v[2];
+    s.w = &K->vec.v[3];
     s.nw = nw;
     for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &s.w[i], 0.0));
     if (vb) {
@@ -755,7 +760,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
                      s.method, (long long)i, x[i], s.iter);
         }
     }
-    st = reason_status(s.reason);
+    st = sap__krylov_reason_status(s.reason);
     /* the driver's message names the residual where it stopped; the x handed back is the
      * best iterate, so its true residual (the figure every report prints) is named too */
     if (st != SAP_OK)

@@ -31,6 +31,7 @@ typedef enum kry_reason {
 typedef enum kry_side { KRY_SIDE_NONE = 0, KRY_SIDE_LEFT, KRY_SIDE_RIGHT } kry_side;
 
 typedef struct kry_solve kry_solve;
+typedef struct kry_many kry_many;
 
 /* Preconditioning sides a method supports (sap_krylov_method.sides). */
 enum {
@@ -53,11 +54,19 @@ typedef struct sap_krylov_method {
     int steps;       /* history entries (monitor calls) per iteration, for the history size */
     unsigned sides;  /* KRY_SIDES_*: right, left or both; SYMMETRIC for CG */
     sap_status (*run)(kry_solve *s);
+    /* k right-hand sides in lockstep (krylov_many.c): one SpMM and one block preconditioner
+     * apply a step for all columns, each column with its own scalars and stop; NULL: the
+     * front end solves the columns one after another with run */
+    sap_status (*run_many)(kry_many *km);
     /* 1: the parameter names another method ("ir:gmres"): it is that method's id + 1 */
     int param_is_method;
     /* 1: the method applies M^-T (sap__krylov_prec_t): the front end builds s->PT */
     int dual;
 } sap_krylov_method;
+
+/* Restarts from the true residual when the recursive one converged and the true one did
+ * not (krylov.c, krylov_many.c). */
+#define KRY_MAX_RESTARTS 3
 
 /* Ids of registered methods start here (sap_krylov_type values above the built-ins). */
 #define SAP_KRYLOV_FIRST_REGISTERED 64
@@ -77,16 +86,21 @@ sap_status sap__krylov_register(const sap_krylov_method *m, sap_krylov_type *id)
 const sap_krylov_method *sap__krylov_find_id(int id);
 const sap_krylov_method *sap__krylov_find_name(const char *s, size_t len, int *id);
 
+typedef struct kry_cache {
+    sap_vec *v;
+    int count;
+    sap_int n;
+    sap_precision prec;
+} kry_cache;
+
 struct sap_krylov {
     sap_context *ctx;
     sap_krylov_options opt;
     const sap_krylov_method *method; /* of opt.type */
     int param; /* l, m or s resolved (never 0) */
-    /* vectors cached across solves of the same size and precision */
-    sap_vec *vec;
-    int nvec;
-    sap_int vec_n;
-    sap_precision vec_prec;
+    /* vectors cached across solves of the same size and precision: one column (vec) and
+     * the blocks of k columns of sap__krylov_solve_many (bvec) */
+    kry_cache vec, bvec;
     /* IDR(s) shadow space (kept across solves of the same size) */
     sap_vec *shadow;
     int nshadow;
@@ -128,6 +142,8 @@ struct kry_solve {
     sap_status err;
     char msg[400]; /* what stopped the iteration (breakdown etc.) */
     int sync;      /* synchronise around timed phases */
+    int quiet;     /* a column of sap__krylov_solve_many: the checks call neither the monitor
+                      nor the history (the batch calls the monitor once a step) */
     sap_krylov_stats *st;
     double inner_scale; /* sap__krylov_inner_solve: inner residual -> outer estimate */
 };
@@ -137,6 +153,14 @@ struct kry_solve {
  * entry and the solution on return. */
 sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, const sap_vec *b, sap_vec *x,
                                  sap_krylov_stats *stats);
+
+/* count vectors of length n in precision prec in the cache c of K, reusing the cached ones
+ * when they fit */
+sap_status sap__krylov_vectors(sap_krylov *K, kry_cache *c, sap_int n, sap_precision prec, int count);
+/* The side a method runs with (krylov.c). */
+kry_side sap__krylov_pick_side(const sap_krylov_method *m, int have_p, sap_precond_side want);
+/* The status of a stop reason. */
+sap_status sap__krylov_reason_status(kry_reason r);
 
 /* ---- helpers (krylov.c) ---------------------------------------------------------------- */
 
@@ -192,6 +216,59 @@ int sap__krylov_breakdown(kry_solve *s, const char *what, double v);
 sap_status sap__krylov_track_best(kry_solve *s, const sap_vec *state);
 /* Unless converged, puts the saved copy back into 'state' when it was better. */
 sap_status sap__krylov_restore_best(kry_solve *s, sap_vec *state);
+
+/* ---- k right-hand sides in lockstep (krylov_many.c) ------------------------------------------
+ * Blocks hold k columns of length n (column c at element c n; sap__vec_column views one).
+ * Every column c has its own kry_solve col[c] (b, x, xbest and w[i] are column views of the
+ * blocks; its scalars, iteration count, tolerance, best iterate and stop reason are its own)
+ * and active[c] says whether it still iterates.  A driver runs the operator on whole blocks
+ * (kry_many_op: one SpMM and one block preconditioner apply for all columns; the columns
+ * that stopped go through it too, their results unused) and the vector updates through the
+ * backend's column kernels with a zero coefficient for the columns that stopped, which are
+ * then not written.  Its per-column checks are sap__krylov_check (quiet: no monitor call);
+ * after each exit point it calls sap__krylov_many_monitor once. */
+#define KRY_MANY_MAX 32
+struct kry_many {
+    kry_solve *col; /* k */
+    int k;
+    sap_int n;
+    sap_krylov *K;
+    sap_context *ctx;
+    const sap_backend_ops *ops;
+    kry_side side;
+    sap_precond *P;
+    const sap_spmat *A;
+    sap_vec B, X, Xbest; /* blocks */
+    sap_vec *W;          /* the driver's work blocks */
+    int nw;
+    int *active;
+    sap_krylov_stats *st; /* shared: the batch's operator counts and times */
+};
+
+/* Y = A X (blocks; timed and counted once per column). */
+sap_status sap__krylov_many_spmm(kry_many *km, const sap_vec *X, sap_vec *Y);
+/* Z = M^{-1} R (blocks; a copy without preconditioner). */
+sap_status sap__krylov_many_prec(kry_many *km, const sap_vec *R, sap_vec *Z);
+/* OUT = op(IN) as sap__krylov_op for every column (TMP: scratch block). */
+sap_status sap__krylov_many_op(kry_many *km, const sap_vec *IN, sap_vec *OUT, sap_vec *TMP);
+/* R = B - A X (M^{-1} (B - A X) when left; TMP scratch, may be NULL when not left), nrm[c] =
+ * ||R_c|| for every column. */
+sap_status sap__krylov_many_residual(kry_many *km, const sap_vec *X, sap_vec *R, sap_vec *TMP, double *nrm);
+/* Column c of R: nrm[c] = ||R_c|| (one cdot for all columns). */
+sap_status sap__krylov_many_nrm2(kry_many *km, const sap_vec *R, double *nrm);
+/* Y_c = a[c] X_c + b[c] Y_c for the active columns only (the others untouched). */
+sap_status sap__krylov_many_axpby(kry_many *km, const double *a, const sap_vec *X, const double *b, sap_vec *Y);
+/* The number of columns still active. */
+int sap__krylov_many_count(const kry_many *km);
+/* After an exit point: the monitor (when the solve has one) once, with the largest relative
+ * residual of the active columns at the largest iteration count; a stop ends every active
+ * column (KRY_MONITOR).  Returns 1 when no column is active any more. */
+int sap__krylov_many_monitor(kry_many *km);
+/* A per-column scalar that must be finite (and non-zero): otherwise column c breaks down
+ * and stops; returns 1 then. */
+int sap__krylov_many_scalar(kry_many *km, int c, const char *what, double v, int nonzero);
+/* Column c stops (after sap__krylov_check or a breakdown said so). */
+void sap__krylov_many_stop(kry_many *km, int c);
 
 /* ---- drivers --------------------------------------------------------------------------- */
 

@@ -67,6 +67,99 @@ cleanup:
     return st;
 }
 
+/* The same for k columns in lockstep (krylov_many.c); the columns that ask for the
+ * fallback then go on together through BiCGStab(l)'s lockstep form. */
+static sap_status richardson_run_many(kry_many *km)
+{
+    sap_status st = SAP_OK;
+    const int k = km->k;
+    const sap_int n = km->n;
+    sap_vec *R = &km->W[0], *Z = &km->W[1];
+    int ran[KRY_MANY_MAX], fb[KRY_MANY_MAX], nfb = 0;
+    double rn[KRY_MANY_MAX], a[KRY_MANY_MAX], one[KRY_MANY_MAX], prev[KRY_MANY_MAX];
+    for (int c = 0; c < k; c++) {
+        ran[c] = km->active[c];
+        fb[c] = 0;
+        one[c] = 1.0;
+    }
+    SAP_TRY(sap__krylov_many_residual(km, &km->X, R, NULL, rn));
+    for (int c = 0; c < k; c++) {
+        if (!km->active[c]) continue;
+        if (sap__krylov_start(&km->col[c], rn[c])) {
+            sap__krylov_many_stop(km, c);
+            continue;
+        }
+        const sap_vec xc = sap__vec_column(&km->X, n, c);
+        SAP_TRY(sap__krylov_track_best(&km->col[c], &xc)); /* x0: a finite fallback */
+    }
+    while (sap__krylov_many_count(km) > 0) {
+        for (int c = 0; c < k; c++) prev[c] = km->col[c].relres;
+        SAP_TRY(sap__krylov_many_prec(km, R, Z));
+        SAP_TRY(sap__krylov_many_axpby(km, one, Z, one, &km->X));
+        SAP_TRY(sap__krylov_many_residual(km, &km->X, R, NULL, rn));
+        int undo = 0;
+        for (int c = 0; c < k; c++) {
+            a[c] = 0.0;
+            if (!km->active[c]) continue;
+            kry_solve *s = &km->col[c];
+            const double rel = rn[c] / s->refnorm;
+            if (!isfinite(rel)) { /* NaN/Inf: recorded as such, the best iterate restored */
+                sap__krylov_check(s, s->iter + 1.0, rn[c]);
+                sap__krylov_many_stop(km, c);
+                continue;
+            }
+            if (!(rel <= RICH_RATE * prev[c]) && !(rel <= s->tol)) {
+                /* too slow a contraction: undo a step that did not reduce the residual, then
+                 * BiCGStab(l) from the iterate */
+                if (!(rel < prev[c])) {
+                    a[c] = -1.0;
+                    undo = 1;
+                    s->relres = prev[c];
+                }
+                fb[c] = 1;
+                nfb++;
+                continue; /* stopped below, after the undo */
+            }
+            if (sap__krylov_check(s, s->iter + 1.0, rn[c])) sap__krylov_many_stop(km, c);
+        }
+        if (undo) SAP_TRY(sap__krylov_many_axpby(km, a, Z, one, &km->X));
+        for (int c = 0; c < k; c++)
+            if (fb[c]) sap__krylov_many_stop(km, c);
+        if (sap__krylov_many_monitor(km)) break;
+        for (int c = 0; c < k; c++) {
+            if (!km->active[c]) continue;
+            const sap_vec xc = sap__vec_column(&km->X, n, c);
+            SAP_TRY(sap__krylov_track_best(&km->col[c], &xc));
+        }
+    }
+    for (int c = 0; c < k; c++) {
+        if (!ran[c] || fb[c]) continue;
+        sap_vec xc = sap__vec_column(&km->X, n, c);
+        SAP_TRY(sap__krylov_restore_best(&km->col[c], &xc));
+    }
+    if (nfb > 0) {
+        /* the columns that fell back, unless the monitor stopped them: BiCGStab(l) from their
+         * iterates (it recomputes their residuals and tracks its own best iterates) */
+        int any = 0, stopped = 0;
+        for (int c = 0; c < k; c++) stopped |= km->col[c].reason == KRY_MONITOR;
+        for (int c = 0; c < k; c++) {
+            kry_solve *s = &km->col[c];
+            if (fb[c] && stopped) {
+                s->reason = KRY_MONITOR;
+                snprintf(s->msg, sizeof(s->msg), "%s: stopped by the monitor at iteration %g (relative residual %.3e)",
+                         s->method, s->iter, s->relres);
+            }
+            km->active[c] = fb[c] && s->reason == KRY_RUNNING;
+            if (!km->active[c]) continue;
+            any = 1;
+            s->best_saved = INFINITY;
+        }
+        if (any) st = sap__krylov_bicgstabl_method.run_many(km);
+    }
+cleanup:
+    return st;
+}
+
 static int richardson_nvec(int l)
 {
     const int v = sap__krylov_bicgstabl_method.nvec(l); /* the fallback's; r and z among them */
@@ -78,4 +171,5 @@ const sap_krylov_method sap__krylov_richardson_method = {
     .help = "preconditioned Richardson x += M^-1 (b - A x) while every step contracts the residual 8x or more, "
             "then BiCGStab(l) from there (iterations: Richardson steps, then BiCGStab(l)'s)",
     .id = SAP_KRYLOV_RICHARDSON, .default_param = 2, .max_param = 16, .nvec = richardson_nvec, .steps = 4,
-    .sides = KRY_SIDES_RIGHT, .run = richardson_run};
+    .sides = KRY_SIDES_RIGHT, .run = richardson_run,
+    .run_many = richardson_run_many};

@@ -162,6 +162,13 @@ static sap_status sap_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
     return sap__band_fact_apply(d->F, r->data, z->data);
 }
 
+/* k columns: one pass over the factors for all of them (sap__band_fact_apply_many) */
+static sap_status sap_apply_block(sap_precond *P, sap_int k, const sap_vec *r, sap_vec *z)
+{
+    pc_sap_data *d = P->data;
+    return sap__band_fact_apply_many(d->F, k, r->data, z->data);
+}
+
 static void sap_report(const sap_precond *P, char *buf, size_t size)
 {
     const pc_sap_data *d = P->data;
@@ -182,6 +189,7 @@ static void sap_report(const sap_precond *P, char *buf, size_t size)
                                   .create = create_fn,                                                                 \
                                   .setup_numeric = sap_numeric,                                                        \
                                   .apply = sap_apply,                                                                  \
+                                  .apply_block = sap_apply_block,                                                      \
                                   .report = sap_report,                                                                \
                                   .destroy = sap_destroy}
 SAP_TYPE(sap__pc_sapd, "sap-d", "SaP-D: banded, decoupled (block-diagonal LU of P partitions)", sapdc_opts,

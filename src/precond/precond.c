@@ -184,8 +184,8 @@ sap_status sap_precond_report(const sap_precond *P, int json, char *buf, size_t 
 static void free_work(sap_precond *P)
 {
     const sap_backend_ops *ops = sap__ops(P->ctx);
-    sap_vec *v[4] = {&P->wr, &P->wz, &P->hr, &P->hz};
-    for (int i = 0; i < 4; i++)
+    sap_vec *v[6] = {&P->wr, &P->wz, &P->hr, &P->hz, &P->br, &P->bz};
+    for (int i = 0; i < 6; i++)
         if (v[i]->data) ops->vec_destroy(P->ctx, v[i]);
 }
 
@@ -322,6 +322,55 @@ sap_status sap__precond_apply_vec(sap_precond *P, const sap_vec *r, sap_vec *z)
     }
     sap_vec *zout = z->prec == P->prec ? z : &P->wz;
     SAP_TRY(P->type->apply(P, rin, zout));
+    if (zout != z) SAP_TRY(ops->copy(ctx, zout, z));
+cleanup:
+    return st;
+}
+
+/* a block of n elements in P's precision in *v (recreated when its length differs) */
+static sap_status work_block(sap_precond *P, sap_int n, sap_vec *v)
+{
+    const sap_backend_ops *ops = sap__ops(P->ctx);
+    if (v->data && v->n == n) return SAP_OK;
+    if (v->data) ops->vec_destroy(P->ctx, v);
+    memset(v, 0, sizeof(*v));
+    return ops->vec_create(P->ctx, n, P->prec, v);
+}
+
+sap_status sap__precond_apply_block(sap_precond *P, sap_int k, const sap_vec *r, sap_vec *z)
+{
+    if (!P || !r || !z) return SAP_ERR_INVALID;
+    sap_context *ctx = P->ctx;
+    sap_status st = sap__precond_check_ready(P, P->n);
+    if (st < 0) return st;
+    const sap_int n = P->n;
+    if (k < 1 || r->n != k * n || z->n != r->n)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "preconditioner apply: %lld columns of length %lld do not match "
+                                               "blocks of %lld and %lld", (long long)k, (long long)n,
+                         (long long)r->n, (long long)z->n);
+    if (!P->type->apply_block || k == 1) {
+        for (sap_int c = 0; c < k; c++) {
+            const sap_vec rc = sap__vec_column(r, n, c);
+            sap_vec zc = sap__vec_column(z, n, c);
+            SAP_TRY(sap__precond_apply_vec(P, &rc, &zc));
+        }
+        return SAP_OK;
+    }
+    if (P->type->mixed_precision_apply || (r->prec == P->prec && z->prec == P->prec))
+        return P->type->apply_block(P, k, r, z);
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_vec *rin = r;
+    if (r->prec != P->prec) {
+        SAP_TRY(work_block(P, r->n, &P->br));
+        SAP_TRY(ops->copy(ctx, r, &P->br));
+        rin = &P->br;
+    }
+    sap_vec *zout = z;
+    if (z->prec != P->prec) {
+        SAP_TRY(work_block(P, z->n, &P->bz));
+        zout = &P->bz;
+    }
+    SAP_TRY(P->type->apply_block(P, k, rin, zout));
     if (zout != z) SAP_TRY(ops->copy(ctx, zout, z));
 cleanup:
     return st;

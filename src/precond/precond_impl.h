@@ -38,6 +38,10 @@ typedef struct sap_precond_type {
     /* z = M^{-1} r on the backend (r and z: length P->n, precision P->prec unless
      * mixed_precision_apply) */
     sap_status (*apply)(sap_precond *P, const sap_vec *r, sap_vec *z);
+    /* the same for k columns at once (r, z: length k P->n, column c at element c P->n; P's
+     * precision unless mixed_precision_apply), e.g. one pass over the factors for all of
+     * them; NULL: the front end applies the columns one by one */
+    sap_status (*apply_block)(sap_precond *P, sap_int k, const sap_vec *r, sap_vec *z);
     /* text of what the last setup chose (e.g. SaP-C's partitions and why), "" if nothing */
     void (*report)(const sap_precond *P, char *buf, size_t size);
     /* frees P->data */
@@ -56,6 +60,7 @@ struct sap_precond {
     int state;                          /* SAP_PC_* */
     sap_vec wr, wz;                     /* precision conversion work vectors (created on first use) */
     sap_vec hr, hz;                     /* work vectors of the host-vector sap_precond_apply */
+    sap_vec br, bz;                     /* precision conversion blocks of sap__precond_apply_block */
     double time_symbolic, time_numeric; /* seconds of the last setups */
 };
 
@@ -83,6 +88,18 @@ int sap__precond_has_setup_dev(const sap_precond *P);
 /* z = M^{-1} r with backend vectors of any precision (converted through P's work vectors
  * when they differ from P->prec).  Used by the Krylov drivers. */
 sap_status sap__precond_apply_vec(sap_precond *P, const sap_vec *r, sap_vec *z);
+/* The same for k columns (r, z: length k P->n, column c at element c P->n): the type's
+ * apply_block when it has one, else column by column. */
+sap_status sap__precond_apply_block(sap_precond *P, sap_int k, const sap_vec *r, sap_vec *z);
+
+/* Column c of a block of columns of length m (a view: no copy). */
+static inline sap_vec sap__vec_column(const sap_vec *V, sap_int m, sap_int c)
+{
+    const size_t es = V->prec == SAP_FLOAT ? sizeof(float) : sizeof(double);
+    sap_vec v = {m, V->prec, (char *)V->data + (size_t)c * (size_t)m * es};
+    return v;
+}
+
 /* 1 when P is NULL or the identity (nothing to apply). */
 int sap__precond_is_identity(const sap_precond *P);
 /* SAP_ERR_INVALID (with a message) unless P is set up for vectors of length n. */

@@ -96,9 +96,9 @@ typedef struct sap__refine {
     double *R, *D; /* n x k each, leading dimension n: residuals, corrections */
     double *t;     /* n: a trial residual */
     /* NULL, or where the inner solve leaves the relative true residual ||b - A x|| / ||b||
-     * of the ORIGINAL system for the one column it solved, computed on the backend, or NaN
-     * when it has none: the first solve's residual is then not recomputed on the host when
-     * it is below tol (one column) */
+     * of the ORIGINAL system for each column of the first solve (k entries, set to NaN
+     * before it), computed on the backend, or NaN when it has none: that column's first
+     * residual is then not recomputed on the host when it is below tol */
     double *inner_rel;
 } sap__refine;
 
@@ -161,6 +161,8 @@ typedef struct sap__attempt {
     char note[96]; /* what its setup did */
     double t_drop, t_third, t_asmbl, t_transfer, t_lu, t_spk, t_lurdcd;
     double true_rel; /* the last Krylov solve's true residual when its system is the original (else NaN) */
+    double *true_rels; /* a batch's caller (solve_many_batch) lends room for the same of each column
+                          of a many-column Krylov solve (NULL: none) */
 } sap__attempt;
 
 struct sap_solver {

@@ -14,6 +14,7 @@ const sap__solver_method_type sap__sm_band_lu = {
     .alias = "bandlu",
     .help = "one LU of the CM band (P = 1, boosting, double) in the Krylov method",
     .method = SAP_METHOD_BAND_LU,
+    .batch = "lockstep Krylov, one band pass a step",
     .band = SAP__SM_BAND_CM,
     .refine_passes = SV_REFINE_KRYLOV,
     .refine_slow = SAP__REFINE_SLOW_STOPS_COLUMN,

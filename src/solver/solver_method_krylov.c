@@ -204,17 +204,16 @@ void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *
     else snprintf(buf, size, "%s", k);
 }
 
-/* One column: x = A^{-1} rhs approximately (x0: initial guess in the original order,
- * NULL = 0).  Returns the Krylov status. */
-static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs, const double *x0, double *x,
-                              double *iters, double *tkry)
+/* One column into the attempt's system: bh = the reordered rhs, yh = the initial guess
+ * there (x0 in the original order, NULL = 0; the probe's iterate of this very b where the
+ * caller gave none); tmp: n of scratch. */
+static sap_status pass_in(sap_solver *S, sap__attempt *a, const double *rhs, const double *x0, double *bh, double *yh,
+                          double *tmp)
 {
     const sap_int n = S->A->nrows;
-    double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
     sap_status st = SAP_OK;
     SAP_TRY(sap_reorder_apply_rhs(S->R, rhs, bh));
-    /* the probe's iterate of this very b, where the caller gave no initial guess (the probe
-     * started from zero too) */
+    /* the probe started from zero too */
     int zero = S->probe_y != NULL;
     for (sap_int i = 0; x0 && zero && i < n; i++) zero = x0[i] == 0.0;
     if (zero && sap__solver_probe_guess(S, rhs, yh)) {
@@ -231,6 +230,38 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
         for (sap_int i = 0; i < n; i++) tmp[i] = yh[a->t[i]];
         memcpy(yh, tmp, sizeof(double) * (size_t)n);
     }
+cleanup:
+    return st;
+}
+
+/* The attempt's solution yh (overwritten) back to x in the original order. */
+static sap_status pass_out(sap_solver *S, sap__attempt *a, double *yh, double *x, double *tmp)
+{
+    const sap_int n = S->A->nrows;
+    if (a->t) {
+        for (sap_int i = 0; i < n; i++) tmp[a->t[i]] = yh[i];
+        memcpy(yh, tmp, sizeof(double) * (size_t)n);
+    }
+    return sap_reorder_undo_solution(S->R, yh, x);
+}
+
+/* The Krylov method's true residual is the original system's when the attempt solves A
+ * itself (no reordering, scaling, third stage or dropped entries in its matrix). */
+static int solves_original(sap_solver *S, sap__attempt *a)
+{
+    const sap_reorder_result *R = S->R;
+    return R->A == S->A && !R->row_scale && !R->col_scale && !a->t && sap__solver_att_full(S, a) == S->A;
+}
+
+/* One column: x = A^{-1} rhs approximately (x0: initial guess in the original order,
+ * NULL = 0).  Returns the Krylov status. */
+static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs, const double *x0, double *x,
+                              double *iters, double *tkry)
+{
+    const sap_int n = S->A->nrows;
+    double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
+    sap_status st = SAP_OK;
+    SAP_TRY(pass_in(S, a, rhs, x0, bh, yh, tmp));
     double t0 = sap__wtime();
     sap_krylov_stats ks;
     sap_status ksv = sap_krylov_solve(a->kry, a->M, a->pc, bh, yh, &ks);
@@ -241,21 +272,51 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     }
     st = ksv;
     if (tkry) *tkry += sap__wtime() - t0;
-    /* the Krylov method's true residual is the original system's when the attempt solves
-     * A itself (no reordering, scaling, third stage or dropped entries in its matrix) */
-    {
-        const sap_reorder_result *R = S->R;
-        const int original = R->A == S->A && !R->row_scale && !R->col_scale && !a->t &&
-                             sap__solver_att_full(S, a) == S->A;
-        a->true_rel = original ? ks.true_residual : NAN;
-    }
-    if (a->t) {
-        for (sap_int i = 0; i < n; i++) tmp[a->t[i]] = yh[i];
-        memcpy(yh, tmp, sizeof(double) * (size_t)n);
-    }
-    sap_status s2 = sap_reorder_undo_solution(S->R, yh, x);
+    a->true_rel = solves_original(S, a) ? ks.true_residual : NAN;
+    sap_status s2 = pass_out(S, a, yh, x, tmp);
     if (s2 < 0) st = s2;
 cleanup:
+    return st;
+}
+
+/* m > 1 columns at once (sap_krylov_solve_many: the lockstep form of the attempt's Krylov
+ * method, one pass of the SaP preconditioner over its factors for all columns).  The
+ * original system's true residuals go to a->true_rels when the caller gave it room. */
+static sap_status krylov_pass_many(sap_solver *S, sap__attempt *a, sap_int m, const double *R, sap_int ldr,
+                                   const double *X0, sap_int ldx0, double *X, sap_int ldx, double *iters, double *tkry)
+{
+    sap_context *ctx = S->ctx;
+    const sap_int n = S->A->nrows;
+    double *tmp = S->w + 4 * n, *Bh = NULL, *Yh = NULL;
+    sap_krylov_stats *ks = NULL;
+    sap_status st = SAP_OK;
+    SAP_ALLOC(ctx, Bh, (size_t)n * (size_t)m);
+    SAP_ALLOC(ctx, Yh, (size_t)n * (size_t)m);
+    SAP_ALLOC(ctx, ks, m);
+    for (sap_int c = 0; c < m; c++)
+        SAP_TRY(pass_in(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, Bh + c * n, Yh + c * n, tmp));
+    double t0 = sap__wtime();
+    sap_status ksv = sap_krylov_solve_many(a->kry, a->M, a->pc, m, Bh, n, Yh, n, ks);
+    if (tkry) *tkry += sap__wtime() - t0;
+    for (sap_int c = 0; c < m && iters; c++) *iters += ks[c].iterations;
+    if (ksv < 0 && ksv != SAP_ERR_BREAKDOWN) {
+        st = ksv;
+        goto cleanup;
+    }
+    st = ksv;
+    const int original = solves_original(S, a);
+    for (sap_int c = 0; c < m; c++) {
+        if (a->true_rels) a->true_rels[c] = original ? ks[c].true_residual : NAN;
+        sap_status s2 = pass_out(S, a, Yh + c * n, X + c * ldx, tmp);
+        if (s2 < 0) {
+            st = s2;
+            goto cleanup;
+        }
+    }
+cleanup:
+    sap__free(ctx, Bh);
+    sap__free(ctx, Yh);
+    sap__free(ctx, ks);
     return st;
 }
 
@@ -273,6 +334,7 @@ sap_status sap__solver_krylov_solve(sap_solver *S, sap__attempt *a, sap_int m, c
         sap_context_get_stats(S->x, &c1);
         sap__solver_dev_count_a(S, c1.h2d_bytes - c0.h2d_bytes);
     }
+    if (m > 1 && a->type->batch) return krylov_pass_many(S, a, m, R, ldr, X0, ldx0, X, ldx, iters, tkry);
     for (sap_int c = 0; c < m; c++) {
         sap_status sc = krylov_pass(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, X + c * ldx, iters, tkry);
         if (sc < 0 && sc != SAP_ERR_BREAKDOWN) return sc;

@@ -52,6 +52,9 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
     sap_int *cols = &col1, *slot = &slot1; /* the columns of a pass; where column j's residual is in R */
     unsigned char *go = &go1;              /* 1 while column j may take corrections */
     if (k > 1) {
+        bn = NULL; /* freed at cleanup, whichever allocation fails */
+        cols = slot = NULL;
+        go = NULL;
         SAP_ALLOC(ctx, bn, k);
         SAP_ALLOC(ctx, cols, k);
         SAP_ALLOC(ctx, slot, k);
@@ -68,7 +71,7 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
         passes[j] = 0;
         go[j] = 0;
     }
-    if (rf->inner_rel) *rf->inner_rel = NAN;
+    for (sap_int j = 0; j < k && rf->inner_rel; j++) rf->inner_rel[j] = NAN;
     if (any) {
         sap_status s0 = rf->solve(rf->state, k, B, ldb, X, ldx, X, ldx);
         if (hard(s0)) {
@@ -86,8 +89,8 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
             continue;
         }
         go[j] = 1;
-        if (k == 1 && rf->inner_rel && *rf->inner_rel <= rf->tol) { /* the backend's figure (not NaN) */
-            rel[j] = *rf->inner_rel;
+        if (rf->inner_rel && rf->inner_rel[j] <= rf->tol) { /* the backend's figure (not NaN) */
+            rel[j] = rf->inner_rel[j];
             continue;
         }
         SAP_TRY(residual(A, B + j * ldb, X + j * ldx, bn[j], rf->R + j * n, &rel[j]));

@@ -122,9 +122,11 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
     }
 }
 
-/* A batch method (band-pivot) with several columns: one inner solve for all of them, then
- * refinement steps batched over the columns still above tol (a column stops when a step
- * does not lower its residual, all of them after a step that halved none). */
+/* A batch method (band-pivot, the SaP methods' lockstep Krylov) with several columns: one
+ * inner solve for all of them, then refinement steps batched over the columns still above
+ * tol (a column stops when a step does not lower its residual, all of them after a step
+ * that halved none).  *iters: the iterations of all columns (a Krylov method's own count;
+ * a direct solve counts one a solve). */
 static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sap_int ldb, double *X, sap_int ldx,
                                    int *done, double *iters, double *worst, double *tkry)
 {
@@ -132,7 +134,7 @@ static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sa
     const sap_int n = S->A->nrows;
     const double tol = S->opt.krylov.tol;
     sap_status st = SAP_OK;
-    double *R = NULL, *D = NULL, *rel = NULL;
+    double *R = NULL, *D = NULL, *rel = NULL, *irel = NULL;
     sap_status *cst = NULL;
     int *passes = NULL;
     SAP_ALLOC(ctx, R, (size_t)n * (size_t)k);
@@ -140,7 +142,9 @@ static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sa
     SAP_ALLOC(ctx, rel, k);
     SAP_ALLOC(ctx, cst, k);
     SAP_ALLOC(ctx, passes, k);
-    att_inner in = {S, S->att, NULL, tkry};
+    SAP_ALLOC(ctx, irel, k);
+    double kit = 0; /* the Krylov methods' iterations (a direct method counts none here) */
+    att_inner in = {S, S->att, &kit, tkry};
     const sap__refine rf = {.A = S->A,
                             .tol = tol,
                             .max_pass = S->att->type->refine_passes,
@@ -150,10 +154,15 @@ static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sa
                             .state = &in,
                             .R = R,
                             .D = D,
-                            .t = S->w};
-    SAP_TRY(sap__solver_refine(&rf, k, B, ldb, X, ldx, rel, cst, passes));
+                            .t = S->w,
+                            .inner_rel = irel};
+    S->att->true_rels = irel;
+    st = sap__solver_refine(&rf, k, B, ldb, X, ldx, rel, cst, passes);
+    S->att->true_rels = NULL;
+    if (st < 0) goto cleanup;
+    *iters = kit;
     for (sap_int j = 0; j < k; j++) {
-        iters[j] = 1 + passes[j];
+        if (!S->att->kry) *iters += 1 + passes[j];
         done[j] = rel[j] <= tol;
         if (rel[j] > *worst || !isfinite(rel[j])) *worst = rel[j];
     }
@@ -163,6 +172,7 @@ cleanup:
     sap__free(ctx, rel);
     sap__free(ctx, cst);
     sap__free(ctx, passes);
+    sap__free(ctx, irel);
     return st;
 }
 
@@ -218,7 +228,7 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
         st = sap__solver_dev_fetch(S, "a solve with host vectors");
         if (st < 0) return st;
     }
-    double *piters = NULL, *x0 = NULL;
+    double *x0 = NULL;
     if (nrhs < 0 || ldb < n || ldx < n || (nrhs > 0 && n > 0 && (!B || !X)))
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_solve_many: nrhs = %lld, ldb = %lld, ldx = %lld, n = %lld%s",
                          (long long)nrhs, (long long)ldb, (long long)ldx, (long long)n,
@@ -257,27 +267,23 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
     sap_status worst = SAP_OK;
     double tkry = 0, worst_res = 0;
     SAP_CALLOC(ctx, done, nrhs > 0 ? nrhs : 1);
-    SAP_CALLOC(ctx, piters, nrhs > 0 ? nrhs : 1);
     SAP_ALLOC(ctx, x0, n > 0 ? n : 1);
     if (S->att->type->batch && nrhs > 1) {
         double t0 = sap__wtime();
-        SAP_TRY(solve_many_batch(S, nrhs, B, ldb, X, ldx, done, piters, &worst_res, &tkry));
+        double it = 0;
+        SAP_TRY(solve_many_batch(S, nrhs, B, ldb, X, ldx, done, &it, &worst_res, &tkry));
         sap__attempt *a = S->att;
         if (a->itry >= 0 && a->itry < s->ntries) {
             sap_solver_try *t = &s->tried[a->itry];
             int ok = 1;
-            double it = 0;
-            for (sap_int j = 0; j < nrhs; j++) {
-                ok &= done[j];
-                it += piters[j];
-            }
+            for (sap_int j = 0; j < nrhs; j++) ok &= done[j];
             t->status = ok ? SAP_OK : SAP_WARN_INEXACT;
             t->iterations += it;
             t->time += sap__wtime() - t0;
             sap__solver_try_note(S, a->itry, "%d columns, %s, worst res %.1e; %s", (int)nrhs, a->type->batch,
                                  worst_res, a->note);
         }
-        for (sap_int j = 0; j < nrhs; j++) s->iterations += piters[j];
+        s->iterations += it;
         if (worst_res > s->relative_residual) s->relative_residual = worst_res;
     }
     for (sap_int j = 0; j < nrhs; j++) {
@@ -316,7 +322,6 @@ cleanup:
     s->time_refine = s->time_solve - tkry;
     s->status = st;
     sap__free(ctx, done);
-    sap__free(ctx, piters);
     sap__free(ctx, x0);
     if (st != SAP_OK) sap__solver_relay(S);
     else if (S->hctx) S->hctx->errmsg[0] = 0; /* failures the chain handled */

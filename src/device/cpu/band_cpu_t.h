@@ -212,6 +212,33 @@ static void FN(band_sweep)(const REAL *a, sap_int nb, sap_int K, REAL *z)
     }
 }
 
+/* The same for k columns of one partition interleaved (z[r k + c]): each factor entry is
+ * read once and applied to all k columns, the columns innermost (contiguous, vectorized);
+ * per column the operations are those of band_sweep in the same order. */
+static void FN(band_sweep_many)(const REAL *a, sap_int nb, sap_int K, sap_int k, REAL *z)
+{
+    for (sap_int r = 1; r < nb; r++) {
+        const sap_int kk = K < r ? K : r;
+        REAL *restrict zr = z + (int64_t)r * k;
+        for (sap_int j = 1; j <= kk; j++) {
+            const REAL l = a[(K - j) * nb + r];
+            const REAL *restrict zp = zr - (int64_t)j * k;
+            for (sap_int c = 0; c < k; c++) zr[c] -= l * zp[c];
+        }
+    }
+    for (sap_int r = nb - 1; r >= 0; r--) {
+        const sap_int kk = K < nb - 1 - r ? K : nb - 1 - r;
+        REAL *restrict zr = z + (int64_t)r * k;
+        for (sap_int j = 1; j <= kk; j++) {
+            const REAL u = a[(K + j) * nb + r];
+            const REAL *restrict zp = zr + (int64_t)j * k;
+            for (sap_int c = 0; c < k; c++) zr[c] -= u * zp[c];
+        }
+        const REAL piv = a[K * nb + r];
+        for (sap_int c = 0; c < k; c++) zr[c] /= piv;
+    }
+}
+
 static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
 {
     sap_context *ctx = Fa->ctx;
@@ -407,19 +434,49 @@ static sap_status FN(band_reduced_factor)(sap_band_fact *Fa)
     return SAP_OK;
 }
 
-static sap_status FN(band_block_solve)(sap_band_fact *Fa, const void *rv, void *zv)
+static sap_status FN(band_block_solve)(sap_band_fact *Fa, sap_int k, const void *rv, void *zv)
 {
     const sap_band_layout *L = &Fa->L;
     const int nt = L->n < 4096 ? 1 : sap__threads(Fa->ctx);
     const REAL *r = rv;
     REAL *z = zv;
     const REAL *lu = Fa->lu;
-    SAP_OMP_FOR_DYNAMIC(nt, 1)
+    if (k == 1) {
+        SAP_OMP_FOR_DYNAMIC(nt, 1)
+        for (sap_int b = 0; b < L->P; b++) {
+            const sap_int o0 = L->off[b], nb = L->off[b + 1] - o0;
+            if (z != r) memcpy(z + o0, r + o0, sizeof(REAL) * (size_t)nb);
+            FN(band_sweep)(lu + L->boff[b], nb, L->Ki[b], z + o0);
+        }
+        return SAP_OK;
+    }
+    /* k columns: each partition's rows of all columns gathered interleaved (row-major
+     * nb x k) so that one pass over its factors serves every column */
+    const int64_t n = L->n;
+    sap_int nfail = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(+ : nfail)
+#endif
     for (sap_int b = 0; b < L->P; b++) {
         const sap_int o0 = L->off[b], nb = L->off[b + 1] - o0;
-        if (z != r) memcpy(z + o0, r + o0, sizeof(REAL) * (size_t)nb);
-        FN(band_sweep)(lu + L->boff[b], nb, L->Ki[b], z + o0);
+        REAL *t = malloc(sizeof(REAL) * (size_t)nb * (size_t)k);
+        if (!t) {
+            nfail++;
+            continue;
+        }
+        for (sap_int c = 0; c < k; c++) {
+            const REAL *rc = r + c * n + o0;
+            for (sap_int i = 0; i < nb; i++) t[(int64_t)i * k + c] = rc[i];
+        }
+        FN(band_sweep_many)(lu + L->boff[b], nb, L->Ki[b], k, t);
+        for (sap_int c = 0; c < k; c++) {
+            REAL *zc = z + c * n + o0;
+            for (sap_int i = 0; i < nb; i++) zc[i] = t[(int64_t)i * k + c];
+        }
+        free(t);
     }
+    (void)nt;
+    if (nfail) return SAP_ERROR(Fa->ctx, SAP_ERR_OUT_OF_MEMORY, "band block solve: out of memory for work space");
     return SAP_OK;
 }
 

@@ -251,6 +251,205 @@ static sap_status cg_update(sap_context *ctx, double alpha, const sap_vec *p, co
     return SAP_OK;
 }
 
+/* ---- block vectors: k columns of m entries each (column c at element c m) ----------------- */
+
+/* k in 1..64, the lengths of X and Y k m_x and k m_y (each divisible by k), one precision;
+ * *mx, *my: the column lengths. */
+static sap_status check_cols(sap_context *ctx, const char *fn, int k, const sap_vec *X, const sap_vec *Y, sap_int *mx,
+                             sap_int *my)
+{
+    if (k < 1 || k > 64) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu %s: k = %d outside 1..64", fn, k);
+    sap_status st = check_vec(ctx, fn, X);
+    if (st == SAP_OK) st = check_vec(ctx, fn, Y);
+    if (st < 0) return st;
+    if (X->prec != Y->prec) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu %s: vectors of different precisions", fn);
+    if (X->n % k || Y->n % k)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu %s: vector lengths %lld, %lld not divisible by k = %d", fn,
+                         (long long)X->n, (long long)Y->n, k);
+    *mx = X->n / k;
+    *my = Y->n / k;
+    return SAP_OK;
+}
+
+/* The columns in parallel when they are short (each kernel call then runs on one thread),
+ * one after the other, each on all threads, when they are long: every column is computed
+ * by the one-vector kernel with its own fixed chunking either way, so the results do not
+ * depend on the thread count. */
+static int cols_nt(const sap_context *ctx, sap_int m, int k)
+{
+    return m >= SAP_CPU_PAR_MIN || (int64_t)m * k < SAP_CPU_PAR_MIN ? 1 : sap__threads(ctx);
+}
+
+static sap_status caxpby(sap_context *ctx, int k, const double *a, const sap_vec *X, const double *b, sap_vec *Y)
+{
+    sap_int m = 0, my = 0;
+    sap_status st = check_cols(ctx, "caxpby", k, X, Y, &m, &my);
+    if (st < 0) return st;
+    if (m != my)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu caxpby: vector lengths differ (%lld and %lld)", (long long)X->n,
+                         (long long)Y->n);
+    if (!a || !b) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu caxpby: coefficients are NULL");
+    const size_t es = ESIZE(X->prec);
+    const int d = IS_D(X);
+    const char *x = X->data;
+    char *y = Y->data;
+    int nt = cols_nt(ctx, m, k);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+    for (int c = 0; c < k; c++) {
+        if (a[c] == 0.0 && b[c] == 1.0) continue; /* not written */
+        const size_t off = (size_t)c * (size_t)m * es;
+        if (d) sap__cpu_axpby_d(ctx, m, a[c], (const double *)(x + off), b[c], (double *)(y + off));
+        else sap__cpu_axpby_s(ctx, m, a[c], (const float *)(x + off), b[c], (float *)(y + off));
+    }
+    return SAP_OK;
+}
+
+static sap_status cdot(sap_context *ctx, int k, int nx, const sap_vec *X, const sap_vec *Y, double *r)
+{
+    if (nx < 1 || nx > 8) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu cdot: nx = %d outside 1..8", nx);
+    if (!X || !r) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu cdot: NULL vectors or results");
+    sap_int m = 0, my = 0;
+    for (int i = 0; i < nx; i++) {
+        sap_status st = check_cols(ctx, "cdot", k, &X[i], Y, &m, &my);
+        if (st < 0) return st;
+        if (X[i].n != Y->n)
+            return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu cdot: vector lengths differ (%lld and %lld)",
+                             (long long)X[i].n, (long long)Y->n);
+    }
+    const size_t es = ESIZE(Y->prec);
+    const int d = IS_D(Y);
+    int nt = cols_nt(ctx, m, k);
+    (void)nt;
+    /* column c: the mdot of its nx columns against Y_c (dot's chunking: k = 1, nx = 1 gives
+     * dot's result bitwise) */
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+    for (int c = 0; c < k; c++) {
+        const size_t off = (size_t)c * (size_t)m * es;
+        const void *px[8];
+        double rc[8];
+        for (int i = 0; i < nx; i++) px[i] = (const char *)X[i].data + off;
+        const void *py = (const char *)Y->data + off;
+        if (d) sap__cpu_mdot_d(ctx, m, nx, (const double *const *)px, py, rc);
+        else sap__cpu_mdot_s(ctx, m, nx, (const float *const *)px, py, rc);
+        for (int i = 0; i < nx; i++) r[i * k + c] = rc[i];
+    }
+    return SAP_OK;
+}
+
+/* spmm, row by row: the k products of a row share each matrix entry (read once); each
+ * y_i of each column sums its entries in the order of spmv's kernel for that format (CSR:
+ * even and odd positions in two sums; ELL, SELL-P: slot by slot, then HEC's CSR part;
+ * BAND: diagonal by diagonal) in double, so spmm equals k spmv calls (alpha 1, beta 0)
+ * bitwise.  Rows are handed out in blocks of SPMM_BLOCK (a multiple of the SELL-P slice). */
+#define SPMM_BLOCK 256
+
+#define SAP_CPU_SPMM(S, REAL)                                                                                          \
+    static void spmm_rows_##S(const sap_spmat *M, int k, const REAL *restrict x, REAL *restrict y, sap_int r0,         \
+                              sap_int r1)                                                                              \
+    {                                                                                                                  \
+        const sap_cpu_mat *mt = M->impl;                                                                               \
+        const sap_int n = M->nrows, nc = M->ncols;                                                                     \
+        double a0[64], a1[64];                                                                                         \
+        for (sap_int i = r0; i < r1; i++) {                                                                            \
+            for (int c = 0; c < k; c++) a0[c] = a1[c] = 0.0;                                                           \
+            switch (M->format) {                                                                                       \
+            case SAP_FORMAT_ELL:                                                                                       \
+            case SAP_FORMAT_HEC: {                                                                                     \
+                const REAL *v = mt->ell_val;                                                                           \
+                for (sap_int t = 0; t < mt->width; t++) {                                                              \
+                    const double vt = (double)v[i + t * n];                                                            \
+                    const REAL *xj = x + mt->ell_col[i + t * n];                                                       \
+                    for (int c = 0; c < k; c++) a0[c] += vt * (double)xj[(size_t)c * nc];                              \
+                }                                                                                                      \
+                if (M->format == SAP_FORMAT_HEC) {                                                                     \
+                    const REAL *cv = mt->val;                                                                          \
+                    for (sap_int p = mt->rowptr[i]; p < mt->rowptr[i + 1]; p++) {                                      \
+                        const double vp = (double)cv[p];                                                               \
+                        const REAL *xj = x + mt->col32[p];                                                             \
+                        for (int c = 0; c < k; c++) a0[c] += vp * (double)xj[(size_t)c * nc];                          \
+                    }                                                                                                  \
+                }                                                                                                      \
+                break;                                                                                                 \
+            }                                                                                                          \
+            case SAP_FORMAT_SELLP: {                                                                                   \
+                const sap_int s = i / SAP_SELLP_SLICE, w = mt->slice_width[s];                                         \
+                const sap_int q = mt->slice_ptr[s] + i % SAP_SELLP_SLICE;                                              \
+                const REAL *v = mt->sl_val;                                                                            \
+                for (sap_int t = 0; t < w; t++) {                                                                      \
+                    const double vt = (double)v[q + t * SAP_SELLP_SLICE];                                              \
+                    const REAL *xj = x + mt->sl_col[q + t * SAP_SELLP_SLICE];                                          \
+                    for (int c = 0; c < k; c++) a0[c] += vt * (double)xj[(size_t)c * nc];                              \
+                }                                                                                                      \
+                break;                                                                                                 \
+            }                                                                                                          \
+            case SAP_FORMAT_BAND: {                                                                                    \
+                const sap_int kl = mt->kl, w = mt->kl + mt->ku + 1;                                                    \
+                const REAL *v = mt->band_val;                                                                          \
+                const sap_int t0 = kl - i > 0 ? kl - i : 0, t1 = nc - i + kl < w ? nc - i + kl : w;                    \
+                for (sap_int t = t0; t < t1; t++) {                                                                    \
+                    const double vt = (double)v[(size_t)t * n + i];                                                    \
+                    const REAL *xj = x + (i + t - kl);                                                                 \
+                    for (int c = 0; c < k; c++) a0[c] += vt * (double)xj[(size_t)c * nc];                              \
+                }                                                                                                      \
+                break;                                                                                                 \
+            }                                                                                                          \
+            default: { /* CSR */                                                                                       \
+                const REAL *v = mt->val;                                                                               \
+                sap_int p = mt->rowptr[i];                                                                             \
+                const sap_int e = mt->rowptr[i + 1];                                                                   \
+                for (; p + 2 <= e; p += 2) {                                                                           \
+                    const double v0 = (double)v[p], v1 = (double)v[p + 1];                                             \
+                    const REAL *x0 = x + (mt->col32 ? mt->col32[p] : mt->col64[p]);                                    \
+                    const REAL *x1 = x + (mt->col32 ? mt->col32[p + 1] : mt->col64[p + 1]);                            \
+                    for (int c = 0; c < k; c++) {                                                                      \
+                        a0[c] += v0 * (double)x0[(size_t)c * nc];                                                      \
+                        a1[c] += v1 * (double)x1[(size_t)c * nc];                                                      \
+                    }                                                                                                  \
+                }                                                                                                      \
+                if (p < e) {                                                                                           \
+                    const double v0 = (double)v[p];                                                                    \
+                    const REAL *x0 = x + (mt->col32 ? mt->col32[p] : mt->col64[p]);                                    \
+                    for (int c = 0; c < k; c++) a0[c] += v0 * (double)x0[(size_t)c * nc];                              \
+                }                                                                                                      \
+                break;                                                                                                 \
+            }                                                                                                          \
+            }                                                                                                          \
+            for (int c = 0; c < k; c++) y[(size_t)c * n + i] = (REAL)(a0[c] + a1[c]);                                  \
+        }                                                                                                              \
+    }
+
+SAP_CPU_SPMM(d, double)
+SAP_CPU_SPMM(s, float)
+#undef SAP_CPU_SPMM
+
+static sap_status spmm(sap_context *ctx, const sap_spmat *M, int k, const sap_vec *X, sap_vec *Y)
+{
+    if (!M || !M->impl) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu spmm: NULL matrix");
+    sap_int mx = 0, my = 0;
+    sap_status st = check_cols(ctx, "spmm", k, X, Y, &mx, &my);
+    if (st < 0) return st;
+    if (mx != M->ncols || my != M->nrows || X->prec != M->prec)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID,
+                         "cpu spmm: vectors (%lld, %lld) are not %d columns of the %lld x %lld matrix in its precision",
+                         (long long)X->n, (long long)Y->n, k, (long long)M->nrows, (long long)M->ncols);
+    const sap_int n = M->nrows;
+    if (n == 0) return SAP_OK;
+    double work = (double)(M->nnz + n);
+    if (M->format != SAP_FORMAT_CSR) work += (double)n * (double)M->ell_width; /* padded slots */
+    int nt = work * k < 2.0 * SAP_CPU_PAR_MIN ? 1 : sap__threads(ctx);
+    (void)nt;
+    const sap_int nb = (n + SPMM_BLOCK - 1) / SPMM_BLOCK;
+    const int d = M->prec == SAP_DOUBLE;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+    for (sap_int b = 0; b < nb; b++) {
+        const sap_int r0 = b * SPMM_BLOCK, r1 = r0 + SPMM_BLOCK < n ? r0 + SPMM_BLOCK : n;
+        if (d) spmm_rows_d(M, k, X->data, Y->data, r0, r1);
+        else spmm_rows_s(M, k, X->data, Y->data, r0, r1);
+    }
+    return SAP_OK;
+}
+
 static sap_status synchronize(sap_context *ctx)
 {
     (void)ctx;
@@ -584,6 +783,9 @@ static const sap_backend_ops cpu_ops = {
     .nrm2 = nrm2,
     .axpby_nrm2 = axpby_nrm2,
     .cg_update = cg_update,
+    .caxpby = caxpby,
+    .cdot = cdot,
+    .spmm = spmm,
     .spmat_create = spmat_create,
     .spmat_update_values = spmat_update_values,
     .spmat_destroy = spmat_destroy,

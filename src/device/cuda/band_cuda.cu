@@ -15,6 +15,10 @@
  *                 step) column sweeps: after z[k] is final, threads update z[k+1..k+K]
  *                 (one barrier per step, the next step's coefficients loaded before it);
  *                 a warp per partition (__syncwarp only) for K <= 32, a block otherwise.
+ *                 k > 1 columns (MULTI): the same launch shapes, each staged chunk or step's
+ *                 coefficients applied to every column (k_block_solve_chunked_many, a warp
+ *                 per column for the triangles); their unknowns in shared memory when all
+ *                 fit, else in z.
  *   spikes        a thread per right-hand-side column of the m x m triangular solves.
  *   reduced_*     a block per interface: I - W V, LU with partial pivoting, solves
  *                 (in chunks of 32 columns as the block solve, unless SAP_BAND_SWEEP=step).
@@ -28,6 +32,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_pipeline.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -424,17 +429,25 @@ template <typename T, bool WARP> __device__ inline void bsync()
     else __syncthreads();
 }
 
-template <typename T, bool WARP, bool SMEM>
-__global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T *z, band_dev d)
+/* MULTI: nrhs columns (column c of r and z at c ld); the coefficients of a step, held in
+ * registers, are applied to every column before the step's barrier, so the factors are
+ * read once for all columns.  The columns' unknowns sit in shared memory (column stride n)
+ * when all of them fit (SMEM), else in z.  !MULTI: one column, the code of the
+ * single-vector solve (nv = 1 and the column offsets fold away). */
+template <typename T, bool WARP, bool SMEM, bool MULTI>
+__global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T *z, band_dev d, int nrhs, long long ld)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const long long b = blockIdx.x;
     const long long o = d.off[b], n = d.off[b + 1] - o, K = d.Ki[b];
     const T *a = lu + d.boff[b];
+    const int nv = MULTI ? nrhs : 1;
+    const long long xs = SMEM ? n : ld; /* column stride of x */
     /* the partition's unknowns: in shared memory when they fit (SMEM), else in z */
     T *x = SMEM ? reinterpret_cast<T *>(smem_raw) : z + o;
     if (SMEM || r != z)
-        for (long long e = threadIdx.x; e < n; e += blockDim.x) x[e] = r[o + e];
+        for (int c = 0; c < nv; c++)
+            for (long long e = threadIdx.x; e < n; e += blockDim.x) x[c * xs + e] = r[c * ld + o + e];
     bsync<T, WARP>();
     /* forward, unit L: after step k, x[k] is final.  Each step is one barrier; the
      * coefficients of step k + 1 are loaded before the barrier of step k (they do not
@@ -447,16 +460,26 @@ __global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T
             const long long kk = K < n - 1 - k ? K : n - 1 - k;
             const long long kn = K < n - 2 - k ? K : n - 2 - k; /* window of step k + 1 */
             const T nx = (j < kn) ? a[(K - 1 - j) * n + k + 2 + j] : T(0);
-            const T xk = x[k];
-            if (j < kk) x[k + 1 + j] -= cf * xk;
+            for (int c = 0; c < nv; c++) {
+                T *xc = x + c * xs;
+                const T xk = xc[k];
+                if (j < kk) xc[k + 1 + j] -= cf * xk;
+            }
             cf = nx;
             bsync<T, WARP>();
         }
     } else {
         for (long long k = 0; k < n - 1; k++) {
             const long long kk = K < n - 1 - k ? K : n - 1 - k;
-            const T xk = x[k];
-            for (long long j = threadIdx.x; j < kk; j += blockDim.x) x[k + 1 + j] -= a[(K - 1 - j) * n + k + 1 + j] * xk;
+            if (!MULTI) {
+                const T xk = x[k];
+                for (long long j = threadIdx.x; j < kk; j += blockDim.x) x[k + 1 + j] -= a[(K - 1 - j) * n + k + 1 + j] * xk;
+            } else {
+                for (long long j = threadIdx.x; j < kk; j += blockDim.x) {
+                    const T cf = a[(K - 1 - j) * n + k + 1 + j];
+                    for (int c = 0; c < nv; c++) x[c * xs + k + 1 + j] -= cf * x[c * xs + k];
+                }
+            }
             bsync<T, WARP>();
         }
     }
@@ -476,9 +499,12 @@ __global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T
                 const long long kn = K < k - 1 ? K : k - 1;
                 if (j < kn) nx = a[(K + 1 + j) * n + k - 2 - j];
             }
-            const T xk = x[k] / piv;
-            if (j == 0) z[o + k] = xk;
-            if (j < kk) x[k - 1 - j] -= cf * xk;
+            for (int c = 0; c < nv; c++) {
+                T *xc = x + c * xs;
+                const T xk = xc[k] / piv;
+                if (j == 0) z[c * ld + o + k] = xk;
+                if (j < kk) xc[k - 1 - j] -= cf * xk;
+            }
             cf = nx;
             piv = npiv;
             bsync<T, WARP>();
@@ -486,19 +512,31 @@ __global__ void __launch_bounds__(1024) k_block_solve(const T *lu, const T *r, T
         return;
     }
     /* backward with D^{-1} U: first x = D^{-1} x, then unit upper sweeps */
-    for (long long e = threadIdx.x; e < n; e += blockDim.x) x[e] /= a[K * n + e];
+    for (long long e = threadIdx.x; e < n; e += blockDim.x) {
+        const T piv = a[K * n + e];
+        for (int c = 0; c < nv; c++) x[c * xs + e] /= piv;
+    }
     bsync<T, WARP>();
     for (long long k = n - 1; k > 0; k--) {
         const long long kk = K < k ? K : k;
-        const T xk = x[k];
-        for (long long j = threadIdx.x; j < kk; j += blockDim.x) {
-            const long long row = k - 1 - j;
-            x[row] -= a[(K + 1 + j) * n + row] / a[K * n + row] * xk; /* U(row, k) / U(row, row) */
+        if (!MULTI) {
+            const T xk = x[k];
+            for (long long j = threadIdx.x; j < kk; j += blockDim.x) {
+                const long long row = k - 1 - j;
+                x[row] -= a[(K + 1 + j) * n + row] / a[K * n + row] * xk; /* U(row, k) / U(row, row) */
+            }
+        } else {
+            for (long long j = threadIdx.x; j < kk; j += blockDim.x) {
+                const long long row = k - 1 - j;
+                const T cf = a[(K + 1 + j) * n + row] / a[K * n + row];
+                for (int c = 0; c < nv; c++) x[c * xs + row] -= cf * x[c * xs + k];
+            }
         }
         bsync<T, WARP>();
     }
     if (SMEM)
-        for (long long e = threadIdx.x; e < n; e += blockDim.x) z[o + e] = x[e];
+        for (int c = 0; c < nv; c++)
+            for (long long e = threadIdx.x; e < n; e += blockDim.x) z[c * ld + o + e] = x[c * xs + e];
 }
 
 /* ---- the chunked (blocked) sweeps of block_solve ----------------------------------------
@@ -625,6 +663,116 @@ __global__ void __launch_bounds__(1024) k_block_solve_chunked(const T *lu, const
     }
     if (x_shared)
         for (long long e = threadIdx.x; e < n; e += blockDim.x) z[o + e] = x[e];
+}
+
+/* One chunk's BW x BW triangle of one column x (x[c0 ..]) by one warp (lane l): forward
+ * (unit lower) or backward (upper with the pivots on the dd = 0 row). */
+template <typename T, int BW>
+__device__ inline void chunk_triangle(T *x, const T *cur, long long c0, int bb, int Ke, bool up)
+{
+    constexpr int LD = BW + 1;
+    const int l = threadIdx.x & 31;
+    T xl = l < bb ? x[c0 + l] : T(0);
+    if (!up) {
+        /* unit lower: x_l -= L(c0 + l, c0 + k) x_k, k < l */
+#pragma unroll
+        for (int k = 0; k < BW - 1; k++) {
+            const T xk = __shfl_sync(0xffffffffu, xl, k);
+            const int dd = l - k;
+            if (dd > 0 && dd <= Ke && l < bb) xl -= cur[dd * LD + k] * xk;
+        }
+    } else {
+        /* upper with pivots (dd = 0 row): x_k /= U(k, k), then x_l -= U(c0 + l, c0 + k) x_k, l < k */
+#pragma unroll
+        for (int k = BW - 1; k >= 0; k--) {
+            if (k < bb) {
+                if (l == k) xl /= cur[k];
+                const T xk = __shfl_sync(0xffffffffu, xl, k);
+                const int dd = k - l;
+                if (dd > 0 && dd <= Ke) xl -= cur[dd * LD + k] * xk;
+            }
+        }
+    }
+    if (l < bb) x[c0 + l] = xl;
+}
+
+/* the multi-column dense update of a chunk: the columns in groups of CHUNK_CG, a thread per
+ * (row, group): each staged coefficient read once into a register for the group's columns */
+#define CHUNK_CG 4
+
+/* k_block_solve_chunked for nrhs columns (column c of r and z at c ld; of x at c xs): the
+ * chunk staged once serves every column; the triangles a warp per column, the dense
+ * updates a thread per (row, group of CHUNK_CG columns).  x_shared: all the columns'
+ * unknowns in shared memory (column stride n), else in z. */
+template <typename T, int BW>
+__global__ void __launch_bounds__(1024) k_block_solve_chunked_many(const T *lu, const T *r, T *z, band_dev d, int kemax,
+                                                              int x_shared, int nrhs, long long ld)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const long long b = blockIdx.x;
+    const long long o = d.off[b], n = d.off[b + 1] - o, K = d.Ki[b];
+    const int Ke = (int)(K < n - 1 ? K : n - 1);
+    const T *a = lu + d.boff[b];
+    constexpr int LD = BW + 1;
+    const size_t bufsz = (size_t)(kemax + 1) * LD;
+    T *buf0 = reinterpret_cast<T *>(smem_raw), *buf1 = buf0 + bufsz;
+    T *x = x_shared ? buf1 + bufsz : z + o;
+    const int nv = nrhs;
+    const long long xs = x_shared ? n : ld; /* column stride of x */
+    if (x_shared || r != z)
+        for (int c = 0; c < nv; c++)
+            for (long long e = threadIdx.x; e < n; e += blockDim.x) x[c * xs + e] = r[c * ld + o + e];
+    const int nc = (int)((n + BW - 1) / BW), ns = 2 * nc;
+    /* stage s < nc: forward chunk s; s >= nc: backward chunk 2 nc - 1 - s */
+    stage_chunk<T, BW>(buf0, a, n, K, Ke, 0, nc == 0);
+    for (int s = 0; s < ns; s++) {
+        const bool up = s >= nc;
+        const long long c0 = (long long)(up ? ns - 1 - s : s) * BW;
+        T *cur = (s & 1) ? buf1 : buf0;
+        if (s + 1 < ns) {
+            const int s1 = s + 1;
+            stage_chunk<T, BW>((s & 1) ? buf0 : buf1, a, n, K, Ke, (long long)(s1 >= nc ? ns - 1 - s1 : s1) * BW,
+                               s1 >= nc);
+        } else {
+            __pipeline_commit(); /* an empty group: one wait rule for every stage */
+        }
+        __pipeline_wait_prior(1);
+        __syncthreads(); /* chunk s staged by every thread; x of the previous stage final */
+        const int bb = (int)(n - c0 < BW ? n - c0 : BW);
+        for (int c = (int)(threadIdx.x >> 5); c < nv; c += (int)(blockDim.x >> 5)) /* a warp per column */
+            chunk_triangle<T, BW>(x + c * xs, cur, c0, bb, Ke, up);
+        __syncthreads();
+        /* the same rows for every column: items (row, group g of CHUNK_CG columns),
+         * consecutive threads on consecutive rows of one group */
+        const int ng = (nv + CHUNK_CG - 1) / CHUNK_CG;
+        const int rlo = up ? 1 : bb;
+        const int rhi = up ? (int)(c0 < Ke ? c0 : Ke) + 1 : (int)(n - c0 < bb + Ke ? n - c0 : bb + Ke);
+        const int nrow = rhi - rlo;
+        for (int it = threadIdx.x; it < nrow * ng; it += blockDim.x) {
+            const int rel = rlo + it % nrow, g0 = (it / nrow) * CHUNK_CG;
+            const T *cr = cur + rel * LD;
+            const int klo = up ? 0 : rel - Ke, khi = up ? (Ke - rel + 1 < bb ? Ke - rel + 1 : bb) : bb;
+            T acc[CHUNK_CG];
+#pragma unroll
+            for (int q = 0; q < CHUNK_CG; q++) acc[q] = T(0);
+#pragma unroll
+            for (int kc = 0; kc < BW; kc++)
+                if (kc >= klo && kc < khi) {
+                    const T cf = up ? cr[kc * (LD + 1)] : cr[-kc * BW];
+#pragma unroll
+                    for (int q = 0; q < CHUNK_CG; q++)
+                        if (g0 + q < nv) acc[q] += cf * x[(g0 + q) * xs + c0 + kc];
+                }
+            const long long row = up ? c0 - rel : c0 + rel;
+#pragma unroll
+            for (int q = 0; q < CHUNK_CG; q++)
+                if (g0 + q < nv) x[(g0 + q) * xs + row] -= acc[q];
+        }
+        __syncthreads(); /* cur is restaged at s + 2 */
+    }
+    if (x_shared)
+        for (int c = 0; c < nv; c++)
+            for (long long e = threadIdx.x; e < n; e += blockDim.x) z[c * ld + o + e] = x[c * xs + e];
 }
 
 /* interface unknowns, a block per interface; xt in shared memory */
@@ -817,6 +965,7 @@ struct cuda_band_priv {
     long long kemax;
     int sweep_bw, sweep_xs, sweep_step; /* sweep_step: SAP_BAND_SWEEP=step (the reduced solve too) */
     size_t sweep_smem;
+    size_t sweep_optin; /* the device's shared memory per block (opt-in), for MULTI's sizing */
 };
 
 /* The sweep kernel of block_solve: with at most SWEEP_CHUNKED_PER_SM partitions per SM, the
@@ -838,6 +987,7 @@ static void sweep_plan(cuda_band_priv *pv, size_t es, long long P, int sms)
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
         optin = 48 * 1024;
     (void)cudaGetLastError();
+    pv->sweep_optin = (size_t)optin;
     const char *env = getenv("SAP_BAND_SWEEP");
     int want = 0; /* 0: widest that fits */
     pv->sweep_bw = 0;
@@ -1225,51 +1375,91 @@ template <typename T> static sap_status reduced_factor_t(sap_band_fact *F)
     return SAP_OK;
 }
 
-template <typename T, int BW> static sap_status launch_chunked(sap_band_fact *F, int threads, const T *r, T *z)
+/* k > 1 (MULTI): all k columns' unknowns in shared memory beside the staging buffers when
+ * they fit the device's per-block limit, else in z (global memory) */
+template <typename T, int BW, bool MULTI>
+static sap_status launch_chunked(sap_band_fact *F, int threads, const T *r, T *z, int k)
 {
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
-    if (pv->sweep_smem > 48 * 1024)
-        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_block_solve_chunked<T, BW>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)pv->sweep_smem));
-    k_block_solve_chunked<T, BW><<<(unsigned)F->L.P, threads, pv->sweep_smem, s>>>((const T *)F->lu, r, z, pv->d,
-                                                                                 (int)pv->kemax, pv->sweep_xs);
+    size_t smem = pv->sweep_smem;
+    int xsh = pv->sweep_xs;
+    if (MULTI) {
+        const size_t stage = 2 * (size_t)(pv->kemax + 1) * (size_t)(BW + 1) * sizeof(T);
+        const size_t xs = smem_elems<T>((long long)k * pv->nmax);
+        xsh = stage + xs <= pv->sweep_optin;
+        smem = xsh ? stage + xs : stage;
+    }
+    if (!MULTI) {
+        if (smem > 48 * 1024)
+            SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_block_solve_chunked<T, BW>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        k_block_solve_chunked<T, BW><<<(unsigned)F->L.P, threads, smem, s>>>((const T *)F->lu, r, z, pv->d,
+                                                                           (int)pv->kemax, xsh);
+    } else {
+        if (smem > 48 * 1024)
+            SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_block_solve_chunked_many<T, BW>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        k_block_solve_chunked_many<T, BW><<<(unsigned)F->L.P, threads, smem, s>>>((const T *)F->lu, r, z, pv->d,
+                                                                                (int)pv->kemax, xsh, k,
+                                                                                (long long)F->L.n);
+    }
     SAP_CUDA_LAUNCHED(ctx, "band block solve (chunked)");
     return SAP_OK;
 }
 
-template <typename T> static sap_status block_solve_t(sap_band_fact *F, const void *r, void *z)
+/* the per-step sweeps: the unknowns of the k columns in shared memory when they fit */
+template <typename T, bool WARP, bool MULTI>
+static void launch_step(sap_band_fact *F, int threads, const T *r, T *z, int k)
+{
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(F->ctx);
+    const size_t smem = smem_elems<T>((long long)k * pv->nmax);
+    const T *lu = (const T *)F->lu;
+    const long long ld = F->L.n;
+    if (smem <= 48 * 1024)
+        k_block_solve<T, WARP, true, MULTI><<<(unsigned)F->L.P, threads, smem, s>>>(lu, r, z, pv->d, k, ld);
+    else k_block_solve<T, WARP, false, MULTI><<<(unsigned)F->L.P, threads, 0, s>>>(lu, r, z, pv->d, k, ld);
+}
+
+/* k columns in one launch (a thread block per partition reads its factors once for all of
+ * them); k = 1 takes the single-vector kernels (MULTI = false) */
+template <typename T, bool MULTI> static sap_status block_solve_k(sap_band_fact *F, int k, const T *r, T *z)
 {
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
-    cudaStream_t s = stream_of(ctx);
     const long long Kmax = pv->kmax;
-    const size_t smem = smem_elems<T>(pv->nmax);
-    const bool use_smem = smem <= 48 * 1024;
-    const T *lu = (const T *)F->lu;
     if (pv->sweep_bw) {
-        /* threads: one per row of the dense update (K_e rows), whole warps, 32 .. 1024 */
+        /* threads: one per row of the dense update (K_e rows), whole warps, 32 .. 1024;
+         * MULTI: at least a warp per column (the chunk triangles), up to 8 warps */
         int t = 32;
         while (t < pv->kemax && t < 1024) t += 32;
+        if (MULTI)
+            while (t < 32 * k && t < 256) t += 32;
         switch (pv->sweep_bw) {
-        case 32: return launch_chunked<T, 32>(F, t, (const T *)r, (T *)z);
-        case 16: return launch_chunked<T, 16>(F, t, (const T *)r, (T *)z);
-        case 8: return launch_chunked<T, 8>(F, t, (const T *)r, (T *)z);
-        default: return launch_chunked<T, 4>(F, t, (const T *)r, (T *)z);
+        case 32: return launch_chunked<T, 32, MULTI>(F, t, r, z, k);
+        case 16: return launch_chunked<T, 16, MULTI>(F, t, r, z, k);
+        case 8: return launch_chunked<T, 8, MULTI>(F, t, r, z, k);
+        default: return launch_chunked<T, 4, MULTI>(F, t, r, z, k);
         }
     }
-    if (Kmax <= 32) {
-        if (use_smem) k_block_solve<T, true, true><<<(unsigned)F->L.P, 32, smem, s>>>(lu, (const T *)r, (T *)z, pv->d);
-        else k_block_solve<T, true, false><<<(unsigned)F->L.P, 32, 0, s>>>(lu, (const T *)r, (T *)z, pv->d);
-    } else {
+    if (Kmax <= 32) launch_step<T, true, MULTI>(F, 32, r, z, k);
+    else {
         int t = 64;
         while (t < Kmax && t < 1024) t *= 2;
-        if (use_smem) k_block_solve<T, false, true><<<(unsigned)F->L.P, t, smem, s>>>(lu, (const T *)r, (T *)z, pv->d);
-        else k_block_solve<T, false, false><<<(unsigned)F->L.P, t, 0, s>>>(lu, (const T *)r, (T *)z, pv->d);
+        launch_step<T, false, MULTI>(F, t, r, z, k);
     }
     SAP_CUDA_LAUNCHED(ctx, "band block solve");
     return SAP_OK;
+}
+
+template <typename T> static sap_status block_solve_t(sap_band_fact *F, sap_int k, const void *r, void *z)
+{
+    if (k < 1 || k > INT_MAX / 32)
+        return SAP_ERROR(F->ctx, SAP_ERR_INVALID, "band block solve: %lld columns", (long long)k);
+    if (k == 1) return block_solve_k<T, false>(F, 1, (const T *)r, (T *)z);
+    return block_solve_k<T, true>(F, (int)k, (const T *)r, (T *)z);
 }
 
 template <typename T> static sap_status reduced_solve_t(sap_band_fact *F, const void *g)
@@ -1352,7 +1542,10 @@ cleanup:
 static sap_status c_factor(sap_band_fact *F, sap_int *boosted) { return DISPATCH(factor_t, F, boosted); }
 static sap_status c_spikes(sap_band_fact *F) { return DISPATCH(spikes_t, F); }
 static sap_status c_reduced_factor(sap_band_fact *F) { return DISPATCH(reduced_factor_t, F); }
-static sap_status c_block_solve(sap_band_fact *F, const void *r, void *z) { return DISPATCH(block_solve_t, F, r, z); }
+static sap_status c_block_solve(sap_band_fact *F, sap_int k, const void *r, void *z)
+{
+    return DISPATCH(block_solve_t, F, k, r, z);
+}
 static sap_status c_reduced_solve(sap_band_fact *F, const void *g) { return DISPATCH(reduced_solve_t, F, g); }
 
 /* resident thread blocks of block_solve_t's launch for partitions of nmax rows and
@@ -1364,13 +1557,13 @@ template <typename T> static int solve_blocks_per_sm(long long nmax, long long K
     int nb = 0;
     cudaError_t e;
     if (K <= 32) {
-        e = use_smem ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, true, true>, 32, smem)
-                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, true, false>, 32, 0);
+        e = use_smem ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, true, true, false>, 32, smem)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, true, false, false>, 32, 0);
     } else {
         int t = 64;
         while (t < K && t < 1024) t *= 2;
-        e = use_smem ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, false, true>, t, smem)
-                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, false, false>, t, 0);
+        e = use_smem ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, false, true, false>, t, smem)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_block_solve<T, false, false, false>, t, 0);
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError(); /* not sticky: the cost model falls back to one block an SM */

@@ -22,6 +22,36 @@
  * y entry is computed by one thread group in a fixed order, so SpMV is deterministic. */
 #include "device/cuda/cuda_spmat.h"
 
+#include <cusparse.h>
+
+/* What spmm keeps between calls for a CSR matrix (cusparseSpMM): the sparse descriptor
+ * (remade when the arrays it names change), the dense descriptors of the last X and Y
+ * (their pointers reset when k is the same) and the work buffer (grown when a call needs
+ * more).  It lives beside the matrix: every cuda_spmat is allocated as a cuda_spmat_mm
+ * (create_impl), so the shared struct of cuda_spmat.h stays as it is. */
+typedef struct spmm_cache {
+    cusparseSpMatDescr_t a;
+    const void *a_rp, *a_ci, *a_val;
+    cusparseDnMatDescr_t x, y;
+    int k;
+    void *buf;
+    size_t buf_bytes;
+} spmm_cache;
+
+typedef struct cuda_spmat_mm {
+    cuda_spmat m; /* must be first */
+    spmm_cache mm;
+} cuda_spmat_mm;
+
+static void spmm_cache_free(sap_context *ctx, spmm_cache *c)
+{
+    if (c->a) cusparseDestroySpMat(c->a);
+    if (c->x) cusparseDestroyDnMat(c->x);
+    if (c->y) cusparseDestroyDnMat(c->y);
+    if (c->buf) sap__cuda_free(ctx, c->buf);
+    memset(c, 0, sizeof(*c));
+}
+
 /* ---- small kernels for the conversions --------------------------------------------------- */
 
 __global__ void k_row_len(int32_t n, const int32_t *__restrict__ rp, int32_t *__restrict__ len)
@@ -688,7 +718,7 @@ static sap_status create_impl(sap_context *ctx, const sap_csr *A, sap_spmv_forma
     if (st != SAP_OK) return st;
     const char *reason = ds ? "CSR from the caller's device arrays" : "requested";
     if (fmt == SAP_FORMAT_AUTO) fmt = sap__spmv_auto_format(A, SAP_BACKEND_CUDA, &reason);
-    cuda_spmat *m = (cuda_spmat *)sap__alloc(ctx, 1, sizeof(cuda_spmat), true, __FILE__, __LINE__);
+    cuda_spmat *m = (cuda_spmat *)sap__alloc(ctx, 1, sizeof(cuda_spmat_mm), true, __FILE__, __LINE__);
     if (!m) return SAP_ERR_OUT_OF_MEMORY;
     m->pub.nrows = A->nrows;
     m->pub.ncols = A->ncols;
@@ -761,6 +791,170 @@ extern "C" void sap__cuda_spmat_destroy(sap_context *ctx, sap_spmat *M)
 {
     if (!M || !M->impl) return;
     cuda_spmat *m = (cuda_spmat *)M->impl;
+    spmm_cache_free(ctx, &((cuda_spmat_mm *)m)->mm);
     spmat_free_arrays(ctx, m);
     sap__free(ctx, m);
+}
+
+/* ---- spmm: Y_c = A X_c for k columns -------------------------------------------------------- */
+
+extern "C" sap_status sap__cuda_spmv(sap_context *ctx, const sap_spmat *M, double alpha, const sap_vec *x, double beta,
+                                     sap_vec *y);
+
+/* BAND, every matrix value read once for all columns: a block takes 32 rows; the values of
+ * BAND_MM_TILE diagonals of those rows are staged in shared memory (coalesced), then the
+ * 32 x 8 threads give each row 8 column groups (columns c = threadIdx.y + 8 j), each
+ * summing its diagonals in order (double accumulation, as SpMV). */
+#define BAND_MM_TILE 32
+template <typename T>
+__global__ void __launch_bounds__(256)
+    k_band_mm(int32_t n, int32_t ncols, int32_t kl, int32_t w, int k, const T *__restrict__ v, const T *__restrict__ x,
+              T *__restrict__ y)
+{
+    __shared__ T vs[BAND_MM_TILE][32];
+    const int32_t r0 = blockIdx.x * 32, i = r0 + (int32_t)threadIdx.x;
+    const int tid = threadIdx.y * 32 + threadIdx.x;
+    /* the diagonals any row of the block touches, and those of this thread's row */
+    const int32_t rl = min(r0 + 31, n - 1);
+    const int32_t b0 = max(kl - rl, 0), b1 = min(ncols - r0 + kl, w);
+    const int32_t t0 = max(kl - i, 0), t1 = min(ncols - i + kl, w);
+    double acc[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[j] = 0.0;
+    for (int32_t tb = b0; tb < b1; tb += BAND_MM_TILE) {
+        __syncthreads(); /* the previous tile is used up */
+        for (int e = tid; e < BAND_MM_TILE * 32; e += 256) {
+            const int32_t tt = tb + e / 32, row = r0 + e % 32;
+            vs[e / 32][e % 32] = tt < b1 && row < n ? v[(size_t)tt * n + row] : (T)0;
+        }
+        __syncthreads();
+        if (i < n) {
+            const int32_t lo = max(tb, t0), hi = min(tb + BAND_MM_TILE, t1);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int c = (int)threadIdx.y + 8 * j;
+                if (c >= k) break;
+                const T *xc = x + (size_t)c * ncols + i; /* x_c[i + t - kl] */
+                double s = acc[j];
+                for (int32_t t = lo; t < hi; t++) s += (double)vs[t - tb][threadIdx.x] * (double)__ldg(xc + (t - kl));
+                acc[j] = s;
+            }
+        }
+    }
+    if (i < n)
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int c = (int)threadIdx.y + 8 * j;
+            if (c < k) y[(size_t)c * n + i] = (T)acc[j];
+        }
+}
+
+static sap_status cusparse_status(sap_context *ctx, cusparseStatus_t s, const char *what)
+{
+    if (s == CUSPARSE_STATUS_SUCCESS) return SAP_OK;
+    return SAP_ERROR(ctx, s == CUSPARSE_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE, "%s: %s", what,
+                     cusparseGetErrorString(s));
+}
+
+#define CUSPARSE_TRY(call)                                                                            \
+    do {                                                                                              \
+        sap_status s_ = cusparse_status(ctx, (call), #call);                                          \
+        if (s_ != SAP_OK) return s_;                                                                  \
+    } while (0)
+
+/* CSR: one cusparseSpMM (column-major X, Y with ld = ncols, nrows; alpha 1, beta 0; the
+ * non-transposed product is deterministic) */
+static sap_status spmm_csr(sap_context *ctx, const cuda_spmat *m, int k, const sap_vec *X, sap_vec *Y)
+{
+    spmm_cache *c = &((cuda_spmat_mm *)(uintptr_t)m)->mm;
+    void *h = NULL;
+    sap_status st = sap__cuda_cusparse(ctx, &h);
+    if (st != SAP_OK) return st;
+    const cusparseHandle_t hs = (cusparseHandle_t)h;
+    const bool d = m->pub.prec == SAP_DOUBLE;
+    const cudaDataType dt = d ? CUDA_R_64F : CUDA_R_32F;
+    const int64_t nr = m->pub.nrows, nc = m->pub.ncols;
+    if (c->a && (c->a_rp != m->rowptr || c->a_ci != m->colind || c->a_val != m->val)) {
+        cusparseDestroySpMat(c->a);
+        c->a = NULL;
+    }
+    if (!c->a) {
+        CUSPARSE_TRY(cusparseCreateCsr(&c->a, nr, nc, m->pub.nnz, m->rowptr, m->colind, m->val, CUSPARSE_INDEX_32I,
+                                       CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, dt));
+        c->a_rp = m->rowptr;
+        c->a_ci = m->colind;
+        c->a_val = m->val;
+    }
+    if (c->x && c->k == k) {
+        CUSPARSE_TRY(cusparseDnMatSetValues(c->x, X->data));
+        CUSPARSE_TRY(cusparseDnMatSetValues(c->y, Y->data));
+    } else {
+        if (c->x) cusparseDestroyDnMat(c->x);
+        if (c->y) cusparseDestroyDnMat(c->y);
+        c->x = c->y = NULL;
+        c->k = 0;
+        CUSPARSE_TRY(cusparseCreateDnMat(&c->x, nc, k, nc, X->data, dt, CUSPARSE_ORDER_COL));
+        CUSPARSE_TRY(cusparseCreateDnMat(&c->y, nr, k, nr, Y->data, dt, CUSPARSE_ORDER_COL));
+        c->k = k;
+    }
+    const double one_d = 1.0, zero_d = 0.0;
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const void *one = d ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = d ? (const void *)&zero_d : (const void *)&zero_f;
+    const cusparseOperation_t nt = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    size_t bytes = 0;
+    CUSPARSE_TRY(cusparseSpMM_bufferSize(hs, nt, nt, one, c->a, c->x, zero, c->y, dt, CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
+    if (bytes > c->buf_bytes) { /* (the pool hands the old block out again only after the queued work) */
+        if (c->buf) sap__cuda_free(ctx, c->buf);
+        c->buf = NULL;
+        c->buf_bytes = 0;
+        st = sap__cuda_malloc(ctx, bytes, &c->buf);
+        if (st != SAP_OK) return st;
+        c->buf_bytes = bytes;
+    }
+    CUSPARSE_TRY(cusparseSpMM(hs, nt, nt, one, c->a, c->x, zero, c->y, dt, CUSPARSE_SPMM_ALG_DEFAULT, c->buf));
+    return SAP_OK;
+}
+
+extern "C" sap_status sap__cuda_spmm(sap_context *ctx, const sap_spmat *M, int k, const sap_vec *X, sap_vec *Y)
+{
+    if (!M || !M->impl || !X || !Y) return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmm: NULL argument");
+    if (k < 1 || k > 64) return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmm: k = %d outside 1..64", k);
+    if (X->n != (sap_int)k * M->ncols || Y->n != (sap_int)k * M->nrows)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmm: vector lengths %lld, %lld are not %d columns of the %lld x %lld matrix",
+                         (long long)X->n, (long long)Y->n, k, (long long)M->nrows, (long long)M->ncols);
+    if (X->prec != M->prec || Y->prec != M->prec)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmm: vectors must have the matrix' precision");
+    if ((X->n > 0 && !X->data) || (Y->n > 0 && !Y->data))
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "spmm: vector not allocated");
+    if (M->nrows == 0) return SAP_OK;
+    sap_status st = sap__cuda_enter(ctx);
+    if (st != SAP_OK) return st;
+    const cuda_spmat *m = (const cuda_spmat *)M->impl;
+    const size_t es = psize(M->prec);
+    if (M->ncols == 0 || M->nnz == 0) { /* Y = 0 */
+        SAP_CUDA_CHECK(ctx, cudaMemsetAsync(Y->data, 0, (size_t)Y->n * es, STREAM));
+        return SAP_OK;
+    }
+    if (M->format == SAP_FORMAT_CSR) return spmm_csr(ctx, m, k, X, Y);
+    if (M->format == SAP_FORMAT_BAND) {
+        dim3 b(32, 8);
+        const unsigned g = (unsigned)((M->nrows + 31) / 32);
+        if (M->prec == SAP_DOUBLE)
+            k_band_mm<double><<<g, b, 0, STREAM>>>((int32_t)M->nrows, (int32_t)M->ncols, m->band_kl, m->band_w, k,
+                                                   (const double *)m->val, (const double *)X->data, (double *)Y->data);
+        else
+            k_band_mm<float><<<g, b, 0, STREAM>>>((int32_t)M->nrows, (int32_t)M->ncols, m->band_kl, m->band_w, k,
+                                                  (const float *)m->val, (const float *)X->data, (float *)Y->data);
+        SAP_CUDA_LAUNCHED(ctx, "k_band_mm");
+        return SAP_OK;
+    }
+    /* ELL, SELL-P, HEC: their SpMV on each column */
+    for (int c = 0; c < k; c++) {
+        sap_vec xc = {M->ncols, M->prec, (char *)X->data + (size_t)c * (size_t)M->ncols * es};
+        sap_vec yc = {M->nrows, M->prec, (char *)Y->data + (size_t)c * (size_t)M->nrows * es};
+        st = sap__cuda_spmv(ctx, M, 1.0, &xc, 0.0, &yc);
+        if (st != SAP_OK) return st;
+    }
+    return SAP_OK;
 }

@@ -235,6 +235,97 @@ __global__ void __launch_bounds__(BLOCK) k_mdot(sap_int n, int k, const __grid_c
     finish_reduction<8>(acc, j0, k, partials, ticket, out, false, sm);
 }
 
+/* ---- block vectors: k columns of m entries (column c at element c m) -------------------- */
+
+/* Y_c = a[c] X_c + b[c] Y_c: blockIdx.y is the column; a column with a = 0, b = 1 is left
+ * (not written), b = 0 does not read Y_c.  Arithmetic in T, as k_axpby. */
+struct caxpby_args {
+    double a[MAXK], b[MAXK];
+};
+
+template <typename T>
+__global__ void k_caxpby(sap_int m, const __grid_constant__ caxpby_args args, const T *__restrict__ x,
+                         T *__restrict__ y)
+{
+    const double a = args.a[blockIdx.y], b = args.b[blockIdx.y];
+    if (a == 0.0 && b == 1.0) return; /* block-uniform */
+    const size_t off = (size_t)blockIdx.y * (size_t)m;
+    const T aa = (T)a, bb = (T)b;
+    x += off;
+    y += off;
+    const sap_int stride = (sap_int)gridDim.x * blockDim.x;
+    if (b == 0.0)
+        for (sap_int i = blockIdx.x * (sap_int)blockDim.x + threadIdx.x; i < m; i += stride) y[i] = aa * x[i];
+    else
+        for (sap_int i = blockIdx.x * (sap_int)blockDim.x + threadIdx.x; i < m; i += stride) y[i] = aa * x[i] + bb * y[i];
+}
+
+/* r[i k + c] = X[i]_c . Y_c: blockIdx.y is the column c, blockIdx.x one of gridDim.x
+ * fixed strided parts of it (dot's scheme per column); partial p = c nx + i of block b at
+ * partials[p * gridDim.x + b].  The last block (integer ticket) sums the partials of each
+ * output in index order: with at most 8 outputs as finish_reduction does (k = 1, nx = 1
+ * is dot's reduction, bit for bit), else a warp per output (lanes over the partials in a
+ * fixed stride, a fixed shuffle tree), which keeps the one block's work short for up to
+ * 512 outputs. */
+struct cdot_args {
+    const void *x[8];
+};
+
+template <typename T>
+__global__ void __launch_bounds__(BLOCK) k_cdot(sap_int m, int k, int nx, const __grid_constant__ cdot_args args,
+                                                const T *__restrict__ y, double *partials, unsigned int *ticket,
+                                                double *out)
+{
+    __shared__ double sm[32];
+    const int c = blockIdx.y;
+    const size_t off = (size_t)c * (size_t)m;
+    double acc[8];
+#pragma unroll
+    for (int j = 0; j < 8; j++) acc[j] = 0.0;
+    const sap_int stride = (sap_int)gridDim.x * blockDim.x;
+    for (sap_int i = blockIdx.x * (sap_int)blockDim.x + threadIdx.x; i < m; i += stride) {
+        double yi = y[off + i];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (j < nx) acc[j] += (double)((const T *)args.x[j])[off + i] * yi;
+    }
+    const unsigned gx = gridDim.x;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (j >= nx) break; /* uniform */
+        double s = block_sum(acc[j], sm);
+        if (threadIdx.x == 0) partials[(size_t)(c * nx + j) * gx + blockIdx.x] = s;
+    }
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        unsigned t = atomicInc(ticket, gx * gridDim.y - 1); /* wraps to 0 after the last block */
+        last = (t == gx * gridDim.y - 1);
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const int nout = k * nx;
+    if (nout <= 8) {
+        for (int q = 0; q < nout; q++) {
+            double s = 0.0;
+            for (unsigned i = threadIdx.x; i < gx; i += blockDim.x) s += __ldcg(&partials[(size_t)q * gx + i]);
+            s = block_sum(s, sm);
+            if (threadIdx.x == 0) out[(q % nx) * k + q / nx] = s;
+        }
+    } else {
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+        for (int q = warp; q < nout; q += nw) {
+            double s = 0.0;
+            for (unsigned i = lane; i < gx; i += 32) s += __ldcg(&partials[(size_t)q * gx + i]);
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+            if (lane == 0) out[(q % nx) * k + q / nx] = s;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) __threadfence_system();
+}
+
 /* ---- the table's functions --------------------------------------------------------------- */
 
 static sap_status vec_create(sap_context *ctx, sap_int n, sap_precision prec, sap_vec *v)
@@ -592,6 +683,92 @@ static sap_status vmdot(sap_context *ctx, int k, const sap_vec *x, const sap_vec
     return SAP_OK;
 }
 
+/* the checks of the block ops: k in 1..64, lengths divisible by k, one precision */
+static sap_status check_cols(sap_context *ctx, const char *fn, int k, const sap_vec *X, const sap_vec *Y)
+{
+    if (k < 1 || k > MAXK) return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: k = %d outside 1..%d", fn, k, MAXK);
+    sap_status s = check_vec(ctx, X, "X");
+    if (s == SAP_OK) s = check_vec(ctx, Y, "Y");
+    if (s != SAP_OK) return s;
+    if (X->prec != Y->prec) return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: vector precisions differ", fn);
+    if (X->n % k || Y->n % k)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "%s: vector lengths %lld, %lld not divisible by k = %d", fn,
+                         (long long)X->n, (long long)Y->n, k);
+    return SAP_OK;
+}
+
+static sap_status vcaxpby(sap_context *ctx, int k, const double *a, const sap_vec *X, const double *b, sap_vec *Y)
+{
+    sap_status s = check_cols(ctx, "caxpby", k, X, Y);
+    if (s != SAP_OK) return s;
+    CHECK_PAIR(X, Y);
+    if (!a || !b) return SAP_ERROR(ctx, SAP_ERR_INVALID, "caxpby: coefficients are NULL");
+    const sap_int m = X->n / k;
+    if (m == 0) return SAP_OK;
+    ENTER();
+    caxpby_args args;
+    memset(&args, 0, sizeof(args));
+    for (int c = 0; c < k; c++) {
+        args.a[c] = a[c];
+        args.b[c] = b[c];
+    }
+    unsigned gx = grid_for(m);
+    const unsigned gmax = (unsigned)(65535LL * 16 / k); /* grid-stride loops cover the rest */
+    if (gx > gmax) gx = gmax;
+    dim3 grid(gx, (unsigned)k);
+    if (X->prec == SAP_DOUBLE)
+        k_caxpby<double><<<grid, BLOCK, 0, STREAM>>>(m, args, (const double *)X->data, (double *)Y->data);
+    else k_caxpby<float><<<grid, BLOCK, 0, STREAM>>>(m, args, (const float *)X->data, (float *)Y->data);
+    SAP_CUDA_LAUNCHED(ctx, "k_caxpby");
+    return SAP_OK;
+}
+
+static sap_status vcdot(sap_context *ctx, int k, int nx, const sap_vec *X, const sap_vec *Y, double *r)
+{
+    if (nx < 1 || nx > 8) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cdot: nx = %d outside 1..8", nx);
+    if (!X || !r) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cdot: NULL vectors or results");
+    cdot_args args;
+    memset(&args, 0, sizeof(args));
+    for (int i = 0; i < nx; i++) {
+        sap_status s = check_cols(ctx, "cdot", k, &X[i], Y);
+        if (s != SAP_OK) return s;
+        CHECK_PAIR(&X[i], Y);
+        args.x[i] = X[i].data;
+    }
+    const sap_int m = Y->n / k;
+    const int nout = k * nx;
+    if (m == 0) {
+        for (int q = 0; q < nout; q++) r[q] = 0.0;
+        return SAP_OK;
+    }
+    ENTER();
+    sap_cuda_state *cs = sap__cuda_state(ctx);
+    /* dot's grid per column, bounded so that all blocks together stay near the reduction
+     * grid and the partials (and, past the pinned results, the outputs) fit the scratch of
+     * SAP_CUDA_MAX_RESULTS x SAP_CUDA_RED_GRID doubles */
+    const int scratch = SAP_CUDA_MAX_RESULTS * SAP_CUDA_RED_GRID;
+    const bool pinned = nout <= SAP_CUDA_MAX_RESULTS;
+    int g = sap__cuda_red_grid(m);
+    if (k > 1 && g * k > 4 * SAP_CUDA_RED_GRID) g = 4 * SAP_CUDA_RED_GRID / k;
+    if (g * nout + (pinned ? 0 : nout) > scratch) g = (scratch - (pinned ? 0 : nout)) / nout;
+    if (g < 1) g = 1;
+    double *out = pinned ? cs->hd_results : cs->d_partials + (size_t)g * (size_t)nout;
+    dim3 grid((unsigned)g, (unsigned)k);
+    if (Y->prec == SAP_DOUBLE)
+        k_cdot<double><<<grid, BLOCK, 0, cs->stream>>>(m, k, nx, args, (const double *)Y->data, cs->d_partials,
+                                                       cs->d_ticket, out);
+    else
+        k_cdot<float><<<grid, BLOCK, 0, cs->stream>>>(m, k, nx, args, (const float *)Y->data, cs->d_partials,
+                                                      cs->d_ticket, out);
+    SAP_CUDA_LAUNCHED(ctx, "k_cdot");
+    if (!pinned) return sap__cuda_d2h(ctx, r, out, (size_t)nout * sizeof(double));
+    SAP_CUDA_CHECK(ctx, cudaStreamSynchronize(cs->stream));
+    for (int q = 0; q < nout; q++) r[q] = cs->h_results[q];
+    ctx->stats.d2h_bytes += (int64_t)nout * (int64_t)sizeof(double);
+    ctx->stats.d2h_copies++;
+    return SAP_OK;
+}
+
 static sap_status vsynchronize(sap_context *ctx)
 {
     ENTER();
@@ -610,6 +787,7 @@ void sap__cuda_spmat_destroy(sap_context *ctx, sap_spmat *M);
 sap_status sap__cuda_spmv(sap_context *ctx, const sap_spmat *M, double alpha, const sap_vec *x, double beta,
                           sap_vec *y);
 sap_status sap__cuda_spmat_band(const sap_spmat *M, const void **val, sap_int *kl, sap_int *w);
+sap_status sap__cuda_spmm(sap_context *ctx, const sap_spmat *M, int k, const sap_vec *X, sap_vec *Y);
 sap_status sap__cuda_spmat_create_dev(sap_context *ctx, const sap_csr *A, const sap_int *rowptr, const sap_int *colind,
                                       const double *val, sap_spmat **M);
 sap_status sap__cuda_spmat_values_dev(sap_context *ctx, sap_spmat *M, const sap_csr *A, const double *val);
@@ -703,6 +881,9 @@ static sap_backend_ops make_ops()
     t.nrm2 = vnrm2;
     t.axpby_nrm2 = vaxpby_nrm2;
     t.cg_update = vcg_update;
+    t.caxpby = vcaxpby;
+    t.cdot = vcdot;
+    t.spmm = sap__cuda_spmm;
     t.spmat_create = sap__cuda_spmat_create;
     t.spmat_update_values = sap__cuda_spmat_update_values;
     t.spmat_destroy = sap__cuda_spmat_destroy;
