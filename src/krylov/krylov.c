@@ -144,7 +144,65 @@ void sap_krylov_destroy(sap_krylov *K)
     free_vectors(K);
     sap__free(K->ctx, K->hist);
     sap__free(K->ctx, K->hwork);
+    sap__free(K->ctx, K->wres);
+    if (K->wv.data) sap__ops(K->ctx)->vec_destroy(K->ctx, &K->wv);
     sap__free(K->ctx, K);
+}
+
+sap_status sap__krylov_set_weights(sap_krylov *K, const double *w, sap_int n)
+{
+    if (!K) return SAP_ERR_INVALID;
+    sap_context *ctx = K->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    sap_status st = SAP_OK;
+    K->has_w = 0;
+    if (!w) return SAP_OK;
+    if (K->wv.data && K->wv.n != n) {
+        ops->vec_destroy(ctx, &K->wv);
+        memset(&K->wv, 0, sizeof(K->wv));
+    }
+    if (!K->wv.data) SAP_TRY(ops->vec_create(ctx, n, SAP_DOUBLE, &K->wv));
+    SAP_TRY(ops->vec_upload(ctx, &K->wv, w));
+    K->has_w = 1;
+cleanup:
+    return st;
+}
+
+double sap__krylov_weighted_residual(const sap_krylov *K, sap_int c)
+{
+    return K && K->has_w && K->wres && c >= 0 && c < K->wres_cap ? K->wres[c] : NAN;
+}
+
+sap_status sap__krylov_wres_room(sap_krylov *K, sap_int k)
+{
+    if (k > K->wres_cap) {
+        double *w = sap__realloc(K->ctx, K->wres, (size_t)k, sizeof(double), __FILE__, __LINE__);
+        if (!w) return SAP_ERR_OUT_OF_MEMORY;
+        K->wres = w;
+        K->wres_cap = k;
+    }
+    for (sap_int c = 0; c < K->wres_cap; c++) K->wres[c] = NAN;
+    return SAP_OK;
+}
+
+sap_status sap__krylov_weigh(sap_krylov *K, sap_int k, sap_int n, const sap_vec *B, sap_vec *R, sap_int c0)
+{
+    sap_context *ctx = K->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (!K->has_w || K->wv.n != n || R->prec != SAP_DOUBLE || B->prec != SAP_DOUBLE) return SAP_OK;
+    if (c0 + k > K->wres_cap) return SAP_ERR_INVALID;
+    for (sap_int c = 0; c < k; c++) {
+        sap_vec rc = sap__vec_column(R, n, c);
+        const sap_vec bc = sap__vec_column(B, n, c);
+        double rn = 0, bn = 0;
+        sap_status st = ops->pointwise_mult(ctx, &K->wv, &rc, &rc);
+        if (st >= 0) st = ops->nrm2(ctx, &rc, &rn);
+        if (st >= 0) st = ops->pointwise_mult(ctx, &K->wv, &bc, &rc); /* R is scratch now */
+        if (st >= 0) st = ops->nrm2(ctx, &rc, &bn);
+        if (st < 0) return st;
+        K->wres[c0 + c] = bn > 0 ? rn / bn : NAN;
+    }
+    return SAP_OK;
 }
 
 sap_status sap__krylov_vectors(sap_krylov *K, kry_cache *c, sap_int n, sap_precision prec, int count)
@@ -638,6 +696,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
      * the only one it has (FGMRES: right) */
     s.side = sap__krylov_pick_side(m, s.P != NULL, K->opt.side);
 
+    SAP_TRY(sap__krylov_wres_room(K, 1)); /* NaN until a weighted residual is computed */
     if (K->opt.history && K->hist_cap == 0) {
         double want = (double)K->opt.maxit * m->steps + 2;
         sap_int cap = want < KRY_HIST_INITIAL ? (sap_int)want : KRY_HIST_INITIAL;
@@ -739,6 +798,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         double f = K->opt.tol / truerel;
         s.tol *= f < 1e-3 ? 1e-3 : (f > 0.5 ? 0.5 : f);
     }
+    SAP_TRY(sap__krylov_weigh(K, 1, n, s.b, s.xbest, 0)); /* xbest: b - A x */
     if (vx) {
         double xn = 0.0;
         SAP_TRY(ops->copy(ctx, s.x, vx));

@@ -112,7 +112,27 @@ struct sap_krylov {
     size_t hwork_len;
     /* the inner solver of mixed-precision refinement (ir.c), created on first use */
     sap_krylov *inner;
+    /* residual weights (sap__krylov_set_weights): wv on the backend when has_w, and the
+     * last solve's weighted true residual of each column (wres, wres_cap entries) */
+    sap_vec wv;
+    int has_w;
+    double *wres;
+    sap_int wres_cap;
 };
+
+/* Residual weights w (host, length n; NULL clears them): from now on every solve also
+ * gives, per column, ||w .* (b - A x)|| / ||w .* b|| computed on the backend beside the
+ * true residual (sap__krylov_weighted_residual).  With A = D P A_o Q D' and b = D P b_o
+ * (a reordered and row-scaled system) and w = 1 / diag(D), that is the original system's
+ * true residual ||b_o - A_o x_o|| / ||b_o||, without a host SpMV. */
+sap_status sap__krylov_set_weights(sap_krylov *K, const double *w, sap_int n);
+/* Column c's weighted true residual of the last solve (NaN: no weights, or not computed). */
+double sap__krylov_weighted_residual(const sap_krylov *K, sap_int c);
+/* Room for k weighted residuals in K->wres, all set to NaN. */
+sap_status sap__krylov_wres_room(sap_krylov *K, sap_int k);
+/* Records the weighted true residuals of k columns of the block R = B - A X (columns of
+ * length n; R is overwritten with w .* R; B is read): wres[c0 + c] (krylov.c). */
+sap_status sap__krylov_weigh(sap_krylov *K, sap_int k, sap_int n, const sap_vec *B, sap_vec *R, sap_int c0);
 
 struct kry_solve {
     sap_krylov *K;

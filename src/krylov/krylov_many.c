@@ -278,6 +278,7 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
         }
         if (!again) break;
     }
+    SAP_TRY(sap__krylov_weigh(K, k, n, &km.B, &km.Xbest, 0)); /* Xbest: B - A X */
     for (int c = 0; c < k; c++) {
         if (single[c]) continue;
         kry_solve *s = &col[c];
@@ -333,6 +334,11 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
      * the single solve reports the error) */
     const int lockstep = k > 1 && m->run_many && n > 0 && A->ctx == ctx && A->nrows == A->ncols &&
                          sap__ops(ctx)->spmm && (!P || (P->ctx == ctx && sap__precond_check_ready(P, n) >= 0));
+    double *wr = NULL; /* the columns' weighted residuals, into K->wres at the end */
+    if (K->has_w && k > 0) {
+        SAP_ALLOC(ctx, wr, k);
+        for (sap_int c = 0; c < k; c++) wr[c] = NAN;
+    }
     for (sap_int c0 = 0; c0 < k; c0 += KRY_MANY_MAX) {
         const int g = (int)(k - c0 < KRY_MANY_MAX ? k - c0 : KRY_MANY_MAX);
         int single[KRY_MANY_MAX];
@@ -341,22 +347,33 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
         memset(gs, 0, sizeof(gs));
         for (int c = 0; c < g; c++) single[c] = 1;
         if (lockstep && g > 1) {
-            st = many_group(K, A, P, g, B + c0 * ldb, ldb, X + c0 * ldx, ldx, gs, single, truerel);
-            if (st < 0) return st;
+            SAP_TRY(sap__krylov_wres_room(K, g));
+            SAP_TRY(many_group(K, A, P, g, B + c0 * ldb, ldb, X + c0 * ldx, ldx, gs, single, truerel));
+            for (int c = 0; c < g && wr; c++)
+                if (!single[c]) wr[c0 + c] = K->wres[c];
         }
         for (int c = 0; c < g; c++) {
             if (single[c]) {
                 sap_krylov_stats one;
                 sap_status sc = sap_krylov_solve(K, A, P, B + (c0 + c) * ldb, X + (c0 + c) * ldx, &one);
                 gs[c] = one;
+                if (wr) wr[c0 + c] = sap__krylov_weighted_residual(K, 0);
                 if (sc < 0 && sc != SAP_ERR_BREAKDOWN && sc != SAP_ERR_NONFINITE && sc != SAP_ERR_SINGULAR) {
                     if (stats) stats[c0 + c] = one;
-                    return sc;
+                    st = sc;
+                    goto cleanup;
                 }
             }
             if (stats) stats[c0 + c] = gs[c];
             worst = worse(worst, gs[c].status);
         }
     }
-    return worst;
+    if (wr) {
+        SAP_TRY(sap__krylov_wres_room(K, k));
+        memcpy(K->wres, wr, sizeof(double) * (size_t)k);
+    }
+    st = worst;
+cleanup:
+    sap__free(ctx, wr);
+    return st;
 }

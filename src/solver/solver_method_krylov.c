@@ -245,12 +245,43 @@ static sap_status pass_out(sap_solver *S, sap__attempt *a, double *yh, double *x
     return sap_reorder_undo_solution(S->R, yh, x);
 }
 
-/* The Krylov method's true residual is the original system's when the attempt solves A
- * itself (no reordering, scaling, third stage or dropped entries in its matrix). */
-static int solves_original(sap_solver *S, sap__attempt *a)
+/* The attempt's Krylov matrix holds every entry of the reordered A (sap__solver_att_full:
+ * A_att(i, j) = r[p[t[i]]] A(p[t[i]], q[t[j]]) c[q[t[j]]], t the third stage's), so its
+ * true residual r' = D P (b - A x) is the original one's, rows permuted and scaled by D =
+ * r[p[t[i]]]: the 2-norm does not see the permutations, and the row scaling is undone by
+ * the weights w = 1 / D given to the Krylov method (sap__krylov_set_weights), which then
+ * computes ||w .* r'|| / ||w .* b'|| = ||b - A x|| / ||b|| on the backend.  Not for a solver
+ * on the caller's device arrays (its Krylov matrix may be the original order's while the
+ * host solve reorders). */
+static sap_status krylov_weights(sap_solver *S, sap__attempt *a)
 {
     const sap_reorder_result *R = S->R;
-    return R->A == S->A && !R->row_scale && !R->col_scale && !a->t && sap__solver_att_full(S, a) == S->A;
+    const sap_int n = S->A->nrows;
+    if (S->dev || !R->row_scale || a->kry->has_w) return SAP_OK;
+    sap_status st = SAP_OK;
+    double *w = NULL;
+    SAP_ALLOC(S->ctx, w, n > 0 ? n : 1);
+    for (sap_int i = 0; i < n; i++) {
+        const double r = R->row_scale[R->row_perm[a->t ? a->t[i] : i]];
+        if (!(r > 0) || !isfinite(1.0 / r)) goto cleanup; /* no weights: the host residual */
+        w[i] = 1.0 / r;
+    }
+    SAP_TRY(sap__krylov_set_weights(a->kry, w, n));
+cleanup:
+    sap__free(S->ctx, w);
+    return st;
+}
+
+/* The original system's true residual of column c of the last Krylov solve (ks: its
+ * statistics), or NaN where it is not known on the backend. */
+static double original_rel(sap_solver *S, sap__attempt *a, sap_int c, const sap_krylov_stats *ks)
+{
+    if (S->dev) {
+        const sap_reorder_result *R = S->R;
+        const int same = R->A == S->A && !R->row_scale && !R->col_scale && !a->t && sap__solver_att_full(S, a) == S->A;
+        return same ? ks->true_residual : NAN;
+    }
+    return S->R->row_scale ? sap__krylov_weighted_residual(a->kry, c) : ks->true_residual;
 }
 
 /* One column: x = A^{-1} rhs approximately (x0: initial guess in the original order,
@@ -262,6 +293,7 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
     sap_status st = SAP_OK;
     SAP_TRY(pass_in(S, a, rhs, x0, bh, yh, tmp));
+    SAP_TRY(krylov_weights(S, a));
     double t0 = sap__wtime();
     sap_krylov_stats ks;
     sap_status ksv = sap_krylov_solve(a->kry, a->M, a->pc, bh, yh, &ks);
@@ -272,7 +304,7 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     }
     st = ksv;
     if (tkry) *tkry += sap__wtime() - t0;
-    a->true_rel = solves_original(S, a) ? ks.true_residual : NAN;
+    a->true_rel = original_rel(S, a, 0, &ks);
     sap_status s2 = pass_out(S, a, yh, x, tmp);
     if (s2 < 0) st = s2;
 cleanup:
@@ -295,6 +327,7 @@ static sap_status krylov_pass_many(sap_solver *S, sap__attempt *a, sap_int m, co
     SAP_ALLOC(ctx, ks, m);
     for (sap_int c = 0; c < m; c++)
         SAP_TRY(pass_in(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, Bh + c * n, Yh + c * n, tmp));
+    SAP_TRY(krylov_weights(S, a));
     double t0 = sap__wtime();
     sap_status ksv = sap_krylov_solve_many(a->kry, a->M, a->pc, m, Bh, n, Yh, n, ks);
     if (tkry) *tkry += sap__wtime() - t0;
@@ -304,9 +337,8 @@ static sap_status krylov_pass_many(sap_solver *S, sap__attempt *a, sap_int m, co
         goto cleanup;
     }
     st = ksv;
-    const int original = solves_original(S, a);
     for (sap_int c = 0; c < m; c++) {
-        if (a->true_rels) a->true_rels[c] = original ? ks[c].true_residual : NAN;
+        if (a->true_rels) a->true_rels[c] = original_rel(S, a, c, &ks[c]);
         sap_status s2 = pass_out(S, a, Yh + c * n, X + c * ldx, tmp);
         if (s2 < 0) {
             st = s2;
