@@ -34,7 +34,7 @@
  *   multi   many right-hand sides of one system at each N x K x d and each --nrhs (default
  *           1,4,16): sap_solver_solve_many (lockstep Krylov, one pass over the band factors
  *           per step for all columns) against the columns one after another and against
- *           dgbsv with all columns; writes <out>/<STEM>_multi.md
+ *           dgbsv with all columns; writes <out>/<STEM>_multi.md and .csv
  * prints a table like Table 3 and the speedup distribution (Figure 5), and writes
  * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
@@ -747,7 +747,7 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
  * step for all columns) and the same columns one after another (sap_solver_solve), best
  * of repeat each, against dgbsv with nrhs columns (one factorization; all host cores),
  * with and without its band assembly. */
-static void multi_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, double d, int nrhs, int repeat,
+static void multi_point(sap_context *ctx, FILE *f, FILE *fc, sap_int n, sap_int K, double d, int nrhs, int repeat,
                         double max_gflop)
 {
     sap_csr *A = NULL;
@@ -823,7 +823,11 @@ static void multi_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, double 
                "%.4f | %.4f | %.2fx | %.2fx |\n",
             (long long)n, (long long)K, d, nrhs, solver_method_of(&ss), t_setup, t_many, 1e3 * t_many / nrhs, kry_many,
             it_many, res_many, t_one, it_one, t_one / t_many, e2e, call, asm_, call / e2e, asm_ / e2e);
+    fprintf(fc, "%lld,%lld,%.3g,%d,%s,%.6f,%.6f,%.6f,%g,%.3e,%.6f,%g,%.3e,%.6f,%.6f,%.6f,%.3e\n", (long long)n,
+            (long long)K, d, nrhs, solver_method_of(&ss), t_setup, t_many, kry_many, it_many, res_many, t_one, it_one,
+            res_one, e2e, call, asm_, lres);
     fflush(f);
+    fflush(fc);
     fflush(stdout);
     sap_solver_destroy(S);
     free(B);
@@ -833,12 +837,16 @@ static void multi_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, double 
     sap_csr_destroy(A);
 }
 
+/* the run's date, command and host load (the first line of every md file it writes) */
+static char run_header[1400];
+
 static FILE *part_md(const char *out, const char *stem, const char *part)
 {
     char path[1100];
     snprintf(path, sizeof path, "%s/%s_%s.md", out, stem, part);
     FILE *f = fopen(path, "w");
     if (!f) fprintf(stderr, "cannot write %s\n", path);
+    else fputs(run_header, f);
     return f;
 }
 
@@ -946,8 +954,9 @@ int main(int argc, char **argv)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&tt));
         double la[1] = {-1};
         if (getloadavg(la, 1) < 1) la[0] = -1;
-        fprintf(md, "<!-- %s; command: %s; host load average %.1f on %ld cores at the start -->\n", when, cmd,
-                la[0], sysconf(_SC_NPROCESSORS_ONLN));
+        snprintf(run_header, sizeof run_header, "<!-- %s; command: %s; host load average %.1f on %ld cores at the start -->\n",
+                 when, cmd, la[0], sysconf(_SC_NPROCESSORS_ONLN));
+        fputs(run_header, md);
         printf("host load average %.1f on %ld cores\n", la[0], sysconf(_SC_NPROCESSORS_ONLN));
     }
     fprintf(md, "# bench/banded: SaP-D / SaP-C vs dgbsv\n\nbackend %s: %s; times in seconds; total = setup (T_BC + "
@@ -1010,6 +1019,11 @@ int main(int argc, char **argv)
     if (strstr(parts, "multi")) {
         FILE *fm = part_md(out, stem, "multi");
         if (!fm) return 1;
+        snprintf(path, sizeof path, "%s/%s_multi.csv", out, stem);
+        FILE *fc = fopen(path, "w");
+        if (!fc) return 1;
+        fprintf(fc, "N,K,d,nrhs,method,setup,solve_many,T_Kry,iterations,residual,one_by_one,iterations_one,"
+                    "residual_one,e2e,dgbsv_call,dgbsv_with_assembly,dgbsv_residual\n");
         fprintf(fm, "# bench/banded --parts multi: many right-hand sides of one system\n\nbackend %s: %s; gen:banded, "
                     "b = A x* with random x* (one per column); one sap_solver (create + setup, default options and --solver-opts, as "
                     "`sap solve`), then sap_solver_solve_many of all columns (the Krylov method in lockstep: one "
@@ -1025,9 +1039,10 @@ int main(int argc, char **argv)
                 for (int i = 0; i < (d_given ? nd : 1); i++)
                     for (int j = 0; j < nrhs_n; j++)
                         if ((sap_int)Ks[k] < (sap_int)Ns[a] && nrhs_l[j] >= 1)
-                            multi_point(ctx, fm, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, (int)nrhs_l[j],
-                                        repeat, max_gflop);
+                            multi_point(ctx, fm, fc, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0,
+                                        (int)nrhs_l[j], repeat, max_gflop);
         fclose(fm);
+        fclose(fc);
     }
     if (strstr(parts, "apply")) {
         if (!(apply_md = part_md(out, stem, "apply"))) return 1;
