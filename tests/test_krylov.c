@@ -903,6 +903,56 @@ static void test_oom(void)
         }
         CHECK(done);
     }
+    /* sap_krylov_solve_many with SaP-D: the allocations failing from each one on (a
+     * failure inside a lockstep group retries with fewer columns at once, at the end one
+     * after another, which then fail too): SAP_ERR_OUT_OF_MEMORY or the solution, no leak */
+    static const sap_krylov_type many_types[] = {SAP_KRYLOV_RICHARDSON, SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_CG};
+    for (size_t q = 0; q < 3; q++) {
+        int done = 0;
+        for (long f = 0; f < 600 && !done; f++) {
+            sap_test_failing_alloc state = {-1, 0, 0};
+            sap_context *ctx = sap_test_failing_context(&state);
+            if (!ctx) {
+                CHECK(0);
+                return;
+            }
+            sap_csr *A = NULL;
+            sap_gen_banded(ctx, 300, 6, 2.0, 1, 3, &A);
+            const sap_int n = 300, k = 5;
+            double B[1500], X[1500];
+            for (int i = 0; i < 1500; i++) {
+                B[i] = 1.0 + (double)(i % 7);
+                X[i] = 0.0;
+            }
+            sap_matrix *M = NULL;
+            sap_precond *P = NULL;
+            sap_krylov *K = NULL;
+            sap_krylov_options o;
+            sap_krylov_options_init(&o);
+            o.type = many_types[q];
+            state.fail_at = state.count + f;
+            sap_status st = sap_matrix_create(ctx, A, NULL, &M);
+            if (st == SAP_OK) st = sap_precond_create(ctx, "sap-d", &P);
+            if (st == SAP_OK) st = sap_precond_set_options(P, "partitions=3");
+            if (st == SAP_OK) st = sap_precond_setup_numeric(P, A);
+            if (st == SAP_OK) st = sap_krylov_create(ctx, &o, &K);
+            if (st == SAP_OK) st = sap_krylov_solve_many(K, M, P, k, B, n, X, n, NULL);
+            CHECK_MSG(st == SAP_OK || st == SAP_ERR_OUT_OF_MEMORY, "solve_many %s fail at %ld: %s",
+                      sap_krylov_name(o.type), f, sap_status_name(st));
+            if (st == SAP_OK) {
+                done = 1;
+                for (sap_int c = 0; c < k; c++) CHECK(true_residual(A, B + c * n, X + c * n) <= 1e-10);
+            }
+            sap_krylov_destroy(K);
+            sap_precond_destroy(P);
+            sap_matrix_destroy(M);
+            sap_csr_destroy(A);
+            sap_context_destroy(ctx);
+            CHECK_MSG(state.live == 0, "solve_many %s: leak of %ld blocks (fail at %ld)", sap_krylov_name(o.type),
+                      state.live, f);
+        }
+        CHECK_MSG(done, "solve_many %s never succeeded", sap_krylov_name(many_types[q]));
+    }
 }
 
 

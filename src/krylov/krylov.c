@@ -115,7 +115,7 @@ cleanup:
     return st;
 }
 
-static void free_cache(sap_krylov *K, kry_cache *c)
+void sap__krylov_cache_free(sap_krylov *K, kry_cache *c)
 {
     const sap_backend_ops *ops = sap__ops(K->ctx);
     for (int i = 0; i < c->count; i++)
@@ -128,8 +128,8 @@ static void free_cache(sap_krylov *K, kry_cache *c)
 static void free_vectors(sap_krylov *K)
 {
     const sap_backend_ops *ops = sap__ops(K->ctx);
-    free_cache(K, &K->vec);
-    free_cache(K, &K->bvec);
+    sap__krylov_cache_free(K, &K->vec);
+    sap__krylov_cache_free(K, &K->bvec);
     for (int i = 0; i < K->nshadow; i++)
         if (K->shadow[i].data) ops->vec_destroy(K->ctx, &K->shadow[i]);
     sap__free(K->ctx, K->shadow);
@@ -210,7 +210,7 @@ sap_status sap__krylov_vectors(sap_krylov *K, kry_cache *c, sap_int n, sap_preci
     if (c->v && c->n == n && c->prec == prec && c->count >= count) return SAP_OK;
     sap_context *ctx = K->ctx;
     const sap_backend_ops *ops = sap__ops(ctx);
-    free_cache(K, c);
+    sap__krylov_cache_free(K, c);
     sap_status st = SAP_OK;
     SAP_CALLOC(ctx, c->v, count);
     c->count = count;
@@ -219,7 +219,7 @@ sap_status sap__krylov_vectors(sap_krylov *K, kry_cache *c, sap_int n, sap_preci
     for (int i = 0; i < count; i++) SAP_TRY(ops->vec_create(ctx, n, prec, &c->v[i]));
     return SAP_OK;
 cleanup:
-    free_cache(K, c);
+    sap__krylov_cache_free(K, c);
     return st;
 }
 

@@ -177,6 +177,8 @@ sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, c
 /* count vectors of length n in precision prec in the cache c of K, reusing the cached ones
  * when they fit */
 sap_status sap__krylov_vectors(sap_krylov *K, kry_cache *c, sap_int n, sap_precision prec, int count);
+/* Frees the vectors of the cache c of K. */
+void sap__krylov_cache_free(sap_krylov *K, kry_cache *c);
 /* The side a method runs with (krylov.c). */
 kry_side sap__krylov_pick_side(const sap_krylov_method *m, int have_p, sap_precond_side want);
 /* The status of a stop reason. */

@@ -339,8 +339,9 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
         SAP_ALLOC(ctx, wr, k);
         for (sap_int c = 0; c < k; c++) wr[c] = NAN;
     }
-    for (sap_int c0 = 0; c0 < k; c0 += KRY_MANY_MAX) {
-        const int g = (int)(k - c0 < KRY_MANY_MAX ? k - c0 : KRY_MANY_MAX);
+    int gmax = KRY_MANY_MAX; /* halved while a group's blocks do not fit the memory */
+    for (sap_int c0 = 0; c0 < k;) {
+        const int g = (int)(k - c0 < gmax ? k - c0 : gmax);
         int single[KRY_MANY_MAX];
         double truerel[KRY_MANY_MAX];
         sap_krylov_stats gs[KRY_MANY_MAX];
@@ -348,7 +349,19 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
         for (int c = 0; c < g; c++) single[c] = 1;
         if (lockstep && g > 1) {
             SAP_TRY(sap__krylov_wres_room(K, g));
-            SAP_TRY(many_group(K, A, P, g, B + c0 * ldb, ldb, X + c0 * ldx, ldx, gs, single, truerel));
+            sap__try_begin(ctx);
+            sap_status sg = many_group(K, A, P, g, B + c0 * ldb, ldb, X + c0 * ldx, ldx, gs, single, truerel);
+            sap__try_end(ctx);
+            if (sg == SAP_ERR_OUT_OF_MEMORY) {
+                /* the blocks of g columns (the Krylov vectors, the preconditioner's work) did
+                 * not fit: fewer columns at once, the last resort one after another (the host
+                 * X is written only at a group's end) */
+                sap__krylov_cache_free(K, &K->bvec);
+                sap_context_clear_error(ctx);
+                gmax = g / 2;
+                continue;
+            }
+            SAP_TRY(sg);
             for (int c = 0; c < g && wr; c++)
                 if (!single[c]) wr[c0 + c] = K->wres[c];
         }
@@ -367,6 +380,7 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
             if (stats) stats[c0 + c] = gs[c];
             worst = worse(worst, gs[c].status);
         }
+        c0 += g;
     }
     if (wr) {
         SAP_TRY(sap__krylov_wres_room(K, k));
@@ -374,6 +388,7 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
     }
     st = worst;
 cleanup:
+    sap__krylov_cache_free(K, &K->bvec); /* k columns of work blocks: not kept between solves */
     sap__free(ctx, wr);
     return st;
 }

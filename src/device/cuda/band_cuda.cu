@@ -573,6 +573,37 @@ __device__ inline void stage_chunk(T *buf, const T *a, long long n, long long K,
     __pipeline_commit();
 }
 
+/* One chunk's BW x BW triangle of one column x (x[c0 ..]) by one warp (lane l): forward
+ * (unit lower) or backward (upper with the pivots on the dd = 0 row). */
+template <typename T, int BW>
+__device__ inline void chunk_triangle(T *x, const T *cur, long long c0, int bb, int Ke, bool up)
+{
+    constexpr int LD = BW + 1;
+    const int l = threadIdx.x & 31;
+    T xl = l < bb ? x[c0 + l] : T(0);
+    if (!up) {
+        /* unit lower: x_l -= L(c0 + l, c0 + k) x_k, k < l */
+#pragma unroll
+        for (int k = 0; k < BW - 1; k++) {
+            const T xk = __shfl_sync(0xffffffffu, xl, k);
+            const int dd = l - k;
+            if (dd > 0 && dd <= Ke && l < bb) xl -= cur[dd * LD + k] * xk;
+        }
+    } else {
+        /* upper with pivots (dd = 0 row): x_k /= U(k, k), then x_l -= U(c0 + l, c0 + k) x_k, l < k */
+#pragma unroll
+        for (int k = BW - 1; k >= 0; k--) {
+            if (k < bb) {
+                if (l == k) xl /= cur[k];
+                const T xk = __shfl_sync(0xffffffffu, xl, k);
+                const int dd = k - l;
+                if (dd > 0 && dd <= Ke) xl -= cur[dd * LD + k] * xk;
+            }
+        }
+    }
+    if (l < bb) x[c0 + l] = xl;
+}
+
 template <typename T, int BW>
 __global__ void __launch_bounds__(1024) k_block_solve_chunked(const T *lu, const T *r, T *z, band_dev d, int kemax,
                                                               int x_shared)
@@ -605,31 +636,7 @@ __global__ void __launch_bounds__(1024) k_block_solve_chunked(const T *lu, const
         __pipeline_wait_prior(1);
         __syncthreads(); /* chunk s staged by every thread; x of the previous stage final */
         const int bb = (int)(n - c0 < BW ? n - c0 : BW);
-        if (threadIdx.x < 32) {
-            const int l = threadIdx.x;
-            T xl = l < bb ? x[c0 + l] : T(0);
-            if (!up) {
-                /* unit lower: x_l -= L(c0 + l, c0 + k) x_k, k < l */
-#pragma unroll
-                for (int k = 0; k < BW - 1; k++) {
-                    const T xk = __shfl_sync(0xffffffffu, xl, k);
-                    const int dd = l - k;
-                    if (dd > 0 && dd <= Ke && l < bb) xl -= cur[dd * LD + k] * xk;
-                }
-            } else {
-                /* upper with pivots (dd = 0 row): x_k /= U(k, k), then x_l -= U(c0 + l, c0 + k) x_k, l < k */
-#pragma unroll
-                for (int k = BW - 1; k >= 0; k--) {
-                    if (k < bb) {
-                        if (l == k) xl /= cur[k];
-                        const T xk = __shfl_sync(0xffffffffu, xl, k);
-                        const int dd = k - l;
-                        if (dd > 0 && dd <= Ke) xl -= cur[dd * LD + k] * xk;
-                    }
-                }
-            }
-            if (l < bb) x[c0 + l] = xl;
-        }
+        if (threadIdx.x < 32) chunk_triangle<T, BW>(x, cur, c0, bb, Ke, up);
         __syncthreads();
         if (!up) {
             /* rows c0 + bb .. c0 + bb + Ke - 1 (inside the partition): column kc reaches
@@ -665,36 +672,6 @@ __global__ void __launch_bounds__(1024) k_block_solve_chunked(const T *lu, const
         for (long long e = threadIdx.x; e < n; e += blockDim.x) z[o + e] = x[e];
 }
 
-/* One chunk's BW x BW triangle of one column x (x[c0 ..]) by one warp (lane l): forward
- * (unit lower) or backward (upper with the pivots on the dd = 0 row). */
-template <typename T, int BW>
-__device__ inline void chunk_triangle(T *x, const T *cur, long long c0, int bb, int Ke, bool up)
-{
-    constexpr int LD = BW + 1;
-    const int l = threadIdx.x & 31;
-    T xl = l < bb ? x[c0 + l] : T(0);
-    if (!up) {
-        /* unit lower: x_l -= L(c0 + l, c0 + k) x_k, k < l */
-#pragma unroll
-        for (int k = 0; k < BW - 1; k++) {
-            const T xk = __shfl_sync(0xffffffffu, xl, k);
-            const int dd = l - k;
-            if (dd > 0 && dd <= Ke && l < bb) xl -= cur[dd * LD + k] * xk;
-        }
-    } else {
-        /* upper with pivots (dd = 0 row): x_k /= U(k, k), then x_l -= U(c0 + l, c0 + k) x_k, l < k */
-#pragma unroll
-        for (int k = BW - 1; k >= 0; k--) {
-            if (k < bb) {
-                if (l == k) xl /= cur[k];
-                const T xk = __shfl_sync(0xffffffffu, xl, k);
-                const int dd = k - l;
-                if (dd > 0 && dd <= Ke) xl -= cur[dd * LD + k] * xk;
-            }
-        }
-    }
-    if (l < bb) x[c0 + l] = xl;
-}
 
 /* the multi-column dense update of a chunk: the columns in groups of CHUNK_CG, a thread per
  * (row, group): each staged coefficient read once into a register for the group's columns */
