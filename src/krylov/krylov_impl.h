@@ -99,7 +99,8 @@ struct sap_krylov {
     const sap_krylov_method *method; /* of opt.type */
     int param; /* l, m or s resolved (never 0) */
     /* vectors cached across solves of the same size and precision: one column (vec) and
-     * the blocks of k columns of sap__krylov_solve_many (bvec) */
+     * the blocks of k columns of sap_krylov_solve_many (bvec; freed when a group runs out
+     * of memory) */
     kry_cache vec, bvec;
     /* IDR(s) shadow space (kept across solves of the same size) */
     sap_vec *shadow;

@@ -388,7 +388,6 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
     }
     st = worst;
 cleanup:
-    sap__krylov_cache_free(K, &K->bvec); /* k columns of work blocks: not kept between solves */
     sap__free(ctx, wr);
     return st;
 }

@@ -237,6 +237,8 @@ static void free_setup(sap_solver *S)
     SAP_FREE(S->ctx, S->hist_R);
     S->hist_R_len = 0;
     SAP_FREE(S->ctx, S->w);
+    SAP_FREE(S->ctx, S->wb[0]);
+    SAP_FREE(S->ctx, S->wb[1]);
     if (S->hctx) sap_context_destroy(S->hctx);
     S->hctx = NULL;
     S->x = S->ctx;
@@ -611,5 +613,19 @@ sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats)
 {
     if (!S || !stats) return SAP_ERR_INVALID;
     *stats = S->stats;
+    return SAP_OK;
+}
+
+sap_status sap__solver_batch_work(sap_solver *S, int i, size_t len, double **p)
+{
+    if (S->wb_len[i] < len) {
+        sap__free(S->ctx, S->wb[i]);
+        S->wb[i] = NULL;
+        S->wb_len[i] = 0;
+        S->wb[i] = sap__alloc(S->ctx, len, sizeof(double), false, __FILE__, __LINE__);
+        if (!S->wb[i]) return sap__alloc_failure(len, sizeof(double));
+        S->wb_len[i] = len;
+    }
+    *p = S->wb[i];
     return SAP_OK;
 }

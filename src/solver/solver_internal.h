@@ -207,6 +207,11 @@ struct sap_solver {
     int nchain, ichain;
     sap__attempt *att;
     double *w; /* 6 n work */
+    /* the work of sap_solver_solve_many's batches, grown to the largest batch and kept (fresh
+     * host memory costs its first-touch page faults at every call): wb[0] the refinement's
+     * residuals and corrections, wb[1] the Krylov batch's reordered columns (2 n k each) */
+    double *wb[2];
+    size_t wb_len[2];
     /* created from the caller's device arrays (solver_device.c); NULL otherwise.  Its
      * attempts build no Krylov matrix of their own (the device one is in the original
      * order) until a solve through the host needs it. */
@@ -328,6 +333,9 @@ struct sap__solver_method_type {
     /* frees what build left in a (NULL: nothing) */
     void (*destroy)(sap_solver *S, sap__attempt *a);
 };
+
+/* S->wb[i] with room for len doubles (grown, kept). */
+sap_status sap__solver_batch_work(sap_solver *S, int i, size_t len, double **p);
 
 #define SV_MAX_METHODS 16 /* the built-ins and registered methods, "auto" not counted */
 

@@ -253,6 +253,7 @@ static sap_status pass_out(sap_solver *S, sap__attempt *a, double *yh, double *x
  * computes ||w .* r'|| / ||w .* b'|| = ||b - A x|| / ||b|| on the backend.  Not for a solver
  * on the caller's device arrays (its Krylov matrix may be the original order's while the
  * host solve reorders). */
+#define SV_WEIGHT_RANGE 1e100 /* scaling factors beyond it: the host residual (overflow) */
 static sap_status krylov_weights(sap_solver *S, sap__attempt *a)
 {
     const sap_reorder_result *R = S->R;
@@ -260,12 +261,15 @@ static sap_status krylov_weights(sap_solver *S, sap__attempt *a)
     if (S->dev || !R->row_scale || a->kry->has_w) return SAP_OK;
     sap_status st = SAP_OK;
     double *w = NULL;
-    SAP_ALLOC(S->ctx, w, n > 0 ? n : 1);
+    /* extreme factors: x = c .* y may overflow where y does not, and A x's terms in the
+     * original units with it; the host residual decides then */
     for (sap_int i = 0; i < n; i++) {
-        const double r = R->row_scale[R->row_perm[a->t ? a->t[i] : i]];
-        if (!(r > 0) || !isfinite(1.0 / r)) goto cleanup; /* no weights: the host residual */
-        w[i] = 1.0 / r;
+        const double r = R->row_scale[i], c = R->col_scale ? R->col_scale[i] : 1.0;
+        if (!(r >= 1 / SV_WEIGHT_RANGE && r <= SV_WEIGHT_RANGE && c >= 1 / SV_WEIGHT_RANGE && c <= SV_WEIGHT_RANGE))
+            return SAP_OK;
     }
+    SAP_ALLOC(S->ctx, w, n > 0 ? n : 1);
+    for (sap_int i = 0; i < n; i++) w[i] = 1.0 / R->row_scale[R->row_perm[a->t ? a->t[i] : i]];
     SAP_TRY(sap__krylov_set_weights(a->kry, w, n));
 cleanup:
     sap__free(S->ctx, w);
@@ -273,9 +277,13 @@ cleanup:
 }
 
 /* The original system's true residual of column c of the last Krylov solve (ks: its
- * statistics), or NaN where it is not known on the backend. */
-static double original_rel(sap_solver *S, sap__attempt *a, sap_int c, const sap_krylov_stats *ks)
+ * statistics; x: the column in the original order), or NaN where it is not known on the
+ * backend (or x is not finite: the host residual reports it). */
+static double original_rel(sap_solver *S, sap__attempt *a, sap_int c, const sap_krylov_stats *ks, const double *x)
 {
+    const sap_int n = S->A->nrows;
+    for (sap_int i = 0; i < n; i++)
+        if (!isfinite(x[i])) return NAN;
     if (S->dev) {
         const sap_reorder_result *R = S->R;
         const int same = R->A == S->A && !R->row_scale && !R->col_scale && !a->t && sap__solver_att_full(S, a) == S->A;
@@ -304,9 +312,9 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     }
     st = ksv;
     if (tkry) *tkry += sap__wtime() - t0;
-    a->true_rel = original_rel(S, a, 0, &ks);
     sap_status s2 = pass_out(S, a, yh, x, tmp);
     if (s2 < 0) st = s2;
+    a->true_rel = original_rel(S, a, 0, &ks, x);
 cleanup:
     return st;
 }
@@ -322,8 +330,8 @@ static sap_status krylov_pass_many(sap_solver *S, sap__attempt *a, sap_int m, co
     double *tmp = S->w + 4 * n, *Bh = NULL, *Yh = NULL;
     sap_krylov_stats *ks = NULL;
     sap_status st = SAP_OK;
-    SAP_ALLOC(ctx, Bh, (size_t)n * (size_t)m);
-    SAP_ALLOC(ctx, Yh, (size_t)n * (size_t)m);
+    SAP_TRY(sap__solver_batch_work(S, 1, 2 * (size_t)n * (size_t)m + 1, &Bh));
+    Yh = Bh + (size_t)n * (size_t)m;
     SAP_ALLOC(ctx, ks, m);
     for (sap_int c = 0; c < m; c++)
         SAP_TRY(pass_in(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, Bh + c * n, Yh + c * n, tmp));
@@ -338,16 +346,14 @@ static sap_status krylov_pass_many(sap_solver *S, sap__attempt *a, sap_int m, co
     }
     st = ksv;
     for (sap_int c = 0; c < m; c++) {
-        if (a->true_rels) a->true_rels[c] = original_rel(S, a, c, &ks[c]);
         sap_status s2 = pass_out(S, a, Yh + c * n, X + c * ldx, tmp);
         if (s2 < 0) {
             st = s2;
             goto cleanup;
         }
+        if (a->true_rels) a->true_rels[c] = original_rel(S, a, c, &ks[c], X + c * ldx);
     }
 cleanup:
-    sap__free(ctx, Bh);
-    sap__free(ctx, Yh);
     sap__free(ctx, ks);
     return st;
 }

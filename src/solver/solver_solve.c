@@ -137,8 +137,8 @@ static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sa
     double *R = NULL, *D = NULL, *rel = NULL, *irel = NULL;
     sap_status *cst = NULL;
     int *passes = NULL;
-    SAP_ALLOC(ctx, R, (size_t)n * (size_t)k);
-    SAP_ALLOC(ctx, D, (size_t)n * (size_t)k);
+    SAP_TRY(sap__solver_batch_work(S, 0, 2 * (size_t)n * (size_t)k + 1, &R));
+    D = R + (size_t)n * (size_t)k;
     SAP_ALLOC(ctx, rel, k);
     SAP_ALLOC(ctx, cst, k);
     SAP_ALLOC(ctx, passes, k);
@@ -167,8 +167,6 @@ static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sa
         if (rel[j] > *worst || !isfinite(rel[j])) *worst = rel[j];
     }
 cleanup:
-    sap__free(ctx, R);
-    sap__free(ctx, D);
     sap__free(ctx, rel);
     sap__free(ctx, cst);
     sap__free(ctx, passes);
