@@ -63,8 +63,14 @@ sap_status sap__solver_refine(const sap__refine *rf, sap_int k, const double *B,
 
     /* the first solve, from the initial guesses in X */
     int any = 0, stop = 0; /* stop: the inner solve was interrupted (a monitor): no more passes */
+    {
+        /* the columns' norms side by side, each serial (the same figure for every thread count) */
+        const int nt = k > 1 ? sap__threads_for(ctx, (double)n * (double)k) : 1;
+        (void)nt;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)")
+        for (sap_int j = 0; j < k; j++) bn[j] = sap__solver_nrm2(B + j * ldb, n);
+    }
     for (sap_int j = 0; j < k; j++) {
-        bn[j] = sap__solver_nrm2(B + j * ldb, n);
         any |= bn[j] != 0;
         rel[j] = 0;
         status[j] = SAP_OK;

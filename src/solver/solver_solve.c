@@ -231,15 +231,41 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver_solve_many: nrhs = %lld, ldb = %lld, ldx = %lld, n = %lld%s",
                          (long long)nrhs, (long long)ldb, (long long)ldx, (long long)n,
                          (!B || !X) ? ", NULL array" : "");
-    for (sap_int j = 0; j < nrhs; j++)
-        for (sap_int i = 0; i < n; i++) {
-            if (!isfinite(B[i + j * ldb]))
-                return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve: b[%lld] of column %lld is %g", (long long)i,
-                                 (long long)j, B[i + j * ldb]);
-            if (!isfinite(X[i + j * ldx]))
-                return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve: initial x[%lld] of column %lld is %g",
-                                 (long long)i, (long long)j, X[i + j * ldx]);
+    if (nrhs > 0 && n > 0) {
+        /* the columns side by side, each scanned in order: the first NaN/Inf of the first
+         * column that has one is reported, whatever the thread count */
+        sap_int bad_col = nrhs, bad_i = 0;
+        int bad_x = 0;
+        const int nt = nrhs > 1 ? sap__threads_for(ctx, 2.0 * (double)n * (double)nrhs) : 1;
+        (void)nt;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)")
+        for (sap_int j = 0; j < nrhs; j++) {
+            sap_int i = 0;
+            int x_bad = 0;
+            for (; i < n; i++) {
+                if (!isfinite(B[i + j * ldb])) break;
+                if (!isfinite(X[i + j * ldx])) {
+                    x_bad = 1;
+                    break;
+                }
+            }
+            if (i < n) {
+                SAP_OMP("omp critical(sap_solve_many_check)")
+                if (j < bad_col) {
+                    bad_col = j;
+                    bad_i = i;
+                    bad_x = x_bad;
+                }
+            }
         }
+        if (bad_col < nrhs) {
+            if (!bad_x)
+                return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve: b[%lld] of column %lld is %g",
+                                 (long long)bad_i, (long long)bad_col, B[bad_i + bad_col * ldb]);
+            return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_solver_solve: initial x[%lld] of column %lld is %g",
+                             (long long)bad_i, (long long)bad_col, X[bad_i + bad_col * ldx]);
+        }
+    }
     S->interrupted = 0;
     if (!S->setup_done) {
         /* the first b is the probe's: its steps start this solve (sap__solver_probe_guess) */
