@@ -109,6 +109,15 @@ static double rel_res(const sap_csr *A, const double *x, const double *b, double
     return sqrt(nr / nb);
 }
 
+/* the largest rel_res of nrhs columns (column c at c * n) */
+static double worst_rel_res(const sap_csr *A, int nrhs, const double *x, const double *b, double *work)
+{
+    const size_t n = (size_t)A->nrows;
+    double w = 0;
+    for (int c = 0; c < nrhs; c++) w = fmax(w, rel_res(A, x + (size_t)c * n, b + (size_t)c * n, work));
+    return w;
+}
+
 static run_result run_sap(sap_context *ctx, const sap_csr *A, const double *b, double *x, double *work,
                           sap_band_method m, sap_int P)
 {
@@ -165,19 +174,12 @@ static double run_dgbsv_many(const sap_csr *A, sap_int K, int nrhs, const double
     double t = now() - t0;
     free(ab);
     free(ipiv);
-    *resid = 0;
-    for (int c = 0; c < nrhs; c++) *resid = fmax(*resid, rel_res(A, x + (size_t)c * n, b + (size_t)c * n, work));
+    *resid = worst_rel_res(A, nrhs, x, b, work);
     return info == 0 ? t : -1;
 #else
     (void)A, (void)K, (void)nrhs, (void)b, (void)x, (void)max_gflop, (void)resid, (void)work;
     return -1;
 #endif
-}
-
-static double run_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x, double max_gflop, double *resid,
-                        double *work)
-{
-    return run_dgbsv_many(A, K, 1, b, x, max_gflop, resid, work);
 }
 
 /* The papers' synthetic banded matrix (seed 42), x* = parabola, b = A x*, x and a work
@@ -328,16 +330,17 @@ static e2e_result e2e_sap(sap_context *ctx, const char *part, const sap_csr *A, 
     return e;
 }
 
-/* dgbsv on the band A (half-width K), best of repeat runs: *call the dgbsv call, *asm the
- * call with its band assembly from A's CSR; 0 when skipped or not available. */
-static int e2e_dgbsv(const sap_csr *A, sap_int K, const double *b, double *x, double *work, int repeat,
+/* dgbsv on the band A (half-width K) with nrhs columns, best of repeat runs: *call the
+ * dgbsv call, *asm the call with its band assembly from A's CSR; 0 when skipped or not
+ * available. */
+static int e2e_dgbsv(const sap_csr *A, sap_int K, int nrhs, const double *b, double *x, double *work, int repeat,
                      double max_gflop, double *call, double *asm_, double *resid)
 {
     double tl = INFINITY, ta = INFINITY, lres = NAN;
     for (int r = 0; r < repeat; r++) {
         double res = 0;
         const double t0 = now();
-        const double t = run_dgbsv(A, K, b, x, max_gflop, &res, work);
+        const double t = run_dgbsv_many(A, K, nrhs, b, x, max_gflop, &res, work);
         /* tall includes rel_res (one SpMV): a small upper bound, nothing subtracted */
         const double tall = now() - t0;
         if (t <= 0) break;
@@ -403,7 +406,7 @@ static void point(sap_context *ctx, const char *part, sap_int n, sap_int K, doub
     if (e2e_repeat > 0) e = e2e_sap(ctx, part, A, K, d, b, x, work, e2e_repeat);
     if (with_lapack) {
         double call = 0, asm_ = 0, lres = 0;
-        if (e2e_dgbsv(A, K, b, x, work, 1, max_gflop, &call, &asm_, &lres)) {
+        if (e2e_dgbsv(A, K, 1, b, x, work, 1, max_gflop, &call, &asm_, &lres)) {
             const double t = call;
             printf("%-6s N=%8lld K=%3lld d=%.2f dgbsv  res=%.1e time %.4f s  speedup auto: device %.1fx, end to end "
                    "%.2fx; best device %.1fx, best end to end (%s) %.2fx\n",
@@ -442,7 +445,7 @@ static void e2e_point(sap_context *ctx, sap_int n, sap_int K, double d, int repe
     if (!make_problem(ctx, n, K, d, &A, &b, &x, &xs, &work)) return;
     e2e_result e = e2e_sap(ctx, "e2e", A, K, d, b, x, work, repeat);
     double call = 0, asm_ = 0, lres = 0;
-    if (e2e_dgbsv(A, K, b, x, work, repeat, max_gflop, &call, &asm_, &lres))
+    if (e2e_dgbsv(A, K, 1, b, x, work, repeat, max_gflop, &call, &asm_, &lres))
         dgbsv_rows("e2e", n, K, d, call, asm_, lres, &e);
     else
         printf("e2e    N=%8lld K=%4lld dgbsv skipped or not available\n", (long long)n, (long long)K);
@@ -481,7 +484,7 @@ static void synthetic_point(sap_context *ctx, sap_int n, sap_int K, double d, do
     }
     for (sap_int i = 0; i < n; i++) c[p[i]] = b[i];
     double call = 0, asm_ = 0, lres = 0;
-    if (e2e_dgbsv(B, K, c, x, work, repeat, max_gflop, &call, &asm_, &lres))
+    if (e2e_dgbsv(B, K, 1, c, x, work, repeat, max_gflop, &call, &asm_, &lres))
         dgbsv_rows(part, n, K, d, call, asm_, lres, &e);
     else
         printf("synth  N=%8lld K=%4lld dgbsv skipped or not available\n", (long long)n, (long long)K);
@@ -782,8 +785,7 @@ static void multi_point(sap_context *ctx, FILE *f, FILE *fc, sap_int n, sap_int 
             t_many = t;
             it_many = ss.iterations;
             kry_many = ss.time_kry;
-            res_many = 0;
-            for (int c = 0; c < nrhs; c++) res_many = fmax(res_many, rel_res(A, X + (size_t)c * n, B + (size_t)c * n, work));
+            res_many = worst_rel_res(A, nrhs, X, B, work);
         }
         memset(X, 0, sizeof(double) * nk);
         double it = 0;
@@ -797,22 +799,13 @@ static void multi_point(sap_context *ctx, FILE *f, FILE *fc, sap_int n, sap_int 
         if (t1 < t_one) {
             t_one = t1;
             it_one = it;
-            res_one = 0;
-            for (int c = 0; c < nrhs; c++) res_one = fmax(res_one, rel_res(A, X + (size_t)c * n, B + (size_t)c * n, work));
+            res_one = worst_rel_res(A, nrhs, X, B, work);
         }
     }
     if (st < 0) fprintf(stderr, "  sap_solver: %s (%s)\n", sap_status_name(st), sap_context_last_error(ctx));
     sap_solver_get_stats(S, &ss);
     double lres = NAN, call = INFINITY, asm_ = INFINITY;
-    for (int r = 0; r < repeat; r++) {
-        double res = 0;
-        t0 = now();
-        const double t = run_dgbsv_many(A, K, nrhs, B, X, max_gflop, &res, work);
-        const double tall = now() - t0; /* includes the residuals: a small upper bound */
-        if (t <= 0) break;
-        if (t < call) call = t, lres = res;
-        if (tall < asm_) asm_ = tall;
-    }
+    e2e_dgbsv(A, K, nrhs, B, X, work, repeat, max_gflop, &call, &asm_, &lres);
     const double e2e = t_setup + t_many;
     printf("multi  N=%8lld K=%4lld d=%.2f nrhs=%3d %s | setup %.4f s | solve_many %.4f s (%.2f ms a column, T_Kry "
            "%.4f, %g it, res %.1e) | one by one %.4f s (%g it, res %.1e) | %.2fx | e2e %.4f s | dgbsv call %.4f, "

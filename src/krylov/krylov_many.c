@@ -80,19 +80,27 @@ sap_status sap__krylov_many_axpby(kry_many *km, const double *a, const sap_vec *
     return km->ops->caxpby(km->ctx, km->k, aa, X, bb, Y);
 }
 
-sap_status sap__krylov_many_residual(kry_many *km, const sap_vec *X, sap_vec *R, sap_vec *TMP, double *nrm)
+/* R = B - A X for every column; the SpMM timed (the iteration's) or not (the final true
+ * residual, as sap_krylov_solve's), counted either way */
+static sap_status b_minus_ax(kry_many *km, const sap_vec *X, sap_vec *R, int timed)
 {
-    sap_status st = SAP_OK;
-    const int left = km->side == KRY_SIDE_LEFT;
-    sap_vec *t = left ? TMP : R;
     double one[KRY_MANY_MAX], mone[KRY_MANY_MAX];
     for (int c = 0; c < km->k; c++) {
         one[c] = 1.0;
         mone[c] = -1.0;
     }
-    SAP_TRY(sap__krylov_many_spmm(km, X, t));
-    SAP_TRY(km->ops->caxpby(km->ctx, km->k, one, &km->B, mone, t));
-    if (left) SAP_TRY(sap__krylov_many_prec(km, t, R));
+    sap_status st = timed ? sap__krylov_many_spmm(km, X, R) : km->ops->spmm(km->ctx, km->A, km->k, X, R);
+    if (st < 0) return st;
+    if (!timed) km->st->spmv_count += km->k;
+    return km->ops->caxpby(km->ctx, km->k, one, &km->B, mone, R);
+}
+
+sap_status sap__krylov_many_residual(kry_many *km, const sap_vec *X, sap_vec *R, sap_vec *TMP, double *nrm)
+{
+    sap_status st = SAP_OK;
+    const int left = km->side == KRY_SIDE_LEFT;
+    SAP_TRY(b_minus_ax(km, X, left ? TMP : R, 1));
+    if (left) SAP_TRY(sap__krylov_many_prec(km, TMP, R));
     SAP_TRY(sap__krylov_many_nrm2(km, R, nrm));
 cleanup:
     return st;
@@ -242,14 +250,7 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
                 goto cleanup;
             }
         /* the true residuals, in the scratch block Xbest */
-        double one[KRY_MANY_MAX], mone[KRY_MANY_MAX];
-        for (int c = 0; c < k; c++) {
-            one[c] = 1.0;
-            mone[c] = -1.0;
-        }
-        SAP_TRY(ops->spmm(ctx, km.A, k, &km.X, &km.Xbest));
-        S.spmv_count += k;
-        SAP_TRY(ops->caxpby(ctx, k, one, &km.B, mone, &km.Xbest));
+        SAP_TRY(b_minus_ax(&km, &km.X, &km.Xbest, 0));
         SAP_TRY(sap__krylov_many_nrm2(&km, &km.Xbest, rn));
         /* converged in the recursion only (e.g. x = x0 + M^-1 y with float factors): the
          * columns restart together from the true residual with a tighter internal
