@@ -143,7 +143,7 @@ static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sa
     SAP_ALLOC(ctx, cst, k);
     SAP_ALLOC(ctx, passes, k);
     SAP_ALLOC(ctx, irel, k);
-    double kit = 0; /* the Krylov methods' iterations (a direct method counts none here) */
+    double kit = 0; /* the inner solves' own count (Krylov: iterations; direct: calls) */
     att_inner in = {S, S->att, &kit, tkry};
     const sap__refine rf = {.A = S->A,
                             .tol = tol,
@@ -160,7 +160,9 @@ static sap_status solve_many_batch(sap_solver *S, sap_int k, const double *B, sa
     st = sap__solver_refine(&rf, k, B, ldb, X, ldx, rel, cst, passes);
     S->att->true_rels = NULL;
     if (st < 0) goto cleanup;
-    *iters = kit;
+    /* a Krylov method's own count; a direct one counts its calls in kit, a column here one
+     * solve and its passes */
+    *iters = S->att->kry ? kit : 0;
     for (sap_int j = 0; j < k; j++) {
         if (!S->att->kry) *iters += 1 + passes[j];
         done[j] = rel[j] <= tol;
