@@ -1059,6 +1059,17 @@ static void test_richardson(sap_context *ctx)
     sap_status sr = solve_pc_float(ctx, M, P, SAP_KRYLOV_RICHARDSON, 0, b, x, &kr);
     CHECK_MSG(sr == SAP_OK && true_residual(B, b, x) <= 1e-10, "richardson sap-d: %s, residual %.3g",
               sap_status_name(sr), true_residual(B, b, x));
+    /* from x0 = 0 the first residual is b and the last step's residual is the true one:
+     * one SpMV a step, none more; from a nonzero x0 one more (its residual) */
+    CHECK_MSG(sr != SAP_OK || (double)kr.spmv_count == kr.iterations, "richardson sap-d from 0: %lld SpMVs, %g steps",
+              (long long)kr.spmv_count, kr.iterations);
+    sap_krylov_stats k1;
+    memset(&k1, 0, sizeof k1);
+    for (sap_int i = 0; i < n; i++) x[i] = i == n / 2 ? 1e-3 : 0.0;
+    sap_status s1 = solve_pc_float(ctx, M, P, SAP_KRYLOV_RICHARDSON, 0, b, x, &k1);
+    CHECK_MSG(s1 == SAP_OK && true_residual(B, b, x) <= 1e-10 && (double)k1.spmv_count == k1.iterations + 1.0,
+              "richardson sap-d from x0 != 0: %s, residual %.3g, %lld SpMVs, %g steps", sap_status_name(s1),
+              true_residual(B, b, x), (long long)k1.spmv_count, k1.iterations);
     memset(x, 0, sizeof(double) * (size_t)n);
     sap_status sb = solve_pc_float(ctx, M, P, SAP_KRYLOV_BICGSTABL, 2, b, x, &kb);
     CHECK(sb == SAP_OK);

@@ -66,6 +66,10 @@ static sap_status ir_run(kry_solve *s)
         SAP_TRY(sap__krylov_track_best(s, x));
     }
 done:
+    if (s->reason == KRY_CONVERGED) { /* x is the last iterate, r = b - A x: no SpMV more */
+        s->rtrue = r;
+        s->rtrue_nrm = rn;
+    }
     SAP_TRY(sap__krylov_restore_best(s, x));
 cleanup:
     return st;

@@ -342,8 +342,15 @@ sap_status sap__krylov_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_
 {
     sap_status st = SAP_OK;
     sap_vec *t = s->side == KRY_SIDE_LEFT ? tmp : r;
-    SAP_TRY(sap__krylov_spmv(s, x, t));
-    SAP_TRY(s->ops->axpby_nrm2(s->ctx, 1.0, s->b, -1.0, t, nrm));
+    if (s->x0_zero && x == s->x) { /* x = 0: b - A x = b */
+        s->x0_zero = 0;
+        SAP_TRY(s->ops->copy(s->ctx, s->b, t));
+        *nrm = s->bnorm;
+    } else {
+        s->x0_zero = 0;
+        SAP_TRY(sap__krylov_spmv(s, x, t));
+        SAP_TRY(s->ops->axpby_nrm2(s->ctx, 1.0, s->b, -1.0, t, nrm));
+    }
     if (s->side == KRY_SIDE_LEFT) {
         SAP_TRY(sap__krylov_prec(s, t, r));
         SAP_TRY(s->ops->nrm2(s->ctx, r, nrm));
@@ -717,7 +724,15 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         SAP_TRY(ops->copy(ctx, vx, s.x));
     } else {
         SAP_TRY(ops->vec_upload(ctx, s.b, b));
-        SAP_TRY(ops->vec_upload(ctx, s.x, x));
+        /* a zero initial guess (the usual one) is set on the backend, not uploaded, and the
+         * first residual is b (s.x0_zero) */
+        s.x0_zero = 1;
+        for (sap_int i = 0; i < n; i++)
+            if (x[i] != 0.0) {
+                s.x0_zero = 0;
+                break;
+            }
+        SAP_TRY(s.x0_zero ? ops->set(ctx, s.x, 0.0) : ops->vec_upload(ctx, s.x, x));
     }
     SAP_TRY(ops->nrm2(ctx, s.b, &s.bnorm));
     if (!isfinite(s.bnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the right-hand side b contains NaN or Inf", s.method);
@@ -754,7 +769,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         return SAP_OK;
     }
     double xnorm = 0.0;
-    SAP_TRY(ops->nrm2(ctx, s.x, &xnorm));
+    if (!s.x0_zero) SAP_TRY(ops->nrm2(ctx, s.x, &xnorm));
     if (!isfinite(xnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the initial guess x contains NaN or Inf", s.method);
     s.refnorm = s.bnorm;
     if (s.side == KRY_SIDE_LEFT) {
@@ -768,20 +783,30 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
     S.time_setup = sap__wtime() - t_start;
 
     int restarts = 0;
+    sap_vec *rtrue = s.xbest;
     for (;;) {
         s.reason = KRY_RUNNING;
         s.best_saved = INFINITY;
         s.msg[0] = '\0';
+        s.rtrue = NULL;
         SAP_TRY(m->run(&s));
+        s.x0_zero = 0;
         if (s.reason == KRY_ERROR) {
             st = s.err;
             goto cleanup;
         }
-        /* the true residual, in the scratch vector xbest */
+        /* the true residual: the driver's when it has it (s.rtrue), else computed in the
+         * scratch vector xbest */
         double tn = 0.0;
-        SAP_TRY(ops->spmv(ctx, s.A, 1.0, s.x, 0.0, s.xbest));
-        S.spmv_count++;
-        SAP_TRY(ops->axpby_nrm2(ctx, 1.0, s.b, -1.0, s.xbest, &tn));
+        if (s.rtrue) {
+            rtrue = s.rtrue;
+            tn = s.rtrue_nrm;
+        } else {
+            rtrue = s.xbest;
+            SAP_TRY(ops->spmv(ctx, s.A, 1.0, s.x, 0.0, s.xbest));
+            S.spmv_count++;
+            SAP_TRY(ops->axpby_nrm2(ctx, 1.0, s.b, -1.0, s.xbest, &tn));
+        }
         truerel = tn / s.bnorm;
         if (s.reason != KRY_CONVERGED) break;
         if (truerel <= K->opt.tol) break;
@@ -798,7 +823,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         double f = K->opt.tol / truerel;
         s.tol *= f < 1e-3 ? 1e-3 : (f > 0.5 ? 0.5 : f);
     }
-    SAP_TRY(sap__krylov_weigh(K, 1, n, s.b, s.xbest, 0)); /* xbest: b - A x */
+    SAP_TRY(sap__krylov_weigh(K, 1, n, s.b, rtrue, 0)); /* rtrue: b - A x */
     if (vx) {
         double xn = 0.0;
         SAP_TRY(ops->copy(ctx, s.x, vx));

@@ -167,6 +167,16 @@ struct kry_solve {
                       nor the history (the batch calls the monitor once a step) */
     sap_krylov_stats *st;
     double inner_scale; /* sap__krylov_inner_solve: inner residual -> outer estimate */
+    /* 1 while s->x is the zero initial guess and no residual has been computed: the first
+     * sap__krylov_residual then copies b instead of computing b - A 0 (every driver computes
+     * its initial residual of s->x before it changes s->x) */
+    int x0_zero;
+    /* set by a driver whose returned s->x has rtrue = b - A x (exactly as the front end would
+     * compute it, e.g. Richardson's last residual): the front end takes it and its norm
+     * rtrue_nrm for the true residual instead of one more SpMV; the front end clears it
+     * before every run */
+    sap_vec *rtrue;
+    double rtrue_nrm;
 };
 
 /* sap_krylov_solve with b and x as double vectors of the context's backend (device
@@ -266,6 +276,8 @@ struct kry_many {
     int nw;
     int *active;
     sap_krylov_stats *st; /* shared: the batch's operator counts and times */
+    int x0_zero;          /* X is the zero initial guess of every column: the first residual
+                             of X is B (as kry_solve.x0_zero) */
 };
 
 /* Y = A X (blocks; timed and counted once per column). */

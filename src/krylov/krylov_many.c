@@ -99,7 +99,17 @@ sap_status sap__krylov_many_residual(kry_many *km, const sap_vec *X, sap_vec *R,
 {
     sap_status st = SAP_OK;
     const int left = km->side == KRY_SIDE_LEFT;
-    SAP_TRY(b_minus_ax(km, X, left ? TMP : R, 1));
+    if (km->x0_zero && X == &km->X) { /* X = 0: B - A X = B */
+        km->x0_zero = 0;
+        SAP_TRY(km->ops->copy(km->ctx, &km->B, left ? TMP : R));
+        if (!left) {
+            for (int c = 0; c < km->k; c++) nrm[c] = km->col[c].bnorm;
+            return SAP_OK;
+        }
+    } else {
+        km->x0_zero = 0;
+        SAP_TRY(b_minus_ax(km, X, left ? TMP : R, 1));
+    }
     if (left) SAP_TRY(sap__krylov_many_prec(km, TMP, R));
     SAP_TRY(sap__krylov_many_nrm2(km, R, nrm));
 cleanup:
@@ -195,11 +205,20 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
     km.st = &S;
     km.side = sap__krylov_pick_side(m, km.P != NULL, K->opt.side);
     for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &km.W[i], 0.0));
+    /* zero initial guesses (the usual ones) are set on the backend, not uploaded */
+    km.x0_zero = 1;
+    for (int c = 0; c < k && km.x0_zero; c++)
+        for (sap_int i = 0; i < n; i++)
+            if (X[(size_t)c * (size_t)ldx + (size_t)i] != 0.0) {
+                km.x0_zero = 0;
+                break;
+            }
+    if (km.x0_zero) SAP_TRY(ops->set(ctx, &km.X, 0.0));
     for (int c = 0; c < k; c++) {
         sap_vec *v = views + (size_t)c * (size_t)(nw + 3);
         for (int i = 0; i < nw + 3; i++) v[i] = sap__vec_column(&K->bvec.v[i], n, c);
         SAP_TRY(ops->vec_upload(ctx, &v[0], B + (size_t)c * (size_t)ldb));
-        SAP_TRY(ops->vec_upload(ctx, &v[1], X + (size_t)c * (size_t)ldx));
+        if (!km.x0_zero) SAP_TRY(ops->vec_upload(ctx, &v[1], X + (size_t)c * (size_t)ldx));
         kry_solve *s = &col[c];
         memset(s, 0, sizeof(*s));
         s->K = K;
@@ -225,7 +244,8 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
         else snprintf(s->method, sizeof(s->method), "%s", m->name);
     }
     SAP_TRY(sap__krylov_many_nrm2(&km, &km.B, bn));
-    SAP_TRY(sap__krylov_many_nrm2(&km, &km.X, xn));
+    if (km.x0_zero) memset(xn, 0, sizeof(xn));
+    else SAP_TRY(sap__krylov_many_nrm2(&km, &km.X, xn));
     for (int c = 0; c < k; c++) {
         /* b = 0 (or underflowing), NaN/Inf: the single solve's scaling and messages */
         single[c] = !(bn[c] > 0.0) || !isfinite(bn[c]) || !isfinite(xn[c]);
@@ -244,6 +264,7 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
     int restarts[KRY_MANY_MAX] = {0};
     for (;;) {
         if (sap__krylov_many_count(&km) > 0) SAP_TRY(m->run_many(&km));
+        km.x0_zero = 0;
         for (int c = 0; c < k; c++)
             if (col[c].reason == KRY_ERROR) {
                 st = col[c].err;

@@ -56,6 +56,10 @@ static sap_status richardson_run(kry_solve *s)
         SAP_TRY(sap__krylov_track_best(s, x));
     }
     if (!fallback) {
+        if (s->reason == KRY_CONVERGED) { /* x is the last iterate, r = b - A x: no SpMV more */
+            s->rtrue = r;
+            s->rtrue_nrm = rn;
+        }
         SAP_TRY(sap__krylov_restore_best(s, x));
     } else {
         /* the residual of x is recomputed by BiCGStab(l), which tracks its own best
