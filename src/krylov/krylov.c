@@ -649,7 +649,7 @@ static sap_status early(sap_krylov_stats *stats, sap_status st)
 /* The solve: host arrays b, x (sap_krylov_solve) or backend vectors vb, vx
  * (sap__krylov_solve_vec; b and x NULL then). */
 static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
-                             const sap_vec *vb, sap_vec *vx, sap_krylov_stats *stats)
+                             const sap_vec *vb, sap_vec *vx, int x_zero, sap_krylov_stats *stats)
 {
     if (stats) memset(stats, 0, sizeof(*stats));
     if (!K) return early(stats, SAP_ERR_INVALID);
@@ -724,10 +724,10 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         SAP_TRY(ops->copy(ctx, vx, s.x));
     } else {
         SAP_TRY(ops->vec_upload(ctx, s.b, b));
-        /* a zero initial guess (the usual one) is set on the backend, not uploaded, and the
-         * first residual is b (s.x0_zero) */
+        /* a zero initial guess (the usual one; x_zero: the caller knows it is) is set on the
+         * backend, not uploaded, and the first residual is b (s.x0_zero) */
         s.x0_zero = 1;
-        for (sap_int i = 0; i < n; i++)
+        for (sap_int i = 0; !x_zero && i < n; i++)
             if (x[i] != 0.0) {
                 s.x0_zero = 0;
                 break;
@@ -824,6 +824,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         s.tol *= f < 1e-3 ? 1e-3 : (f > 0.5 ? 0.5 : f);
     }
     SAP_TRY(sap__krylov_weigh(K, 1, n, s.b, rtrue, 0)); /* rtrue: b - A x */
+    int look = 0; /* the host x has a NaN or Inf to find */
     if (vx) {
         double xn = 0.0;
         SAP_TRY(ops->copy(ctx, s.x, vx));
@@ -834,10 +835,15 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
             snprintf(s.msg, sizeof(s.msg), "%s: the iterate x became NaN or Inf at iteration %g", s.method, s.iter);
         }
     } else {
+        /* x scaled back and checked on the backend: ||x|| finite means every entry is; the
+         * host looks for the entry (for the message) only when it is not */
+        double xn = 0.0;
+        if (sysscale != 1.0) SAP_TRY(ops->scale(ctx, s.x, 1.0 / sysscale));
+        SAP_TRY(ops->nrm2(ctx, s.x, &xn));
         SAP_TRY(ops->vec_download(ctx, s.x, x));
+        look = !isfinite(xn);
     }
-    for (sap_int i = 0; x && i < n; i++) {
-        if (sysscale != 1.0) x[i] /= sysscale;
+    for (sap_int i = 0; look && i < n; i++) {
         if (!isfinite(x[i]) && s.reason != KRY_NONFINITE && s.reason != KRY_ERROR) {
             /* a warning (or a recursive convergence) must not hand back a non-finite x */
             s.reason = KRY_NONFINITE;
@@ -870,7 +876,13 @@ cleanup:
 sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
                             sap_krylov_stats *stats)
 {
-    return solve_core(K, A, P, b, x, NULL, NULL, stats);
+    return solve_core(K, A, P, b, x, NULL, NULL, 0, stats);
+}
+
+sap_status sap__krylov_solve_zero(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
+                                  sap_krylov_stats *stats)
+{
+    return solve_core(K, A, P, b, x, NULL, NULL, 1, stats);
 }
 
 sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, const sap_vec *b, sap_vec *x,
@@ -880,5 +892,5 @@ sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, c
         if (stats) memset(stats, 0, sizeof(*stats));
         return K ? SAP_ERROR(K->ctx, SAP_ERR_INVALID, "sap_krylov_solve: b or x is NULL") : SAP_ERR_INVALID;
     }
-    return solve_core(K, A, P, NULL, NULL, b, x, stats);
+    return solve_core(K, A, P, NULL, NULL, b, x, 0, stats);
 }

@@ -185,6 +185,11 @@ struct kry_solve {
 sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, const sap_vec *b, sap_vec *x,
                                  sap_krylov_stats *stats);
 
+/* sap_krylov_solve from the zero initial guess: x is only written (the caller knows the
+ * guess is zero, so it is neither read nor uploaded). */
+sap_status sap__krylov_solve_zero(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
+                                  sap_krylov_stats *stats);
+
 /* count vectors of length n in precision prec in the cache c of K, reusing the cached ones
  * when they fit */
 sap_status sap__krylov_vectors(sap_krylov *K, kry_cache *c, sap_int n, sap_precision prec, int count);

@@ -206,9 +206,10 @@ void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *
 
 /* One column into the attempt's system: bh = the reordered rhs, yh = the initial guess
  * there (x0 in the original order, NULL = 0; the probe's iterate of this very b where the
- * caller gave none); tmp: n of scratch. */
+ * caller gave none); tmp: n of scratch.  y_zero (may be NULL): set to 1 where the guess is
+ * zero, yh then left unwritten (the Krylov solve starts from zero without reading it). */
 static sap_status pass_in(sap_solver *S, sap__attempt *a, const double *rhs, const double *x0, double *bh, double *yh,
-                          double *tmp)
+                          double *tmp, int *y_zero)
 {
     const sap_int n = S->A->nrows;
     sap_status st = SAP_OK;
@@ -221,14 +222,18 @@ static sap_status pass_in(sap_solver *S, sap__attempt *a, const double *rhs, con
         snprintf(a->note + l, sizeof(a->note) - l, "%sfrom the probe's %.4g it", l ? "; " : "", S->probe_y_it);
     } else if (x0) {
         SAP_TRY(sap_reorder_apply_solution(S->R, x0, yh));
+    } else if (y_zero) {
+        *y_zero = 1; /* the Krylov solve starts from zero: yh is not read */
     } else {
         memset(yh, 0, sizeof(double) * (size_t)n);
     }
     if (a->t) {
         for (sap_int i = 0; i < n; i++) tmp[i] = bh[a->t[i]];
         memcpy(bh, tmp, sizeof(double) * (size_t)n);
-        for (sap_int i = 0; i < n; i++) tmp[i] = yh[a->t[i]];
-        memcpy(yh, tmp, sizeof(double) * (size_t)n);
+        if (!(y_zero && *y_zero)) {
+            for (sap_int i = 0; i < n; i++) tmp[i] = yh[a->t[i]];
+            memcpy(yh, tmp, sizeof(double) * (size_t)n);
+        }
     }
 cleanup:
     return st;
@@ -299,12 +304,22 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
 {
     const sap_int n = S->A->nrows;
     double *bh = S->w + 2 * n, *yh = S->w + 3 * n, *tmp = S->w + 4 * n;
+    /* b and y in the backend's page-locked buffers when it lends them (device.h host_lend) */
+    const sap_backend_ops *ops = sap__ops(S->ctx);
+    void *pin[2] = {NULL, NULL};
+    const int lent = n > 0 && ops->host_lend && ops->host_lend(S->ctx, sizeof(double) * (size_t)n, 2, pin);
+    if (lent) {
+        bh = pin[0];
+        yh = pin[1];
+    }
     sap_status st = SAP_OK;
-    SAP_TRY(pass_in(S, a, rhs, x0, bh, yh, tmp));
+    int y_zero = 0;
+    SAP_TRY(pass_in(S, a, rhs, x0, bh, yh, tmp, &y_zero));
     SAP_TRY(krylov_weights(S, a));
     double t0 = sap__wtime();
     sap_krylov_stats ks;
-    sap_status ksv = sap_krylov_solve(a->kry, a->M, a->pc, bh, yh, &ks);
+    sap_status ksv = y_zero ? sap__krylov_solve_zero(a->kry, a->M, a->pc, bh, yh, &ks)
+                            : sap_krylov_solve(a->kry, a->M, a->pc, bh, yh, &ks);
     if (iters) *iters += ks.iterations;
     if (ksv < 0 && ksv != SAP_ERR_BREAKDOWN) {
         st = ksv;
@@ -316,6 +331,7 @@ static sap_status krylov_pass(sap_solver *S, sap__attempt *a, const double *rhs,
     if (s2 < 0) st = s2;
     a->true_rel = original_rel(S, a, 0, &ks, x);
 cleanup:
+    if (lent) ops->host_return(S->ctx);
     return st;
 }
 
@@ -334,7 +350,7 @@ static sap_status krylov_pass_many(sap_solver *S, sap__attempt *a, sap_int m, co
     Yh = Bh + (size_t)n * (size_t)m;
     SAP_ALLOC(ctx, ks, m);
     for (sap_int c = 0; c < m; c++)
-        SAP_TRY(pass_in(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, Bh + c * n, Yh + c * n, tmp));
+        SAP_TRY(pass_in(S, a, R + c * ldr, X0 ? X0 + c * ldx0 : NULL, Bh + c * n, Yh + c * n, tmp, NULL));
     SAP_TRY(krylov_weights(S, a));
     double t0 = sap__wtime();
     sap_status ksv = sap_krylov_solve_many(a->kry, a->M, a->pc, m, Bh, n, Yh, n, ks);

@@ -227,6 +227,7 @@ extern "C" sap_status sap__cuda_h2d(sap_context *ctx, void *dst, const void *src
 /* The staging ring, once per context; 0 when pinned memory is not to be had. */
 static int stage_ring(sap_context *ctx, sap_cuda_state *cs)
 {
+    if (cs->stage_lent) return 0;
     if (cs->stage_ready) return 1;
     if (cs->stage_failed) return 0;
     for (int i = 0; i < SAP_CUDA_STAGE_BUFS; i++) {
@@ -245,6 +246,28 @@ static int stage_ring(sap_context *ctx, sap_cuda_state *cs)
                  (size_t)SAP_CUDA_STAGE_BUFS * SAP_CUDA_STAGE_BYTES);
     cs->stage_ready = !cs->stage_failed;
     return cs->stage_ready;
+}
+
+extern "C" int sap__cuda_stage_lend(sap_context *ctx, size_t bytes, int count, void **bufs)
+{
+    sap_cuda_state *cs = sap__cuda_state(ctx);
+    if (!cs || !cs->stage_ready || cs->stage_lent || count < 1 || count > SAP_CUDA_STAGE_BUFS ||
+        bytes > SAP_CUDA_STAGE_BYTES)
+        return 0;
+    for (int i = 0; i < SAP_CUDA_STAGE_BUFS; i++) /* no copy still reads the ring */
+        if (cudaEventSynchronize(cs->stage_ev[i]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+    for (int i = 0; i < count; i++) bufs[i] = cs->stage[i];
+    cs->stage_lent = 1;
+    return 1;
+}
+
+extern "C" void sap__cuda_stage_return(sap_context *ctx)
+{
+    sap_cuda_state *cs = sap__cuda_state(ctx);
+    if (cs) cs->stage_lent = 0;
 }
 
 extern "C" sap_status sap__cuda_h2d_streamed(sap_context *ctx, void *dst, int64_t ld, int64_t rows, int64_t cols,

@@ -71,6 +71,10 @@ sap_status sap__cuda_d2h(sap_context *ctx, void *dst, const void *src, size_t by
 #define SAP_CUDA_STAGE_BUFS 4
 #define SAP_CUDA_STAGE_BYTES ((size_t)16 << 20)
 typedef void (*sap_cuda_fill_fn)(void *arg, int64_t r0, int64_t r1, void *buf);
+/* The backend's host_lend / host_return (device.h): the staging ring's buffers, when the
+ * context already has them. */
+int sap__cuda_stage_lend(sap_context *ctx, size_t bytes, int count, void **bufs);
+void sap__cuda_stage_return(sap_context *ctx);
 sap_status sap__cuda_h2d_streamed(sap_context *ctx, void *dst, int64_t ld, int64_t rows, int64_t cols, size_t es,
                                   sap_cuda_fill_fn fill, void *arg, double *t_fill);
 
@@ -159,10 +163,11 @@ typedef struct sap_cuda_state {
     void *cusparse;
     void *dense; /* dense_cuda.cu's state: cuSOLVER handle, scratch (lazy) */
     /* the pinned staging ring of sap__cuda_h2d_streamed (lazy; stage_failed: pinned
-     * memory was refused once, do not ask again) */
+     * memory was refused once, do not ask again; stage_lent: lent to the host by
+     * sap__cuda_stage_lend, streamed uploads go from pageable memory meanwhile) */
     void *stage[SAP_CUDA_STAGE_BUFS];
     cudaEvent_t stage_ev[SAP_CUDA_STAGE_BUFS];
-    int stage_ready, stage_failed;
+    int stage_ready, stage_failed, stage_lent;
 } sap_cuda_state;
 
 static inline sap_cuda_state *sap__cuda_state(const sap_context *ctx) { return (sap_cuda_state *)ctx->cuda; }

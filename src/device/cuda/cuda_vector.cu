@@ -912,6 +912,8 @@ static sap_backend_ops make_ops()
     t.spmat_values_dev = sap__cuda_spmat_values_dev;
     t.csr_stats = sap__cuda_csr_stats;
     t.host_alloc = host_alloc;
+    t.host_lend = sap__cuda_stage_lend;
+    t.host_return = sap__cuda_stage_return;
     t.host_free = host_free;
     t.peer = sap__peer_ops_cuda();
     return t;
