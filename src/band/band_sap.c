@@ -391,17 +391,28 @@ void sap__band_auto(const sap_context *ctx, sap_int n, sap_int K, double d, sap_
      * cuda: a thread block per partition; the sequential chain of a partition (n_i steps
      * of LU and of each sweep) is what costs, so many short partitions win (bench psweep
      * on an H200, N = 200,000, K = 200, device part: P = 264 40 ms, 1000 15.4 ms, 2000
-     * 10.7 ms): SaP-D up to 16 per SM with partitions >= max(K/2, 64) rows, SaP-C (whose
-     * spikes and reduced systems grow with P) up to 2 per SM with partitions >=
-     * max(2K, 64) rows (the SM count is fixed for a given GPU). */
+     * 10.7 ms): SaP-D with partitions of the least height max(K/2, 64) rows, however many
+     * that makes (at least 16 per SM where the band allows); SaP-C (whose spikes and reduced
+     * systems grow with P) up to 2 per SM with partitions >= max(2K, 64) rows (the SM count
+     * is fixed for a given GPU).  SaP-D's partitions of the least height against 16 per SM
+     * (bench/banded e2e, d = 1, H200, device time T_LU + T_Kry, iterations in brackets):
+     * N = 1e6, K = 50 15.1 ms (9) -> 8.7 ms (9), K = 100 21.2 (8) -> 10.2 (9), K = 200
+     * 28.6 (7) -> 19.3 (8), K = 500 49.0 (7) -> 32.3 (7); N = 5e5, K = 100 9.2 -> 5.6, K =
+     * 200 13.0 -> 8.9; N = 2e5, K = 100 4.3 -> 2.8 ms; K = 20: N = 1e6 10.7 (10) -> 9.1 (11),
+     * 5e5 5.8 -> 4.9: the sweeps are shorter and partitions of <= 128 rows factor in shared
+     * memory (K >= 32); the coupling the shorter partitions drop costs at most one
+     * iteration there. */
     sap_int p = coupled ? SAP_CPU_PARTITIONS_SAPC : SAP_CPU_PARTITIONS_SAPD;
     const char *why_p = coupled ? "cpu SaP-C target, whatever the threads" : "cpu SaP-D target, whatever the threads";
     sap_int minrows = 2 * K > 64 ? 2 * K : 64;
     if (ctx->backend == SAP_BACKEND_CUDA) { /* units = SMs */
         const sap_int units = sap__ops(ctx)->units(ctx);
         p = coupled ? 2 * units : 16 * units;
-        why_p = coupled ? "two partitions per SM" : "16 partitions per SM";
-        if (!coupled) minrows = K / 2 > 64 ? K / 2 : 64;
+        why_p = coupled ? "two partitions per SM" : "partitions of max(K/2, 64) rows";
+        if (!coupled) {
+            minrows = K / 2 > 64 ? K / 2 : 64;
+            if (n / minrows > p) p = n / minrows;
+        }
     }
     if (p > n / minrows) {
         p = n / minrows;
