@@ -581,6 +581,7 @@ sap_status sap__krylov_inner_solve(kry_solve *s, int inner_id, sap_precision pre
     for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &t.w[i], 0.0));
     SAP_TRY(ops->copy(ctx, r, t.b));
     SAP_TRY(ops->set(ctx, t.x, 0.0));
+    t.x0_zero = 1; /* the correction starts from zero: its first residual is r */
     SAP_TRY(ops->nrm2(ctx, t.b, &t.bnorm));
     if (!(t.bnorm > 0.0) || !isfinite(t.bnorm)) {
         /* r underflowed (or is not finite) in the inner precision: nothing to correct */
