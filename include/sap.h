@@ -692,7 +692,9 @@ typedef struct sap_krylov_stats {
                                    as the SaP papers count); BiCGStab: half steps */
     double relative_residual;   /* as the iteration measured it (preconditioned if left) */
     double true_residual;       /* ||b - Ax|| / ||b|| recomputed at the end */
-    sap_int spmv_count, precond_count; /* including the initial and final residuals */
+    sap_int spmv_count, precond_count; /* including the initial and final residuals (none
+                                          for a zero guess; none at the end where the
+                                          method's last residual is the true one) */
     double time_setup;          /* vectors, uploads, ||b|| */
     double time_spmv, time_precond; /* inside SpMVs and preconditioner applications */
     double time_vector;         /* the rest: vector kernels and host work */
@@ -708,7 +710,9 @@ typedef struct sap_krylov sap_krylov;
 
 SAP_API sap_status sap_krylov_create(sap_context *ctx, const sap_krylov_options *opt, sap_krylov **K);
 SAP_API void sap_krylov_destroy(sap_krylov *K);
-/* Solves A x = b.  x holds the initial guess on entry (host, length n).  Returns SAP_OK on
+/* Solves A x = b.  x holds the initial guess on entry (host, length n; an all-zero guess is
+ * set on the backend instead of uploaded and its residual is b, no SpMV; Richardson's and
+ * IR's last residual is the true one, no SpMV after them either).  Returns SAP_OK on
  * convergence (true residual <= tol; b = 0 gives x = 0), a warning with x the best
  * iterate (SAP_WARN_NOT_CONVERGED: maxit; SAP_WARN_INTERRUPTED: the monitor; SAP_WARN_STAGNATED;
  * SAP_WARN_BREAKDOWN: a scalar such as rho became 0), or an error (SAP_ERR_BREAKDOWN: a
