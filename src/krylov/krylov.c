@@ -342,12 +342,12 @@ sap_status sap__krylov_residual(kry_solve *s, const sap_vec *x, sap_vec *r, sap_
 {
     sap_status st = SAP_OK;
     sap_vec *t = s->side == KRY_SIDE_LEFT ? tmp : r;
-    if (s->x0_zero && x == s->x) { /* x = 0: b - A x = b */
-        s->x0_zero = 0;
+    const int zero = s->x0_zero && x == s->x; /* x = 0: b - A x = b */
+    s->x0_zero = 0;
+    if (zero) {
         SAP_TRY(s->ops->copy(s->ctx, s->b, t));
         *nrm = s->bnorm;
     } else {
-        s->x0_zero = 0;
         SAP_TRY(sap__krylov_spmv(s, x, t));
         SAP_TRY(s->ops->axpby_nrm2(s->ctx, 1.0, s->b, -1.0, t, nrm));
     }

@@ -99,15 +99,15 @@ sap_status sap__krylov_many_residual(kry_many *km, const sap_vec *X, sap_vec *R,
 {
     sap_status st = SAP_OK;
     const int left = km->side == KRY_SIDE_LEFT;
-    if (km->x0_zero && X == &km->X) { /* X = 0: B - A X = B */
-        km->x0_zero = 0;
+    const int zero = km->x0_zero && X == &km->X; /* X = 0: B - A X = B */
+    km->x0_zero = 0;
+    if (zero) {
         SAP_TRY(km->ops->copy(km->ctx, &km->B, left ? TMP : R));
         if (!left) {
             for (int c = 0; c < km->k; c++) nrm[c] = km->col[c].bnorm;
             return SAP_OK;
         }
     } else {
-        km->x0_zero = 0;
         SAP_TRY(b_minus_ax(km, X, left ? TMP : R, 1));
     }
     if (left) SAP_TRY(sap__krylov_many_prec(km, TMP, R));
@@ -301,12 +301,15 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
         if (!again) break;
     }
     SAP_TRY(sap__krylov_weigh(K, k, n, &km.B, &km.Xbest, 0)); /* Xbest: B - A X */
+    /* the columns checked by their norms on the backend, as sap_krylov_solve's x: the host
+     * looks for the NaN / Inf only in a column whose norm is not finite */
+    SAP_TRY(sap__krylov_many_nrm2(&km, &km.X, xn));
     for (int c = 0; c < k; c++) {
         if (single[c]) continue;
         kry_solve *s = &col[c];
         SAP_TRY(ops->vec_download(ctx, s->x, X + (size_t)c * (size_t)ldx));
         const double *xc = X + (size_t)c * (size_t)ldx;
-        for (sap_int i = 0; i < n; i++)
+        for (sap_int i = 0; !isfinite(xn[c]) && i < n; i++)
             if (!isfinite(xc[i]) && s->reason != KRY_NONFINITE) {
                 s->reason = KRY_NONFINITE;
                 snprintf(s->msg, sizeof(s->msg), "%s: the iterate x became NaN or Inf (x[%lld] = %g) at iteration %g",
