@@ -15,6 +15,7 @@
 #define SAP_TEST_HAS_GPU_PART 1
 #include "testing.h"
 
+#include "band/band_impl.h"
 #include "reorder/reorder_internal.h"
 
 #include <float.h>
@@ -1412,6 +1413,127 @@ static void test_reorder_fused(sap_context *ctx)
     for (int m = 0; m < 4; m++) sap_csr_destroy(M[m]);
 }
 
+/* A DB that keeps the order (sap__reorder_share's shared path): the pass that writes the
+ * scaled values gives R->A's K and d as sap__band_shape does and its distance histogram
+ * bit for bit as sap__drop_hist does, the values sap_reorder's; a DB that permutes makes
+ * none of them. */
+static void test_reorder_share_shape(sap_context *ctx)
+{
+    sap_csr *M[6] = {NULL, NULL, NULL, random_matrix(ctx, 1500, 5, 0, 0.0, 0.0, 31), NULL, NULL};
+    /* row-maximal diagonals: the symmetric scaling (unsymmetric and symmetric values),
+     * several histogram blocks (> 200,000 entries each); rows of very different sizes (the
+     * unsymmetric scaling); one NaN (DB's error); no S0 (the matching) */
+    CHECK_OK(ctx, sap_gen_banded(ctx, 3001, 120, 0.5, 0, 5, &M[0]));
+    CHECK_OK(ctx, sap_gen_banded(ctx, 2003, 150, 1.5, 1, 6, &M[1]));
+    CHECK_OK(ctx, sap_gen_banded(ctx, 997, 7, 0.02, 0, 7, &M[2]));
+    CHECK_OK(ctx, sap_gen_banded(ctx, 1999, 7, 1.0, 0, 8, &M[4]));
+    CHECK_OK(ctx, sap_gen_banded(ctx, 500, 3, 1.0, 0, 9, &M[5]));
+    if (M[4])
+        for (sap_int i = 0; i < M[4]->nrows; i += 3)
+            for (sap_int q = M[4]->rowptr[i]; q < M[4]->rowptr[i + 1]; q++) M[4]->val[q] *= 1e-4;
+    if (M[5]) M[5]->val[M[5]->rowptr[250] + 1] = NAN;
+    int cases[2] = {0, 0}; /* DBs that permuted, that kept the order */
+    for (int m = 0; m < 6; m++) {
+        if (!M[m]) continue;
+        for (int want = 0; want < 2; want++) {
+            sap_reorder_options o;
+            sap_reorder_options_init(&o);
+            o.cm = 0;
+            o.stats = 0;
+            sap_reorder_result *R = NULL, *Q = NULL;
+            int shared = 0;
+            sap__copy_shape sh = {.want_hist = want};
+            if (m == 5) { /* the NaN: DB's error either way, nothing made */
+                sap_status s1 = sap__reorder_share(M[m], &o, &R, &shared, &sh), s2 = sap_reorder(M[m], &o, &Q);
+                CHECK_MSG(s1 == SAP_ERR_NONFINITE && s2 == s1 && !R && !Q && !shared && !sh.done && !sh.hist,
+                          "NaN: %s / %s, shared %d, shape %d", sap_status_string(s1), sap_status_string(s2), shared,
+                          sh.done);
+                goto next;
+            }
+            CHECK_OK(ctx, sap__reorder_share(M[m], &o, &R, &shared, &sh));
+            CHECK_OK(ctx, sap_reorder(M[m], &o, &Q));
+            if (!R || !Q) goto next;
+            const sap_int n = M[m]->nrows;
+            int ident = 1;
+            for (sap_int i = 0; i < n; i++) ident &= Q->row_perm[i] == i;
+            cases[ident]++;
+            CHECK_MSG(shared == ident && sh.done == ident, "matrix %d: shared %d, shape %d, identity matching %d", m,
+                      shared, sh.done, ident);
+            CHECK_MSG(memcmp(R->A->val, Q->A->val, sizeof(double) * (size_t)M[m]->nnz) == 0 &&
+                          memcmp(R->row_scale, Q->row_scale, sizeof(double) * (size_t)n) == 0 &&
+                          memcmp(R->col_scale, Q->col_scale, sizeof(double) * (size_t)n) == 0 &&
+                          R->db.log_product == Q->db.log_product && R->db.matched == Q->db.matched,
+                      "matrix %d: the shared copy's values, scaling or DB figures differ from sap_reorder's", m);
+            if (m == 4) { /* the unsymmetric scaling */
+                int unit = 1;
+                for (sap_int i = 0; i < n; i++) unit &= R->col_scale[i] == 1.0;
+                CHECK_MSG(unit && ident, "rows of different sizes: the unsymmetric scaling (c = 1) expected");
+            }
+            if (sh.done) {
+                sap_int K = -1;
+                double d = -1;
+                sap__band_shape(R->A, 3, &K, &d);
+                CHECK_MSG(K == sh.K && d == sh.d, "matrix %d: pass K %lld d %.17g, band_shape K %lld d %.17g", m,
+                          (long long)sh.K, sh.d, (long long)K, d);
+                CHECK_MSG((sh.hist != NULL) == want, "matrix %d: histogram %s, wanted %d", m,
+                          sh.hist ? "made" : "not made", want);
+                double *h = NULL;
+                sap_int hl = 0;
+                CHECK_OK(ctx, sap__drop_hist(R->A, &h, &hl));
+                if (sh.hist && h)
+                    CHECK_MSG(hl == sh.hist_len && memcmp(h, sh.hist, sizeof(double) * (size_t)hl) == 0,
+                              "matrix %d: the pass's histogram (%lld) differs from sap__drop_hist's (%lld)", m,
+                              (long long)sh.hist_len, (long long)hl);
+                sap__free(ctx, h);
+            }
+        next:
+            sap__free(ctx, sh.hist);
+            if (R && shared) R->A->rowptr = NULL, R->A->colind = NULL;
+            sap_reorder_result_destroy(R);
+            sap_reorder_result_destroy(Q);
+        }
+    }
+    CHECK_MSG(cases[0] > 0 && cases[1] > 0, "%d DBs permuted, %d kept the order: both wanted", cases[0], cases[1]);
+    for (int m = 0; m < 6; m++) sap_csr_destroy(M[m]);
+}
+
+/* sap__block_bandwidth(_rows): the widest |j - i| of the entries with both i and j in
+ * [s, e), against every entry read, on random blocks of matrices with empty rows and
+ * rows reaching past the block on either side; with and without a row map. */
+static void test_block_bandwidth(sap_context *ctx)
+{
+    sap_csr *M[2] = {random_matrix(ctx, 700, 6, 0, 0.1, 0.0, 41), random_matrix(ctx, 900, 9, 60, 0.05, 0.0, 42)};
+    int bad = 0, cases = 0;
+    for (int m = 0; m < 2; m++) {
+        if (!M[m]) continue;
+        const sap_int n = M[m]->nrows;
+        sap_int *rows = malloc(sizeof(sap_int) * (size_t)n);
+        if (!rows) continue;
+        for (sap_int i = 0; i < n; i++) rows[i] = n - 1 - i;
+        xs_state = 77 + (uint64_t)m;
+        for (int t = 0; t < 200; t++) {
+            sap_int s = (sap_int)(xs_rnd() % (uint64_t)n), e = (sap_int)(xs_rnd() % (uint64_t)(n + 1));
+            if (t == 0) s = 0, e = n;
+            if (s > e) { sap_int x = s; s = e; e = x; }
+            for (int map = 0; map < 2; map++) {
+                sap_int K = 0;
+                for (sap_int i = s; i < e; i++) {
+                    const sap_int r = map ? rows[i] : i;
+                    for (sap_int p = M[m]->rowptr[r]; p < M[m]->rowptr[r + 1]; p++) {
+                        const sap_int j = M[m]->colind[p], d = j > i ? j - i : i - j;
+                        if (j >= s && j < e && d > K) K = d;
+                    }
+                }
+                bad += sap__block_bandwidth_rows(M[m], map ? rows : NULL, s, e) != K;
+                cases++;
+            }
+        }
+        free(rows);
+    }
+    CHECK_MSG(bad == 0 && cases == 800, "block bandwidth: %d of %d blocks wrong", bad, cases);
+    for (int m = 0; m < 2; m++) sap_csr_destroy(M[m]);
+}
+
 static int cpu_part(void)
 {
     sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
@@ -1430,6 +1552,8 @@ static int cpu_part(void)
     test_cm_parallel();
     test_cm_levels(ctx);
     test_reorder_fused(ctx);
+    test_reorder_share_shape(ctx);
+    test_block_bandwidth(ctx);
     test_oom();
     sap_context_destroy(ctx);
     return 0;

@@ -51,6 +51,7 @@ typedef struct solve_problem {
     char backend_log[256];  /* the context's last log message about the backend (its log hook) */
     char probe_log[256];    /* the automatic plan's last probe: its parts' times (the log hook) */
     char setup_log[320];    /* the last setup's T_stats parts (the log hook) */
+    int log_info;           /* SAP_LOG=info: every INFO message to stderr */
     char db_log[256];       /* the last reordering's DB parts (the log hook) */
     char backend_why[300];  /* "requested", or why 'auto' chose the backend */
     sap_csr *A;             /* square */

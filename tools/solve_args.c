@@ -120,6 +120,8 @@ static void usage(FILE *f)
                "(Ctrl-C) stops the solve at its next iteration (on the cpu also inside a band factorization)\n"
                "with the best x so far: the summary gives\n"
                "its true residual, -o writes it, no fallback is tried; a second SIGINT exits at once.\n\n"
+               "Environment: SAP_LOG=info prints the library's progress messages (each stage's parts and\n"
+               "times) on stderr as they come.\n\n"
                "Exit status: 0 converged, 1 error (or a step refused), 2 usage error, 3 not converged\n"
                "(iteration limit, stagnation or breakdown), 130 stopped by SIGINT.\n");
 }

@@ -14,6 +14,7 @@
 static void capture_log(void *state, int level, const char *message)
 {
     solve_problem *p = state;
+    if (level == SAP_PRINT_INFO && p->log_info) fprintf(stderr, "%s\n", message);
     if (level == SAP_PRINT_INFO && strstr(message, "backend"))
         snprintf(p->backend_log, sizeof(p->backend_log), "%s", message);
     if (level == SAP_PRINT_INFO && strncmp(message, "sap_solver: probe ", 18) == 0)
@@ -38,6 +39,8 @@ static int create_context(const solve_args *a, solve_problem *p)
     cfg.print_level = SAP_PRINT_INFO;
     cfg.log = capture_log;
     cfg.log_state = p;
+    const char *lv = getenv("SAP_LOG");
+    p->log_info = lv && strcmp(lv, "info") == 0;
     sap_status st = sap_context_create(&p->ctx, &cfg);
     if (st != SAP_OK) {
         fprintf(stderr, "sap solve: cannot create a %s context: %s\n", sap_backend_name(backend),

@@ -302,22 +302,27 @@ sap_int sap__block_bandwidth(const sap_csr *A, sap_int s, sap_int e) { return sa
 sap_int sap__block_bandwidth_rows(const sap_csr *A, const sap_int *rows, sap_int s, sap_int e)
 {
     sap_int K = 0;
-    const double work = (double)(rows ? A->nnz : A->rowptr[e] - A->rowptr[s]);
+    const double work = 8.0 * (double)(e - s); /* a few reads a row */
     int nt = work > SAP_REORDER_PAR_MIN ? sap__threads_for(A->ctx, work) : 1;
 #ifdef _OPENMP
     if (omp_in_parallel()) nt = 1; /* the third stage's blocks */
 #endif
     (void)nt;
+    /* |j - i| over the row's columns in [s, e) is largest at the first or the last of them
+     * (the rows are sorted): two reads a row, a binary search where the row leaves [s, e) */
+    const sap_int *ci = A->colind;
     SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max:K)")
     for (sap_int i = s; i < e; i++) {
         const sap_int r = rows ? rows[i] : i;
-        for (sap_int p = A->rowptr[r]; p < A->rowptr[r + 1]; p++) {
-            sap_int j = A->colind[p];
-            if (j < s) continue;
-            if (j >= e) break;
-            sap_int d = j > i ? j - i : i - j;
-            if (d > K) K = d;
-        }
+        sap_int a = A->rowptr[r], b = A->rowptr[r + 1];
+        if (a < b && ci[a] < s) a = sap__lower_bound(ci, a, b, s);
+        if (a < b && ci[b - 1] >= e) b = sap__lower_bound(ci, a, b, e);
+        if (a >= b) continue;
+        const sap_int d1 = i - ci[a], d2 = ci[b - 1] - i;
+        if (d1 > K) K = d1;
+        if (-d1 > K) K = -d1;
+        if (d2 > K) K = d2;
+        if (-d2 > K) K = -d2;
     }
     return K;
 }

@@ -81,6 +81,28 @@ static int diagonal_is_row_max(const sap_csr *A, int nt, double *d, int *sym)
     return 1;
 }
 
+void sap__db_identity(sap_context *ctx, sap_int n, const double *d, int sym, sap_int *rowperm, double *row_scale,
+                      double *col_scale, sap_db_info *info)
+{
+    double logp = 0.0;
+    for (sap_int i = 0; i < n; i++) {
+        rowperm[i] = i;
+        logp += log(d[i]);
+    }
+    if (row_scale) {
+        const int nt = sap__threads_for(ctx, (double)n);
+        (void)nt;
+        SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > SAP_REORDER_PAR_MIN)")
+        for (sap_int i = 0; i < n; i++) {
+            row_scale[i] = sym ? 1.0 / sqrt(d[i]) : 1.0 / d[i];
+            col_scale[i] = sym ? 1.0 / sqrt(d[i]) : 1.0;
+        }
+    }
+    info->n = n;
+    info->matched = info->initial_matched = n;
+    info->log_product = logp;
+}
+
 /* ---- binary min-heap of columns keyed by dist[] -------------------------------------- */
 
 typedef struct col_heap {
@@ -225,20 +247,7 @@ sap_status sap__db_matching(const sap_csr *A, sap_int *rowperm, double *row_scal
         int sym = 0;
         SAP_ALLOC(ctx, u, n);
         if (diagonal_is_row_max(A, nt, u, &sym)) {
-            double logp = 0.0;
-            for (sap_int i = 0; i < n; i++) {
-                rowperm[i] = i;
-                logp += log(u[i]);
-            }
-            if (row_scale) {
-                SAP_OMP("omp parallel for num_threads(nt) schedule(static) if (n > SAP_REORDER_PAR_MIN)")
-                for (sap_int i = 0; i < n; i++) {
-                    row_scale[i] = sym ? 1.0 / sqrt(u[i]) : 1.0 / u[i];
-                    col_scale[i] = sym ? 1.0 / sqrt(u[i]) : 1.0;
-                }
-            }
-            inf.matched = inf.initial_matched = n;
-            inf.log_product = logp;
+            sap__db_identity(ctx, n, u, sym, rowperm, row_scale, col_scale, &inf);
             inf.time_weights = sap__wtime() - t1;
             inf.time = sap__wtime() - t0;
             goto cleanup;

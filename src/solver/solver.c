@@ -299,9 +299,10 @@ cleanup:
 
 /* DB and / or CM of the whole matrix: no drop-off, one partition, no statistics (the
  * solver's plan does those) */
-/* (shared != NULL: a DB that keeps the order shares A's pattern, sap__reorder_share) */
+/* (shared != NULL: a DB that keeps the order shares A's pattern, sap__reorder_share; its
+ * pass fills sh, when not NULL) */
 static sap_status reorder_whole(const sap_csr *A, sap_db_mode db, int scale, int cm, sap_reorder_result **R,
-                                int *shared)
+                                int *shared, sap__copy_shape *sh)
 {
     sap_reorder_options ro;
     sap_reorder_options_init(&ro);
@@ -311,7 +312,7 @@ static sap_status reorder_whole(const sap_csr *A, sap_db_mode db, int scale, int
     ro.drop_delta = 1.0;
     ro.partitions = 1;
     ro.stats = 0;
-    return sap__reorder_share(A, &ro, R, shared);
+    return sap__reorder_share(A, &ro, R, shared, sh);
 }
 
 /* CM after the probe (sap__solver_plan_reorder put it off): on R->A, its order composed
@@ -326,7 +327,7 @@ sap_status sap__solver_cm_late(sap_solver *S)
     sap_int *p = NULL;
     const sap_int n = S->A->nrows;
     const double t0 = sap__wtime();
-    SAP_TRY(reorder_whole(R->A, SAP_DB_NONE, 0, 1, &R2, NULL));
+    SAP_TRY(reorder_whole(R->A, SAP_DB_NONE, 0, 1, &R2, NULL, NULL));
     const double t1 = sap__wtime();
     S->cm = 1;
     R->cm = R2->cm;
@@ -371,6 +372,25 @@ cleanup:
     return st;
 }
 
+/* K_cm, d_cm and R->A's distance histogram after a DB or CM: from the pass that wrote R->A
+ * (sh->done), else from R->A read again (the histogram when first asked) */
+static void take_shape(sap_solver *S, sap__copy_shape *sh)
+{
+    if (sh && sh->done) {
+        S->K_cm = sh->K;
+        S->d_cm = sh->d;
+    } else {
+        sap__band_shape(S->R->A, sap__threads(S->ctx), &S->K_cm, &S->d_cm);
+    }
+    SAP_FREE(S->ctx, S->hist_R);
+    S->hist_R_len = 0;
+    if (sh && sh->hist) {
+        S->hist_R = sh->hist;
+        S->hist_R_len = sh->hist_len;
+        sh->hist = NULL;
+    }
+}
+
 sap_status sap__solver_db_late(sap_solver *S)
 {
     sap_context *ctx = S->ctx;
@@ -379,12 +399,13 @@ sap_status sap__solver_db_late(sap_solver *S)
     double *y = NULL;
     const sap_int n = S->A->nrows;
     const double t0 = sap__wtime();
+    sap__copy_shape sh = {.want_hist = S->opt.drop_delta < 0};
     if (!S->db_late) return SAP_OK;
     S->db_late = 0;
     if (S->R->A != S->A) /* DB comes first: nothing may have reordered the input before it */
         return SAP_ERROR(ctx, SAP_ERR_INVALID, "sap_solver: DB after a reordering");
     int shared = 0;
-    SAP_TRY(reorder_whole(S->A, SAP_DB_PRODUCT, S->scale, 0, &R2, &shared));
+    SAP_TRY(reorder_whole(S->A, SAP_DB_PRODUCT, S->scale, 0, &R2, &shared, &sh));
     if (S->probe_y) { /* the probe's iterate x, as R2's unknowns y = C^-1 Q^T x */
         SAP_ALLOC(ctx, y, n);
         SAP_TRY(sap_reorder_apply_solution(R2, S->probe_y, y));
@@ -399,10 +420,8 @@ sap_status sap__solver_db_late(sap_solver *S)
     S->db = SAP_DB_PRODUCT;
     S->stats.db_used = 1;
     S->stats.scaled = S->R->row_scale != NULL;
-    sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+    take_shape(S, &sh);
     S->stats.K_cm = S->K_cm;
-    SAP_FREE(ctx, S->hist_R);
-    S->hist_R_len = 0;
     const double td = sap__wtime();
     SAP_TRY(sap__solver_plan_drop(S)); /* (its time: T_Drop) */
     S->stats.time_db = td - t0;
@@ -411,6 +430,7 @@ sap_status sap__solver_db_late(sap_solver *S)
              1e3 * S->R->stage[SAP_STAGE_DB].time);
 cleanup:
     sap__free(ctx, y);
+    sap__free(ctx, sh.hist);
     if (R2 && shared && R2->A) R2->A->rowptr = NULL, R2->A->colind = NULL;
     sap_reorder_result_destroy(R2);
     return st;
@@ -433,6 +453,7 @@ sap_status sap_solver_setup(sap_solver *S)
     const sap_int n = S->A->nrows;
     const sap_solver_options *o = &S->opt;
     sap_int *rinv = NULL, *cinv = NULL;
+    sap__copy_shape sh = {.want_hist = o->drop_delta < 0};
 
     /* a solver on the caller's device arrays without a host copy of A (solver_device.c:
      * its method needs none): the statistics from the device, no DB / CM (the Krylov method
@@ -482,7 +503,7 @@ sap_status sap_solver_setup(sap_solver *S)
     if (S->db == SAP_DB_NONE && !S->cm) {
         SAP_TRY(identity_reorder(S));
     } else {
-        SAP_TRY(reorder_whole(S->A, (sap_db_mode)S->db, S->scale, S->cm, &S->R, &S->R_shared));
+        SAP_TRY(reorder_whole(S->A, (sap_db_mode)S->db, S->scale, S->cm, &S->R, &S->R_shared, &sh));
     }
     /* T_stats: everything of setup outside the reorderings, the drop-off and the attempts */
     double t_stats = t_reorder - t_start + (sap__wtime() - t_reorder - S->R->stage[SAP_STAGE_DB].time -
@@ -497,7 +518,7 @@ sap_status sap_solver_setup(sap_solver *S)
         S->K_cm = ms.half_bandwidth;
         S->d_cm = ms.diag_dominance;
     } else {
-        sap__band_shape(S->R->A, sap__threads(ctx), &S->K_cm, &S->d_cm);
+        take_shape(S, &sh);
     }
     s->K_cm = S->K_cm;
     /* CM put off until the probe (sap__solver_plan_reorder), unless a rule that reads K_cm
@@ -585,6 +606,7 @@ sap_status sap_solver_setup(sap_solver *S)
 cleanup:
     sap__free(ctx, rinv);
     sap__free(ctx, cinv);
+    sap__free(ctx, sh.hist);
     if (st < 0 || st == SAP_WARN_INTERRUPTED) {
         sap__solver_relay(S);
         /* keep the statistics of the failed (or interrupted) setup (tried[]) but free its
