@@ -224,20 +224,56 @@ void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int
     B = B < 16 ? 16 : B > 256 ? 256 : B;
     const sap_int w = kl + ku + 1, nb = (i1 - i0 + B - 1) / B;
     const size_t es = prec == SAP_DOUBLE ? sizeof(double) : sizeof(float);
-    /* each thread zeroes the (contiguous) slots of its rows on every diagonal, then
-     * scatters the rows' entries */
+    const sap_int *rp = A->rowptr, *ci = A->colind;
+    const double *av = A->val;
+    /* a sparse band: each thread zeroes the (contiguous) slots of its rows on every
+     * diagonal, then scatters the rows' entries.  A dense one (at least half its slots
+     * stored): every slot written once, zeros in the gaps, by tiles of BAND_FILL_TILE
+     * diagonals so that the rows of a block write the same pages one after another (N =
+     * 50,000, K = 1,500, 2 cores: 0.28 -> 0.20 s; a sparse band's strided zeros would be
+     * 2.5x slower than the memset).  A row found out of order there sends its block to the
+     * sparse way, which takes any order. */
+#define BAND_FILL_TILE 512
+#define BAND_PUT(q, x)                                                                                                 \
+    do {                                                                                                               \
+        if (prec == SAP_DOUBLE) ((double *)val)[q] = (x);                                                              \
+        else ((float *)val)[q] = (float)(x);                                                                           \
+    } while (0)
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int b = 0; b < nb; b++) {
         const sap_int r0 = i0 + b * B, r1 = r0 + B < i1 ? r0 + B : i1;
-        for (sap_int t = 0; t < w; t++)
-            memset((char *)val + ((size_t)t * (size_t)ld + (size_t)(r0 - i0)) * es, 0, (size_t)(r1 - r0) * es);
-        for (sap_int i = r0; i < r1; i++)
-            for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) {
-                const size_t q = (size_t)(A->colind[p] - i + kl) * (size_t)ld + (size_t)(i - i0);
-                if (prec == SAP_DOUBLE) ((double *)val)[q] = A->val[p];
-                else ((float *)val)[q] = (float)A->val[p];
+        int sparse = 2.0 * (double)(rp[r1] - rp[r0]) < (double)(r1 - r0) * (double)w;
+        if (!sparse) {
+            sap_int cur[256]; /* B <= 256: each row's next entry */
+            for (sap_int i = r0; i < r1; i++) cur[i - r0] = rp[i];
+            for (sap_int t0 = 0; t0 < w && !sparse; t0 += BAND_FILL_TILE) {
+                const sap_int t1 = t0 + BAND_FILL_TILE < w ? t0 + BAND_FILL_TILE : w;
+                for (sap_int i = r0; i < r1; i++) {
+                    const size_t o = (size_t)(i - i0);
+                    sap_int p = cur[i - r0], t = t0;
+                    for (; p < rp[i + 1]; p++) {
+                        const sap_int sl = ci[p] - i + kl;
+                        if (sl >= t1) break;
+                        sparse |= sl < t; /* a row out of order (or a repeated column): below */
+                        for (; t < sl; t++) BAND_PUT((size_t)t * (size_t)ld + o, 0.0);
+                        BAND_PUT((size_t)sl * (size_t)ld + o, av[p]);
+                        t = sl + 1;
+                    }
+                    for (; t < t1; t++) BAND_PUT((size_t)t * (size_t)ld + o, 0.0);
+                    cur[i - r0] = p;
+                }
             }
+        }
+        if (sparse) {
+            for (sap_int t = 0; t < w; t++)
+                memset((char *)val + ((size_t)t * (size_t)ld + (size_t)(r0 - i0)) * es, 0, (size_t)(r1 - r0) * es);
+            for (sap_int i = r0; i < r1; i++)
+                for (sap_int p = rp[i]; p < rp[i + 1]; p++)
+                    BAND_PUT((size_t)(ci[p] - i + kl) * (size_t)ld + (size_t)(i - i0), av[p]);
+        }
     }
+#undef BAND_PUT
+#undef BAND_FILL_TILE
 }
 
 void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, void *val)
