@@ -801,7 +801,7 @@ static void test_band_streamed(sap_context *ctx)
 static void test_band_fill(sap_context *ctx)
 {
     sap_csr *A = NULL, *R = NULL;
-    const sap_int n = 3001, K = 40, w = 2 * K + 1, ld = 700;
+    const sap_int n = 3001, K = 40, w = 2 * K + 1, ld = 700; /* the widest chunk */
     CHECK_OK(ctx, sap_gen_banded(ctx, n, K, 1.0, 0, 9, &A));
     if (!A) return;
     CHECK_OK(ctx, sap_csr_copy(A, &R));
@@ -818,11 +818,13 @@ static void test_band_fill(sap_context *ctx)
     float *gotf = malloc(sizeof(float) * (size_t)ld * (size_t)w);
     for (sap_int i = 0; i < n; i++)
         for (sap_int p = A->rowptr[i]; p < A->rowptr[i + 1]; p++) ref[(size_t)(A->colind[p] - i + K) * n + i] = A->val[p];
-    for (int v = 0; v < 2; v++) {
-        const sap_csr *M = v ? R : A;
+    /* chunks of 700 rows: blocks of memset runs; of 60: a dense band's gap fill */
+    for (int v = 0; v < 4; v++) {
+        const sap_csr *M = v & 1 ? R : A;
+        const sap_int rows = v < 2 ? ld : 60;
         int bad = 0;
-        for (sap_int i0 = 0; i0 < n; i0 += ld) {
-            const sap_int i1 = i0 + ld < n ? i0 + ld : n;
+        for (sap_int i0 = 0; i0 < n; i0 += rows) {
+            const sap_int i1 = i0 + rows < n ? i0 + rows : n;
             for (size_t q = 0; q < (size_t)ld * (size_t)w; q++) got[q] = NAN, gotf[q] = NAN;
             sap__band_fill_rows(ctx, M, K, K, SAP_DOUBLE, i0, i1, ld, got);
             sap__band_fill_rows(ctx, M, K, K, SAP_FLOAT, i0, i1, ld, gotf);
@@ -832,7 +834,8 @@ static void test_band_fill(sap_context *ctx)
                     bad += got[(size_t)t * ld + (i - i0)] != e || gotf[(size_t)t * ld + (i - i0)] != (float)e;
                 }
         }
-        CHECK_MSG(bad == 0, "band fill (%s rows): %d slots differ", v ? "reversed" : "sorted", bad);
+        CHECK_MSG(bad == 0, "band fill (%s rows, chunks of %lld): %d slots differ", v & 1 ? "reversed" : "sorted",
+                  (long long)rows, bad);
     }
     free(ref);
     free(got);

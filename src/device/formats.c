@@ -228,12 +228,17 @@ void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int
     const double *av = A->val;
     /* a sparse band: each thread zeroes the (contiguous) slots of its rows on every
      * diagonal, then scatters the rows' entries.  A dense one (at least half its slots
-     * stored): every slot written once, zeros in the gaps, by tiles of BAND_FILL_TILE
-     * diagonals so that the rows of a block write the same pages one after another (N =
-     * 50,000, K = 1,500, 2 cores: 0.28 -> 0.20 s; a sparse band's strided zeros would be
-     * 2.5x slower than the memset).  A row found out of order there sends its block to the
-     * sparse way, which takes any order. */
+     * stored) in blocks of rows too few for a memset to pay (runs of < BAND_FILL_RUN
+     * bytes: the wide bands, whose staging chunks hold few rows): every slot written once,
+     * zeros in the gaps, by tiles of BAND_FILL_TILE diagonals so that the rows of a block
+     * write the same pages one after another.  Measured: N = 50,000, K = 1,500 (16-row
+     * blocks, 128-byte runs) on an H100 host's 16 cores T_Dtransf 0.104 -> 0.077 s; but
+     * N = 200,000, K = 200 (81-row blocks, 648-byte runs) 0.033 -> 0.053 s, so long runs
+     * keep the memset (its stores need no read of the line first); a sparse band's strided
+     * zeros were 2.5x slower than the memset.  A row found out of order sends its block to
+     * the memset way, which takes any order. */
 #define BAND_FILL_TILE 512
+#define BAND_FILL_RUN 256
 #define BAND_PUT(q, x)                                                                                                 \
     do {                                                                                                               \
         if (prec == SAP_DOUBLE) ((double *)val)[q] = (x);                                                              \
@@ -242,7 +247,8 @@ void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int
     SAP_OMP("omp parallel for num_threads(nt) schedule(static)")
     for (sap_int b = 0; b < nb; b++) {
         const sap_int r0 = i0 + b * B, r1 = r0 + B < i1 ? r0 + B : i1;
-        int sparse = 2.0 * (double)(rp[r1] - rp[r0]) < (double)(r1 - r0) * (double)w;
+        int sparse = 2.0 * (double)(rp[r1] - rp[r0]) < (double)(r1 - r0) * (double)w ||
+                     (size_t)(r1 - r0) * es >= BAND_FILL_RUN;
         if (!sparse) {
             sap_int cur[256]; /* B <= 256: each row's next entry */
             for (sap_int i = r0; i < r1; i++) cur[i - r0] = rp[i];
@@ -274,6 +280,7 @@ void sap__band_fill_rows(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int
     }
 #undef BAND_PUT
 #undef BAND_FILL_TILE
+#undef BAND_FILL_RUN
 }
 
 void sap__band_fill_values(sap_context *ctx, const sap_csr *A, sap_int kl, sap_int ku, sap_precision prec, void *val)
