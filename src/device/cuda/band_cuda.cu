@@ -178,9 +178,13 @@ __global__ void __launch_bounds__(256) k_blk_to_skew(const T *__restrict__ lu, T
 
 /* LU without pivoting of the jb x jb column-major tile (leading dimension ld) in shared
  * memory by the whole block, the per-row kernels' boosting; the boosted pivots are added to
- * *counter.  Ends with the tile complete for every thread. */
+ * *counter.  kb: the tile's half-bandwidth (>= jb - 1: dense); each step updates only the
+ * kb x kb window below and right of its pivot: outside it the multipliers and the pivot
+ * row are zero without pivoting, so the result is the same bit for bit (x - 0 y = x) at
+ * K^2 instead of (jb - k)^2 work a step (k_blk_small's 64-row partitions of K = 20: 4x
+ * less).  Ends with the tile complete for every thread. */
 template <typename T>
-__device__ void tile_lu(T *tile, int ld, int jb, T thr, T bst, unsigned long long *counter)
+__device__ void tile_lu(T *tile, int ld, int jb, T thr, T bst, unsigned long long *counter, int kb)
 {
     const int tid = threadIdx.x, nth = blockDim.x;
     unsigned long long nb = 0;
@@ -193,7 +197,7 @@ __device__ void tile_lu(T *tile, int ld, int jb, T thr, T bst, unsigned long lon
             }
         }
         __syncthreads();
-        const int w = jb - 1 - k;
+        const int w = jb - 1 - k < kb ? jb - 1 - k : kb;
         if (w == 0) break;
         const T inv = T(1) / tile[k * ld + k];
         T *lk = tile + k * ld + k + 1;
@@ -228,7 +232,7 @@ template <typename T> __global__ void __launch_bounds__(256) k_blk_small(T *lu, 
             if (c >= 0 && c < n) tile[c * ld + r] = a[e];
         }
         __syncthreads();
-        tile_lu<T>(tile, ld, n, (T)d.thr[b], (T)d.bst[b], d.counter);
+        tile_lu<T>(tile, ld, n, (T)d.thr[b], (T)d.bst[b], d.counter, K);
         for (int e = tid; e < (2 * K + 1) * n; e += nth) {
             const int t = e / n, r = e % n, c = r + t - K;
             if (c >= 0 && c < n) a[e] = tile[c * ld + r];
@@ -255,7 +259,7 @@ __global__ void __launch_bounds__(256) k_blk_diag(T *lu, T *M, T *Wv, band_dev d
             tile[c * (BS + 1) + r] = m[r + c * ldm];
         }
         __syncthreads();
-        tile_lu<T>(tile, BS + 1, jb, (T)d.thr[b], (T)d.bst[b], d.counter);
+        tile_lu<T>(tile, BS + 1, jb, (T)d.thr[b], (T)d.bst[b], d.counter, jb);
         /* the band entries of the factored block into lu (no later step reads it in M) */
         T *a = lu + d.boff[b];
         for (int e = tid; e < (2 * jb - 1) * jb; e += nth) { /* along the diagonals dd = c - r */
