@@ -181,8 +181,9 @@ __global__ void __launch_bounds__(256) k_blk_to_skew(const T *__restrict__ lu, T
  * *counter.  kb: the tile's half-bandwidth (>= jb - 1: dense); each step updates only the
  * kb x kb window below and right of its pivot: outside it the multipliers and the pivot
  * row are zero without pivoting, so the result is the same bit for bit (x - 0 y = x) at
- * K^2 instead of (jb - k)^2 work a step (k_blk_small's 64-row partitions of K = 20: 4x
- * less).  Ends with the tile complete for every thread. */
+ * K^2 instead of (jb - k)^2 work a step (k_blk_small: partitions of n <= 128 rows with
+ * 32 <= K < n - 1; narrower bands use the per-row kernels).  Ends with the tile complete
+ * for every thread. */
 template <typename T>
 __device__ void tile_lu(T *tile, int ld, int jb, T thr, T bst, unsigned long long *counter, int kb)
 {
