@@ -699,6 +699,9 @@ typedef struct sap_krylov_stats {
     double time_spmv, time_precond; /* inside SpMVs and preconditioner applications */
     double time_vector;         /* the rest: vector kernels and host work */
     double time_total;          /* seconds */
+    double time_transfer;       /* of time_total: the copies between the host and the backend
+                                   of b, x0 and x (0 for backend vectors; the host's own
+                                   memcpy on the cpu backend) */
     sap_int history_length;
     const double *history;      /* the initial relative residual, then one entry per monitor
                                    call (owned by the solver, valid until its next solve) */
@@ -816,7 +819,10 @@ typedef struct sap_band_stats {
                                        blocks when blocks are smaller than K) */
     double time_lu, time_bc, time_spk, time_lurdcd; /* T_LU, T_BC, T_SPK, T_LUrdcd (s) */
     double time_setup;              /* the whole setup (s) */
-    double time_kry;                /* T_Kry: the last solve (s) */
+    double time_kry;                /* T_Kry: the last solve (s), its transfers included */
+    double time_kry_transfer;       /* of time_kry: b up and x down (the Krylov solve's
+                                       time_transfer: the papers' T_Kry, the system on the
+                                       device, is time_kry - time_kry_transfer) */
     double iterations;              /* of the last solve (BiCGStab(2): quarter steps; Richardson:
                                        steps, then its fallback's quarter steps; DIRECT:
                                        refinement steps) */

@@ -1070,6 +1070,11 @@ static void test_richardson(sap_context *ctx)
     CHECK_MSG(s1 == SAP_OK && true_residual(B, b, x) <= 1e-10 && (double)k1.spmv_count == k1.iterations + 1.0,
               "richardson sap-d from x0 != 0: %s, residual %.3g, %lld SpMVs, %g steps", sap_status_name(s1),
               true_residual(B, b, x), (long long)k1.spmv_count, k1.iterations);
+    /* host vectors: their copies timed, a part of the whole (b and x0 up, x down) */
+    CHECK_MSG(k1.time_transfer > 0 && k1.time_transfer <= k1.time_total && kr.time_transfer > 0 &&
+                  kr.time_transfer <= kr.time_total,
+              "transfer times %.3g of %.3g s, %.3g of %.3g s", k1.time_transfer, k1.time_total, kr.time_transfer,
+              kr.time_total);
     memset(x, 0, sizeof(double) * (size_t)n);
     sap_status sb = solve_pc_float(ctx, M, P, SAP_KRYLOV_BICGSTABL, 2, b, x, &kb);
     CHECK(sb == SAP_OK);

@@ -724,7 +724,9 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         SAP_TRY(ops->copy(ctx, vb, s.b));
         SAP_TRY(ops->copy(ctx, vx, s.x));
     } else {
+        double tx = sap__wtime();
         SAP_TRY(ops->vec_upload(ctx, s.b, b));
+        S.time_transfer += sap__wtime() - tx;
         /* a zero initial guess (the usual one; x_zero: the caller knows it is) is set on the
          * backend, not uploaded, and the first residual is b (s.x0_zero) */
         s.x0_zero = 1;
@@ -733,7 +735,9 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
                 s.x0_zero = 0;
                 break;
             }
+        tx = sap__wtime();
         SAP_TRY(s.x0_zero ? ops->set(ctx, s.x, 0.0) : ops->vec_upload(ctx, s.x, x));
+        if (!s.x0_zero) S.time_transfer += sap__wtime() - tx;
     }
     SAP_TRY(ops->nrm2(ctx, s.b, &s.bnorm));
     if (!isfinite(s.bnorm)) SAP_FAIL(ctx, SAP_ERR_NONFINITE, "%s: the right-hand side b contains NaN or Inf", s.method);
@@ -840,8 +844,10 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
          * host looks for the entry (for the message) only when it is not */
         double xn = 0.0;
         if (sysscale != 1.0) SAP_TRY(ops->scale(ctx, s.x, 1.0 / sysscale));
-        SAP_TRY(ops->nrm2(ctx, s.x, &xn));
+        SAP_TRY(ops->nrm2(ctx, s.x, &xn)); /* (its result: the backend done) */
+        const double tx = sap__wtime();
         SAP_TRY(ops->vec_download(ctx, s.x, x));
+        S.time_transfer += sap__wtime() - tx;
         look = !isfinite(xn);
     }
     for (sap_int i = 0; look && i < n; i++) {
