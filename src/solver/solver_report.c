@@ -55,10 +55,16 @@ void sap__solver_att_stats(sap_solver *S, const sap__attempt *a)
     else
         snprintf(head, sizeof(head), "%s: fallback %d of the chain (%s failed)", sap_solver_method_name(a->method),
                  S->ichain, sap_solver_method_name(S->chain[0]));
+    if (strlen(head) > 120) { /* cut at a word, marked (not mid-word: "before sa") */
+        size_t k = 117;
+        while (k > 0 && head[k] != ' ') k--;
+        if (k > 0 && (head[k - 1] == ';' || head[k - 1] == ',')) k--;
+        memcpy(head + k, "...", 4);
+    }
     char words[64] = ""; /* the method's part, e.g. "float, BiCGStab(2)" */
     if (a->type->report) a->type->report(S, a, words, sizeof(words));
     char big[640];
-    snprintf(big, sizeof(big), "%.120s; DB %s%s; CM %s; K %lld%s; %s; %s; mem %.3g of %.3g GB (%s)", head,
+    snprintf(big, sizeof(big), "%s; DB %s%s; CM %s; K %lld%s; %s; %s; mem %.3g of %.3g GB (%s)", head,
              db_word(S), S->db_why, S->cm_why, (long long)a->K,
              a->K < S->K_auto && S->opt.drop_delta < 0 && a->type->band != SAP__SM_BAND_NONE
                  ? " (narrowed: memory or work)"
