@@ -1413,10 +1413,10 @@ static void test_reorder_fused(sap_context *ctx)
     for (int m = 0; m < 4; m++) sap_csr_destroy(M[m]);
 }
 
-/* A DB that keeps the order (sap__reorder_share's shared path): the pass that writes the
- * scaled values gives R->A's K and d as sap__band_shape does and its distance histogram
- * bit for bit as sap__drop_hist does, the values sap_reorder's; a DB that permutes makes
- * none of them. */
+/* A DB with nothing after it (sap__reorder_share): the pass that writes its result (the
+ * scaled values alone where the matching keeps the order, the shared path; the permuted
+ * copy where it does not) gives R->A's K and d as sap__band_shape does and its distance
+ * histogram bit for bit as sap__drop_hist does, the values sap_reorder's. */
 static void test_reorder_share_shape(sap_context *ctx)
 {
     sap_csr *M[6] = {NULL, NULL, NULL, random_matrix(ctx, 1500, 5, 0, 0.0, 0.0, 31), NULL, NULL};
@@ -1457,8 +1457,8 @@ static void test_reorder_share_shape(sap_context *ctx)
             int ident = 1;
             for (sap_int i = 0; i < n; i++) ident &= Q->row_perm[i] == i;
             cases[ident]++;
-            CHECK_MSG(shared == ident && sh.done == ident, "matrix %d: shared %d, shape %d, identity matching %d", m,
-                      shared, sh.done, ident);
+            CHECK_MSG(shared == ident && sh.done, "matrix %d: shared %d, shape %d, identity matching %d", m, shared,
+                      sh.done, ident);
             CHECK_MSG(memcmp(R->A->val, Q->A->val, sizeof(double) * (size_t)M[m]->nnz) == 0 &&
                           memcmp(R->row_scale, Q->row_scale, sizeof(double) * (size_t)n) == 0 &&
                           memcmp(R->col_scale, Q->col_scale, sizeof(double) * (size_t)n) == 0 &&

@@ -5,6 +5,7 @@
  * introsort for long ones). */
 #include "base/base.h"
 
+#include <math.h>
 #include <string.h>
 
 #define PERMUTE_WINDOW_MAX 65536 /* the widest window (sap_int slots per thread) */
@@ -87,6 +88,77 @@ sap_status sap__csr_permute_scaled(const sap_csr *A, const sap_int *p, const sap
 sap_status sap__csr_permute_scaled_into(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
                                         const double *cs, double *val, sap_csr **out)
 {
+    return sap__csr_permute_scaled_shape(A, p, q, rs, cs, val, NULL, out);
+}
+
+/* B = A(p, :) scaled (bp: B's row pointer, made) in the distance histogram's blocks of B,
+ * each row copied, its squares into its block's histogram (h: NULL for none) and its least
+ * dominance into dmin_b[block]; then sh filled.  The sums of sap__drop_hist(B) and the
+ * figures of sap__band_shape(B), bit for bit. */
+static sap_status rows_with_shape(sap_context *ctx, const sap_csr *A, const sap_int *p, const double *rs,
+                                  const double *cs, sap_csr *B, int nt, sap__copy_shape *sh)
+{
+    sap_status st = SAP_OK;
+    const sap_int n = A->nrows, *ap = A->rowptr, *ai = A->colind, *bp = B->rowptr;
+    const double *ax = A->val;
+    double *h = NULL, *dmin_b = NULL;
+    if (A->nnz < 200000) nt = 1; /* (sap__drop_hist's rule) */
+    sap_int kmax = 0;
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kmax)")
+    for (sap_int i = 0; i < n; i++) {
+        const sap_int r = p ? p[i] : i;
+        if (ap[r + 1] == ap[r]) continue;
+        const sap_int a = i - ai[ap[r]], b = ai[ap[r + 1] - 1] - i, d = a > b ? a : b;
+        if (d > kmax) kmax = d;
+    }
+    const sap_int hl = kmax + 1, nb = sap__dist_hist_blocks(B, hl);
+    if (sh->want_hist) SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
+    SAP_ALLOC(ctx, dmin_b, nb);
+    const int nt_all = nt;
+    if (nt > nb) nt = (int)nb;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+    for (sap_int b = 0; b < nb; b++) {
+        sap_int r0 = 0, r1 = 0;
+        sap__dist_hist_block_rows(B, nb, b, &r0, &r1);
+        double *hb = h ? h + (size_t)b * (size_t)hl : NULL, dm = INFINITY;
+        for (sap_int i = r0; i < r1; i++) {
+            const sap_int r = p ? p[i] : i, src = ap[r], len = ap[r + 1] - src, dst = bp[i];
+            const double ri = rs ? rs[r] : 1.0;
+            double diag = 0, off = 0;
+            memcpy(B->colind + dst, ai + src, sizeof(sap_int) * (size_t)len);
+            for (sap_int k = 0; k < len; k++) {
+                const sap_int c = ai[src + k], d = c > i ? c - i : i - c;
+                const double v = rs ? (ri * ax[src + k]) * cs[c] : ax[src + k];
+                B->val[dst + k] = v;
+                if (hb) hb[d] += v * v;
+                if (c == i) diag += fabs(v);
+                else off += fabs(v);
+            }
+            if (off > 0 && diag / off < dm) dm = diag / off;
+        }
+        dmin_b[b] = dm;
+    }
+    double dmin = INFINITY;
+    for (sap_int b = 0; b < nb; b++)
+        if (dmin_b[b] < dmin) dmin = dmin_b[b];
+    if (h) sap__dist_hist_merge(h, nb, hl, nt_all);
+    sh->done = 1;
+    sh->K = kmax;
+    sh->d = dmin;
+    sh->hist = h;
+    sh->hist_len = h ? hl : 0;
+    h = NULL;
+cleanup:
+    sap__free(ctx, h);
+    sap__free(ctx, dmin_b);
+    return st;
+}
+
+sap_status sap__csr_permute_scaled_shape(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
+                                         const double *cs, double *val, sap__copy_shape *sh, sap_csr **out)
+{
+    if (sh) sh->done = 0, sh->hist = NULL, sh->hist_len = 0;
     if (!A) return SAP_ERR_INVALID;
     sap_context *ctx = A->ctx;
     sap_status st = SAP_OK;
@@ -125,6 +197,10 @@ sap_status sap__csr_permute_scaled_into(const sap_csr *A, const sap_int *p, cons
         SAP_FAIL(ctx, SAP_ERR_INVALID, "sap_csr_permute: row and column scalings must both be given or both be NULL");
     /* a row whose new columns span at most wcap (and 4 x its length + 64) is ordered by a
      * scatter into a dense window of source positions, the others by sorting */
+    if (sh && !qinv) { /* the copy and its shape in one pass */
+        SAP_TRY(rows_with_shape(ctx, A, p, rs, cs, B, nt, sh));
+        goto done;
+    }
     sap_int wcap = 0;
     if (qinv && maxlen > 32 && !(slots = sap__window_slots(ctx, nt, maxlen, m, PERMUTE_WINDOW_MAX, &wcap))) {
         st = sap__alloc_failure((size_t)nt, (size_t)wcap * sizeof(sap_int));
@@ -181,6 +257,7 @@ sap_status sap__csr_permute_scaled_into(const sap_csr *A, const sap_int *p, cons
 #undef PERMUTE_VAL
         }
     }
+done:
     *out = B;
     B = NULL;
 cleanup:

@@ -339,7 +339,9 @@ sap_status sap__reorder_share(const sap_csr *A, const sap_reorder_options *opt, 
         /* (the matching's weight array, A's size, holds the permuted copy's values below:
          * its pages are touched already; gen:synthetic N = 200,000: 640 MB) */
         double *w = NULL;
-        const int may_share = shared && !fused && !o.cm && P == 1 && o.drop_delta >= 1.0 && !o.stats;
+        /* the result final after DB (its shape read in the pass that writes it) */
+        const int final = !fused && !o.cm && P == 1 && o.drop_delta >= 1.0 && !o.stats;
+        const int may_share = shared && final, with_shape = final && shape;
         int s0 = 0;
         if (may_share) SAP_TRY(db_identity_copy(A, scale, R, p, shape, &cur, &s0));
         if (s0) {
@@ -359,7 +361,8 @@ sap_status sap__reorder_share(const sap_csr *A, const sap_reorder_options *opt, 
         } else if (!fused) {
             /* the rows permuted and scaled in one pass over A on the host's threads
              * (memory-bound: the device would move the matrix both ways for it) */
-            SAP_TRY(sap__csr_permute_scaled_into(A, p, NULL, R->row_scale, R->col_scale, w, &cur));
+            SAP_TRY(sap__csr_permute_scaled_shape(A, p, NULL, R->row_scale, R->col_scale, w,
+                                                  with_shape ? shape : NULL, &cur));
         }
     } else if (o.db == SAP_DB_TRANSVERSAL) {
         sap_int matched = 0;

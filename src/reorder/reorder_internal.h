@@ -38,19 +38,9 @@ sap_status sap__drop_from_hist(sap_context *ctx, const double *h, sap_int hl, do
  * (*res)->A holds only its own scaled values: its rowptr and colind are A's arrays (no copy
  * of the pattern into fresh pages), so the caller must keep A alive and set them to NULL
  * before the result is destroyed.  Else *shared = 0 and the result is sap_reorder's. */
-/* What the pass that writes that scaled copy learns of it on the way, so the caller reads
- * the copy no second and third time (gen:banded N = 50,000, K = 1,500, 150M entries on 16
- * cores: ~75 ms of sap__band_shape and ~30 ms of sap__drop_hist): */
-typedef struct sap__copy_shape {
-    int want_hist; /* in: make the distance histogram too */
-    int done;      /* out: 1 when K, d (and hist, when wanted) below describe (*res)->A */
-    sap_int K;     /* its half-bandwidth, and ... */
-    double d;      /* ... least row dominance: sap__band_shape's, the same figures */
-    double *hist;  /* sap__drop_hist's histogram, bit for bit (hist_len entries of A's context,
-                      the caller's to free; NULL unless want_hist and done) */
-    sap_int hist_len;
-} sap__copy_shape;
-/* shape (may be NULL) is filled only on the shared path (*shared = 1). */
+/* shape (may be NULL; sap__copy_shape, base.h) is filled where the pass that writes the
+ * result learns it: the shared path (*shared = 1) and a DB that permutes the rows with
+ * nothing after it. */
 sap_status sap__reorder_share(const sap_csr *A, const sap_reorder_options *opt, sap_reorder_result **res,
                               int *shared, sap__copy_shape *shape);
 
