@@ -232,6 +232,11 @@ typedef struct sap__copy_shape {
                       context, the caller's to free; NULL unless want_hist and done) */
     sap_int hist_len;
 } sap__copy_shape;
+/* The end of such a pass that went over nb histogram blocks: sh gets K = kmax, d = the
+ * least of the blocks' dmin_b, and *h (NULL: none) merged (sap__dist_hist_merge on nt
+ * threads), which it takes (*h = NULL). */
+void sap__copy_shape_finish(sap__copy_shape *sh, sap_int kmax, const double *dmin_b, sap_int nb, double **h,
+                            sap_int hl, int nt);
 /* sap__csr_permute_scaled_into; with q == NULL and sh given, the pass also fills sh for B
  * (its rows in sap__dist_hist_blocks' blocks of B). */
 sap_status sap__csr_permute_scaled_shape(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,

@@ -91,6 +91,21 @@ sap_status sap__csr_permute_scaled_into(const sap_csr *A, const sap_int *p, cons
     return sap__csr_permute_scaled_shape(A, p, q, rs, cs, val, NULL, out);
 }
 
+void sap__copy_shape_finish(sap__copy_shape *sh, sap_int kmax, const double *dmin_b, sap_int nb, double **h,
+                            sap_int hl, int nt)
+{
+    double dmin = INFINITY;
+    for (sap_int b = 0; b < nb; b++)
+        if (dmin_b[b] < dmin) dmin = dmin_b[b];
+    if (*h) sap__dist_hist_merge(*h, nb, hl, nt);
+    sh->done = 1;
+    sh->K = kmax;
+    sh->d = dmin;
+    sh->hist = *h;
+    sh->hist_len = *h ? hl : 0;
+    *h = NULL;
+}
+
 /* B = A(p, :) scaled (bp: B's row pointer, made) in the distance histogram's blocks of B,
  * each row copied, its squares into its block's histogram (h: NULL for none) and its least
  * dominance into dmin_b[block]; then sh filled.  The sums of sap__drop_hist(B) and the
@@ -139,16 +154,7 @@ static sap_status rows_with_shape(sap_context *ctx, const sap_csr *A, const sap_
         }
         dmin_b[b] = dm;
     }
-    double dmin = INFINITY;
-    for (sap_int b = 0; b < nb; b++)
-        if (dmin_b[b] < dmin) dmin = dmin_b[b];
-    if (h) sap__dist_hist_merge(h, nb, hl, nt_all);
-    sh->done = 1;
-    sh->K = kmax;
-    sh->d = dmin;
-    sh->hist = h;
-    sh->hist_len = h ? hl : 0;
-    h = NULL;
+    sap__copy_shape_finish(sh, kmax, dmin_b, nb, &h, hl, nt_all);
 cleanup:
     sap__free(ctx, h);
     sap__free(ctx, dmin_b);

@@ -180,18 +180,7 @@ static sap_status scaled_view(const sap_csr *A, const double *rs, const double *
         dmin_b[b] = dm;
     }
     if (s0) *s0 = atomic_load(&bad) ? 0 : atomic_load(&asym) ? 2 : 1;
-    if (sh && !(s0 && *s0 != 1)) {
-        double dmin = INFINITY;
-        for (sap_int b = 0; b < nb; b++)
-            if (dmin_b[b] < dmin) dmin = dmin_b[b];
-        if (h) sap__dist_hist_merge(h, nb, hl, nt_all);
-        sh->done = 1;
-        sh->K = kmax;
-        sh->d = dmin;
-        sh->hist = h;
-        sh->hist_len = h ? hl : 0;
-        h = NULL;
-    }
+    if (sh && !(s0 && *s0 != 1)) sap__copy_shape_finish(sh, kmax, dmin_b, nb, &h, hl, nt_all);
     *out = B;
     B = NULL;
 cleanup:
