@@ -142,18 +142,10 @@ static sap_status scaled_view(const sap_csr *A, const double *rs, const double *
     B->rowptr = A->rowptr;
     B->colind = A->colind;
     B->val = val;
-    const sap_int n = A->nrows, *rp = A->rowptr, *ci = A->colind;
+    const sap_int n = A->nrows;
     int nt = sap__threads_for(ctx, (double)A->nnz + (double)n);
     if (A->nnz < SAP_REORDER_PAR_MIN) nt = 1;
-    /* the widest distance: the histogram's length */
-    sap_int kmax = 0;
-    SAP_OMP("omp parallel for num_threads(nt) schedule(static) reduction(max : kmax)")
-    for (sap_int i = 0; i < n; i++) {
-        if (rp[i + 1] == rp[i]) continue;
-        sap_int a = i - ci[rp[i]], b = ci[rp[i + 1] - 1] - i;
-        sap_int d = a > b ? a : b;
-        if (d > kmax) kmax = d;
-    }
+    const sap_int kmax = sap__block_bandwidth(A, 0, n); /* the histogram's length - 1 */
     const sap_int hl = kmax + 1, nb = sap__dist_hist_blocks(A, hl);
     if (sh && sh->want_hist) SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
     SAP_ALLOC(ctx, dmin_b, nb);
@@ -245,7 +237,7 @@ static sap_status db_identity_copy(const sap_csr *A, int scale, sap_reorder_resu
         w = NULL;
         if (st < 0) goto cleanup;
     }
-    if (s0 == 0) goto cleanup;
+    if (s0 == 0) goto cleanup; /* (scaled_view filled no sh) */
     R->db.time = R->db.time_weights = t1 - t0;
     *cur = B;
     B = NULL;
@@ -255,11 +247,6 @@ cleanup:
     sap_csr_destroy(B);
     sap__free(ctx, w);
     sap__free(ctx, dg);
-    if (!*done && sh) { /* nothing of a copy not made */
-        sap__free(ctx, sh->hist);
-        sh->hist = NULL;
-        sh->done = 0;
-    }
     return st;
 }
 
@@ -333,14 +320,11 @@ sap_status sap__reorder_share(const sap_csr *A, const sap_reorder_options *opt, 
         const int may_share = shared && final, with_shape = final && shape;
         int s0 = 0;
         if (may_share) SAP_TRY(db_identity_copy(A, scale, R, p, shape, &cur, &s0));
-        if (s0) {
-            *shared = 1;
-        } else {
-            SAP_TRY(sap__db_matching(A, p, R->row_scale, R->col_scale, &R->db, fused ? NULL : &w));
-        }
+        if (!s0) SAP_TRY(sap__db_matching(A, p, R->row_scale, R->col_scale, &R->db, fused ? NULL : &w));
         int ident = may_share && !s0;
         for (sap_int i = 0; ident && i < n; i++) ident = p[i] == i;
         if (s0) {
+            *shared = 1; /* the copy made with S0's test */
         } else if (ident) {
             /* the matching kept the order: the scaled values only, A's pattern shared */
             if (!w && A->nnz > 0) w = sap__alloc(ctx, (size_t)A->nnz, sizeof(double), false, __FILE__, __LINE__);

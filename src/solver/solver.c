@@ -376,7 +376,7 @@ cleanup:
  * (sh->done), else from R->A read again (the histogram when first asked) */
 static void take_shape(sap_solver *S, sap__copy_shape *sh)
 {
-    if (sh && sh->done) {
+    if (sh->done) {
         S->K_cm = sh->K;
         S->d_cm = sh->d;
     } else {
@@ -384,7 +384,7 @@ static void take_shape(sap_solver *S, sap__copy_shape *sh)
     }
     SAP_FREE(S->ctx, S->hist_R);
     S->hist_R_len = 0;
-    if (sh && sh->hist) {
+    if (sh->hist) {
         S->hist_R = sh->hist;
         S->hist_R_len = sh->hist_len;
         sh->hist = NULL;
