@@ -2,7 +2,8 @@
  * the papers' synthetic banded matrices (sap_gen_banded, x* = parabola, b = A x*):
  *   grid    Table 3 of the SaP paper: N x K, d = 1 (SaP-D and SaP-C with P = 50 and
  *           the automatic choice, dgbsv)
- *   psweep  Table 1: N = 200,000, K = 200, d = 1, P in a list (SaP-D, SaP-C)
+ *   psweep  Table 1: N = 200,000, K = 200, d = 1, P in a list (SaP-D, SaP-C); another N, K:
+ *           the first of --n, --k
  *   dsweep  Table 2: N = 200,000, K = 200, P = 50, d in a list (SaP-D, SaP-C)
  *   e2e     end to end, N x K x d lists: exactly what `sap solve gen:banded:N=..,K=..,d=..`
  *           does from the CSR in host memory to x in host memory (sap_solver_create +
@@ -40,7 +41,7 @@
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
  *               [--parts grid,psweep,dsweep,e2e,synthetic,apply,factor,multi] [--out DIR] [--dgbsv-max-gflop G]
- *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F]
+ *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F] [--sync-timing 0|1]
  *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu] [--apply N:K:P,...]
  *               [--factor N:K:P,...] [--solver-opts key=value,...] (sap_solver options of the e2e runs)
  *               [--nrhs LIST] (multi)
@@ -51,7 +52,7 @@
  * rows' device part is sap solve's T_Kry whole); "total" is end to end from the host CSR:
  * setup (host band build, uploads, the Krylov matrix, automatic choices, T_BC) + T_Kry.
  * SAP_LOG=info prints the library's progress messages (each solve's T_Kry parts) on
- * stderr.  dgbsv: the factor+solve
+ * stderr; --sync-timing 1 times those parts with the device synchronized around each.  dgbsv: the factor+solve
  * call only.  Speedups over dgbsv are reported on both, for the automatic choice and for
  * the best run at each point. */
 #define _DEFAULT_SOURCE /* getloadavg */
@@ -122,6 +123,10 @@ static double worst_rel_res(const sap_csr *A, int nrhs, const double *x, const d
     return w;
 }
 
+/* --sync-timing 1: the band solves' Krylov parts timed with the device synchronized around
+ * each (slower; for the SAP_LOG=info breakdown, not for the tables) */
+static int sync_timing = 0;
+
 static run_result run_sap(sap_context *ctx, const sap_csr *A, const double *b, double *x, double *work,
                           sap_band_method m, sap_int P)
 {
@@ -131,7 +136,7 @@ static run_result run_sap(sap_context *ctx, const sap_csr *A, const double *b, d
     sap_band_options_init(&o);
     o.method = m;
     o.partitions = P;
-    o.krylov.sync_timing = 0;
+    o.krylov.sync_timing = sync_timing;
     o.krylov.history = 0;
     sap_band_solver *S = NULL;
     memset(x, 0, sizeof(double) * (size_t)A->nrows);
@@ -868,6 +873,7 @@ int main(int argc, char **argv)
     double Ns[32] = {1000, 10000, 100000, 200000, 500000, 1000000}, Ks[16] = {10, 20, 50, 100, 200, 500};
     double Pl[32] = {10, 20, 50, 100, 200, 400, 1000, 2000}, dl[16] = {0.06, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2};
     int nN = 6, nK = 6, nPl = 8, nd = 8, threads = 0, warmup = 1, repeat = 3, d_given = 0, grid_all = 1;
+    int n_given = 0, k_given = 0; /* psweep: N = 200,000, K = 200 unless --n / --k (their first) */
     double max_gflop = 1e9, fill = 1.0;
     int graph_where = 0; /* 0 auto, 1 host, 2 gpu */
     double nrhs_l[16] = {1, 4, 16};
@@ -887,14 +893,15 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--apply")) apply_list = v;
         else if (!strcmp(o, "--factor")) factor_list = v;
         else if (!strcmp(o, "--solver-opts")) e2e_opts = v;
-        else if (!strcmp(o, "--n")) nN = parse_list(v, Ns, 32);
-        else if (!strcmp(o, "--k")) nK = parse_list(v, Ks, 16);
+        else if (!strcmp(o, "--n")) nN = parse_list(v, Ns, 32), n_given = 1;
+        else if (!strcmp(o, "--k")) nK = parse_list(v, Ks, 16), k_given = 1;
         else if (!strcmp(o, "--p")) nPl = parse_list(v, Pl, 32);
         else if (!strcmp(o, "--d")) nd = parse_list(v, dl, 16), d_given = 1;
         else if (!strcmp(o, "--repeat")) repeat = atoi(v) > 0 ? atoi(v) : 1;
         else if (!strcmp(o, "--dgbsv-max-gflop")) max_gflop = atof(v);
         else if (!strcmp(o, "--threads")) threads = atoi(v);
         else if (!strcmp(o, "--warmup")) warmup = atoi(v);
+        else if (!strcmp(o, "--sync-timing")) sync_timing = atoi(v) != 0;
         else if (!strcmp(o, "--fill")) fill = atof(v);
         else if (!strcmp(o, "--nrhs")) nrhs_n = parse_list(v, nrhs_l, 16);
         else if (!strcmp(o, "--reorder-graph")) graph_where = !strcmp(v, "host") ? 1 : !strcmp(v, "gpu") ? 2 : 0;
@@ -999,7 +1006,8 @@ int main(int argc, char **argv)
     if (strstr(parts, "psweep")) {
         sap_int Ps[32];
         for (int i = 0; i < nPl; i++) Ps[i] = (sap_int)Pl[i];
-        point(ctx, "psweep", 200000, 200, 1.0, Ps, nPl, 1, 0, max_gflop, 0);
+        point(ctx, "psweep", n_given ? (sap_int)Ns[0] : 200000, k_given ? (sap_int)Ks[0] : 200, 1.0, Ps, nPl, 1, 0,
+              max_gflop, 0);
     }
     if (strstr(parts, "dsweep"))
         for (int i = 0; i < nd; i++) point(ctx, "dsweep", 200000, 200, dl[i], P50, 1, 0, 0, max_gflop, 0);

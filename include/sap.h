@@ -746,7 +746,7 @@ SAP_API sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_preco
 /* The split-and-parallelize (truncated SPIKE) solver for a banded A of half-bandwidth K:
  * A is split into P diagonal blocks A_i (sizes as sap_partition_offsets), each factored
  * independently and in parallel by LU without pivoting (small pivots boosted), and the
- * result preconditions Richardson steps while each contracts the residual 8x, then
+ * result preconditions Richardson steps while each contracts the residual 4x, then
  * BiCGStab(2) (CG for an SPD matrix with SaP-D).
  *   SaP-D: M = blockdiag(A_i) (the coupling blocks are dropped).
  *   SaP-C: M additionally couples neighbouring blocks through the truncated spikes
@@ -797,7 +797,7 @@ typedef struct sap_band_options {
     double boost_value;      /* magnitude a boosted pivot gets (sign kept, + for 0);
                                 <= 0 (default): sqrt(eps(factor precision)) * ||A_i||_inf */
     int krylov_auto;         /* 1 (default): CG for an SPD matrix with SaP-D, else
-                                Richardson while each step contracts the residual 8x, then
+                                Richardson while each step contracts the residual 4x, then
                                 BiCGStab(2) (SAP_KRYLOV_RICHARDSON; krylov.type/param
                                 ignored); 0: krylov as given */
     sap_krylov_options krylov; /* tolerance, maxit, ... (defaults of sap_krylov_options_init) */
@@ -1128,7 +1128,7 @@ SAP_API sap_status sap_reorder_undo_matrix(const sap_reorder_result *res, const 
  *   -> Cuthill-McKee on A + A^T -> drop-off to the band that keeps most of ||A||_F^2
  *   -> partition into P blocks with a third-stage CM inside each block (K_i per block)
  *   -> dense banded SaP-D or SaP-C preconditioner (float factors by default)
- *   -> Richardson steps while each contracts the residual 8x, then BiCGStab(2) (CG for SPD
+ *   -> Richardson steps while each contracts the residual 4x, then BiCGStab(2) (CG for SPD
  *      matrices with SaP-D) on the reordered system,
  * and maps the solution back.  Every stage is chosen automatically from the matrix
  * statistics and the backend (stats.reason says what and why), can be forced through the
@@ -1227,7 +1227,7 @@ typedef struct sap_solver_options {
     double boost_value;       /* as sap_band_options (<= 0: automatic) */
     int krylov_auto;          /* 1 (default): CG for SPD with SaP-D, else BiCGStab(2); with a
                                  SaP band preconditioner (sap-d, sap-c, band-lu) Richardson
-                                 while each step contracts the residual 8x, then BiCGStab(2) */
+                                 while each step contracts the residual 4x, then BiCGStab(2) */
     sap_krylov_options krylov; /* tol (default 1e-10), maxit, ...; used as given when
                                   krylov_auto = 0.  krylov.monitor, when set, is called by
                                   every attempt's Krylov solve; non-zero stops as monitor.

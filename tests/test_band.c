@@ -722,6 +722,75 @@ static void blocked_case(sap_context *ctx, sap_context *ref, sap_int n, sap_int 
     sap_csr_destroy(A);
 }
 
+/* Partitions of different K_i, some of them diagonal (K_i = 0) with zero pivots past their
+ * first row: the shared-memory LU of short partitions (cuda's k_blk_small, which updates
+ * only the K_i x K_i window of each pivot) must still visit, and boost, every pivot of a
+ * partition with no window at all.  Blocked against per-row on ctx, and against ref's
+ * per-row apply when given; float and double, SaP-D and SaP-C. */
+static void blocked_diagonal_case(sap_context *ctx, sap_context *ref)
+{
+    const sap_int n = 1000, half = 500;
+    sap_csr *A = NULL;
+    sap_int nnz = 0;
+    for (sap_int i = 0; i < n; i++) nnz += i < half ? 1 : 11;
+    CHECK_OK(ctx, sap_csr_create(ctx, n, n, nnz, &A));
+    if (!A) return;
+    sap_int p = 0;
+    for (sap_int i = 0; i < n; i++) {
+        A->rowptr[i] = p;
+        if (i < half) { /* diagonal rows; zero pivots at rows 3, 130 and 262 */
+            A->colind[p] = i;
+            A->val[p++] = (i == 3 || i == 130 || i == 262) ? 0.0 : 1.0 + (double)(i % 5);
+            continue;
+        }
+        for (sap_int j = i - 5; j <= i + 5; j++) {
+            if (j < half || j >= n) continue;
+            A->colind[p] = j;
+            A->val[p++] = j == i ? 12.0 : -1.0 + 0.1 * (double)((i + j) % 3);
+        }
+    }
+    A->rowptr[n] = p;
+    A->nnz = p;
+    double *r = malloc(sizeof(double) * n), *z[3] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n),
+                                                      malloc(sizeof(double) * n)};
+    for (sap_int i = 0; i < n; i++) r[i] = cos(0.21 * (double)i) + 0.25;
+    for (int c = 0; c < 4; c++) {
+        const char *name = (c & 1) ? "sap-c" : "sap-d";
+        const sap_precision prec = (c & 2) ? SAP_DOUBLE : SAP_FLOAT;
+        sap_band_stats bs[3];
+        memset(bs, 0, sizeof bs);
+        sap_status st[3] = {SAP_OK, SAP_OK, SAP_OK};
+        setenv("SAP_BAND_FACTOR", "rows", 1);
+        st[0] = pc_apply(ctx, A, name, 8, prec, r, z[0], &bs[0]);
+        if (ref) st[2] = pc_apply(ref, A, name, 8, prec, r, z[2], &bs[2]);
+        setenv("SAP_BAND_FACTOR", "blocked", 1);
+        st[1] = pc_apply(ctx, A, name, 8, prec, r, z[1], &bs[1]);
+        unsetenv("SAP_BAND_FACTOR");
+        CHECK_MSG(st[0] >= 0 && st[1] >= 0 && st[2] >= 0, "diagonal partitions %s %s: %s %s %s", name,
+                  prec == SAP_FLOAT ? "float" : "double", sap_status_name(st[0]), sap_status_name(st[1]),
+                  sap_status_name(st[2]));
+        if (st[0] < 0 || st[1] < 0 || st[2] < 0) continue;
+        /* the 3 zero pivots of the LU (SaP-C: and those its UL windows meet again) */
+        CHECK_MSG(bs[0].boosted_pivots >= 3 && bs[1].boosted_pivots == bs[0].boosted_pivots &&
+                      (!ref || bs[2].boosted_pivots == bs[0].boosted_pivots),
+                  "diagonal partitions %s: boosted rows %lld blocked %lld ref %lld (3 zero pivots)", name,
+                  (long long)bs[0].boosted_pivots, (long long)bs[1].boosted_pivots, (long long)bs[2].boosted_pivots);
+        double num = 0, den = 0, numr = 0;
+        for (sap_int i = 0; i < n; i++) {
+            num += (z[1][i] - z[0][i]) * (z[1][i] - z[0][i]);
+            if (ref) numr += (z[1][i] - z[2][i]) * (z[1][i] - z[2][i]);
+            den += z[0][i] * z[0][i];
+        }
+        const double tol = prec == SAP_FLOAT ? 1e-5 : 1e-12;
+        CHECK_MSG(isfinite(den) && sqrt(num / den) <= tol && sqrt(numr / den) <= tol,
+                  "diagonal partitions %s %s: blocked vs rows %.3g, vs ref %.3g", name,
+                  prec == SAP_FLOAT ? "float" : "double", sqrt(num / den), sqrt(numr / den));
+    }
+    free(r);
+    for (int v = 0; v < 3; v++) free(z[v]);
+    sap_csr_destroy(A);
+}
+
 /* K from 1 to 600, N a multiple of neither K nor the column block, P from 1 to 64 */
 static void blocked_cases(sap_context *ctx, sap_context *ref, int tiny)
 {
@@ -885,6 +954,7 @@ static int cpu_part(void)
     test_precond_api(ctx);
     test_band_source(ctx);
     blocked_cases(ctx, NULL, sap_test_smoke());
+    blocked_diagonal_case(ctx, NULL);
     test_apply_many_invalid(ctx);
     apply_many_cases(ctx, NULL);
     test_grid(ctx);
@@ -1174,6 +1244,7 @@ static int gpu_part(void)
             }
     if (!smoke) sweep_cases(0);
     blocked_cases(G, C, smoke);
+    blocked_diagonal_case(G, C);
     /* the many-column sweeps: the default choice, the per-step kernels, every chunk width */
     test_apply_many_invalid(G);
     apply_many_cases(G, NULL);

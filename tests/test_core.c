@@ -5,6 +5,7 @@
 #include "base/base.h" /* sap__error / sap__log / rng for the logging and rng checks */
 
 #include <ctype.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -553,6 +554,49 @@ static void test_rng(void)
     sap_context_destroy(ctx);
 }
 
+/* the host scans (hostscan.c) against the entry-by-entry loops, on lengths around the scan's
+ * block and the thread split, with the special values where a bit test could go wrong */
+static void test_host_scans(void)
+{
+    sap_context_config cfg;
+    sap_context_config_init(&cfg);
+    cfg.backend = SAP_BACKEND_CPU;
+    cfg.threads = 4;
+    sap_context *ctx = NULL;
+    CHECK(sap_context_create(&ctx, &cfg) == SAP_OK);
+    const sap_int lens[] = {0, 1, 7, 4095, 4096, 4097, 100003, 262144};
+    const double specials[] = {NAN, INFINITY, -INFINITY, -0.0, 0x1p-1074, -0x1p-1074, 1e308, -1.0};
+    sap_rng r;
+    sap__rng_seed(&r, 7);
+    int ok_zero = 1, ok_fin = 1;
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+        const sap_int n = lens[l];
+        double *x = calloc((size_t)n + 1, sizeof(double));
+        for (size_t v = 0; v < sizeof specials / sizeof specials[0]; v++)
+            for (int rep = 0; rep < 3 && n > 0; rep++) {
+                for (sap_int i = 0; i < n; i++) x[i] = (i % 3) ? 0.0 : -0.0;
+                const sap_int at = rep == 0 ? 0 : rep == 1 ? n - 1 : (sap_int)sap__rng_below(&r, (uint64_t)n);
+                x[at] = specials[v];
+                if (rep == 2 && n > 2) x[(at + n / 2) % n] = NAN; /* a second one, before or after */
+                int zero = 1;
+                sap_int first = n;
+                for (sap_int i = 0; i < n; i++) {
+                    if (x[i] != 0.0) zero = 0;
+                    if (!isfinite(x[i]) && first == n) first = i;
+                }
+                ok_zero &= sap__host_all_zero(ctx, x, n) == zero;
+                ok_fin &= sap__host_first_nonfinite(ctx, x, n) == first;
+            }
+        for (sap_int i = 0; i < n; i++) x[i] = -0.0;
+        ok_zero &= sap__host_all_zero(ctx, x, n) == 1;
+        ok_fin &= sap__host_first_nonfinite(ctx, x, n) == n;
+        free(x);
+    }
+    CHECK(ok_zero);
+    CHECK(ok_fin);
+    sap_context_destroy(ctx);
+}
+
 int main(void)
 {
     test_config();
@@ -563,5 +607,6 @@ int main(void)
     test_version();
     test_null_safety();
     test_rng();
+    test_host_scans();
     return sap_test_finish("test_core");
 }

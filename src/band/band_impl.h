@@ -48,10 +48,14 @@ typedef struct sap_band_factor_opts {
 /* Which LU kernels factor the partitions (sap_band_fact.blocked). */
 enum { SAP_BAND_KERNEL_AUTO = 0, SAP_BAND_KERNEL_ROWS = 1, SAP_BAND_KERNEL_BLOCKED = 2 };
 /* 1 when the blocked LU factors partitions whose widest band is K (the largest
- * min(K_i, n_i - 1)) on the backend of kt: kernel ROWS / BLOCKED say so, AUTO (or the environment's
- * SAP_BAND_FACTOR=rows|blocked|auto, which overrides AUTO) takes the blocked LU from the
- * table's measured crossover kt->blocked_kmin on. */
-int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel);
+ * min(K_i, n_i - 1)) and the longest of which has nmax rows on the backend of kt: kernel
+ * ROWS / BLOCKED say so, AUTO (or the environment's SAP_BAND_FACTOR=rows|blocked|auto, which
+ * overrides AUTO) takes the blocked LU from the table's measured crossover kt->blocked_kmin
+ * on, and at any K where every partition fits its shared-memory LU (nmax <=
+ * kt->blocked_small_nmax). */
+int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, sap_int nmax, int kernel);
+/* The most rows a partition of L has. */
+sap_int sap__band_longest(const sap_band_layout *L);
 /* The widest band a partition of L holds: the largest min(K_i, n_i - 1). */
 sap_int sap__band_widest(const sap_band_layout *L);
 

@@ -60,7 +60,8 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
     }
     d += sap__device_alloc_size(ctx, (11.0 * ((double)P + 1.0) + 1.0) * 8.0);
     const sap_band_kernels *kt = sap__ops(ctx)->band;
-    if (kt && kt->blocked_bytes && sap__band_blocked_pick(kt, (sap_int)fmin((double)K, nbmax - 1), SAP_BAND_KERNEL_AUTO))
+    if (kt && kt->blocked_bytes && sap__band_blocked_pick(kt, (sap_int)fmin((double)K, nbmax - 1), (sap_int)nbmax,
+                                                       SAP_BAND_KERNEL_AUTO))
         d += kt->blocked_bytes(ctx, n, P, (int64_t)nbmax, K, (size_t)es);
     if (src) d += sap__device_alloc_size(ctx, (double)P * 8.0);
     /* the host: the sap_band_fact itself, the layout (6 arrays of P + 1), thr, bst, norms,
@@ -137,7 +138,15 @@ sap_int sap__band_widest(const sap_band_layout *L)
     return ke;
 }
 
-int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel)
+sap_int sap__band_longest(const sap_band_layout *L)
+{
+    sap_int nm = 0;
+    for (sap_int b = 0; b < L->P; b++)
+        if (L->off[b + 1] - L->off[b] > nm) nm = L->off[b + 1] - L->off[b];
+    return nm;
+}
+
+int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, sap_int nmax, int kernel)
 {
     if (!kt->blocked_kmin) return 0;
     if (kernel == SAP_BAND_KERNEL_AUTO) {
@@ -146,7 +155,7 @@ int sap__band_blocked_pick(const sap_band_kernels *kt, sap_int K, int kernel)
         else if (env && !strcmp(env, "blocked")) kernel = SAP_BAND_KERNEL_BLOCKED;
     }
     if (kernel != SAP_BAND_KERNEL_AUTO) return kernel == SAP_BAND_KERNEL_BLOCKED;
-    return K >= kt->blocked_kmin;
+    return K >= kt->blocked_kmin || (nmax > 0 && nmax <= kt->blocked_small_nmax);
 }
 
 /* UL window offsets and the backend arrays of the coupled method (spikes, reduced
@@ -240,7 +249,7 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     if (one_pass && dropped) *dropped = ndrop;
     const sap_band_layout *L = &F->L;
     F->coupled = o->coupled && L->P > 1;
-    F->blocked = sap__band_blocked_pick(F->kt, sap__band_widest(L), o->kernel);
+    F->blocked = sap__band_blocked_pick(F->kt, sap__band_widest(L), sap__band_longest(L), o->kernel);
     const size_t es = prec_size(prec);
     const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
     SAP_ALLOC(ctx, F->thr, L->P);

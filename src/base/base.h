@@ -319,6 +319,11 @@ int sap__blas_threads_for(double flops, double per);
 int sap__blas_threads_now(void);
 void sap__blas_threads_restore(int was);
 
+/* Scans of a host vector on the context's threads (hostscan.c): 1 when every entry is +0
+ * or -0 (NaN and Inf are not zero); the index of the first NaN or Inf, n when none. */
+int sap__host_all_zero(const sap_context *ctx, const double *x, sap_int n);
+sap_int sap__host_first_nonfinite(const sap_context *ctx, const double *x, sap_int n);
+
 /* This thread's number and its team's size (0 and 1 outside a parallel region and
  * without OpenMP). */
 static inline void sap__omp_team(int *t, int *T)

@@ -116,6 +116,9 @@ typedef struct sap_band_kernels {
     /* factor's blocked LU (sap_band_fact.blocked): 0 = none; else the half-bandwidth from
      * which the automatic choice takes it (measured: bench/banded --parts factor) */
     sap_int blocked_kmin;
+    /* and at any half-bandwidth where no partition has more rows than this (0: never): the
+     * blocked LU of such partitions is one kernel in shared memory */
+    sap_int blocked_small_nmax;
     /* the bytes of backend memory the blocked LU takes at its peak beyond the fact's arrays
      * for n rows in P partitions (at most nmax rows each) of half-bandwidth at most K */
     double (*blocked_bytes)(const sap_context *ctx, int64_t n, sap_int P, int64_t nmax, sap_int K, size_t es);

@@ -729,12 +729,7 @@ static sap_status solve_core(sap_krylov *K, sap_matrix *A, sap_precond *P, const
         S.time_transfer += sap__wtime() - tx;
         /* a zero initial guess (the usual one; x_zero: the caller knows it is) is set on the
          * backend, not uploaded, and the first residual is b (s.x0_zero) */
-        s.x0_zero = 1;
-        for (sap_int i = 0; !x_zero && i < n; i++)
-            if (x[i] != 0.0) {
-                s.x0_zero = 0;
-                break;
-            }
+        s.x0_zero = x_zero || sap__host_all_zero(ctx, x, n);
         tx = sap__wtime();
         SAP_TRY(s.x0_zero ? ops->set(ctx, s.x, 0.0) : ops->vec_upload(ctx, s.x, x));
         if (!s.x0_zero) S.time_transfer += sap__wtime() - tx;

@@ -207,12 +207,7 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
     for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &km.W[i], 0.0));
     /* zero initial guesses (the usual ones) are set on the backend, not uploaded */
     km.x0_zero = 1;
-    for (int c = 0; c < k && km.x0_zero; c++)
-        for (sap_int i = 0; i < n; i++)
-            if (X[(size_t)c * (size_t)ldx + (size_t)i] != 0.0) {
-                km.x0_zero = 0;
-                break;
-            }
+    for (int c = 0; c < k && km.x0_zero; c++) km.x0_zero = sap__host_all_zero(ctx, X + (size_t)c * (size_t)ldx, n);
     if (km.x0_zero) SAP_TRY(ops->set(ctx, &km.X, 0.0));
     for (int c = 0; c < k; c++) {
         sap_vec *v = views + (size_t)c * (size_t)(nw + 3);

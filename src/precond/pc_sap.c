@@ -138,9 +138,13 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
     if (d->F->blocked) {
         const size_t len = strlen(d->info.reason);
         const sap_int K0 = d->F->kt->blocked_kmin, ke = sap__band_widest(&d->F->L);
+        const sap_int n0 = d->F->kt->blocked_small_nmax, nm = sap__band_longest(&d->F->L);
         if (ke >= K0)
             snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (K_i %lld >= %lld)",
                      (long long)ke, (long long)K0);
+        else if (nm <= n0)
+            snprintf(d->info.reason + len, sizeof(d->info.reason) - len,
+                     "; LU blocked (partitions of <= %lld rows in shared memory)", (long long)n0);
         else snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (asked)");
     }
     d->info.method = m;

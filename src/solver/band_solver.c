@@ -224,7 +224,7 @@ sap_status sap_band_solver_setup(sap_band_solver *S)
                 SAP_TRY(sap_csr_stats(S->A, &ms));
                 cg = ms.spd_estimate;
             }
-            /* else Richardson while each step contracts the residual 8x, BiCGStab(2) from the
+            /* else Richardson while each step contracts the residual 4x, BiCGStab(2) from the
              * first that does not (krylov/richardson.c) */
             ko.type = cg ? SAP_KRYLOV_CG : SAP_KRYLOV_RICHARDSON;
             ko.param = cg ? 0 : 2;
@@ -268,8 +268,8 @@ static sap_status direct_solve(sap_band_solver *S, const double *b, double *x)
     sap_context *ctx = S->ctx;
     const sap_int n = S->A->nrows;
     const double nb = sap__solver_nrm2(b, n), tol = S->opt.krylov.tol;
-    for (sap_int i = 0; i < n; i++)
-        if (!isfinite(b[i])) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_band_solver_solve: b[%lld] = %g", (long long)i, b[i]);
+    const sap_int bad = sap__host_first_nonfinite(ctx, b, n);
+    if (bad < n) return SAP_ERROR(ctx, SAP_ERR_NONFINITE, "sap_band_solver_solve: b[%lld] = %g", (long long)bad, b[bad]);
     if (nb == 0) {
         memset(x, 0, (size_t)n * sizeof(double));
         S->stats.relative_residual = 0;
@@ -325,9 +325,10 @@ sap_status sap_band_solver_solve(sap_band_solver *S, const double *b, double *x,
         S->stats.time_kry_transfer = ks.time_transfer;
         sap__log(ctx, SAP_PRINT_INFO,
                  "sap_band: T_Kry %.3g ms: setup %.3g (vectors, uploads, ||b||), transfers %.3g (b, x0 up, x down), "
-                 "SpMV %.3g, preconditioner %.3g, the rest %.3g (timed %s)",
+                 "SpMV %.3g (%lld), preconditioner %.3g (%lld), the rest %.3g (timed %s); %g iterations",
                  1e3 * S->stats.time_kry, 1e3 * ks.time_setup, 1e3 * ks.time_transfer, 1e3 * ks.time_spmv,
-                 1e3 * ks.time_precond, 1e3 * ks.time_vector, S->opt.krylov.sync_timing ? "synchronized" : "not synchronized");
+                 (long long)ks.spmv_count, 1e3 * ks.time_precond, (long long)ks.precond_count, 1e3 * ks.time_vector,
+                 S->opt.krylov.sync_timing ? "synchronized" : "not synchronized", ks.iterations);
         S->stats.iterations = ks.iterations;
         S->stats.relative_residual = ks.true_residual;
         st = s2 != SAP_OK ? s2 : st;
@@ -419,12 +420,16 @@ double sap__solver_fill_seconds(const sap_context *ctx, double bytes)
 #define SV_BLK_STEP 1.07e-4
 #define SV_BLK_TASK 2.3e-7
 #define SV_BLK_RATE 1.0e13
-/* Partitions of at most 128 rows are factored whole in shared memory (k_blk_small): about
- * SV_BLK_SMALL seconds per tile entry (P n_b^2) after SV_BLK_SMALL0; H200, float: 0.30-0.32
- * ms for P = 1562 partitions of 64 rows, 1.15 ms for 2000 of 100
- * (banded_factor_h200_113af68.md). */
+/* Partitions of at most 128 rows are factored whole in shared memory (k_blk_small), a step
+ * a row updating the K_e x K_e window below its pivot: SV_BLK_SMALL0, then per partition
+ * n_b (SV_BLK_SMALL n_b + SV_BLK_SMALL_K K_e) (the tile's zeros and loads, the windows).
+ * Fitted to an H200's float factorizations, within 1.2x of each: 0.30-0.32 ms for
+ * P = 1562 partitions of 64 rows at K = 128, 1.15 ms for 2000 of 100 at K = 200
+ * (banded_factor_h200_113af68.md); 0.64 / 0.95 / 1.33 ms for 15625 of 64 at K = 10 / 20
+ * / 30, 0.14 ms for 1562 of 64 at K = 20 (banded_factor_small_k_h200_*.md). */
 #define SV_BLK_SMALL0 5.0e-5
-#define SV_BLK_SMALL 5.5e-11
+#define SV_BLK_SMALL 2.0e-12
+#define SV_BLK_SMALL_K 4.4e-11
 
 double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, sap_int P, sap_precision prec)
 {
@@ -443,9 +448,10 @@ double sap_band_estimate_seconds(const sap_context *ctx, sap_int n, sap_int K, s
         }
         if (p < 1) p = 1;
         const double nb = ceil(nn / (double)p), ke = fmin(k, nb - 1), steps = ceil(nb / SAP_BAND_BS);
-        if (sap__band_blocked_pick(kt, (sap_int)ke, SAP_BAND_KERNEL_AUTO)) {
+        if (sap__band_blocked_pick(kt, (sap_int)ke, (sap_int)nb, SAP_BAND_KERNEL_AUTO)) {
             if (nb <= 128)
-                return SV_BLK_SMALL0 + SV_BLK_SMALL * (double)p * nb * nb * (prec == SAP_FLOAT ? 1.0 : 2.0) +
+                return SV_BLK_SMALL0 +
+                       (double)p * nb * (SV_BLK_SMALL * nb + SV_BLK_SMALL_K * ke) * (prec == SAP_FLOAT ? 1.0 : 2.0) +
                        sap__solver_fill_seconds(ctx, bytes);
             const double own = 2.0 * (double)p * ((nb - ke) * ke * ke + (ke - 1) * ke * (2 * ke - 1) / 6.0);
             return SV_BLK_FIXED + steps * (SV_BLK_STEP + (double)p * SV_BLK_TASK) +

@@ -622,9 +622,9 @@ cleanup:
 sap_status sap_solver_setup_rhs(sap_solver *S, const double *b)
 {
     if (!S) return SAP_ERR_INVALID;
-    for (sap_int i = 0; b && i < S->A->nrows; i++)
-        if (!isfinite(b[i]))
-            return SAP_ERROR(S->ctx, SAP_ERR_NONFINITE, "sap_solver_setup_rhs: b[%lld] is %g", (long long)i, b[i]);
+    const sap_int bad = b ? sap__host_first_nonfinite(S->ctx, b, S->A->nrows) : S->A->nrows;
+    if (bad < S->A->nrows)
+        return SAP_ERROR(S->ctx, SAP_ERR_NONFINITE, "sap_solver_setup_rhs: b[%lld] is %g", (long long)bad, b[bad]);
     S->hint_b = b;
     const sap_status st = sap_solver_setup(S);
     S->hint_b = NULL;

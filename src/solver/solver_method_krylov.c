@@ -152,7 +152,7 @@ sap_status sap__solver_krylov_setup(sap_solver *S, sap__attempt *a, int cg_ok)
     sap_krylov_options ko = S->opt.krylov;
     a->cg = S->stats.spd && !S->stats.db_used && cg_ok;
     if (S->opt.krylov_auto) {
-        /* a SaP band preconditioner: Richardson steps while each contracts the residual 8x
+        /* a SaP band preconditioner: Richardson steps while each contracts the residual 4x
          * (measured in the solve, step by step), BiCGStab(2) from the first that does not */
         ko.type = a->cg ? SAP_KRYLOV_CG : a->rich_ok ? SAP_KRYLOV_RICHARDSON : SAP_KRYLOV_BICGSTABL;
         ko.param = a->cg ? 0 : 2;
@@ -199,7 +199,7 @@ void sap__solver_krylov_destroy(sap_solver *S, sap__attempt *a)
 
 void sap__solver_krylov_report(const sap__attempt *a, int with_precision, char *buf, size_t size)
 {
-    const char *k = a->cg ? "CG" : a->rich ? "Richardson, BiCGStab(2) below 8x a step" : "BiCGStab(2)";
+    const char *k = a->cg ? "CG" : a->rich ? "Richardson, BiCGStab(2) below 4x a step" : "BiCGStab(2)";
     if (with_precision) snprintf(buf, size, "%s, %s", a->prec == SAP_FLOAT ? "float" : "double", k);
     else snprintf(buf, size, "%s", k);
 }

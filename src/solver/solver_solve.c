@@ -116,8 +116,7 @@ static sap_status solve_col_chain(sap_solver *S, const double *b, double *x, con
         if (cb < 0 || cb == SAP_WARN_INTERRUPTED) return cb; /* interrupted: x is the failed method's */
         /* the next method starts from the initial guess, or from the direct band solve's
          * refined x (close, unless it diverged) */
-        int finite = 1;
-        for (sap_int i = 0; i < n && finite; i++) finite = isfinite(x[i]);
+        const int finite = sap__host_first_nonfinite(S->ctx, x, n) == n;
         if (!finite || !was_direct) memcpy(x, x0, sizeof(double) * (size_t)n);
     }
 }
@@ -234,30 +233,17 @@ sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, s
                          (long long)nrhs, (long long)ldb, (long long)ldx, (long long)n,
                          (!B || !X) ? ", NULL array" : "");
     if (nrhs > 0 && n > 0) {
-        /* the columns side by side, each scanned in order: the first NaN/Inf of the first
-         * column that has one is reported, whatever the thread count */
+        /* the columns in order, each scanned on the context's threads: the first NaN/Inf of
+         * the first column that has one is reported (b's before x's at the same row) */
         sap_int bad_col = nrhs, bad_i = 0;
         int bad_x = 0;
-        const int nt = nrhs > 1 ? sap__threads_for(ctx, 2.0 * (double)n * (double)nrhs) : 1;
-        (void)nt;
-        SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)")
-        for (sap_int j = 0; j < nrhs; j++) {
-            sap_int i = 0;
-            int x_bad = 0;
-            for (; i < n; i++) {
-                if (!isfinite(B[i + j * ldb])) break;
-                if (!isfinite(X[i + j * ldx])) {
-                    x_bad = 1;
-                    break;
-                }
-            }
-            if (i < n) {
-                SAP_OMP("omp critical(sap_solve_many_check)")
-                if (j < bad_col) {
-                    bad_col = j;
-                    bad_i = i;
-                    bad_x = x_bad;
-                }
+        for (sap_int j = 0; j < nrhs && bad_col == nrhs; j++) {
+            const sap_int fb = sap__host_first_nonfinite(ctx, B + j * ldb, n);
+            const sap_int fx = sap__host_first_nonfinite(ctx, X + j * ldx, fb);
+            if (fb < n || fx < fb) {
+                bad_col = j;
+                bad_x = fx < fb;
+                bad_i = bad_x ? fx : fb;
             }
         }
         if (bad_col < nrhs) {

@@ -199,7 +199,7 @@ __device__ void tile_lu(T *tile, int ld, int jb, T thr, T bst, unsigned long lon
         }
         __syncthreads();
         const int w = jb - 1 - k < kb ? jb - 1 - k : kb;
-        if (w == 0) break;
+        if (w == 0) continue; /* the last pivot, or kb = 0 (a diagonal partition): no update */
         const T inv = T(1) / tile[k * ld + k];
         T *lk = tile + k * ld + k + 1;
         for (int r = tid; r < w; r += nth) lk[r] *= inv;
@@ -1562,11 +1562,15 @@ static sap_int c_solve_slots(sap_context *ctx, sap_int n, sap_int nmax, sap_int 
 }
 static sap_status c_purify(sap_band_fact *F, const void *r, void *f) { return DISPATCH(purify_t, F, r, f); }
 
-/* The automatic choice takes the blocked LU from this half-bandwidth on.  Measured on an
- * H200 (bench/banded --parts factor, float, automatic P; bench/results/banded_factor_h200.md):
- * blocked / per-row 0.69x at K = 16, 1.16x at 32, 1.25-1.3x at 48 to 128 (N = 100,000,
- * P = 1562), 1.7x at K = 200 (N = 200,000, P = 2000), 4.7x at K = 500 (P = 800), 11.8x at
- * K = 1500 (P = 66), 27-52x with few partitions (K = 600, P = 1; K = 1500, P = 14). */
+/* The automatic choice takes the blocked LU from this half-bandwidth on, and below it
+ * where every partition fits k_blk_small (SMALL_NMAX rows: blocked_small_nmax).  Measured
+ * on an H200 (bench/banded --parts factor, float, automatic P; bench/results/
+ * banded_factor_h200.md): blocked / per-row 1.16x at K = 32, 1.25-1.3x at 48 to 128
+ * (N = 100,000, P = 1562), 1.7x at K = 200 (N = 200,000, P = 2000), 4.7x at K = 500
+ * (P = 800), 11.8x at K = 1500 (P = 66), 27-52x with few partitions (K = 600, P = 1;
+ * K = 1500, P = 14); with k_blk_small's K x K windows (partitions of 64 rows,
+ * bench/results/banded_factor_small_k_h200_*.md): 2.5x at K = 10, 2.9-3.8x at K = 20,
+ * 4.7x at K = 30.  Before the windows, k_blk_small was 0.69x at K = 16. */
 #define CUDA_BLOCKED_KMIN 32
 
 sap_band_kernels make_table()
@@ -1587,6 +1591,7 @@ sap_band_kernels make_table()
     t.update_boost = c_update_boost;
     t.solve_slots = c_solve_slots;
     t.blocked_kmin = CUDA_BLOCKED_KMIN;
+    t.blocked_small_nmax = SMALL_NMAX;
     t.blocked_bytes = c_blocked_bytes;
     return t;
 }
