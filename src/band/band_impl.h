@@ -114,10 +114,10 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
 /* z = M^{-1} r on backend arrays of F's precision (SaP-D: block-diagonal solve; SaP-C:
  * block solve, reduced systems, purified right-hand sides, second block solve). */
 sap_status sap__band_fact_apply(sap_band_fact *F, const void *r, void *z);
-/* z = M^{-1} r for k columns (column c at c * n): one block_solve of all columns; SaP-C's
- * reduced systems and purification column by column (F->xr holds one column's interface
- * unknowns; the first block solve's k columns go to F->gk, grown on demand).  k = 1 is
- * sap__band_fact_apply; k < 1: SAP_ERR_INVALID. */
+/* z = M^{-1} r for k columns (column c at c * n): each step once for all columns: the two
+ * block solves, SaP-C's reduced systems and its purification (the first block solve's k
+ * columns go to F->gk, their interface unknowns to F->xrk, both grown on demand).  k = 1
+ * is sap__band_fact_apply; k < 1: SAP_ERR_INVALID. */
 sap_status sap__band_fact_apply_many(sap_band_fact *F, sap_int k, const void *r, void *z);
 
 /* The automatic choices (band_sap.c): method, P and factor precision for an n x n matrix

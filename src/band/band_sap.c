@@ -25,7 +25,7 @@ void sap__band_fact_destroy(sap_band_fact *F)
     if (!F) return;
     sap_context *ctx = F->ctx;
     if (F->kt->release) F->kt->release(F);
-    void *dev[] = {F->lu, F->ul, F->B, F->C, F->V, F->W, F->R, F->rpiv, F->g, F->gk, F->xr};
+    void *dev[] = {F->lu, F->ul, F->B, F->C, F->V, F->W, F->R, F->rpiv, F->g, F->gk, F->xrk, F->xr};
     for (size_t i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
         if (dev[i]) F->ops->mem_free(ctx, dev[i]);
     void *host[] = {F->uoff, F->thr, F->bst, F->roff, F->xoff};
@@ -182,6 +182,7 @@ static sap_status alloc_coupled(sap_band_fact *F)
         sm += L->m[i];
     }
     SAP_TRY(alloc_dev(F, (size_t)sm, sizeof(int32_t), (void **)&F->rpiv));
+    F->xlen = 2 * sm;
     SAP_TRY(alloc_dev(F, (size_t)(2 * sm), es, &F->xr));
     SAP_TRY(alloc_dev(F, (size_t)L->n, es, &F->g));
 cleanup:
@@ -341,8 +342,8 @@ sap_status sap__band_fact_apply(sap_band_fact *F, const void *r, void *z)
     sap_status st = SAP_OK;
     if (!F->coupled) return kt->block_solve(F, 1, r, z);
     SAP_TRY(kt->block_solve(F, 1, r, F->g));
-    SAP_TRY(kt->reduced_solve(F, F->g));
-    SAP_TRY(kt->purify(F, r, z));
+    SAP_TRY(kt->reduced_solve(F, 1, F->g, F->xr));
+    SAP_TRY(kt->purify(F, 1, r, z, F->xr));
     SAP_TRY(kt->block_solve(F, 1, z, z));
 cleanup:
     return st;
@@ -355,22 +356,21 @@ sap_status sap__band_fact_apply_many(sap_band_fact *F, sap_int k, const void *r,
     if (k < 1) return SAP_ERROR(F->ctx, SAP_ERR_INVALID, "band apply: %lld columns", (long long)k);
     if (k == 1) return sap__band_fact_apply(F, r, z);
     if (!F->coupled) return kt->block_solve(F, k, r, z);
-    const size_t es = prec_size(F->prec), cs = (size_t)F->L.n * es; /* bytes of one column */
-    if (F->gk_cols < k) { /* the first block solve's k columns (F->g holds one) */
+    const size_t es = prec_size(F->prec);
+    if (F->gk_cols < k) { /* the first block solve's k columns and their interface unknowns
+                             (F->g and F->xr hold one) */
+        const size_t xlen = (size_t)F->xlen;
         if (F->gk) F->ops->mem_free(F->ctx, F->gk);
-        F->gk = NULL;
+        if (F->xrk) F->ops->mem_free(F->ctx, F->xrk);
+        F->gk = F->xrk = NULL;
         F->gk_cols = 0;
         SAP_TRY(alloc_dev(F, (size_t)k * (size_t)F->L.n, es, &F->gk));
+        if (xlen) SAP_TRY(alloc_dev(F, (size_t)k * xlen, es, &F->xrk));
         F->gk_cols = k;
     }
     SAP_TRY(kt->block_solve(F, k, r, F->gk));
-    /* the reduced systems and purification column by column: F->xr holds one column's
-     * interface unknowns */
-    for (sap_int c = 0; c < k; c++) {
-        const size_t oc = (size_t)c * cs;
-        SAP_TRY(kt->reduced_solve(F, (const char *)F->gk + oc));
-        SAP_TRY(kt->purify(F, (const char *)r + oc, (char *)z + oc));
-    }
+    SAP_TRY(kt->reduced_solve(F, k, F->gk, F->xrk));
+    SAP_TRY(kt->purify(F, k, r, z, F->xrk));
     SAP_TRY(kt->block_solve(F, k, z, z));
 cleanup:
     return st;

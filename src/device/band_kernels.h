@@ -41,9 +41,11 @@ typedef struct sap_band_fact {
     int64_t *roff; /* P: host offsets into rpiv */
     void *g;     /* n elements of work (first block solve) */
     void *gk;    /* gk_cols * n elements: g for sap__band_fact_apply_many (grown on demand) */
+    void *xrk;   /* gk_cols * 2 sum m_i elements: xr for sap__band_fact_apply_many */
     sap_int gk_cols;
     void *xr;    /* 2 * sum m_i: interface unknowns x_i^(b), x_{i+1}^(t) */
     int64_t *xoff; /* P: host offsets into xr */
+    int64_t xlen;  /* 2 sum m_i: the elements of one column's interface unknowns (xr) */
     void *dev;   /* backend private (cuda: device copies of the layout) */
     sap_int boosted;
     /* the partitions' LU through the blocked kernels (bs-column steps of trsm / gemm on a
@@ -96,10 +98,13 @@ typedef struct sap_band_kernels {
      * at element c * n, n = F->L.n; likewise z); z may alias r; one pass over the factors
      * for all columns; k < 1: SAP_ERR_INVALID */
     sap_status (*block_solve)(sap_band_fact *F, sap_int k, const void *r, void *z);
-    /* interface unknowns from g = D^{-1} r: x_i^(b), x_{i+1}^(t) into F->xr */
-    sap_status (*reduced_solve)(sap_band_fact *F, const void *g);
-    /* f = r - [0; B_i x_{i+1}^(t)] - [C_i x_{i-1}^(b); 0] (f != r) */
-    sap_status (*purify)(sap_band_fact *F, const void *r, void *f);
+    /* interface unknowns from g = D^{-1} r for k columns (column c of g at element c * n):
+     * x_i^(b), x_{i+1}^(t) of column c into xr + c * xlen (xlen = 2 sum m_i elements; F->xr
+     * holds one column), one launch (cuda) / one pass over V, W, R (cpu) for all columns */
+    sap_status (*reduced_solve)(sap_band_fact *F, sap_int k, const void *g, void *xr);
+    /* f = r - [0; B_i x_{i+1}^(t)] - [C_i x_{i-1}^(b); 0] for k columns (stride n; the
+     * interface unknowns of column c at xr + c * xlen as reduced_solve wrote them) */
+    sap_status (*purify)(sap_band_fact *F, sap_int k, const void *r, void *f, const void *xr);
     /* after prepare: fills lu and, coupled, B, C and the UL windows from a band source
      * (the same values sap__band_fill + the host conversion give) and writes
      * ||A_b||_inf of every partition into the host array norms[P] */

@@ -53,8 +53,14 @@ static sap_status cpu_block_solve(sap_band_fact *Fa, sap_int k, const void *r, v
     if (k < 1) return SAP_ERROR(Fa->ctx, SAP_ERR_INVALID, "band block solve: %lld columns", (long long)k);
     return DISPATCH(block_solve, Fa, k, r, z);
 }
-static sap_status cpu_reduced_solve(sap_band_fact *Fa, const void *g) { return DISPATCH(reduced_solve, Fa, g); }
-static sap_status cpu_purify(sap_band_fact *Fa, const void *r, void *f) { return DISPATCH(purify, Fa, r, f); }
+static sap_status cpu_reduced_solve(sap_band_fact *Fa, sap_int k, const void *g, void *xr)
+{
+    return DISPATCH(reduced_solve, Fa, k, g, xr);
+}
+static sap_status cpu_purify(sap_band_fact *Fa, sap_int k, const void *r, void *f, const void *xr)
+{
+    return DISPATCH(purify, Fa, k, r, f, xr);
+}
 static sap_status cpu_fill_from_band(sap_band_fact *Fa, const sap_band_source *src, double *norms)
 {
     return DISPATCH(fill_from_band, Fa, src, norms);

@@ -480,75 +480,77 @@ static sap_status FN(band_block_solve)(sap_band_fact *Fa, sap_int k, const void 
     return SAP_OK;
 }
 
-static sap_status FN(band_reduced_solve)(sap_band_fact *Fa, const void *gv)
+/* the columns of an interface one after another, its V, W and R in cache for all of them */
+static sap_status FN(band_reduced_solve)(sap_band_fact *Fa, sap_int kc, const void *gv, void *xrv)
 {
     const sap_band_layout *L = &Fa->L;
     const int nt = L->n < 4096 ? 1 : sap__threads(Fa->ctx);
-    const REAL *g = gv;
     SAP_OMP_FOR_DYNAMIC(nt, 1)
-    for (sap_int i = 0; i < L->P - 1; i++) {
-        const sap_int m = L->m[i], o = L->off[i + 1];
-        if (m == 0) continue; /* no coupling: V, W, R and xr may be NULL */
-        const REAL *v = (const REAL *)Fa->V + L->coff[i], *w = (const REAL *)Fa->W + L->coff[i];
-        const REAL *R = (const REAL *)Fa->R + L->coff[i];
-        const int32_t *piv = Fa->rpiv + Fa->roff[i];
-        REAL *xb = (REAL *)Fa->xr + Fa->xoff[i], *xt = xb + m;
-        const REAL *gb = g + o - m, *gt = g + o;
-        /* y = gt - W gb */
-        for (sap_int r = 0; r < m; r++) xt[r] = gt[r];
-        for (sap_int k = 0; k < m; k++) {
-            const REAL gk = gb[k];
-            for (sap_int r = 0; r < m; r++) xt[r] -= w[r + k * m] * gk;
-        }
-        /* R xt = y */
-        for (sap_int k = 0; k < m; k++)
-            if (piv[k] != k) {
-                REAL t = xt[k];
-                xt[k] = xt[piv[k]];
-                xt[piv[k]] = t;
+    for (sap_int i = 0; i < L->P - 1; i++)
+        for (sap_int c = 0; c < kc; c++) {
+            const sap_int m = L->m[i], o = L->off[i + 1];
+            if (m == 0) continue; /* no coupling: V, W, R and xr may be NULL */
+            const REAL *g = (const REAL *)gv + c * L->n;
+            const REAL *v = (const REAL *)Fa->V + L->coff[i], *w = (const REAL *)Fa->W + L->coff[i];
+            const REAL *R = (const REAL *)Fa->R + L->coff[i];
+            const int32_t *piv = Fa->rpiv + Fa->roff[i];
+            REAL *xb = (REAL *)xrv + c * Fa->xlen + Fa->xoff[i], *xt = xb + m;
+            const REAL *gb = g + o - m, *gt = g + o;
+            /* y = gt - W gb */
+            for (sap_int r = 0; r < m; r++) xt[r] = gt[r];
+            for (sap_int k = 0; k < m; k++) {
+                const REAL gk = gb[k];
+                for (sap_int r = 0; r < m; r++) xt[r] -= w[r + k * m] * gk;
             }
-        for (sap_int k = 0; k < m; k++) {
-            const REAL xk = xt[k];
-            for (sap_int r = k + 1; r < m; r++) xt[r] -= R[r + k * m] * xk;
+            /* R xt = y */
+            for (sap_int k = 0; k < m; k++)
+                if (piv[k] != k) {
+                    REAL t = xt[k];
+                    xt[k] = xt[piv[k]];
+                    xt[piv[k]] = t;
+                }
+            for (sap_int k = 0; k < m; k++) {
+                const REAL xk = xt[k];
+                for (sap_int r = k + 1; r < m; r++) xt[r] -= R[r + k * m] * xk;
+            }
+            for (sap_int k = m - 1; k >= 0; k--) {
+                xt[k] /= R[k + k * m];
+                const REAL xk = xt[k];
+                for (sap_int r = 0; r < k; r++) xt[r] -= R[r + k * m] * xk;
+            }
+            /* xb = gb - V xt */
+            for (sap_int r = 0; r < m; r++) xb[r] = gb[r];
+            for (sap_int k = 0; k < m; k++) {
+                const REAL xk = xt[k];
+                for (sap_int r = 0; r < m; r++) xb[r] -= v[r + k * m] * xk;
+            }
         }
-        for (sap_int k = m - 1; k >= 0; k--) {
-            xt[k] /= R[k + k * m];
-            const REAL xk = xt[k];
-            for (sap_int r = 0; r < k; r++) xt[r] -= R[r + k * m] * xk;
-        }
-        /* xb = gb - V xt */
-        for (sap_int r = 0; r < m; r++) xb[r] = gb[r];
-        for (sap_int k = 0; k < m; k++) {
-            const REAL xk = xt[k];
-            for (sap_int r = 0; r < m; r++) xb[r] -= v[r + k * m] * xk;
-        }
-    }
     return SAP_OK;
 }
 
-static sap_status FN(band_purify)(sap_band_fact *Fa, const void *rv, void *fv)
+static sap_status FN(band_purify)(sap_band_fact *Fa, sap_int kc, const void *rv, void *fv, const void *xrv)
 {
     const sap_band_layout *L = &Fa->L;
     const int nt = L->n < 4096 ? 1 : sap__threads(Fa->ctx);
-    const REAL *r = rv;
-    REAL *f = fv;
-    if (f != r) memcpy(f, r, sizeof(REAL) * (size_t)L->n);
+    if (fv != rv) memcpy(fv, rv, sizeof(REAL) * (size_t)L->n * (size_t)kc);
     /* two passes: the bottom rows of partition i (B terms), then the top rows of
      * partition i + 1 (C terms); within a pass every interface writes its own partition */
     for (int pass = 0; pass < 2; pass++) {
         SAP_OMP_FOR_DYNAMIC(nt, 1)
-        for (sap_int i = 0; i < L->P - 1; i++) {
-            const sap_int m = L->m[i], o = L->off[i + 1];
-            if (m == 0) continue; /* no coupling: B, C and xr may be NULL */
-            const REAL *M = (const REAL *)(pass == 0 ? Fa->B : Fa->C) + L->coff[i];
-            const REAL *xb = (const REAL *)Fa->xr + Fa->xoff[i], *xt = xb + m;
-            const REAL *x = pass == 0 ? xt : xb;
-            REAL *fr = pass == 0 ? f + o - m : f + o;
-            for (sap_int k = 0; k < m; k++) {
-                const REAL a = x[k];
-                for (sap_int q = 0; q < m; q++) fr[q] -= M[q + k * m] * a;
+        for (sap_int i = 0; i < L->P - 1; i++)
+            for (sap_int c = 0; c < kc; c++) {
+                const sap_int m = L->m[i], o = L->off[i + 1];
+                if (m == 0) continue; /* no coupling: B, C and xr may be NULL */
+                REAL *f = (REAL *)fv + c * L->n;
+                const REAL *M = (const REAL *)(pass == 0 ? Fa->B : Fa->C) + L->coff[i];
+                const REAL *xb = (const REAL *)xrv + c * Fa->xlen + Fa->xoff[i], *xt = xb + m;
+                const REAL *x = pass == 0 ? xt : xb;
+                REAL *fr = pass == 0 ? f + o - m : f + o;
+                for (sap_int k = 0; k < m; k++) {
+                    const REAL a = x[k];
+                    for (sap_int q = 0; q < m; q++) fr[q] -= M[q + k * m] * a;
+                }
             }
-        }
     }
     return SAP_OK;
 }

@@ -21,8 +21,11 @@
  *                 fit, else in z.
  *   spikes        a thread per right-hand-side column of the m x m triangular solves.
  *   reduced_*     a block per interface: I - W V, LU with partial pivoting, solves
- *                 (in chunks of 32 columns as the block solve, unless SAP_BAND_SWEEP=step).
- *   purify        a block per interface, two launches (bottom rows, then top rows).
+ *                 (in chunks of 32 columns as the block solve, unless SAP_BAND_SWEEP=step);
+ *                 the solves of k right-hand sides in one launch, a block per interface
+ *                 and column.
+ *   purify        a block per interface (and column), two launches (bottom rows, then top
+ *                 rows).
  * From K = CUDA_BLOCKED_KMIN on the partitions' LU is blocked instead of k_factor (see
  * factor_blocked_t: BS-column steps over all partitions at once, cuBLAS's batched GEMMs for
  * the updates; partitions of at most SMALL_NMAX rows whole in shared memory, k_blk_small).  Not done: the spikes and reduced systems through the blocked kernels;
@@ -757,13 +760,17 @@ __global__ void __launch_bounds__(1024) k_block_solve_chunked_many(const T *lu, 
             for (long long e = threadIdx.x; e < n; e += blockDim.x) z[c * ld + o + e] = x[c * xs + e];
 }
 
-/* interface unknowns, a block per interface; xt in shared memory */
-template <typename T> __global__ void k_reduced_solve(const T *V, const T *W, const T *Rall, const int *pivall, const T *g,
-                                                     T *xr, band_dev d, int chunked)
+/* interface unknowns, a block per interface (x) and column (y: g at y ld, xr at y xlen);
+ * xt in shared memory */
+template <typename T>
+__global__ void k_reduced_solve(const T *V, const T *W, const T *Rall, const int *pivall, const T *g, T *xr, band_dev d,
+                                int chunked, long long ld, long long xlen)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *xt = reinterpret_cast<T *>(smem_raw);
     const long long i = blockIdx.x;
+    g += blockIdx.y * ld;
+    xr += blockIdx.y * xlen;
     const long long m = d.m[i], o = d.off[i + 1];
     const T *v = V + d.coff[i], *w = W + d.coff[i], *R = Rall + d.coff[i];
     const int *piv = pivall + d.roff[i];
@@ -846,9 +853,12 @@ template <typename T> __global__ void k_reduced_solve(const T *V, const T *W, co
     }
 }
 
-template <typename T> __global__ void k_purify(const T *M, const T *xr, T *f, band_dev d, int pass)
+template <typename T>
+__global__ void k_purify(const T *M, const T *xr, T *f, band_dev d, int pass, long long ld, long long xlen)
 {
     const long long i = blockIdx.x;
+    xr += blockIdx.y * xlen;
+    f += blockIdx.y * ld;
     const long long m = d.m[i], o = d.off[i + 1];
     const T *Mi = M + d.coff[i];
     const T *xb = xr + d.xoff[i], *xt = xb + m;
@@ -1444,34 +1454,40 @@ template <typename T> static sap_status block_solve_t(sap_band_fact *F, sap_int 
     return block_solve_k<T, true>(F, (int)k, (const T *)r, (T *)z);
 }
 
-template <typename T> static sap_status reduced_solve_t(sap_band_fact *F, const void *g)
+template <typename T> static sap_status reduced_solve_t(sap_band_fact *F, sap_int k, const void *g, void *xr)
 {
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
-    if (F->L.P < 2) return SAP_OK;
+    if (F->L.P < 2 || k < 1) return SAP_OK;
+    if (k > 65535) return SAP_ERROR(ctx, SAP_ERR_INVALID, "band reduced solve: %lld columns", (long long)k);
     const size_t smem = smem_elems<T>(pv->mmax);
     if (smem > 48 * 1024)
         SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_reduced_solve<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  (int)smem));
-    k_reduced_solve<T><<<(unsigned)(F->L.P - 1), 256, smem, s>>>((const T *)F->V, (const T *)F->W, (const T *)F->R,
-                                                                 (const int *)F->rpiv, (const T *)g, (T *)F->xr, pv->d,
-                                                                 !pv->sweep_step);
+    const dim3 grid((unsigned)(F->L.P - 1), (unsigned)k);
+    k_reduced_solve<T><<<grid, 256, smem, s>>>((const T *)F->V, (const T *)F->W, (const T *)F->R, (const int *)F->rpiv,
+                                              (const T *)g, (T *)xr, pv->d, !pv->sweep_step, (long long)F->L.n,
+                                              (long long)F->xlen);
     SAP_CUDA_LAUNCHED(ctx, "band reduced solve");
     return SAP_OK;
 }
 
-template <typename T> static sap_status purify_t(sap_band_fact *F, const void *r, void *f)
+template <typename T>
+static sap_status purify_t(sap_band_fact *F, sap_int k, const void *r, void *f, const void *xr)
 {
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
+    if (k < 1) return SAP_OK;
+    if (k > 65535) return SAP_ERROR(ctx, SAP_ERR_INVALID, "band purify: %lld columns", (long long)k);
     if (r != f)
-        SAP_CUDA_CHECK(ctx, cudaMemcpyAsync(f, r, sizeof(T) * (size_t)F->L.n, cudaMemcpyDeviceToDevice, s));
+        SAP_CUDA_CHECK(ctx, cudaMemcpyAsync(f, r, sizeof(T) * (size_t)F->L.n * (size_t)k, cudaMemcpyDeviceToDevice, s));
     if (F->L.P < 2) return SAP_OK;
+    const dim3 grid((unsigned)(F->L.P - 1), (unsigned)k);
     for (int pass = 0; pass < 2; pass++) {
-        k_purify<T><<<(unsigned)(F->L.P - 1), 256, 0, s>>>((const T *)(pass == 0 ? F->B : F->C), (const T *)F->xr,
-                                                           (T *)f, pv->d, pass);
+        k_purify<T><<<grid, 256, 0, s>>>((const T *)(pass == 0 ? F->B : F->C), (const T *)xr, (T *)f, pv->d, pass,
+                                         (long long)F->L.n, (long long)F->xlen);
         SAP_CUDA_LAUNCHED(ctx, "band purify");
     }
     return SAP_OK;
@@ -1528,7 +1544,10 @@ static sap_status c_block_solve(sap_band_fact *F, sap_int k, const void *r, void
 {
     return DISPATCH(block_solve_t, F, k, r, z);
 }
-static sap_status c_reduced_solve(sap_band_fact *F, const void *g) { return DISPATCH(reduced_solve_t, F, g); }
+static sap_status c_reduced_solve(sap_band_fact *F, sap_int k, const void *g, void *xr)
+{
+    return DISPATCH(reduced_solve_t, F, k, g, xr);
+}
 
 /* resident thread blocks of block_solve_t's launch for partitions of nmax rows and
  * half-bandwidth K, times the SMs (the cost model's rounds of sweeps) */
@@ -1560,7 +1579,10 @@ static sap_int c_solve_slots(sap_context *ctx, sap_int n, sap_int nmax, sap_int 
     const int per = prec == SAP_FLOAT ? solve_blocks_per_sm<float>(nmax, K) : solve_blocks_per_sm<double>(nmax, K);
     return (sap_int)per * (sap_int)sap__cuda_sm_count(ctx);
 }
-static sap_status c_purify(sap_band_fact *F, const void *r, void *f) { return DISPATCH(purify_t, F, r, f); }
+static sap_status c_purify(sap_band_fact *F, sap_int k, const void *r, void *f, const void *xr)
+{
+    return DISPATCH(purify_t, F, k, r, f, xr);
+}
 
 /* The automatic choice takes the blocked LU from this half-bandwidth on, and below it
  * where every partition fits k_blk_small (SMALL_NMAX rows: blocked_small_nmax).  Measured
