@@ -651,9 +651,10 @@ static sap_status pc_apply(sap_context *ctx, const sap_csr *A, const char *name,
     return st;
 }
 
-/* The blocked LU (SAP_BAND_FACTOR=blocked) against the per-row one on the same context
- * (the preconditioner applied to one vector: SaP-D's block solve, SaP-C's spikes and
- * reduced systems on top), the boosted-pivot counts, and, ref != NULL, the cpu per-row
+/* The blocked LU (SAP_BAND_FACTOR=blocked) and, SaP-C on cuda, the blocked spikes
+ * (SAP_BAND_SPIKES=blocked: batched TRSM; the cpu has one kind) against the per-row ones
+ * on the same context (the preconditioner applied to one vector: SaP-D's block solve,
+ * SaP-C's spikes and reduced systems on top), the boosted-pivot counts, and, ref != NULL, the cpu per-row
  * apply; for one partition without boosting, the apply against LAPACK's dgbsv.  zero: the
  * diagonal of every 97th row is zeroed (pivots boosted, the first one exactly zero). */
 static void blocked_case(sap_context *ctx, sap_context *ref, sap_int n, sap_int K, sap_int P, int coupled,
@@ -677,11 +678,14 @@ static void blocked_case(sap_context *ctx, sap_context *ref, sap_int n, sap_int 
     memset(bs, 0, sizeof bs);
     sap_status st[3] = {SAP_OK, SAP_OK, SAP_OK};
     setenv("SAP_BAND_FACTOR", "rows", 1);
+    setenv("SAP_BAND_SPIKES", "rows", 1);
     st[0] = pc_apply(ctx, A, name, P, prec, r, z[0], &bs[0]);
     if (ref) st[2] = pc_apply(ref, A, name, P, prec, r, z[2], &bs[2]);
     setenv("SAP_BAND_FACTOR", "blocked", 1);
+    setenv("SAP_BAND_SPIKES", "blocked", 1);
     st[1] = pc_apply(ctx, A, name, P, prec, r, z[1], &bs[1]);
     unsetenv("SAP_BAND_FACTOR");
+    unsetenv("SAP_BAND_SPIKES");
     CHECK_MSG(st[0] >= 0 && st[1] >= 0 && st[2] >= 0, "%s: rows %s blocked %s ref %s (%s)", label,
               sap_status_name(st[0]), sap_status_name(st[1]), sap_status_name(st[2]), sap_context_last_error(ctx));
     CHECK_MSG(strstr(bs[1].reason, "LU blocked") && !strstr(bs[0].reason, "LU blocked"), "%s: reasons [%s] [%s]",

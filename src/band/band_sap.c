@@ -63,6 +63,12 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
     if (kt && kt->blocked_bytes && sap__band_blocked_pick(kt, (sap_int)fmin((double)K, nbmax - 1), (sap_int)nbmax,
                                                        SAP_BAND_KERNEL_AUTO))
         d += kt->blocked_bytes(ctx, n, P, (int64_t)nbmax, K, (size_t)es);
+    double spk_host = 0;
+    if (cpl && kt && kt->spikes_bytes) {
+        double sd = 0;
+        kt->spikes_bytes(ctx, P, ncpl, (sap_int)m, (size_t)es, &sd, &spk_host);
+        d += sd;
+    }
     if (src) d += sap__device_alloc_size(ctx, (double)P * 8.0);
     /* the host: the sap_band_fact itself, the layout (6 arrays of P + 1), thr, bst, norms,
      * uoff, roff, xoff; then the larger of two phases that never overlap: without a source
@@ -77,7 +83,7 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
         if (prec == SAP_FLOAT) fill += fmax(band, cpl ? fmax(ncpl, ni * W * w) : 0.0) * 4.0;
     }
     const double prep = kt && kt->prepare_host_bytes ? kt->prepare_host_bytes(P) : 0.0;
-    h += fmax(fill, prep);
+    h += fmax(fmax(fill, prep), spk_host); /* the spikes' pointers: after the fill's buffers are freed */
     *dev = d;
     *host = h;
 }

@@ -127,6 +127,11 @@ typedef struct sap_band_kernels {
     /* the bytes of backend memory the blocked LU takes at its peak beyond the fact's arrays
      * for n rows in P partitions (at most nmax rows each) of half-bandwidth at most K */
     double (*blocked_bytes)(const sap_context *ctx, int64_t n, sap_int P, int64_t nmax, sap_int K, size_t es);
+    /* the bytes of backend (*dev) and host (*host) memory the coupled spikes take at their
+     * peak beyond the fact's arrays, for P partitions whose couplings hold ncpl elements,
+     * each of at most mmax rows; NULL: none */
+    void (*spikes_bytes)(const sap_context *ctx, sap_int P, double ncpl, sap_int mmax, size_t es, double *dev,
+                         double *host);
 } sap_band_kernels;
 
 

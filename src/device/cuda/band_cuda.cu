@@ -381,6 +381,28 @@ __global__ void __launch_bounds__(1024) k_spikes(const T *lu, const T *ulw, cons
     }
 }
 
+/* The blocked spikes' dense blocks (blockIdx.y = 0: the bottom-right m x m block of
+ * partition i's LU, L strictly below the diagonal, U on and above it; 1: the top-left
+ * m x m block of the UL window of partition i + 1, U strictly above, L on and below),
+ * column-major m x m at coff[i] like V and W; a block per interface. */
+template <typename T>
+__global__ void __launch_bounds__(256) k_spike_blocks(const T *lu, const T *ulw, T *Dv, T *Dw, band_dev d)
+{
+    const long long i = blockIdx.x;
+    const long long m = d.m[i];
+    if (blockIdx.y == 0) {
+        const long long nb = d.off[i + 1] - d.off[i], K = d.Ki[i], s = nb - m;
+        const T *a = lu + d.boff[i];
+        T *o = Dv + d.coff[i];
+        for (long long e = threadIdx.x; e < m * m; e += blockDim.x) o[e] = band_at(a, nb, K, s + e % m, s + e / m);
+    } else {
+        const long long b = i + 1, K = d.Ki[b], w = d.w[b];
+        const T *win = ulw + d.uoff[b];
+        T *o = Dw + d.coff[i];
+        for (long long e = threadIdx.x; e < m * m; e += blockDim.x) o[e] = band_at(win, w, K, e % m, e / m);
+    }
+}
+
 /* R = I - W V, then LU with partial pivoting, a block per interface. */
 template <typename T> __global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, T *Rall, int *pivall, band_dev d)
 {
@@ -1337,12 +1359,126 @@ cleanup:
     return st;
 }
 
+static cublasStatus_t trsm_b(cublasHandle_t h, cublasFillMode_t uplo, cublasDiagType_t diag, int m,
+                             const float *const *A, float *const *B, int count)
+{
+    const float one = 1.0f;
+    return cublasStrsmBatched(h, CUBLAS_SIDE_LEFT, uplo, CUBLAS_OP_N, diag, m, m, &one, A, m, B, m, count);
+}
+static cublasStatus_t trsm_b(cublasHandle_t h, cublasFillMode_t uplo, cublasDiagType_t diag, int m,
+                             const double *const *A, double *const *B, int count)
+{
+    const double one = 1.0;
+    return cublasDtrsmBatched(h, CUBLAS_SIDE_LEFT, uplo, CUBLAS_OP_N, diag, m, m, &one, A, m, B, m, count);
+}
+
+/* The blocked spikes: the coupling blocks of the factors made dense (k_spike_blocks), then
+ * V_i = U_bb^{-1} L_bb^{-1} B_i and W_{i+1} = L_tt^{-1} U_tt^{-1} C_{i+1} as cuBLAS's batched
+ * triangular solves, one call per triangle and coupling size m (the interfaces grouped by
+ * m; usually one group).  2 m^3 flops a spike as the per-column kernel, but as level-3 BLAS
+ * instead of m independent, latency-bound substitutions. */
+template <typename T> static sap_status spikes_blocked_t(sap_band_fact *F)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    const sap_band_layout *L = &F->L;
+    cudaStream_t s = stream_of(ctx);
+    const long long ni = L->P - 1, ncpl = L->coff[L->P - 1];
+    sap_status st = SAP_OK;
+    T *D = NULL;
+    void **hp = NULL, **dp = NULL;
+    long long *order = NULL;
+    cublasHandle_t h = NULL;
+    {
+        void *hv = NULL;
+        SAP_TRY(sap__cuda_cublas(ctx, &hv));
+        h = (cublasHandle_t)hv;
+    }
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(T) * (size_t)(2 * ncpl), (void **)&D));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(void *) * (size_t)(4 * ni), (void **)&dp));
+    SAP_CUDA_HOST_ALLOC(ctx, hp, 4 * ni);
+    SAP_CUDA_HOST_ALLOC(ctx, order, ni);
+    k_spike_blocks<T><<<dim3((unsigned)ni, 2), 256, 0, s>>>((const T *)F->lu, (const T *)F->ul, D, D + ncpl, pv->d);
+    SAP_CUDA_TRY_LAUNCH(ctx, "band spikes: dense coupling blocks");
+    SAP_CUDA_TRY(ctx, cudaMemcpyAsync(F->V, F->B, sizeof(T) * (size_t)ncpl, cudaMemcpyDeviceToDevice, s));
+    SAP_CUDA_TRY(ctx, cudaMemcpyAsync(F->W, F->C, sizeof(T) * (size_t)ncpl, cudaMemcpyDeviceToDevice, s));
+    {
+        /* the interfaces in order of m (insertion sort: m takes few values), their pointers
+         * Dv V Dw W as four arrays of ni */
+        long long no = 0;
+        for (long long i = 0; i < ni; i++) {
+            if (L->m[i] == 0) continue;
+            long long j = no++;
+            while (j > 0 && L->m[order[j - 1]] > L->m[i]) order[j] = order[j - 1], j--;
+            order[j] = i;
+        }
+        for (long long q = 0; q < no; q++) {
+            const long long i = order[q], o = L->coff[i];
+            hp[q] = D + o;
+            hp[ni + q] = (T *)F->V + o;
+            hp[2 * ni + q] = D + ncpl + o;
+            hp[3 * ni + q] = (T *)F->W + o;
+        }
+        SAP_CUDA_TRY(ctx, cudaMemcpyAsync(dp, hp, sizeof(void *) * (size_t)(4 * ni), cudaMemcpyHostToDevice, s));
+        for (long long q0 = 0; q0 < no;) {
+            const long long m = L->m[order[q0]];
+            long long q1 = q0;
+            while (q1 < no && L->m[order[q1]] == m) q1++;
+            const int cnt = (int)(q1 - q0);
+            const T *const *Av = (const T *const *)(dp + q0), *const *Aw = (const T *const *)(dp + 2 * ni + q0);
+            T *const *Bv = (T *const *)(dp + ni + q0), *const *Bw = (T *const *)(dp + 3 * ni + q0);
+            cublasStatus_t cs = trsm_b(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT, (int)m, Av, Bv, cnt);
+            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, (int)m, Av, Bv, cnt);
+            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_UNIT, (int)m, Aw, Bw, cnt);
+            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, (int)m, Aw, Bw, cnt);
+            if (cs != CUBLAS_STATUS_SUCCESS) {
+                st = SAP_ERROR(ctx, cs == CUBLAS_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE,
+                               "band spikes: cuBLAS batched TRSM (m = %lld): %s", m, cublasGetStatusString(cs));
+                goto cleanup;
+            }
+            q0 = q1;
+        }
+    }
+    SAP_CUDA_TRY(ctx, cudaStreamSynchronize(s));
+cleanup:
+    if (st != SAP_OK) (void)cudaStreamSynchronize(s); /* nothing in flight reads D or the pointers */
+    sap__cuda_free(ctx, D);
+    sap__cuda_free(ctx, dp);
+    sap__free(ctx, hp);
+    sap__free(ctx, order);
+    return st;
+}
+
+/* The spikes through cuBLAS's batched TRSM (spikes_blocked_t) from a coupling size of
+ * CUDA_SPIKES_BLOCKED_MMIN on, unless SAP_BAND_SPIKES=rows (or =blocked at any m). */
+#define CUDA_SPIKES_BLOCKED_MMIN 32
+static int spikes_blocked_pick(long long mmax)
+{
+    const char *env = getenv("SAP_BAND_SPIKES");
+    if (env && !strcmp(env, "rows")) return 0;
+    if (env && !strcmp(env, "blocked")) return 1;
+    return mmax >= CUDA_SPIKES_BLOCKED_MMIN;
+}
+
+static void c_spikes_bytes(const sap_context *ctx, sap_int P, double ncpl, sap_int mmax, size_t es, double *dev,
+                           double *host)
+{
+    (void)ctx;
+    *dev = *host = 0;
+    if (P < 2 || !spikes_blocked_pick(mmax)) return;
+    const double ni = (double)(P - 1);
+    *dev = (double)sap__cuda_alloc_size((size_t)(2.0 * ncpl * (double)es)) +
+           (double)sap__cuda_alloc_size((size_t)(4.0 * ni * sizeof(void *)));
+    *host = 4.0 * ni * sizeof(void *) + ni * 8.0;
+}
+
 template <typename T> static sap_status spikes_t(sap_band_fact *F)
 {
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
     if (F->L.P < 2) return SAP_OK;
+    if (spikes_blocked_pick(pv->mmax)) return spikes_blocked_t<T>(F);
     /* a thread per column: all m columns of a block at once */
     int threads = 32;
     while (threads < pv->mmax && threads < 1024) threads *= 2;
@@ -1615,6 +1751,7 @@ sap_band_kernels make_table()
     t.blocked_kmin = CUDA_BLOCKED_KMIN;
     t.blocked_small_nmax = SMALL_NMAX;
     t.blocked_bytes = c_blocked_bytes;
+    t.spikes_bytes = c_spikes_bytes;
     return t;
 }
 
