@@ -19,8 +19,12 @@
  *                 coefficients applied to every column (k_block_solve_chunked_many, a warp
  *                 per column for the triangles); their unknowns in shared memory when all
  *                 fit, else in z.
- *   spikes        a thread per right-hand-side column of the m x m triangular solves.
- *   reduced_*     a block per interface: I - W V, LU with partial pivoting, solves
+ *   spikes        from m = CUDA_SPIKES_BLOCKED_MMIN on: the factors' m x m coupling blocks
+ *                 made dense, then cuBLAS's batched TRSM (spikes_blocked_t); below it a
+ *                 thread per right-hand-side column of the m x m triangular solves.
+ *   reduced_*     I - W V by cuBLAS's batched GEMM where the spikes are blocked (else in
+ *                 the kernel below), then a block per interface: LU with partial pivoting,
+ *                 solves
  *                 (in chunks of 32 columns as the block solve, unless SAP_BAND_SWEEP=step);
  *                 the solves of k right-hand sides in one launch, a block per interface
  *                 and column.
@@ -28,7 +32,9 @@
  *                 rows).
  * From K = CUDA_BLOCKED_KMIN on the partitions' LU is blocked instead of k_factor (see
  * factor_blocked_t: BS-column steps over all partitions at once, cuBLAS's batched GEMMs for
- * the updates; partitions of at most SMALL_NMAX rows whole in shared memory, k_blk_small).  Not done: the spikes and reduced systems through the blocked kernels;
+ * the updates; partitions of at most SMALL_NMAX rows whole in shared memory, k_blk_small).  Not done
+ * (issue 14 item 3, partial): the UL windows of SaP-C and the reduced systems' LU keep
+ * their per-row / per-interface kernels (K = 1500, P = 14 on an H200: 2.4 s and 1.9 s);
  * tensor-core (TF32 / FP16) updates.  Where each kernel sits against the H200's floors:
  * bench/results/banded.md, bench/results/banded_factor_h200.md. */
 #include "device/cuda/cuda_internal.h"
@@ -381,6 +387,14 @@ __global__ void __launch_bounds__(1024) k_spikes(const T *lu, const T *ulw, cons
     }
 }
 
+/* R_i = I, a block per interface (the batched GEMM then subtracts W V) */
+template <typename T> __global__ void __launch_bounds__(256) k_identity_blocks(T *Rall, band_dev d)
+{
+    const long long i = blockIdx.x, m = d.m[i];
+    T *R = Rall + d.coff[i];
+    for (long long e = threadIdx.x; e < m * m; e += blockDim.x) R[e] = (e % m == e / m) ? T(1) : T(0);
+}
+
 /* The blocked spikes' dense blocks (blockIdx.y = 0: the bottom-right m x m block of
  * partition i's LU, L strictly below the diagonal, U on and above it; 1: the top-left
  * m x m block of the UL window of partition i + 1, U strictly above, L on and below),
@@ -403,15 +417,18 @@ __global__ void __launch_bounds__(256) k_spike_blocks(const T *lu, const T *ulw,
     }
 }
 
-/* R = I - W V, then LU with partial pivoting, a block per interface. */
-template <typename T> __global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, T *Rall, int *pivall, band_dev d)
+/* R = I (product = 0: R already holds I - W V, from the batched GEMM) or R = I - W V
+ * (product = 1), then LU with partial pivoting, a block per interface. */
+template <typename T>
+__global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, T *Rall, int *pivall, band_dev d,
+                                                         int product)
 {
     const long long i = blockIdx.x;
     const long long m = d.m[i];
     const T *v = V + d.coff[i], *w = W + d.coff[i];
     T *R = Rall + d.coff[i];
     int *piv = pivall + d.roff[i];
-    for (long long e = threadIdx.x; e < m * m; e += blockDim.x) {
+    for (long long e = threadIdx.x; product && e < m * m; e += blockDim.x) {
         const long long r = e % m, c = e / m;
         T acc = (r == c) ? T(1) : T(0);
         for (long long k = 0; k < m; k++) acc -= w[r + k * m] * v[k + c * m];
@@ -1372,6 +1389,32 @@ static cublasStatus_t trsm_b(cublasHandle_t h, cublasFillMode_t uplo, cublasDiag
     return cublasDtrsmBatched(h, CUBLAS_SIDE_LEFT, uplo, CUBLAS_OP_N, diag, m, m, &one, A, m, B, m, count);
 }
 
+static cublasStatus_t gemm_nn_b(cublasHandle_t h, int m, double alpha, const float *const *A, const float *const *B,
+                                double beta, float *const *C, int count)
+{
+    const float a = (float)alpha, b = (float)beta;
+    return cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &a, A, m, B, m, &b, C, m, count);
+}
+static cublasStatus_t gemm_nn_b(cublasHandle_t h, int m, double alpha, const double *const *A, const double *const *B,
+                                double beta, double *const *C, int count)
+{
+    return cublasDgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &alpha, A, m, B, m, &beta, C, m, count);
+}
+
+/* The interfaces with m_i > 0 in increasing order of m (insertion sort: m takes few
+ * values) into order; their count. */
+static long long interfaces_by_m(const sap_band_layout *L, long long *order)
+{
+    long long no = 0;
+    for (long long i = 0; i < L->P - 1; i++) {
+        if (L->m[i] == 0) continue;
+        long long j = no++;
+        while (j > 0 && L->m[order[j - 1]] > L->m[i]) order[j] = order[j - 1], j--;
+        order[j] = i;
+    }
+    return no;
+}
+
 /* The blocked spikes: the coupling blocks of the factors made dense (k_spike_blocks), then
  * V_i = U_bb^{-1} L_bb^{-1} B_i and W_{i+1} = L_tt^{-1} U_tt^{-1} C_{i+1} as cuBLAS's batched
  * triangular solves, one call per triangle and coupling size m (the interfaces grouped by
@@ -1403,15 +1446,8 @@ template <typename T> static sap_status spikes_blocked_t(sap_band_fact *F)
     SAP_CUDA_TRY(ctx, cudaMemcpyAsync(F->V, F->B, sizeof(T) * (size_t)ncpl, cudaMemcpyDeviceToDevice, s));
     SAP_CUDA_TRY(ctx, cudaMemcpyAsync(F->W, F->C, sizeof(T) * (size_t)ncpl, cudaMemcpyDeviceToDevice, s));
     {
-        /* the interfaces in order of m (insertion sort: m takes few values), their pointers
-         * Dv V Dw W as four arrays of ni */
-        long long no = 0;
-        for (long long i = 0; i < ni; i++) {
-            if (L->m[i] == 0) continue;
-            long long j = no++;
-            while (j > 0 && L->m[order[j - 1]] > L->m[i]) order[j] = order[j - 1], j--;
-            order[j] = i;
-        }
+        /* the interfaces in order of m, their pointers Dv V Dw W as four arrays of ni */
+        const long long no = interfaces_by_m(L, order);
         for (long long q = 0; q < no; q++) {
             const long long i = order[q], o = L->coff[i];
             hp[q] = D + o;
@@ -1490,14 +1526,75 @@ template <typename T> static sap_status spikes_t(sap_band_fact *F)
     return SAP_OK;
 }
 
+/* R_i = I - W_{i+1} V_i of every interface by cuBLAS's batched GEMM (grouped by m) */
+template <typename T> static sap_status reduced_product_blocked_t(sap_band_fact *F)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    const sap_band_layout *L = &F->L;
+    cudaStream_t s = stream_of(ctx);
+    const long long ni = L->P - 1;
+    sap_status st = SAP_OK;
+    void **hp = NULL, **dp = NULL;
+    long long *order = NULL;
+    cublasHandle_t h = NULL;
+    {
+        void *hv = NULL;
+        SAP_TRY(sap__cuda_cublas(ctx, &hv));
+        h = (cublasHandle_t)hv;
+    }
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(void *) * (size_t)(3 * ni), (void **)&dp));
+    SAP_CUDA_HOST_ALLOC(ctx, hp, 3 * ni);
+    SAP_CUDA_HOST_ALLOC(ctx, order, ni);
+    k_identity_blocks<T><<<(unsigned)ni, 256, 0, s>>>((T *)F->R, pv->d);
+    SAP_CUDA_TRY_LAUNCH(ctx, "band reduced systems: identity");
+    {
+        const long long no = interfaces_by_m(L, order);
+        for (long long q = 0; q < no; q++) {
+            const long long o = L->coff[order[q]];
+            hp[q] = (T *)F->W + o;
+            hp[ni + q] = (T *)F->V + o;
+            hp[2 * ni + q] = (T *)F->R + o;
+        }
+        SAP_CUDA_TRY(ctx, cudaMemcpyAsync(dp, hp, sizeof(void *) * (size_t)(3 * ni), cudaMemcpyHostToDevice, s));
+        for (long long q0 = 0; q0 < no;) {
+            const long long m = L->m[order[q0]];
+            long long q1 = q0;
+            while (q1 < no && L->m[order[q1]] == m) q1++;
+            const cublasStatus_t cs =
+                gemm_nn_b(h, (int)m, -1.0, (const T *const *)(dp + q0), (const T *const *)(dp + ni + q0), 1.0,
+                          (T *const *)(dp + 2 * ni + q0), (int)(q1 - q0));
+            if (cs != CUBLAS_STATUS_SUCCESS) {
+                st = SAP_ERROR(ctx, cs == CUBLAS_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE,
+                               "band reduced systems: cuBLAS batched GEMM (m = %lld): %s", m, cublasGetStatusString(cs));
+                goto cleanup;
+            }
+            q0 = q1;
+        }
+    }
+cleanup:
+    /* the pointers are read by the queued GEMMs: wait before they go back to the pool */
+    (void)cudaStreamSynchronize(s);
+    sap__cuda_free(ctx, dp);
+    sap__free(ctx, hp);
+    sap__free(ctx, order);
+    return st;
+}
+
 template <typename T> static sap_status reduced_factor_t(sap_band_fact *F)
 {
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
     if (F->L.P < 2) return SAP_OK;
+    /* R = I - W V as level-3 BLAS where the spikes are (the same coupling sizes) */
+    const int product = !spikes_blocked_pick(pv->mmax);
+    if (!product) {
+        sap_status st = reduced_product_blocked_t<T>(F);
+        if (st < 0) return st;
+    }
     k_reduced_factor<T><<<(unsigned)(F->L.P - 1), 512, 0, s>>>((const T *)F->V, (const T *)F->W, (T *)F->R,
-                                                               (int *)F->rpiv, pv->d);
+                                                               (int *)F->rpiv, pv->d, product);
     SAP_CUDA_LAUNCHED(ctx, "band reduced factor");
     SAP_CUDA_CHECK(ctx, cudaStreamSynchronize(s));
     return SAP_OK;
