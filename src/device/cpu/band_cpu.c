@@ -16,6 +16,27 @@
 #include <omp.h>
 #endif
 
+/* The spikes as LAPACK's triangular solves (the coupling blocks of the factors made
+ * dense, then trsm with m right-hand sides) and the reduced matrices I - W V as one gemm,
+ * from a coupling size of CPU_SPIKES_BLOCKED_MMIN on where LAPACK is linked; SAP_BAND_SPIKES
+ * = rows | blocked forces either (as on cuda).  The same 2 m^3 flops a spike as the
+ * per-column substitutions, in level-3 BLAS. */
+#define CPU_SPIKES_BLOCKED_MMIN 32
+static int cpu_spikes_blocked(const sap_band_layout *L)
+{
+#ifdef SAP_HAVE_LAPACK
+    sap_int mmax = 0;
+    for (sap_int i = 0; i + 1 < L->P; i++)
+        if (L->m[i] > mmax) mmax = L->m[i];
+    const char *env = getenv("SAP_BAND_SPIKES");
+    if (env && !strcmp(env, "rows")) return 0;
+    if (env && !strcmp(env, "blocked")) return 1;
+    return mmax >= CPU_SPIKES_BLOCKED_MMIN;
+#else
+    (void)L;
+    return 0;
+#endif
+}
 
 #define S d
 #define REAL double

@@ -316,6 +316,60 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
 
 /* Dense column-major m x m helpers (ld = m). */
 
+/* B = T^{-1} B for an m x m triangle T (lower or upper, unit diagonal or not) and m
+ * columns, column-major (ld m): LAPACK's trsm where linked, else substitution */
+static void FN(tri_solve)(int lower, int unit, sap_int m, const REAL *T, REAL *B)
+{
+#ifdef SAP_HAVE_LAPACK
+    const int im = (int)m;
+    const REAL one = 1;
+    XTRSM("L", lower ? "L" : "U", "N", unit ? "U" : "N", &im, &im, &one, T, &im, B, &im, 1, 1, 1, 1);
+#else
+    for (sap_int c = 0; c < m; c++) {
+        REAL *x = B + c * m;
+        if (lower)
+            for (sap_int r = 0; r < m; r++) {
+                if (!unit) x[r] /= T[r + r * m];
+                for (sap_int q = r + 1; q < m; q++) x[q] -= T[q + r * m] * x[r];
+            }
+        else
+            for (sap_int r = m - 1; r >= 0; r--) {
+                if (!unit) x[r] /= T[r + r * m];
+                for (sap_int q = 0; q < r; q++) x[q] -= T[q + r * m] * x[r];
+            }
+    }
+#endif
+}
+
+/* Interface i's spikes through level-3 BLAS (cpu_spikes_blocked): D (m x m work) takes
+ * the dense coupling block of partition i's LU (L strictly below the diagonal, U on and
+ * above), then of partition i + 1's UL window (U strictly above, L on and below). */
+static void FN(spikes_blocked_one)(sap_band_fact *Fa, sap_int i, REAL *D)
+{
+    const sap_band_layout *L = &Fa->L;
+    const sap_int m = L->m[i];
+    {
+        const sap_int nb = L->off[i + 1] - L->off[i], K = L->Ki[i], s = nb - m;
+        const REAL *a = (const REAL *)Fa->lu + L->boff[i];
+        REAL *v = (REAL *)Fa->V + L->coff[i];
+        for (sap_int c = 0; c < m; c++)
+            for (sap_int r = 0; r < m; r++) D[r + c * m] = FN(band_at)(a, nb, K, s + r, s + c);
+        memcpy(v, (const REAL *)Fa->B + L->coff[i], sizeof(REAL) * (size_t)(m * m));
+        FN(tri_solve)(1, 1, m, D, v); /* L_bb unit lower */
+        FN(tri_solve)(0, 0, m, D, v); /* U_bb upper */
+    }
+    {
+        const sap_int b = i + 1, K = L->Ki[b], w = L->w[b];
+        const REAL *win = (const REAL *)Fa->ul + Fa->uoff[b];
+        REAL *x = (REAL *)Fa->W + L->coff[i];
+        for (sap_int c = 0; c < m; c++)
+            for (sap_int r = 0; r < m; r++) D[r + c * m] = FN(band_at)(win, w, K, r, c);
+        memcpy(x, (const REAL *)Fa->C + L->coff[i], sizeof(REAL) * (size_t)(m * m));
+        FN(tri_solve)(0, 1, m, D, x); /* U_tt unit upper */
+        FN(tri_solve)(1, 0, m, D, x); /* L_tt lower */
+    }
+}
+
 static sap_status FN(band_spikes)(sap_band_fact *Fa)
 {
     sap_context *ctx = Fa->ctx;
@@ -323,10 +377,23 @@ static sap_status FN(band_spikes)(sap_band_fact *Fa)
     const int nt = L->n < 4096 ? 1 : sap__threads(ctx); /* no fork/join for tiny systems */
     const REAL *lu = Fa->lu, *Bc = Fa->B, *Cc = Fa->C;
     REAL *V = Fa->V, *W = Fa->W;
-    SAP_OMP_FOR_DYNAMIC(nt, 1)
+    const int blocked = cpu_spikes_blocked(L);
+    const int blas_was = blocked && nt > 1 ? sap__blas_threads(1) : 0; /* an interface a thread */
+    sap_int nfail = 0;
+    SAP_OMP("omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(+ : nfail)")
     for (sap_int i = 0; i < L->P - 1; i++) {
         const sap_int m = L->m[i];
         if (m == 0) continue;
+        if (blocked) {
+            REAL *D = malloc(sizeof(REAL) * (size_t)m * (size_t)m);
+            if (!D) {
+                nfail++;
+                continue;
+            }
+            FN(spikes_blocked_one)(Fa, i, D);
+            free(D);
+            continue;
+        }
         /* V_i^(b) = U_bb^{-1} L_bb^{-1} B_i from the bottom-right m x m of the LU of A_i */
         {
             const sap_int nb = L->off[i + 1] - L->off[i], K = L->Ki[i], s = nb - m;
@@ -372,6 +439,9 @@ static sap_status FN(band_spikes)(sap_band_fact *Fa)
             }
         }
     }
+    (void)nt;
+    sap__blas_threads_restore(blas_was);
+    if (nfail) return SAP_ERROR(ctx, SAP_ERR_OUT_OF_MEMORY, "band spikes: out of memory for work space");
     return SAP_OK;
 }
 
@@ -381,6 +451,8 @@ static sap_status FN(band_reduced_factor)(sap_band_fact *Fa)
     const sap_band_layout *L = &Fa->L;
     const int nt = L->n < 4096 ? 1 : sap__threads(ctx); /* no fork/join for tiny systems */
     sap_int nsing = 0;
+    const int gemm = cpu_spikes_blocked(L); /* R = I - W V as one gemm where the spikes are BLAS */
+    const int blas_was = gemm && nt > 1 ? sap__blas_threads(1) : 0;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) reduction(+ : nsing)
 #endif
@@ -391,16 +463,19 @@ static sap_status FN(band_reduced_factor)(sap_band_fact *Fa)
         REAL *R = (REAL *)Fa->R + L->coff[i];
         int32_t *piv = Fa->rpiv + Fa->roff[i];
         /* R = I - W V */
-        for (sap_int c = 0; c < m; c++) {
-            REAL *rc = R + c * m;
-            for (sap_int r = 0; r < m; r++) rc[r] = (REAL)(r == c);
-            for (sap_int k = 0; k < m; k++) {
-                const REAL vk = v[k + c * m];
-                if (vk == 0) continue;
-                const REAL *wk = w + k * m;
-                for (sap_int r = 0; r < m; r++) rc[r] -= wk[r] * vk;
+        for (sap_int c = 0; c < m; c++)
+            for (sap_int r = 0; r < m; r++) R[r + c * m] = (REAL)(r == c);
+        if (gemm) FN(blk_gemm)(m, m, m, w, m, v, m, R, m);
+        else
+            for (sap_int c = 0; c < m; c++) {
+                REAL *rc = R + c * m;
+                for (sap_int k = 0; k < m; k++) {
+                    const REAL vk = v[k + c * m];
+                    if (vk == 0) continue;
+                    const REAL *wk = w + k * m;
+                    for (sap_int r = 0; r < m; r++) rc[r] -= wk[r] * vk;
+                }
             }
-        }
         /* LU with partial pivoting (right-looking, column-major) */
         for (sap_int k = 0; k < m; k++) {
             sap_int p = k;
@@ -430,6 +505,7 @@ static sap_status FN(band_reduced_factor)(sap_band_fact *Fa)
         }
     }
     (void)nt;
+    sap__blas_threads_restore(blas_was);
     if (nsing) sap__log(ctx, SAP_PRINT_INFO, "band: %lld singular reduced-system pivots set to 1", (long long)nsing);
     return SAP_OK;
 }
