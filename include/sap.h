@@ -642,7 +642,7 @@ typedef enum sap_krylov_type {
     SAP_KRYLOV_ASYNC_JACOBI = 11, /* block-asynchronous Jacobi; parameter: local sweeps
                                     (default 2, 1..64) */
     SAP_KRYLOV_RICHARDSON = 12 /* preconditioned Richardson while every step contracts the
-                                  residual 8x, then BiCGStab(l); parameter l (default 2) */
+                                  residual 4x, then BiCGStab(l); parameter l (default 2) */
 } sap_krylov_type;
 
 typedef enum sap_precond_side { SAP_PRECOND_RIGHT = 0, SAP_PRECOND_LEFT = 1 } sap_precond_side;

@@ -711,7 +711,7 @@ double sap__cost_predict(sap_solver *S, sap_solver_method m, double *iters, char
     const double apc = cg ? 1.0 : 4.0;
     const double ta = sap__cost_apply_seconds(S->x, &r, S->A->nrows, K, P, prec, coupled);
     /* the automatic Krylov method of a SaP attempt is Richardson (krylov/richardson.c) until
-     * a step contracts less than 8x, then BiCGStab(2): a near-exact band costs
+     * a step contracts less than 4x, then BiCGStab(2): a near-exact band costs
      * SV_SAP_RICH_STEPS steps of one SpMV + one apply */
     if (!cg && S->opt.krylov_auto && it <= SV_SAP_ITERS_MIN) {
         const double step = tj + ta;
