@@ -47,22 +47,18 @@ sap_int sap__host_first_nonfinite(const sap_context *ctx, const double *x, sap_i
     if (n <= 0) return n;
     const sap_int nb = (n + SCAN_BLOCK - 1) / SCAN_BLOCK;
     const int nt = sap__threads_for(ctx, (double)n);
-    sap_int first = n;
+    sap_int first = n; /* a thread's own least so far (the reduction takes the least of them) */
     (void)nt;
-    SAP_OMP_FOR_DYNAMIC(nt, 8)
+    SAP_OMP("omp parallel for schedule(dynamic, 8) num_threads(nt) reduction(min : first)")
     for (sap_int blk = 0; blk < nb; blk++) {
-        sap_int f;
-        SAP_OMP("omp atomic read")
-        f = first;
         const sap_int i0 = blk * SCAN_BLOCK;
-        if (f <= i0) continue; /* one before this block already */
+        if (first <= i0) continue; /* this thread found one before this block already */
         const sap_int i1 = i0 + SCAN_BLOCK < n ? i0 + SCAN_BLOCK : n;
         uint64_t bad = 0;
         for (sap_int i = i0; i < i1; i++) bad |= (uint64_t)((bits_of(x, i) & 0x7ff0000000000000u) == 0x7ff0000000000000u);
         if (!bad) continue;
         sap_int i = i0;
         while ((bits_of(x, i) & 0x7ff0000000000000u) != 0x7ff0000000000000u) i++;
-        SAP_OMP("omp critical(sap_first_nonfinite)")
         if (i < first) first = i;
     }
     return first;
