@@ -237,8 +237,19 @@ typedef struct sap__copy_shape {
  * threads), which it takes (*h = NULL). */
 void sap__copy_shape_finish(sap__copy_shape *sh, sap_int kmax, const double *dmin_b, sap_int nb, double **h,
                             sap_int hl, int nt);
+/* The rows of B = A(p, :) (p NULL: A's order), scaled r_i a_ij c_j (rs and cs NULL: not),
+ * into B->val at B->rowptr (B made by the caller; their columns copied into B->colind too
+ * unless B shares A's), in sap__dist_hist_blocks' blocks of B on up to nt threads, one pass:
+ * sh (may be NULL) gets B's K, least dominance and, sh->want_hist, distance histogram (the
+ * figures of sap__band_shape and the sums of sap__drop_hist, bit for bit).  dg (may be NULL;
+ * p NULL then): |a_jj| of every row j, for DB's S0 test in the same pass: *s0 = 0 where an
+ * entry is not finite or larger than its row's |a_ii| (the rows after the first such one are
+ * skipped), 2 where it holds but some |a_ij|^2 > |a_ii a_jj|, else 1; sh is filled only
+ * where *s0 = 1 (always without dg). */
+sap_status sap__csr_rows_shape(const sap_csr *A, const sap_int *p, const double *rs, const double *cs,
+                               const double *dg, sap_csr *B, int nt, sap__copy_shape *sh, int *s0);
 /* sap__csr_permute_scaled_into; with q == NULL and sh given, the pass also fills sh for B
- * (its rows in sap__dist_hist_blocks' blocks of B). */
+ * (sap__csr_rows_shape). */
 sap_status sap__csr_permute_scaled_shape(const sap_csr *A, const sap_int *p, const sap_int *q, const double *rs,
                                          const double *cs, double *val, sap__copy_shape *sh, sap_csr **out);
 

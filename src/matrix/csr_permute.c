@@ -6,6 +6,7 @@
 #include "base/base.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define PERMUTE_WINDOW_MAX 65536 /* the widest window (sap_int slots per thread) */
@@ -106,16 +107,46 @@ void sap__copy_shape_finish(sap__copy_shape *sh, sap_int kmax, const double *dmi
     *h = NULL;
 }
 
-/* B = A(p, :) scaled (bp: B's row pointer, made) in the distance histogram's blocks of B,
- * each row copied, its squares into its block's histogram (h: NULL for none) and its least
- * dominance into dmin_b[block]; then sh filled.  The sums of sap__drop_hist(B) and the
- * figures of sap__band_shape(B), bit for bit. */
-static sap_status rows_with_shape(sap_context *ctx, const sap_csr *A, const sap_int *p, const double *rs,
-                                  const double *cs, sap_csr *B, int nt, sap__copy_shape *sh)
+/* One row of the copy: row r of A (at src, len entries) as row i of B (its values at
+ * B->val + dst, its columns copied to B->colind + dst unless B shares A's), scaled r_i a_ij
+ * c_j; their squares into the distance histogram hb (NULL: none); the row's diagonal and
+ * off-diagonal magnitudes summed.  dg (may be NULL, rows in A's order): |a_jj| of every row
+ * j, for DB's S0 test: returns 1 when an entry is not finite or larger than |a_ii|, else
+ * sets *asym where some |a_ij|^2 > |a_ii a_jj|. */
+static inline int copy_row(const sap_csr *A, sap_csr *B, sap_int i, sap_int r, sap_int dst, const double *rs,
+                           const double *cs, const double *dg, double *hb, double *dsum, double *osum, int *asym)
 {
+    const sap_int src = A->rowptr[r], len = A->rowptr[r + 1] - src, *ai = A->colind + src;
+    const double *ax = A->val + src, ri = rs ? rs[r] : 1.0;
+    double *bv = B->val + dst, diag = 0, off = 0, mo = 0;
+    int nf = 0, as = 0;
+    if (B->colind != A->colind) memcpy(B->colind + dst, ai, sizeof(sap_int) * (size_t)len);
+    for (sap_int k = 0; k < len; k++) {
+        const sap_int c = ai[k], d = c > i ? c - i : i - c;
+        const double v = rs ? (ri * ax[k]) * cs[c] : ax[k];
+        bv[k] = v;
+        if (hb) hb[d] += v * v;
+        if (c == i) diag += fabs(v);
+        else off += fabs(v);
+        if (dg) {
+            const double a = fabs(ax[k]);
+            nf |= !(a < INFINITY);
+            if (c != i && a > mo) mo = a;
+            as |= a * a > dg[i] * dg[c];
+        }
+    }
+    *dsum = diag;
+    *osum = off;
+    if (as) *asym = 1;
+    return dg && (nf || mo > dg[i]);
+}
+
+sap_status sap__csr_rows_shape(const sap_csr *A, const sap_int *p, const double *rs, const double *cs,
+                               const double *dg, sap_csr *B, int nt, sap__copy_shape *sh, int *s0)
+{
+    sap_context *ctx = A->ctx;
     sap_status st = SAP_OK;
     const sap_int n = A->nrows, *ap = A->rowptr, *ai = A->colind, *bp = B->rowptr;
-    const double *ax = A->val;
     double *h = NULL, *dmin_b = NULL;
     if (A->nnz < 200000) nt = 1; /* (sap__drop_hist's rule) */
     sap_int kmax = 0;
@@ -128,33 +159,32 @@ static sap_status rows_with_shape(sap_context *ctx, const sap_csr *A, const sap_
         if (d > kmax) kmax = d;
     }
     const sap_int hl = kmax + 1, nb = sap__dist_hist_blocks(B, hl);
-    if (sh->want_hist) SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
+    if (sh && sh->want_hist) SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
     SAP_ALLOC(ctx, dmin_b, nb);
     const int nt_all = nt;
     if (nt > nb) nt = (int)nb;
+    atomic_int bad, asym;
+    atomic_init(&bad, 0);
+    atomic_init(&asym, 0);
     SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
     for (sap_int b = 0; b < nb; b++) {
         sap_int r0 = 0, r1 = 0;
         sap__dist_hist_block_rows(B, nb, b, &r0, &r1);
         double *hb = h ? h + (size_t)b * (size_t)hl : NULL, dm = INFINITY;
+        int as = 0;
         for (sap_int i = r0; i < r1; i++) {
-            const sap_int r = p ? p[i] : i, src = ap[r], len = ap[r + 1] - src, dst = bp[i];
-            const double ri = rs ? rs[r] : 1.0;
-            double diag = 0, off = 0;
-            memcpy(B->colind + dst, ai + src, sizeof(sap_int) * (size_t)len);
-            for (sap_int k = 0; k < len; k++) {
-                const sap_int c = ai[src + k], d = c > i ? c - i : i - c;
-                const double v = rs ? (ri * ax[src + k]) * cs[c] : ax[src + k];
-                B->val[dst + k] = v;
-                if (hb) hb[d] += v * v;
-                if (c == i) diag += fabs(v);
-                else off += fabs(v);
-            }
+            if (dg && atomic_load_explicit(&bad, memory_order_relaxed)) break;
+            double diag, off;
+            if (copy_row(A, B, i, p ? p[i] : i, bp[i], rs, cs, dg, hb, &diag, &off, &as))
+                atomic_store_explicit(&bad, 1, memory_order_relaxed);
             if (off > 0 && diag / off < dm) dm = diag / off;
         }
+        if (as) atomic_store_explicit(&asym, 1, memory_order_relaxed);
         dmin_b[b] = dm;
     }
-    sap__copy_shape_finish(sh, kmax, dmin_b, nb, &h, hl, nt_all);
+    const int test = !dg ? 1 : atomic_load(&bad) ? 0 : atomic_load(&asym) ? 2 : 1;
+    if (s0) *s0 = test;
+    if (sh && test == 1) sap__copy_shape_finish(sh, kmax, dmin_b, nb, &h, hl, nt_all);
 cleanup:
     sap__free(ctx, h);
     sap__free(ctx, dmin_b);
@@ -204,7 +234,7 @@ sap_status sap__csr_permute_scaled_shape(const sap_csr *A, const sap_int *p, con
     /* a row whose new columns span at most wcap (and 4 x its length + 64) is ordered by a
      * scatter into a dense window of source positions, the others by sorting */
     if (sh && !qinv) { /* the copy and its shape in one pass */
-        SAP_TRY(rows_with_shape(ctx, A, p, rs, cs, B, nt, sh));
+        SAP_TRY(sap__csr_rows_shape(A, p, rs, cs, NULL, B, nt, sh, NULL));
         goto done;
     }
     sap_int wcap = 0;

@@ -86,50 +86,13 @@ sap_status sap_reorder(const sap_csr *A, const sap_reorder_options *opt, sap_reo
     return sap__reorder_share(A, opt, out, NULL, NULL);
 }
 
-/* One row of the scaled copy: its values r_i a_ij c_j into val, their squares into the
- * distance histogram hb (NULL: none); its diagonal and off-diagonal magnitudes summed.
- * dg (may be NULL): |a_jj| of every row j, for DB's S0 test of the row: returns 1 when an
- * entry is not finite or larger than |a_ii| (the identity not shown a maximum-product
- * matching), else sets *asym where some |a_ij|^2 > |a_ii a_jj|. */
-static inline int scaled_row(const sap_csr *A, const double *rs, const double *cs, const double *dg, sap_int i,
-                             double *val, double *hb, double *dsum, double *osum, int *asym)
-{
-    const sap_int *rp = A->rowptr, *ci = A->colind;
-    const double *ax = A->val, ri = rs ? rs[i] : 1.0;
-    double diag = 0, off = 0, mo = 0;
-    int nf = 0, as = 0;
-    for (sap_int k = rp[i]; k < rp[i + 1]; k++) {
-        const double v = rs ? (ri * ax[k]) * cs[ci[k]] : ax[k];
-        const sap_int c = ci[k], d = c > i ? c - i : i - c;
-        val[k] = v;
-        if (hb) hb[d] += v * v;
-        if (c == i) diag += fabs(v);
-        else off += fabs(v);
-        if (dg) {
-            const double a = fabs(ax[k]);
-            nf |= !(a < INFINITY);
-            if (c != i && a > mo) mo = a;
-            as |= a * a > dg[i] * dg[c];
-        }
-    }
-    *dsum = diag;
-    *osum = off;
-    if (as) *asym = 1;
-    return dg && (nf || mo > dg[i]);
-}
-
-/* B's values r_i a_ij c_j in val (nnz doubles, taken), its pattern A's arrays; sh (may be
- * NULL): B's K, d and (sh->want_hist) distance histogram from the same pass, in the
- * histogram's row blocks (sap__dist_hist_blocks: the sums of sap__drop_hist, bit for bit).
- * dg (may be NULL): DB's S0 test in the same pass (scaled_row): *s0 = 0 when it fails (B
- * then unfinished: rows after the first failure are skipped), 1 when it holds, 2 when it
- * holds but not |a_ij|^2 <= |a_ii a_jj| everywhere. */
+/* B's values r_i a_ij c_j in val (nnz doubles, taken), its pattern A's arrays, written by
+ * sap__csr_rows_shape: sh (may be NULL) gets B's shape, dg (may be NULL) DB's S0 test into
+ * *s0 (B unfinished where it fails) from the same pass. */
 static sap_status scaled_view(const sap_csr *A, const double *rs, const double *cs, const double *dg, double *val,
                               sap__copy_shape *sh, int *s0, sap_csr **out)
 {
     sap_context *ctx = A->ctx;
-    sap_status st = SAP_OK;
-    double *h = NULL, *dmin_b = NULL;
     sap_csr *B = sap__alloc(ctx, 1, sizeof(sap_csr), true, __FILE__, __LINE__);
     if (!B) {
         sap__free(ctx, val);
@@ -142,47 +105,15 @@ static sap_status scaled_view(const sap_csr *A, const double *rs, const double *
     B->rowptr = A->rowptr;
     B->colind = A->colind;
     B->val = val;
-    const sap_int n = A->nrows;
-    int nt = sap__threads_for(ctx, (double)A->nnz + (double)n);
-    if (A->nnz < SAP_REORDER_PAR_MIN) nt = 1;
-    const sap_int kmax = sap__block_bandwidth(A, 0, n); /* the histogram's length - 1 */
-    const sap_int hl = kmax + 1, nb = sap__dist_hist_blocks(A, hl);
-    if (sh && sh->want_hist) SAP_CALLOC(ctx, h, (size_t)hl * (size_t)nb);
-    SAP_ALLOC(ctx, dmin_b, nb);
-    const int nt_all = nt;
-    if (nt > nb) nt = (int)nb;
-    (void)nt;
-    atomic_int bad, asym;
-    atomic_init(&bad, 0);
-    atomic_init(&asym, 0);
-    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
-    for (sap_int b = 0; b < nb; b++) {
-        sap_int r0 = 0, r1 = 0;
-        sap__dist_hist_block_rows(A, nb, b, &r0, &r1);
-        double *hb = h ? h + (size_t)b * (size_t)hl : NULL, dm = INFINITY;
-        int as = 0;
-        for (sap_int i = r0; i < r1; i++) {
-            if (dg && atomic_load_explicit(&bad, memory_order_relaxed)) break;
-            double diag, off;
-            if (scaled_row(A, rs, cs, dg, i, val, hb, &diag, &off, &as))
-                atomic_store_explicit(&bad, 1, memory_order_relaxed);
-            if (off > 0 && diag / off < dm) dm = diag / off;
-        }
-        if (as) atomic_store_explicit(&asym, 1, memory_order_relaxed);
-        dmin_b[b] = dm;
-    }
-    if (s0) *s0 = atomic_load(&bad) ? 0 : atomic_load(&asym) ? 2 : 1;
-    if (sh && !(s0 && *s0 != 1)) sap__copy_shape_finish(sh, kmax, dmin_b, nb, &h, hl, nt_all);
-    *out = B;
-    B = NULL;
-cleanup:
-    sap__free(ctx, h);
-    sap__free(ctx, dmin_b);
-    if (B) { /* its values freed with it, not the pattern */
+    const sap_status st =
+        sap__csr_rows_shape(A, NULL, rs, cs, dg, B, sap__threads_for(ctx, (double)A->nnz + (double)A->nrows), sh, s0);
+    if (st < 0) { /* its values freed with it, not the pattern */
         B->rowptr = NULL;
         B->colind = NULL;
         sap_csr_destroy(B);
+        return st;
     }
+    *out = B;
     return st;
 }
 
