@@ -679,8 +679,10 @@ static void blocked_case(sap_context *ctx, sap_context *ref, sap_int n, sap_int 
     sap_status st[3] = {SAP_OK, SAP_OK, SAP_OK};
     setenv("SAP_BAND_FACTOR", "rows", 1);
     setenv("SAP_BAND_SPIKES", "rows", 1);
+    setenv("SAP_BAND_RDCD", "kernel", 1); /* cuda: the reduced systems' LU a block each */
     st[0] = pc_apply(ctx, A, name, P, prec, r, z[0], &bs[0]);
     if (ref) st[2] = pc_apply(ref, A, name, P, prec, r, z[2], &bs[2]);
+    unsetenv("SAP_BAND_RDCD"); /* the automatic choice: cuSOLVER's getrf for the wide ones */
     setenv("SAP_BAND_FACTOR", "blocked", 1);
     setenv("SAP_BAND_SPIKES", "blocked", 1);
     st[1] = pc_apply(ctx, A, name, P, prec, r, z[1], &bs[1]);
@@ -792,6 +794,50 @@ static void blocked_diagonal_case(sap_context *ctx, sap_context *ref)
     }
     free(r);
     for (int v = 0; v < 3; v++) free(z[v]);
+    sap_csr_destroy(A);
+}
+
+/* A singular reduced system: A = [I I; I I] (n = 2 m, m = 40) in two partitions has
+ * V = W = I, so R = I - W V = 0, and LAPACK's / cuSOLVER's getrf (asked: SAP_BAND_RDCD=
+ * solver on cuda; the cpu takes getrf from m = 32) meets exact zero pivots.  The interface
+ * must then be refactored with the pivots set to 1 (the preconditioner stays usable): a
+ * finite apply, and on cuda the cpu's (ref) values. */
+static void singular_reduced_case(sap_context *ctx, sap_context *ref)
+{
+    const sap_int m = 40, n = 2 * m;
+    sap_csr *A = NULL;
+    CHECK_OK(ctx, sap_csr_create(ctx, n, n, 2 * n, &A));
+    if (!A) return;
+    for (sap_int i = 0; i < n; i++) {
+        const sap_int j = i < m ? i + m : i - m;
+        A->rowptr[i] = 2 * i;
+        A->colind[2 * i] = i < j ? i : j;
+        A->colind[2 * i + 1] = i < j ? j : i;
+        A->val[2 * i] = A->val[2 * i + 1] = 1.0;
+    }
+    A->rowptr[n] = 2 * n;
+    double r[80], z[2][80];
+    for (sap_int i = 0; i < n; i++) r[i] = 1.0 + 0.01 * (double)i;
+    for (int p = 0; p < 2; p++) {
+        const sap_precision prec = p ? SAP_DOUBLE : SAP_FLOAT;
+        setenv("SAP_BAND_RDCD", "solver", 1);
+        sap_status st = pc_apply(ctx, A, "sap-c", 2, prec, r, z[0], NULL);
+        sap_status st2 = ref ? pc_apply(ref, A, "sap-c", 2, prec, r, z[1], NULL) : SAP_OK;
+        unsetenv("SAP_BAND_RDCD");
+        CHECK_MSG(st >= 0 && st2 >= 0, "singular reduced system %s: %s %s (%s)", p ? "double" : "float",
+                  sap_status_name(st), sap_status_name(st2), sap_context_last_error(ctx));
+        if (st < 0 || st2 < 0) continue;
+        double diff = 0, nrm = 0;
+        int finite = 1;
+        for (sap_int i = 0; i < n; i++) {
+            finite &= isfinite(z[0][i]);
+            if (ref) diff = fmax(diff, fabs(z[0][i] - z[1][i]));
+            nrm = fmax(nrm, fabs(z[0][i]));
+        }
+        CHECK_MSG(finite && nrm > 0, "singular reduced system %s: apply not finite", p ? "double" : "float");
+        CHECK_MSG(diff <= (p ? 1e-12 : 1e-5) * nrm, "singular reduced system %s: %.3g from the cpu's",
+                  p ? "double" : "float", diff / nrm);
+    }
     sap_csr_destroy(A);
 }
 
@@ -959,6 +1005,7 @@ static int cpu_part(void)
     test_band_source(ctx);
     blocked_cases(ctx, NULL, sap_test_smoke());
     blocked_diagonal_case(ctx, NULL);
+    singular_reduced_case(ctx, NULL);
     test_apply_many_invalid(ctx);
     apply_many_cases(ctx, NULL);
     test_grid(ctx);
@@ -1249,6 +1296,7 @@ static int gpu_part(void)
     if (!smoke) sweep_cases(0);
     blocked_cases(G, C, smoke);
     blocked_diagonal_case(G, C);
+    singular_reduced_case(G, C);
     /* the many-column sweeps: the default choice, the per-step kernels, every chunk width */
     test_apply_many_invalid(G);
     apply_many_cases(G, NULL);

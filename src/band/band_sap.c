@@ -49,7 +49,7 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
     const double m = fmin((double)K, nbmax), w = fmin(m + 3.0 * fmax((double)K, 1.0), nbmax);
     const double ncpl = ni * m * m, band = nn * W;
     /* the backend arrays: lu; ul, B, C, V, W, R, rpiv, xr, g; the kernels' parameter block
-     * (c_prepare: 11 arrays of P + 1 eight-byte words and a counter); the norms of a fill
+     * (c_prepare: 12 arrays of P + 1 eight-byte words and a counter); the norms of a fill
      * from a source */
     double d = sap__device_alloc_size(ctx, band * es);
     if (cpl) {
@@ -58,7 +58,7 @@ void sap__band_fact_bytes(const sap_context *ctx, int64_t n, sap_int P, sap_int 
         d += sap__device_alloc_size(ctx, ni * m * 4.0) + sap__device_alloc_size(ctx, 2.0 * ni * m * es);
         d += sap__device_alloc_size(ctx, nn * es);
     }
-    d += sap__device_alloc_size(ctx, (11.0 * ((double)P + 1.0) + 1.0) * 8.0);
+    d += sap__device_alloc_size(ctx, (12.0 * ((double)P + 1.0) + 1.0) * 8.0);
     const sap_band_kernels *kt = sap__ops(ctx)->band;
     if (kt && kt->blocked_bytes && sap__band_blocked_pick(kt, (sap_int)fmin((double)K, nbmax - 1), (sap_int)nbmax,
                                                        SAP_BAND_KERNEL_AUTO))
@@ -257,6 +257,15 @@ sap_status sap__band_fact_create_src(sap_context *ctx, const sap_csr *A, const s
     const sap_band_layout *L = &F->L;
     F->coupled = o->coupled && L->P > 1;
     F->blocked = sap__band_blocked_pick(F->kt, sap__band_widest(L), sap__band_longest(L), o->kernel);
+    if (F->coupled) {
+        sap_int kw = 0, wmax = 0; /* the windows' widest own band and longest window */
+        for (sap_int b = 1; b < L->P; b++) {
+            const sap_int kb = L->Ki[b] < L->w[b] - 1 ? L->Ki[b] : L->w[b] - 1;
+            if (kb > kw) kw = kb;
+            if (L->w[b] > wmax) wmax = L->w[b];
+        }
+        F->ul_blocked = sap__band_blocked_pick(F->kt, kw, wmax, o->kernel);
+    }
     const size_t es = prec_size(prec);
     const int64_t ncpl = L->P > 1 ? L->coff[L->P - 1] : 0;
     SAP_ALLOC(ctx, F->thr, L->P);

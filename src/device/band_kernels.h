@@ -51,6 +51,11 @@ typedef struct sap_band_fact {
     /* the partitions' LU through the blocked kernels (bs-column steps of trsm / gemm on a
      * skewed copy, SAP_BAND_BS) instead of the per-row ones: sap__band_blocked_pick */
     int blocked;
+    /* SaP-C: the UL windows through the same blocked LU, of their reversal J A J (J the
+     * reversal permutation: LU of J A J = (J U J)(J L J), a UL of A).  In this storage the
+     * reversal of a window is the reversal of its (2 K + 1) w elements, which the blocked
+     * kernels fold into their copies in and out (no extra pass) */
+    int ul_blocked;
     double t_lu, t_spk, t_lurdcd;
 } sap_band_fact;
 

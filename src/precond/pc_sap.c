@@ -147,6 +147,10 @@ static sap_status sap_numeric(sap_precond *P, const sap_csr *A)
                      "; LU blocked (partitions of <= %lld rows in shared memory)", (long long)n0);
         else snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; LU blocked (asked)");
     }
+    if (d->F->ul_blocked) {
+        const size_t len = strlen(d->info.reason);
+        snprintf(d->info.reason + len, sizeof(d->info.reason) - len, "; UL blocked");
+    }
     d->info.method = m;
     d->info.P = d->F->L.P;
     d->info.K = d->F->L.K;

@@ -42,21 +42,25 @@ static int cpu_spikes_blocked(const sap_band_layout *L)
 #define REAL double
 #define XGEMM dgemm_
 #define XTRSM dtrsm_
+#define XGETRF dgetrf_
 #include "device/cpu/band_cpu_t.h"
 #undef S
 #undef REAL
 #undef XGEMM
 #undef XTRSM
+#undef XGETRF
 
 #define S s
 #define REAL float
 #define XGEMM sgemm_
 #define XTRSM strsm_
+#define XGETRF sgetrf_
 #include "device/cpu/band_cpu_t.h"
 #undef S
 #undef REAL
 #undef XGEMM
 #undef XTRSM
+#undef XGETRF
 
 #define DISPATCH(fn, Fa, ...) ((Fa)->prec == SAP_FLOAT ? band_##fn##_s(Fa, __VA_ARGS__) : band_##fn##_d(Fa, __VA_ARGS__))
 

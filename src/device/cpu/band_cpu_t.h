@@ -108,16 +108,21 @@ static void FN(blk_trsm)(int right, sap_int m, sap_int n, const REAL *T, sap_int
 #endif
 }
 
-static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL boost, REAL *t, const sap_context *stop)
+/* rev: the LU of the reversal J A J (the copies in and out read and write A(n-1-r, n-1-c) for
+ * M(r, c)), which leaves the UL factors of A in a (sap_band_fact.ul_blocked) */
+static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL boost, REAL *t, const sap_context *stop,
+                                   int rev)
 {
     const sap_int bs = SAP_BAND_BS;
     const int64_t ku = (int64_t)K + bs - 1, ldm = 2 * ku;
 #define M_AT(r, c) (t + ku + (int64_t)(r) + (int64_t)(c) * ldm)
+    /* the storage index of M(r, c): A(r, c), or A(n-1-r, n-1-c) reversed */
+#define A_AT(r, c) (rev ? (int64_t)((r) - (c) + K) * n + (n - 1 - (r)) : (int64_t)((c) - (r) + K) * n + (r))
     memset(t, 0, sizeof(REAL) * (size_t)sap__band_blocked_elems(n, K));
     for (sap_int c = 0; c < n; c++) {
         const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
         REAL *restrict mc = M_AT(0, c);
-        for (sap_int r = r0; r <= r1; r++) mc[r] = a[(int64_t)(c - r + K) * n + r];
+        for (sap_int r = r0; r <= r1; r++) mc[r] = a[A_AT(r, c)];
     }
     sap_int nboost = 0;
     for (sap_int j = 0; j < n; j += bs) {
@@ -150,8 +155,9 @@ static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL
     for (sap_int c = 0; c < n; c++) {
         const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
         const REAL *restrict mc = M_AT(0, c);
-        for (sap_int r = r0; r <= r1; r++) a[(int64_t)(c - r + K) * n + r] = mc[r];
+        for (sap_int r = r0; r <= r1; r++) a[A_AT(r, c)] = mc[r];
     }
+#undef A_AT
 #undef M_AT
     return nboost;
 }
@@ -246,20 +252,22 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
     int nt = L->n < 4096 ? 1 : sap__threads(ctx); /* no fork/join for tiny systems */
     sap_int nboost = 0, nfail = 0, nstop = 0;
     const sap_int nwin = Fa->coupled ? L->P : 0;
-    /* blocked: a partition a thread with one BLAS thread each, or, with fewer partitions
-     * than threads, one partition after the other with the BLAS's threads */
+    const int ulblk = nwin > 0 && Fa->ul_blocked;
+    /* blocked: a partition (window) a thread with one BLAS thread each, or, with fewer of
+     * them than threads, one after the other with the BLAS's threads */
     int blas_was = 0;
-    if (Fa->blocked && nt > 1) {
-        if (L->P < nt) nt = 1;
+    if ((Fa->blocked || ulblk) && nt > 1) {
+        if ((Fa->blocked ? L->P : 0) + (ulblk ? nwin - 1 : 0) < nt) nt = 1;
         else blas_was = sap__blas_threads(1);
     }
     /* the blocked LU's skewed copies: one per thread, counted by the context */
     REAL *bwork = NULL;
     int64_t belems = 0;
-    if (Fa->blocked) {
+    if (Fa->blocked || ulblk) {
         sap_int nmax = 0, kmax = 0; /* (K_i <= n_i - 1: the partitions' own bands) */
         for (sap_int b = 0; b < L->P; b++) {
-            if (L->off[b + 1] - L->off[b] > nmax) nmax = L->off[b + 1] - L->off[b];
+            const sap_int nb = Fa->blocked ? L->off[b + 1] - L->off[b] : L->w[b]; /* windows: w_b <= n_b */
+            if (nb > nmax) nmax = nb;
             if (L->Ki[b] > kmax) kmax = L->Ki[b];
         }
         belems = sap__band_blocked_elems(nmax, kmax);
@@ -281,7 +289,7 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
             continue;
         }
         const sap_int K = L->Ki[b], nrow = L->off[b + 1] - L->off[b];
-        const int blk = task < L->P && Fa->blocked;
+        const int blk = task < L->P ? Fa->blocked : ulblk;
 #ifdef _OPENMP
         REAL *const tw = bwork ? bwork + (int64_t)omp_get_thread_num() * belems : NULL;
 #else
@@ -295,8 +303,13 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
         if (task < L->P) {
             REAL *ab = (REAL *)Fa->lu + L->boff[b];
             const REAL thr = (REAL)Fa->thr[b], bst = (REAL)Fa->bst[b];
-            const sap_int nb = blk ? FN(band_lu_blocked)(ab, nrow, K, thr, bst, tw, ctx)
+            const sap_int nb = blk ? FN(band_lu_blocked)(ab, nrow, K, thr, bst, tw, ctx, 0)
                                    : FN(band_lu)(ab, nrow, K, thr, bst, work, work + K + 1, ctx);
+            if (nb < 0) nstop++;
+            else nboost += nb;
+        } else if (blk) {
+            const sap_int nb = FN(band_lu_blocked)((REAL *)Fa->ul + Fa->uoff[b], L->w[b], K, (REAL)Fa->thr[b],
+                                                   (REAL)Fa->bst[b], tw, ctx, 1);
             if (nb < 0) nstop++;
             else nboost += nb;
         } else
@@ -445,6 +458,26 @@ static sap_status FN(band_spikes)(sap_band_fact *Fa)
     return SAP_OK;
 }
 
+/* R = I - W V (m x m, column-major): one gemm, or loops */
+static void FN(reduced_matrix)(sap_int m, const REAL *w, const REAL *v, REAL *R, int gemm)
+{
+    for (sap_int c = 0; c < m; c++)
+        for (sap_int r = 0; r < m; r++) R[r + c * m] = (REAL)(r == c);
+    if (gemm) {
+        FN(blk_gemm)(m, m, m, w, m, v, m, R, m);
+        return;
+    }
+    for (sap_int c = 0; c < m; c++) {
+        REAL *rc = R + c * m;
+        for (sap_int k = 0; k < m; k++) {
+            const REAL vk = v[k + c * m];
+            if (vk == 0) continue;
+            const REAL *wk = w + k * m;
+            for (sap_int r = 0; r < m; r++) rc[r] -= wk[r] * vk;
+        }
+    }
+}
+
 static sap_status FN(band_reduced_factor)(sap_band_fact *Fa)
 {
     sap_context *ctx = Fa->ctx;
@@ -462,20 +495,21 @@ static sap_status FN(band_reduced_factor)(sap_band_fact *Fa)
         const REAL *v = (const REAL *)Fa->V + L->coff[i], *w = (const REAL *)Fa->W + L->coff[i];
         REAL *R = (REAL *)Fa->R + L->coff[i];
         int32_t *piv = Fa->rpiv + Fa->roff[i];
-        /* R = I - W V */
-        for (sap_int c = 0; c < m; c++)
-            for (sap_int r = 0; r < m; r++) R[r + c * m] = (REAL)(r == c);
-        if (gemm) FN(blk_gemm)(m, m, m, w, m, v, m, R, m);
-        else
-            for (sap_int c = 0; c < m; c++) {
-                REAL *rc = R + c * m;
-                for (sap_int k = 0; k < m; k++) {
-                    const REAL vk = v[k + c * m];
-                    if (vk == 0) continue;
-                    const REAL *wk = w + k * m;
-                    for (sap_int r = 0; r < m; r++) rc[r] -= wk[r] * vk;
-                }
+        FN(reduced_matrix)(m, w, v, R, gemm);
+        /* LU with partial pivoting: LAPACK's getrf where the spikes are BLAS (unless it meets an
+         * exact zero pivot: then R again and the loop below, which sets such pivots to 1) */
+#ifdef SAP_HAVE_LAPACK
+        if (gemm) {
+            const int im = (int)m;
+            int info = 0;
+            XGETRF(&im, &im, R, &im, (int *)piv, &info);
+            if (info == 0) {
+                for (sap_int k = 0; k < m; k++) piv[k] -= 1; /* 1-based to the solve's 0-based */
+                continue;
             }
+            FN(reduced_matrix)(m, w, v, R, gemm);
+        }
+#endif
         /* LU with partial pivoting (right-looking, column-major) */
         for (sap_int k = 0; k < m; k++) {
             sap_int p = k;

@@ -27,6 +27,9 @@ extern void dtrsm_(const char *side, const char *uplo, const char *ta, const cha
 extern void strsm_(const char *side, const char *uplo, const char *ta, const char *diag, const int *m, const int *n,
                    const float *alpha, const float *a, const int *lda, float *b, const int *ldb, size_t, size_t,
                    size_t, size_t);
+/* LAPACK's LU with partial pivoting (the dense kernels, SaP-C's reduced systems) */
+extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
+extern void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
 #endif
 
 /* The band kernels of the cpu table (band_cpu.c). */

@@ -13,7 +13,6 @@
 
 #ifdef SAP_HAVE_LAPACK
 /* Fortran LAPACK/BLAS (column-major, 32-bit integers, hidden character lengths last). */
-extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
 extern void dgetrs_(const char *trans, const int *n, const int *nrhs, const double *a, const int *lda,
                     const int *ipiv, double *b, const int *ldb, int *info, size_t trans_len);
 extern void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork,

@@ -41,6 +41,8 @@
 
 #include <cublas_v2.h>
 #include <cuda_pipeline.h>
+#include <cusolverDn.h>
+#include <math.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,8 +159,16 @@ struct blk_meta {
  * factors' array its transpose (diagonal t = c - r + K contiguous along r), so the copy goes
  * through 32 x 32 tiles in shared memory: slots (delta = r - c, c) of a tile read along c
  * (consecutive entries of one diagonal) and written along delta (one column of M) */
+/* the storage index of element (r, c) of a band of n rows, half-bandwidth K: A(r, c), or with
+ * rev that of (J A J)(r, c) = A(n-1-r, n-1-c) (the UL windows: sap_band_fact.ul_blocked) */
+__device__ inline long long bidx(long long n, long long K, long long r, long long c, int rev)
+{
+    return rev ? (r - c + K) * n + (n - 1 - r) : (c - r + K) * n + r;
+}
+
 template <typename T>
-__global__ void __launch_bounds__(256) k_blk_to_skew(const T *__restrict__ lu, T *M, band_dev d, blk_meta mt, long long P)
+__global__ void __launch_bounds__(256) k_blk_to_skew(const T *__restrict__ lu, T *M, band_dev d, blk_meta mt, long long P,
+                                                     int rev)
 {
     __shared__ T tile[32][33];
     const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5; /* 32 x 8 */
@@ -172,7 +182,7 @@ __global__ void __launch_bounds__(256) k_blk_to_skew(const T *__restrict__ lu, T
             for (int i = ty; i < 32; i += 8) { /* read: slot row s0 + i, columns c0 + tx */
                 const long long c = c0 + tx, delta = s0 + i - ku, r = c + delta;
                 T v = T(0);
-                if (c < n && r >= 0 && r < n && delta <= K && -delta <= K) v = a[(K - delta) * n + r];
+                if (c < n && r >= 0 && r < n && delta <= K && -delta <= K) v = a[bidx(n, K, r, c, rev)];
                 tile[i][tx] = v;
             }
             __syncthreads();
@@ -227,7 +237,7 @@ __device__ void tile_lu(T *tile, int ld, int jb, T thr, T bst, unsigned long lon
  * same way): one launch, no skewed copy and no GEMMs (N = 200,000, K = 200 at P = 2000:
  * partitions of 100 rows). */
 #define SMALL_NMAX 128
-template <typename T> __global__ void __launch_bounds__(256) k_blk_small(T *lu, band_dev d, long long P)
+template <typename T> __global__ void __launch_bounds__(256) k_blk_small(T *lu, band_dev d, long long P, int rev)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *tile = reinterpret_cast<T *>(smem_raw);
@@ -239,13 +249,13 @@ template <typename T> __global__ void __launch_bounds__(256) k_blk_small(T *lu, 
         __syncthreads();
         for (int e = tid; e < (2 * K + 1) * n; e += nth) { /* diagonal t = e / n, row r = e % n */
             const int t = e / n, r = e % n, c = r + t - K;
-            if (c >= 0 && c < n) tile[c * ld + r] = a[e];
+            if (c >= 0 && c < n) tile[rev ? (n - 1 - c) * ld + n - 1 - r : c * ld + r] = a[e];
         }
         __syncthreads();
         tile_lu<T>(tile, ld, n, (T)d.thr[b], (T)d.bst[b], d.counter, K);
         for (int e = tid; e < (2 * K + 1) * n; e += nth) {
             const int t = e / n, r = e % n, c = r + t - K;
-            if (c >= 0 && c < n) a[e] = tile[c * ld + r];
+            if (c >= 0 && c < n) a[e] = tile[rev ? (n - 1 - c) * ld + n - 1 - r : c * ld + r];
         }
         __syncthreads(); /* the tile is reused by the next partition */
     }
@@ -254,7 +264,8 @@ template <typename T> __global__ void __launch_bounds__(256) k_blk_small(T *lu, 
 /* step s: LU of the diagonal block of every partition with j = s BS < n_b, in place in M and
  * into lu; Wv[b] receives L11^{-1} (unit lower) then U11^{-1}, column-major BS x BS each */
 template <typename T>
-__global__ void __launch_bounds__(256) k_blk_diag(T *lu, T *M, T *Wv, band_dev d, blk_meta mt, long long P, long long s)
+__global__ void __launch_bounds__(256) k_blk_diag(T *lu, T *M, T *Wv, band_dev d, blk_meta mt, long long P, long long s,
+                                                  int rev)
 {
     __shared__ T tile[BS * (BS + 1)]; /* column-major, ld BS + 1 */
     const int tid = threadIdx.x, nth = blockDim.x;
@@ -274,7 +285,7 @@ __global__ void __launch_bounds__(256) k_blk_diag(T *lu, T *M, T *Wv, band_dev d
         T *a = lu + d.boff[b];
         for (int e = tid; e < (2 * jb - 1) * jb; e += nth) { /* along the diagonals dd = c - r */
             const int dd = e / jb - (jb - 1), r = e % jb, c = r + dd;
-            if (c >= 0 && c < jb && dd <= K && -dd <= K) a[(dd + K) * n + j + r] = tile[c * (BS + 1) + r];
+            if (c >= 0 && c < jb && dd <= K && -dd <= K) a[bidx(n, K, j + r, j + c, rev)] = tile[c * (BS + 1) + r];
         }
         /* inverses: thread c < jb the column c of L11^{-1}, thread BS + c that of U11^{-1} */
         T *Li = Wv + b * 2 * BS * BS, *Ui = Li + BS * BS;
@@ -306,7 +317,7 @@ __global__ void __launch_bounds__(256) k_blk_diag(T *lu, T *M, T *Wv, band_dev d
 /* step s: L21 (h x jb, ld K_b, at T2) and U12 (jb x h, ld BS, at T1) of every partition into
  * the band entries of lu */
 template <typename T>
-__global__ void k_blk_store(T *lu, const T *__restrict__ Tw, band_dev d, blk_meta mt, long long P, long long s)
+__global__ void k_blk_store(T *lu, const T *__restrict__ Tw, band_dev d, blk_meta mt, long long P, long long s, int rev)
 {
     for (long long b = blockIdx.y; b < P; b += gridDim.y) {
         const long long n = d.off[b + 1] - d.off[b], K = d.Ki[b], j = s * BS;
@@ -323,10 +334,10 @@ __global__ void k_blk_store(T *lu, const T *__restrict__ Tw, band_dev d, blk_met
             const long long f = e < nd * jb ? e : e - nd * jb, p = 1 + f / jb, i = f % jb;
             if (e < nd * jb) { /* L21(r, c), c = i, r = p - jb + c: row j + p + i, column j + i */
                 const long long r = p - jb + i;
-                if (r >= 0 && r < h) a[(K - p) * n + j + p + i] = T2[r + i * K];
+                if (r >= 0 && r < h) a[bidx(n, K, j + p + i, j + i, rev)] = T2[r + i * K];
             } else { /* U12(r, c), r = i, c = p - jb + i: row j + i, column j + p + i */
                 const long long c = p - jb + i;
-                if (c >= 0 && c < h) a[(K + p) * n + j + i] = T1[i + c * BS];
+                if (c >= 0 && c < h) a[bidx(n, K, j + i, j + p + i, rev)] = T1[i + c * BS];
             }
         }
     }
@@ -418,12 +429,14 @@ __global__ void __launch_bounds__(256) k_spike_blocks(const T *lu, const T *ulw,
 }
 
 /* R = I (product = 0: R already holds I - W V, from the batched GEMM) or R = I - W V
- * (product = 1), then LU with partial pivoting, a block per interface. */
+ * (product = 1), then LU with partial pivoting, a block per interface first + blockIdx.x;
+ * skip_from > 0: interfaces of m >= skip_from stop before the LU (cuSOLVER's getrf takes
+ * them: reduced_factor_solver_t) */
 template <typename T>
 __global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, T *Rall, int *pivall, band_dev d,
-                                                         int product)
+                                                         int product, long long first, long long skip_from)
 {
-    const long long i = blockIdx.x;
+    const long long i = blockIdx.x + first;
     const long long m = d.m[i];
     const T *v = V + d.coff[i], *w = W + d.coff[i];
     T *R = Rall + d.coff[i];
@@ -434,6 +447,7 @@ __global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, 
         for (long long k = 0; k < m; k++) acc -= w[r + k * m] * v[k + c * m];
         R[e] = acc;
     }
+    if (skip_from > 0 && m >= skip_from) return;
     __syncthreads();
     __shared__ long long p_s;
     for (long long k = 0; k < m; k++) {
@@ -467,6 +481,16 @@ __global__ void __launch_bounds__(512) k_reduced_factor(const T *V, const T *W, 
         }
         __syncthreads();
     }
+}
+
+/* LAPACK's 1-based pivots (cuSOLVER getrf) of the interfaces of m >= mmin to the 0-based
+ * ones of k_reduced_factor, which the reduced solve reads */
+__global__ void k_piv_zero_based(int *pivall, band_dev d, long long mmin)
+{
+    const long long i = blockIdx.x, m = d.m[i];
+    if (m < mmin) return;
+    int *piv = pivall + d.roff[i];
+    for (long long k = threadIdx.x; k < m; k += blockDim.x) piv[k] -= 1;
 }
 
 /* z = A_b^{-1} r for every partition b = blockIdx.x. */
@@ -990,6 +1014,10 @@ struct cuda_band_priv {
     /* launch shapes, from the layout once (c_prepare): largest K_i, partition height and
      * coupling size */
     long long kmax, nmax, mmax;
+    /* SaP-C's UL windows as a set of bands for the blocked LU: the longest window, and the
+     * device offsets of the windows' rows (P + 1, in dev_block; band_dev's off for them) */
+    long long wmax;
+    long long *woff;
     /* the block solve's sweeps: largest K_e = min(K_i, n_i - 1), the chunk width BW of
      * the chunked kernel (0: the per-step kernel), whether the unknowns sit in its shared
      * memory, and its dynamic shared memory in bytes (c_prepare, sweep_plan) */
@@ -1053,9 +1081,9 @@ static sap_status c_prepare(sap_band_fact *F)
     sap_status st = SAP_OK;
     const sap_band_layout *L = &F->L;
     const long long P = L->P;
-    /* 9 int64 arrays of P + 1, 2 double arrays of P + 1, one counter */
+    /* 10 int64 arrays of P + 1, 2 double arrays of P + 1, one counter */
     const size_t na = (size_t)(P + 1);
-    const size_t bytes = (9 * na + 2 * na + 1) * 8;
+    const size_t bytes = (10 * na + 2 * na + 1) * 8;
     long long *h = NULL;
     cuda_band_priv *pv = NULL;
     SAP_CUDA_HOST_ALLOC(ctx, h, bytes / 8);
@@ -1064,10 +1092,11 @@ static sap_status c_prepare(sap_band_fact *F)
     memset(pv, 0, sizeof(*pv));
     SAP_TRY(sap__cuda_malloc(ctx, bytes, &pv->dev_block));
     {
-        long long *hp[9];
-        for (int a = 0; a < 9; a++) hp[a] = h + a * na;
+        long long *hp[10];
+        for (int a = 0; a < 10; a++) hp[a] = h + a * na;
         for (long long b = 0; b <= P; b++) {
             hp[0][b] = L->off[b];
+            hp[9][b] = b == 0 ? 0 : hp[9][b - 1] + L->w[b - 1];
             hp[4][b] = L->boff[b];
             hp[5][b] = L->coff[b];
             if (F->uoff) hp[6][b] = F->uoff[b];
@@ -1079,7 +1108,7 @@ static sap_status c_prepare(sap_band_fact *F)
                 if (F->xoff) hp[8][b] = F->xoff[b];
             }
         }
-        double *hd = (double *)(h + 9 * na);
+        double *hd = (double *)(h + 10 * na);
         for (long long b = 0; b < P; b++) {
             hd[b] = F->thr[b];
             hd[na + b] = F->bst[b];
@@ -1095,14 +1124,16 @@ static sap_status c_prepare(sap_band_fact *F)
         pv->d.uoff = dp + 6 * na;
         pv->d.roff = dp + 7 * na;
         pv->d.xoff = dp + 8 * na;
-        pv->d.thr = (double *)(dp + 9 * na);
-        pv->d.bst = (double *)(dp + 10 * na);
-        pv->d.counter = (unsigned long long *)(dp + 11 * na);
+        pv->woff = dp + 9 * na;
+        pv->d.thr = (double *)(dp + 10 * na);
+        pv->d.bst = (double *)(dp + 11 * na);
+        pv->d.counter = (unsigned long long *)(dp + 12 * na);
     }
     for (sap_int b = 0; b < P; b++) {
         if (L->Ki[b] > pv->kmax) pv->kmax = L->Ki[b];
         if (L->off[b + 1] - L->off[b] > pv->nmax) pv->nmax = L->off[b + 1] - L->off[b];
         if (L->m[b] > pv->mmax) pv->mmax = L->m[b];
+        if (L->w[b] > pv->wmax) pv->wmax = L->w[b];
     }
     for (sap_int b = 0; b < P; b++) {
         const long long ke = L->Ki[b] < L->off[b + 1] - L->off[b] - 1 ? L->Ki[b] : L->off[b + 1] - L->off[b] - 1;
@@ -1123,7 +1154,7 @@ cleanup:
 /* what c_prepare takes on the host: h (staging of the parameter block) and pv */
 static double c_prepare_host_bytes(int64_t P)
 {
-    return (double)((9 * (P + 1) + 2 * (P + 1) + 1) * 8) + (double)sizeof(cuda_band_priv);
+    return (double)((10 * (P + 1) + 2 * (P + 1) + 1) * 8) + (double)sizeof(cuda_band_priv);
 }
 
 static void c_release(sap_band_fact *F)
@@ -1145,28 +1176,46 @@ static int factor_threads(long long K)
     return t;
 }
 
-template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_int *boosted);
+template <typename T>
+static sap_status blocked_lu_t(sap_band_fact *F, T *a, const band_dev &d, int win, long long nmax, long long kmax);
 
+/* The partitions' LU (F->lu) and, SaP-C, the windows' UL (F->ul): per row (k_factor, both in
+ * one launch where both are per row) or blocked (blocked_lu_t; the windows through the LU
+ * of their reversal) */
 template <typename T> static sap_status factor_t(sap_band_fact *F, sap_int *boosted)
 {
-    if (F->blocked) return factor_blocked_t<T>(F, boosted);
     sap_context *ctx = F->ctx;
+    sap_status st = SAP_OK;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
     const sap_band_layout *L = &F->L;
-    SAP_CUDA_CHECK(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
-    const long long Kmax = pv->kmax;
-    const long long tasks = L->P + (F->coupled ? L->P : 0);
-    const size_t smem = smem_elems<T>(2 * Kmax + 2);
-    if (smem > 48 * 1024)
-        SAP_CUDA_CHECK(ctx, cudaFuncSetAttribute(k_factor<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    k_factor<T><<<(unsigned)tasks, factor_threads(Kmax), smem, s>>>((T *)F->lu, (T *)F->ul, pv->d, L->P, F->coupled, 0);
-    SAP_CUDA_LAUNCHED(ctx, "band factor");
-    unsigned long long nb = 0;
-    SAP_CUDA_CHECK(ctx, cudaMemcpyAsync(&nb, pv->d.counter, sizeof(nb), cudaMemcpyDeviceToHost, s));
-    SAP_CUDA_CHECK(ctx, cudaStreamSynchronize(s));
-    *boosted += (sap_int)nb;
-    return SAP_OK;
+    const int lu_rows = !F->blocked, ul_rows = F->coupled && !F->ul_blocked;
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
+    if (lu_rows || ul_rows) { /* tasks [first, first + count): 0..P-1 LU of b, P..2P-1 UL of b - P */
+        const long long Kmax = pv->kmax, first = lu_rows ? 0 : L->P;
+        const long long tasks = (lu_rows ? L->P : 0) + (ul_rows ? L->P : 0);
+        const size_t smem = smem_elems<T>(2 * Kmax + 2);
+        if (smem > 48 * 1024)
+            SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(k_factor<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        k_factor<T><<<(unsigned)tasks, factor_threads(Kmax), smem, s>>>((T *)F->lu, (T *)F->ul, pv->d, L->P, ul_rows,
+                                                                        first);
+        SAP_CUDA_TRY_LAUNCH(ctx, lu_rows ? "band factor" : "band factor (UL windows)");
+    }
+    if (F->blocked) SAP_TRY(blocked_lu_t<T>(F, (T *)F->lu, pv->d, 0, pv->nmax, pv->kmax));
+    if (F->coupled && F->ul_blocked) {
+        band_dev wd = pv->d; /* the windows: their rows' offsets, their arrays at uoff */
+        wd.off = pv->woff;
+        wd.boff = pv->d.uoff;
+        SAP_TRY(blocked_lu_t<T>(F, (T *)F->ul, wd, 1, pv->wmax, pv->kmax));
+    }
+    {
+        unsigned long long nb = 0;
+        SAP_CUDA_TRY(ctx, cudaMemcpyAsync(&nb, pv->d.counter, sizeof(nb), cudaMemcpyDeviceToHost, s));
+        SAP_CUDA_TRY(ctx, cudaStreamSynchronize(s));
+        *boosted += (sap_int)nb;
+    }
+cleanup:
+    return st;
 }
 
 
@@ -1210,10 +1259,19 @@ static double c_blocked_bytes(const sap_context *ctx, int64_t n, sap_int P, int6
            (double)sap__cuda_alloc_size((size_t)((2.0 * ((double)P + 1.0) + 9.0 * steps) * 8.0));
 }
 
-template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_int *boosted)
+/* rows of band b of the set the blocked LU factors: partition b, or (win) UL window b */
+static inline long long set_rows(const sap_band_layout *L, int win, long long b)
+{
+    return win ? (long long)L->w[b] : (long long)(L->off[b + 1] - L->off[b]);
+}
+
+/* The blocked LU of a set of P bands in a (the partitions: d = pv->d; win: the UL windows,
+ * factored as their reversals, d with the windows' offsets), at most nmax rows and K = kmax
+ * each; boosted pivots counted in d.counter */
+template <typename T>
+static sap_status blocked_lu_t(sap_band_fact *F, T *a, const band_dev &d, int win, long long nmax, long long kmax)
 {
     sap_context *ctx = F->ctx;
-    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     cudaStream_t s = stream_of(ctx);
     const sap_band_layout *L = &F->L;
     const long long P = L->P;
@@ -1230,18 +1288,17 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
         optin = 48 * 1024;
     (void)cudaGetLastError();
-    if (pv->nmax <= SMALL_NMAX && sizeof(T) * (size_t)pv->nmax * (size_t)(pv->nmax + 1) <= (size_t)optin) {
-        /* every partition in shared memory */
-        const size_t smem = sizeof(T) * (size_t)pv->nmax * (size_t)(pv->nmax + 1);
+    if (nmax <= SMALL_NMAX && sizeof(T) * (size_t)nmax * (size_t)(nmax + 1) <= (size_t)optin) {
+        /* every band in shared memory */
+        const size_t smem = sizeof(T) * (size_t)nmax * (size_t)(nmax + 1);
         if (smem > 48 * 1024)
             SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(k_blk_small<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        SAP_CUDA_TRY(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
-        k_blk_small<T><<<(unsigned)(P < 65535 ? P : 65535), 256, smem, s>>>((T *)F->lu, pv->d, P);
-        SAP_CUDA_TRY_LAUNCH(ctx, "band blocked LU: partitions in shared memory");
-        goto windows;
+        k_blk_small<T><<<(unsigned)(P < 65535 ? P : 65535), 256, smem, s>>>(a, d, P, win);
+        SAP_CUDA_TRY_LAUNCH(ctx, "band blocked LU: bands in shared memory");
+        goto cleanup;
     }
     for (long long b = 0; b < P; b++) {
-        const long long nb = L->off[b + 1] - L->off[b], st_b = (nb + BS - 1) / BS;
+        const long long nb = set_rows(L, win, b), st_b = (nb + BS - 1) / BS;
         if (st_b > nsteps) nsteps = st_b;
         nptr += 9 * st_b;
     }
@@ -1256,7 +1313,7 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
     hmeta[0] = 0;
     hmeta[P + 1] = 0;
     for (long long b = 0; b < P; b++) {
-        hmeta[b + 1] = hmeta[b] + sap__band_blocked_elems(L->off[b + 1] - L->off[b], L->Ki[b]);
+        hmeta[b + 1] = hmeta[b] + sap__band_blocked_elems(set_rows(L, win, b), L->Ki[b]);
         hmeta[P + 2 + b] = hmeta[P + 1 + b] + BS * (long long)L->Ki[b];
     }
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(T) * (size_t)hmeta[P], (void **)&M));
@@ -1275,7 +1332,7 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
              * group g at first + a count + (its c-th partition) */
             for (int pass = 0; pass < 2; pass++) {
                 for (long long b = 0; b < P; b++) {
-                    const long long nb = L->off[b + 1] - L->off[b], K = L->Ki[b], j = sidx * BS;
+                    const long long nb = set_rows(L, win, b), K = L->Ki[b], j = sidx * BS;
                     if (j >= nb) continue;
                     const long long jb = nb - j < BS ? nb - j : BS, hh = K < nb - j - jb ? K : nb - j - jb;
                     if (hh <= 0) continue;
@@ -1304,18 +1361,17 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
         }
         SAP_TRY(sap__cuda_h2d(ctx, dmeta, hmeta, 8 * (size_t)(2 * (P + 1) + nptr)));
         const blk_meta mt = {(const long long *)dmeta, (const long long *)dmeta + P + 1};
-        SAP_CUDA_TRY(ctx, cudaMemsetAsync(pv->d.counter, 0, sizeof(unsigned long long), s));
         const unsigned gy = (unsigned)(P < 65535 ? P : 65535);
         {
-            const long long tiles = ((pv->nmax + 31) / 32) * ((2 * (pv->kmax + BS - 1) + 1 + 31) / 32);
+            const long long tiles = ((nmax + 31) / 32) * ((2 * (kmax + BS - 1) + 1 + 31) / 32);
             long long gx = tiles < 16384 / (long long)gy + 1 ? tiles : 16384 / (long long)gy + 1;
-            k_blk_to_skew<T><<<dim3((unsigned)gx, gy), 256, 0, s>>>((const T *)F->lu, M, pv->d, mt, P);
+            k_blk_to_skew<T><<<dim3((unsigned)gx, gy), 256, 0, s>>>(a, M, d, mt, P, win);
             SAP_CUDA_TRY_LAUNCH(ctx, "band blocked LU: skewed copy");
         }
         long long g = 0;
         const unsigned gd = (unsigned)(P < 65535 ? P : 65535);
         for (long long sidx = 0; sidx < nsteps; sidx++) {
-            k_blk_diag<T><<<gd, 256, 0, s>>>((T *)F->lu, M, Wv, pv->d, mt, P, sidx);
+            k_blk_diag<T><<<gd, 256, 0, s>>>(a, M, Wv, d, mt, P, sidx, win);
             SAP_CUDA_TRY_LAUNCH(ctx, "band blocked LU: diagonal blocks");
             long long work = 0;
             for (; g < ngrp && grp[g].s == sidx; g++) {
@@ -1346,27 +1402,15 @@ template <typename T> static sap_status factor_blocked_t(sap_band_fact *F, sap_i
             if (work > 0) {
                 long long gx = (work + 255) / 256;
                 if (gx > 8192 / (long long)gy + 1) gx = 8192 / (long long)gy + 1;
-                k_blk_store<T><<<dim3((unsigned)gx, gy), 256, 0, s>>>((T *)F->lu, T2base, pv->d, mt, P, sidx);
+                k_blk_store<T><<<dim3((unsigned)gx, gy), 256, 0, s>>>(a, T2base, d, mt, P, sidx, win);
                 SAP_CUDA_TRY_LAUNCH(ctx, "band blocked LU: L21 and U12");
             }
         }
     }
-windows:
-    if (F->coupled) { /* the UL windows with the per-row kernel */
-        const size_t smem = smem_elems<T>(2 * pv->kmax + 2);
-        if (smem > 48 * 1024)
-            SAP_CUDA_TRY(ctx, cudaFuncSetAttribute(k_factor<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        k_factor<T><<<(unsigned)P, factor_threads(pv->kmax), smem, s>>>((T *)F->lu, (T *)F->ul, pv->d, P, 1, P);
-        SAP_CUDA_TRY_LAUNCH(ctx, "band factor (UL windows)");
-    }
-    {
-        unsigned long long nbst = 0;
-        SAP_CUDA_TRY(ctx, cudaMemcpyAsync(&nbst, pv->d.counter, sizeof(nbst), cudaMemcpyDeviceToHost, s));
-        SAP_CUDA_TRY(ctx, cudaStreamSynchronize(s));
-        *boosted += (sap_int)nbst;
-    }
 cleanup:
-    if (st != SAP_OK) (void)cudaStreamSynchronize(s); /* nothing in flight reads the work arrays */
+    /* the work arrays go back to the context's pool, whose next user is queued behind these
+     * kernels on the same stream; on an error nothing in flight may read them either */
+    if (st != SAP_OK) (void)cudaStreamSynchronize(s);
     sap__cuda_free(ctx, M);
     sap__cuda_free(ctx, Wk);
     sap__cuda_free(ctx, dmeta);
@@ -1581,6 +1625,122 @@ cleanup:
     return st;
 }
 
+/* The reduced systems' LU (partial pivoting): a thread block an interface (k_reduced_factor)
+ * takes m^3 sequential-ish steps on one SM, fine while the interfaces are many and small;
+ * cuSOLVER's getrf uses the whole GPU for one interface, a call each.  Measured on an H200
+ * (float, bench/banded --parts psweep, SAP_BAND_RDCD=kernel|solver): see
+ * bench/results/banded_sapc_ul_h200_*.md.  The kernel's time ~ RDCD_KERNEL_C m^3 a round of
+ * up to RDCD_KERNEL_PER_SM interfaces an SM, cuSOLVER's ~ RDCD_SOLVER_T0 + RDCD_SOLVER_C m^3 a
+ * call; getrf goes where it is predicted faster for the widest interfaces.  Returns the
+ * smallest m that goes to cuSOLVER (0: none).  SAP_BAND_RDCD=kernel|solver forces either. */
+#define RDCD_KERNEL_C 3.2e-10
+#define RDCD_KERNEL_PER_SM 4
+#define RDCD_SOLVER_T0 3.0e-4
+#define RDCD_SOLVER_C 1.0e-13
+#define RDCD_SOLVER_MMIN 64
+static long long rdcd_solver_mmin(const sap_band_fact *F, int sms)
+{
+    const sap_band_layout *L = &F->L;
+    const char *env = getenv("SAP_BAND_RDCD");
+    long long mmax = 0, ni = L->P - 1;
+    for (long long i = 0; i < ni; i++)
+        if (L->m[i] > mmax) mmax = L->m[i];
+    if (env && !strcmp(env, "kernel")) return 0;
+    if (env && !strcmp(env, "solver")) return 1;
+    if (mmax < RDCD_SOLVER_MMIN) return 0;
+    const double m3 = (double)mmax * (double)mmax * (double)mmax;
+    const double slots = (double)RDCD_KERNEL_PER_SM * (double)(sms > 0 ? sms : 1);
+    const double t_kernel = ceil((double)ni / slots) * RDCD_KERNEL_C * m3;
+    const double t_solver = (double)ni * (RDCD_SOLVER_T0 + RDCD_SOLVER_C * m3);
+    return t_solver < t_kernel ? RDCD_SOLVER_MMIN : 0;
+}
+
+static cusolverStatus_t getrf_lwork(cusolverDnHandle_t h, int m, float *A, int *lw)
+{
+    return cusolverDnSgetrf_bufferSize(h, m, m, A, m, lw);
+}
+static cusolverStatus_t getrf_lwork(cusolverDnHandle_t h, int m, double *A, int *lw)
+{
+    return cusolverDnDgetrf_bufferSize(h, m, m, A, m, lw);
+}
+static cusolverStatus_t getrf_c(cusolverDnHandle_t h, int m, float *A, float *work, int *piv, int *info)
+{
+    return cusolverDnSgetrf(h, m, m, A, m, work, piv, info);
+}
+static cusolverStatus_t getrf_c(cusolverDnHandle_t h, int m, double *A, double *work, int *piv, int *info)
+{
+    return cusolverDnDgetrf(h, m, m, A, m, work, piv, info);
+}
+
+/* getrf of R (holding I - W V) for the interfaces of m >= mmin; one that meets an exact zero
+ * pivot (info > 0) is redone by k_reduced_factor from V and W (its rule: a zero column's
+ * pivot becomes 1, the preconditioner stays usable) */
+template <typename T> static sap_status reduced_factor_solver_t(sap_band_fact *F, long long mmin)
+{
+    sap_context *ctx = F->ctx;
+    cuda_band_priv *pv = (cuda_band_priv *)F->dev;
+    cudaStream_t s = stream_of(ctx);
+    const sap_band_layout *L = &F->L;
+    const long long ni = L->P - 1;
+    sap_status st = SAP_OK;
+    cusolverDnHandle_t h = NULL;
+    T *work = NULL;
+    int *dinfo = NULL, *hinfo = NULL, lwmax = 0;
+    {
+        void *hv = NULL;
+        SAP_TRY(sap__cuda_cusolver(ctx, &hv));
+        h = (cusolverDnHandle_t)hv;
+    }
+    for (long long i = 0; i < ni; i++) {
+        if (L->m[i] < mmin) continue;
+        int lw = 0;
+        const cusolverStatus_t cs = getrf_lwork(h, (int)L->m[i], (T *)F->R + L->coff[i], &lw);
+        if (cs != CUSOLVER_STATUS_SUCCESS) {
+            st = SAP_ERROR(ctx, SAP_ERR_DEVICE, "band reduced systems: cuSOLVER getrf workspace: status %d", (int)cs);
+            goto cleanup;
+        }
+        if (lw > lwmax) lwmax = lw;
+    }
+    sap__log(ctx, SAP_PRINT_DEBUG, "band reduced systems: cuSOLVER getrf from m = %lld, workspace %d elements", mmin,
+             lwmax);
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(T) * (size_t)(lwmax > 0 ? lwmax : 1), (void **)&work));
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * (size_t)ni, (void **)&dinfo));
+    SAP_CUDA_HOST_ALLOC(ctx, hinfo, ni);
+    SAP_CUDA_TRY(ctx, cudaMemsetAsync(dinfo, 0, sizeof(int) * (size_t)ni, s));
+    for (long long i = 0; i < ni; i++) {
+        if (L->m[i] < mmin) continue;
+        const cusolverStatus_t cs =
+            getrf_c(h, (int)L->m[i], (T *)F->R + L->coff[i], work, (int *)F->rpiv + F->roff[i], dinfo + i);
+        if (cs != CUSOLVER_STATUS_SUCCESS) {
+            st = SAP_ERROR(ctx, cs == CUSOLVER_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE,
+                           "band reduced systems: cuSOLVER getrf (interface %lld, m = %lld): status %d", i,
+                           (long long)L->m[i], (int)cs);
+            goto cleanup;
+        }
+    }
+    k_piv_zero_based<<<(unsigned)ni, 256, 0, s>>>((int *)F->rpiv, pv->d, mmin);
+    SAP_CUDA_TRY_LAUNCH(ctx, "band reduced systems: pivots");
+    SAP_CUDA_TRY(ctx, cudaMemcpyAsync(hinfo, dinfo, sizeof(int) * (size_t)ni, cudaMemcpyDeviceToHost, s));
+    SAP_CUDA_TRY(ctx, cudaStreamSynchronize(s));
+    for (long long i = 0; i < ni; i++) {
+        if (hinfo[i] < 0) {
+            st = SAP_ERROR(ctx, SAP_ERR_DEVICE, "band reduced systems: getrf argument %d invalid", -hinfo[i]);
+            goto cleanup;
+        }
+        if (hinfo[i] > 0) {
+            k_reduced_factor<T><<<1, 512, 0, s>>>((const T *)F->V, (const T *)F->W, (T *)F->R, (int *)F->rpiv, pv->d,
+                                                  1, i, 0);
+            SAP_CUDA_TRY_LAUNCH(ctx, "band reduced systems: a singular interface");
+        }
+    }
+cleanup:
+    if (st != SAP_OK) (void)cudaStreamSynchronize(s);
+    sap__cuda_free(ctx, work);
+    sap__cuda_free(ctx, dinfo);
+    sap__free(ctx, hinfo);
+    return st;
+}
+
 template <typename T> static sap_status reduced_factor_t(sap_band_fact *F)
 {
     sap_context *ctx = F->ctx;
@@ -1593,9 +1753,14 @@ template <typename T> static sap_status reduced_factor_t(sap_band_fact *F)
         sap_status st = reduced_product_blocked_t<T>(F);
         if (st < 0) return st;
     }
+    const long long smin = rdcd_solver_mmin(F, sap__cuda_sm_count(ctx));
     k_reduced_factor<T><<<(unsigned)(F->L.P - 1), 512, 0, s>>>((const T *)F->V, (const T *)F->W, (T *)F->R,
-                                                               (int *)F->rpiv, pv->d, product);
+                                                               (int *)F->rpiv, pv->d, product, 0, smin);
     SAP_CUDA_LAUNCHED(ctx, "band reduced factor");
+    if (smin > 0) {
+        sap_status st = reduced_factor_solver_t<T>(F, smin);
+        if (st < 0) return st;
+    }
     SAP_CUDA_CHECK(ctx, cudaStreamSynchronize(s));
     return SAP_OK;
 }

@@ -4,6 +4,7 @@
  * handles.  C linkage at the boundary. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cusolverDn.h>
 #include <cusparse.h>
 
 #include <stdio.h>
@@ -387,6 +388,28 @@ extern "C" sap_status sap__cuda_cusparse(sap_context *ctx, void **handle)
     return SAP_OK;
 }
 
+extern "C" sap_status sap__cuda_cusolver(sap_context *ctx, void **handle)
+{
+    sap_cuda_state *cs = sap__cuda_state(ctx);
+    *handle = NULL;
+    if (!cs) return SAP_ERROR(ctx, SAP_ERR_INVALID, "not a cuda context");
+    if (!cs->cusolver) {
+        cusolverDnHandle_t h = NULL;
+        cusolverStatus_t s = cusolverDnCreate(&h);
+        if (s != CUSOLVER_STATUS_SUCCESS)
+            return SAP_ERROR(ctx, s == CUSOLVER_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE,
+                             "cusolverDnCreate: status %d", (int)s);
+        s = cusolverDnSetStream(h, cs->stream);
+        if (s != CUSOLVER_STATUS_SUCCESS) {
+            cusolverDnDestroy(h);
+            return SAP_ERROR(ctx, SAP_ERR_DEVICE, "cusolverDnSetStream: status %d", (int)s);
+        }
+        cs->cusolver = (void *)h;
+    }
+    *handle = cs->cusolver;
+    return SAP_OK;
+}
+
 /* ---- context --------------------------------------------------------------------------- */
 
 extern "C" void sap__cuda_context_free(sap_context *ctx)
@@ -397,6 +420,7 @@ extern "C" void sap__cuda_context_free(sap_context *ctx)
     if (cs->stream) cudaStreamSynchronize(cs->stream);
     if (cs->cublas) cublasDestroy((cublasHandle_t)cs->cublas);
     if (cs->cusparse) cusparseDestroy((cusparseHandle_t)cs->cusparse);
+    if (cs->cusolver) cusolverDnDestroy((cusolverDnHandle_t)cs->cusolver);
     sap__cuda_dense_free(ctx);
     if (cs->d_partials) sap__cuda_free(ctx, cs->d_partials);
     cs->d_partials = NULL;

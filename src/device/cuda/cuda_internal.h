@@ -82,6 +82,8 @@ sap_status sap__cuda_h2d_streamed(sap_context *ctx, void *dst, int64_t ld, int64
  * first use, bound to the context's stream, destroyed with the context. */
 sap_status sap__cuda_cublas(sap_context *ctx, void **handle);
 sap_status sap__cuda_cusparse(sap_context *ctx, void **handle);
+/* The context's dense cuSOLVER handle (cusolverDnHandle_t), likewise */
+sap_status sap__cuda_cusolver(sap_context *ctx, void **handle);
 
 /* The device arrays of a cuda sap_spmat, for the benchmark and the tests (read-only).
  * Each pointer is NULL where the format has no such part.  Indices are 32-bit. */
@@ -161,6 +163,7 @@ typedef struct sap_cuda_state {
     /* library handles (lazy) */
     void *cublas;
     void *cusparse;
+    void *cusolver;
     void *dense; /* dense_cuda.cu's state: cuSOLVER handle, scratch (lazy) */
     /* the pinned staging ring of sap__cuda_h2d_streamed (lazy; stage_failed: pinned
      * memory was refused once, do not ask again; stage_lent: lent to the host by
