@@ -26,13 +26,13 @@
  * Not done yet (see bench/results/banded.md for where the kernels sit):
  *  - the band and coupling blocks are built from the CSR on the host and uploaded (T_BC);
  *    extraction on the device is not done;
- *  - the LU of the partitions is blocked from a measured half-bandwidth on (kt->blocked_kmin:
- *    BS-column steps, the updates through the BLAS / cuBLAS GEMMs) and, cuda, wherever every
- *    partition fits the shared-memory LU; cuda's SaP-C spikes (batched TRSM) and reduced
- *    matrices I - W V (batched GEMM) are level-3 BLAS from a coupling size of 32 on; the UL
- *    windows, the reduced systems' LU, the cpu's spikes and the sweeps keep their per-row /
- *    per-column kernels (PARTIAL for issue 14's item 3, which asks the whole coupling to use
- *    the blocked kernels);
+ *  - the LU of the partitions, and SaP-C's UL windows (as the LU of their reversal), are
+ *    blocked from a measured half-bandwidth on (kt->blocked_kmin: BS-column steps, the
+ *    updates through the BLAS / cuBLAS GEMMs) and, cuda, wherever every band fits the
+ *    shared-memory LU; SaP-C's spikes (batched TRSM / trsm) and reduced matrices I - W V
+ *    (GEMM) are level-3 BLAS from a coupling size of 32 on, the reduced systems' LU LAPACK's
+ *    / cuSOLVER's getrf where predicted faster (cuda: few wide interfaces; cpu: with the
+ *    BLAS spikes); the sweeps keep their per-row kernels;
  *  - cpu kernels: OpenMP across partitions (a blocked LU with fewer partitions than threads
  *    takes the BLAS's threads); no parallelism inside one partition otherwise. */
 #ifndef SAP_BAND_IMPL_H

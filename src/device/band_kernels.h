@@ -137,6 +137,11 @@ typedef struct sap_band_kernels {
      * each of at most mmax rows; NULL: none */
     void (*spikes_bytes)(const sap_context *ctx, sap_int P, double ncpl, sap_int mmax, size_t es, double *dev,
                          double *host);
+    /* the predicted seconds of the coupled method's spikes and reduced systems (their
+     * product I - W V and LU) for P - 1 interfaces of coupling size m, from the kernels'
+     * measured rates (the cost model of the automatic choice); NULL: the caller's generic
+     * flop count at the band rate */
+    double (*coupling_seconds)(sap_context *ctx, sap_int P, sap_int m, sap_precision prec);
 } sap_band_kernels;
 
 

@@ -76,12 +76,16 @@ void sap__solver_sap_estimate(const sap_solver *S, const sap__solver_method_type
 
 /* SaP-C: the band, the coupling / spike / reduced blocks and UL windows of the P - 1
  * interfaces, the interface vectors (sap__band_fact_bytes), the Krylov part and, on the
- * host, the band assembled in double.  Its setup is the factorization's (the UL windows
- * run beside the LU) plus the spikes, which sweep each partition's factors with m = min(K,
- * n / P) columns (about the LU's flops again), and the P - 1 dense 2m x 2m reduced LUs
- * (16/3 m^3 each), in its seconds (its flops, which the work limit narrows K by, stay
- * the factorization's): on an H100, airfoil_2d (K = 440, P = 16) spent 28.5 ms in T_LU,
- * 29 ms in T_SPK and 26.6 ms in T_LUrdcd. */
+ * host, the band assembled in double.  Its setup is the factorization's plus, in its
+ * seconds (its flops, which the work limit narrows K by, stay the factorization's):
+ *  - where the backend's kernel table predicts its coupling (cuda: the blocked UL windows,
+ *    batched TRSM spikes, GEMM product and the reduced LU, band_cuda.cu), the windows
+ *    (w = min(m + 3 K, n / P) rows each) priced as P - 1 partitions of the band estimate and
+ *    the table's coupling seconds;
+ *  - else the spikes, which sweep each partition's factors with m = min(K, n / P) columns
+ *    (about the LU's flops again), and the P - 1 dense 2m x 2m reduced LUs (16/3 m^3 each)
+ *    at the band rate: on an H100 with the per-row kernels, airfoil_2d (K = 440, P = 16)
+ *    spent 28.5 ms in T_LU, 29 ms in T_SPK and 26.6 ms in T_LUrdcd. */
 static void sapc_estimate(const sap_solver *S, const sap__solver_method_type *t, sap_int P, sap_int K,
                           sap_precision prec, sap__sm_estimate *e)
 {
@@ -95,6 +99,13 @@ static void sapc_estimate(const sap_solver *S, const sap__solver_method_type *t,
     e->seconds = sap_band_estimate_seconds(S->x, S->A->nrows, K, P, prec) + host_setup_seconds(S, P, K, 1);
     if (P >= 2 && K > 0) {
         const double np = (double)S->A->nrows / (double)P, m = (double)K < np ? (double)K : np;
+        const sap_band_kernels *kt = sap__ops(S->x)->band;
+        if (kt && kt->coupling_seconds) {
+            const double w = fmin(m + 3.0 * (double)K, ceil(np));
+            e->seconds += sap_band_estimate_seconds(S->x, (sap_int)((double)(P - 1) * w), K, P - 1, prec) +
+                          kt->coupling_seconds(S->x, P, (sap_int)m, prec);
+            return;
+        }
         const double red = (double)(P - 1) * 16.0 / 3.0 * m * m * m;
         e->seconds += lu_flops(S, K) / sap__solver_rate(S->x, K, prec, P) +
                       red / sap__solver_rate(S->x, K, prec, P - 1);

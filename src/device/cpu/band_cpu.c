@@ -1,11 +1,12 @@
 /* band_cpu.c -- the cpu implementation of the band kernel table (band_impl.h): batched
  * LU / UL without pivoting with pivot boosting, truncated spikes, reduced systems and
  * the banded sweeps, in float and double, OpenMP across partitions.
- * The LU of wide partitions is blocked (sap_band_fact.blocked: trsm / gemm of LAPACK's
- * BLAS, see band_lu_blocked); with fewer partitions than threads the BLAS gets the
- * threads the partitions leave.
- * PARTIAL: the per-row kernels (narrow bands, UL windows, sweeps) have no parallelism
- * inside one partition (P >= threads is what the automatic choice picks on the cpu). */
+ * The LU of wide partitions and SaP-C's UL windows is blocked (sap_band_fact.blocked and
+ * ul_blocked: trsm / gemm of LAPACK's BLAS, see band_lu_blocked); with fewer of them than
+ * threads the BLAS gets the threads they leave.  The reduced systems' LU is LAPACK's getrf
+ * where the spikes are BLAS.
+ * PARTIAL: the per-row kernels (narrow bands, sweeps) have no parallelism inside one
+ * partition (P >= threads is what the automatic choice picks on the cpu). */
 #include "device/cpu/cpu_internal.h"
 
 #include <float.h>

@@ -1626,33 +1626,62 @@ cleanup:
 }
 
 /* The reduced systems' LU (partial pivoting): a thread block an interface (k_reduced_factor)
- * takes m^3 sequential-ish steps on one SM, fine while the interfaces are many and small;
- * cuSOLVER's getrf uses the whole GPU for one interface, a call each.  Measured on an H200
- * (float, bench/banded --parts psweep, SAP_BAND_RDCD=kernel|solver): see
- * bench/results/banded_sapc_ul_h200_*.md.  The kernel's time ~ RDCD_KERNEL_C m^3 a round of
- * up to RDCD_KERNEL_PER_SM interfaces an SM, cuSOLVER's ~ RDCD_SOLVER_T0 + RDCD_SOLVER_C m^3 a
- * call; getrf goes where it is predicted faster for the widest interfaces.  Returns the
- * smallest m that goes to cuSOLVER (0: none).  SAP_BAND_RDCD=kernel|solver forces either. */
-#define RDCD_KERNEL_C 3.2e-10
-#define RDCD_KERNEL_PER_SM 4
-#define RDCD_SOLVER_T0 3.0e-4
-#define RDCD_SOLVER_C 1.0e-13
-#define RDCD_SOLVER_MMIN 64
+ * runs the m^3 work of one interface on one SM, fine while interfaces are many and small;
+ * cuSOLVER's getrf uses the whole GPU for one interface, a call each, its time bound by the
+ * m dependent panel steps.  Measured on an H200 (float, bench/banded --parts psweep with
+ * SAP_BAND_RDCD=kernel|solver, bench/results/banded_sapc_ul_h200_8a1c7da.md; T_LUrdcd, the
+ * product I - W V included):
+ *   kernel: 1.07 s for 13 interfaces of m = 1500, 167 ms for 65 of 757, 50 / 105 ms for 99 /
+ *           399 of 500, 2.7 / 13.5 ms for 263 / 999 of 200: RDCD_KERNEL_C m^3 a round of
+ *           RDCD_KERNEL_PER_SM interfaces an SM (rounds not below 1);
+ *   getrf:  4.6, 1.4, 0.85 and 0.30 ms a call at m = 1500, 757, 500, 200: RDCD_SOLVER_ROW m +
+ *           (2/3) m^3 / RDCD_SOLVER_RATE.
+ * getrf takes the interfaces when that predicts it faster for all of them (K = 1500: P = 14
+ * 1.07 s -> 60 ms, P = 66 167 -> 91 ms; K = 500 at P = 100 and K = 200 stay with the kernel).
+ * Returns the smallest m that goes to cuSOLVER (0: none).  SAP_BAND_RDCD=kernel|solver
+ * forces either. */
+#define RDCD_KERNEL_C 4.0e-10
+#define RDCD_KERNEL_PER_SM 1.5
+#define RDCD_SOLVER_ROW 1.5e-6
+#define RDCD_SOLVER_RATE 1.0e12
+static double rdcd_kernel_seconds(double ni, double mmax, int sms)
+{
+    const double rounds = ni / (RDCD_KERNEL_PER_SM * (double)(sms > 0 ? sms : 1));
+    return (rounds > 1 ? rounds : 1) * RDCD_KERNEL_C * mmax * mmax * mmax;
+}
+static double rdcd_solver_seconds(double m) { return RDCD_SOLVER_ROW * m + 2.0 / 3.0 * m * m * m / RDCD_SOLVER_RATE; }
+
 static long long rdcd_solver_mmin(const sap_band_fact *F, int sms)
 {
     const sap_band_layout *L = &F->L;
     const char *env = getenv("SAP_BAND_RDCD");
-    long long mmax = 0, ni = L->P - 1;
-    for (long long i = 0; i < ni; i++)
-        if (L->m[i] > mmax) mmax = L->m[i];
     if (env && !strcmp(env, "kernel")) return 0;
     if (env && !strcmp(env, "solver")) return 1;
-    if (mmax < RDCD_SOLVER_MMIN) return 0;
-    const double m3 = (double)mmax * (double)mmax * (double)mmax;
-    const double slots = (double)RDCD_KERNEL_PER_SM * (double)(sms > 0 ? sms : 1);
-    const double t_kernel = ceil((double)ni / slots) * RDCD_KERNEL_C * m3;
-    const double t_solver = (double)ni * (RDCD_SOLVER_T0 + RDCD_SOLVER_C * m3);
-    return t_solver < t_kernel ? RDCD_SOLVER_MMIN : 0;
+    double t_solver = 0, mmax = 0;
+    const long long ni = L->P - 1;
+    for (long long i = 0; i < ni; i++) {
+        const double m = (double)L->m[i];
+        if (m > mmax) mmax = m;
+        t_solver += rdcd_solver_seconds(m);
+    }
+    return t_solver < rdcd_kernel_seconds((double)ni, mmax, sms) ? 1 : 0;
+}
+
+/* The coupling's predicted seconds (sap_band_kernels.coupling_seconds) from the same H200
+ * run (float; double: half the rates): the spikes' batched TRSMs (2 m^3 flops an interface)
+ * at SPK_RATE after SPK_FIXED (4.7-5.7 TFLOP/s at m = 500 .. 1500 with P = 14 .. 400; 2.7 at
+ * m = 200, P = 1000), the product I - W V (2 m^3) at PRODUCT_RATE, the LU as rdcd_solver_mmin
+ * predicts it; below a coupling size of 32 the per-column kernels at the band rate's flops
+ * are not modelled here (NULL would do; they are cheap: 12 ms at m = 200, P = 264). */
+#define SPK_FIXED 5.0e-4
+#define SPK_RATE 4.0e12
+#define PRODUCT_RATE 2.0e13
+static double c_coupling_seconds(sap_context *ctx, sap_int P, sap_int m, sap_precision prec)
+{
+    if (P < 2 || m < 1) return 0;
+    const double ni = (double)(P - 1), mm = (double)m, m3 = mm * mm * mm, half = prec == SAP_FLOAT ? 1.0 : 2.0;
+    const double lu = fmin(rdcd_kernel_seconds(ni, mm, sap__cuda_sm_count(ctx)), ni * rdcd_solver_seconds(mm));
+    return SPK_FIXED + half * (ni * 2.0 * m3 / SPK_RATE + ni * 2.0 * m3 / PRODUCT_RATE + lu);
 }
 
 static cusolverStatus_t getrf_lwork(cusolverDnHandle_t h, int m, float *A, int *lw)
@@ -1701,8 +1730,8 @@ template <typename T> static sap_status reduced_factor_solver_t(sap_band_fact *F
         }
         if (lw > lwmax) lwmax = lw;
     }
-    sap__log(ctx, SAP_PRINT_DEBUG, "band reduced systems: cuSOLVER getrf from m = %lld, workspace %d elements", mmin,
-             lwmax);
+    sap__log(ctx, SAP_PRINT_INFO, "band reduced systems: cuSOLVER getrf of %lld interfaces (workspace %d elements)",
+             ni, lwmax);
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(T) * (size_t)(lwmax > 0 ? lwmax : 1), (void **)&work));
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(int) * (size_t)ni, (void **)&dinfo));
     SAP_CUDA_HOST_ALLOC(ctx, hinfo, ni);
@@ -2014,6 +2043,7 @@ sap_band_kernels make_table()
     t.blocked_small_nmax = SMALL_NMAX;
     t.blocked_bytes = c_blocked_bytes;
     t.spikes_bytes = c_spikes_bytes;
+    t.coupling_seconds = c_coupling_seconds;
     return t;
 }
 
