@@ -1629,7 +1629,7 @@ cleanup:
  * runs the m^3 work of one interface on one SM, fine while interfaces are many and small;
  * cuSOLVER's getrf uses the whole GPU for one interface, a call each, its time bound by the
  * m dependent panel steps.  Measured on an H200 (float, bench/banded --parts psweep with
- * SAP_BAND_RDCD=kernel|solver, bench/results/banded_sapc_ul_h200_8a1c7da.md; T_LUrdcd, the
+ * SAP_BAND_RDCD=kernel|solver, bench/results/banded_sapc_ul_h200_9b171c2.md; T_LUrdcd, the
  * product I - W V included):
  *   kernel: 1.07 s for 13 interfaces of m = 1500, 167 ms for 65 of 757, 50 / 105 ms for 99 /
  *           399 of 500, 2.7 / 13.5 ms for 263 / 999 of 200: RDCD_KERNEL_C m^3 a round of
