@@ -408,7 +408,7 @@ double sap__solver_fill_seconds(const sap_context *ctx, double bytes)
     return bytes / (ctx->backend == SAP_BACKEND_CUDA ? SV_BW_FILL_GPU : SV_BW_FILL);
 }
 
-/* The GPU's blocked LU (band_cuda.cu, factor_blocked_t): a fixed part (the skewed copy),
+/* The GPU's blocked LU (band_cuda.cu, blocked_lu_t): a fixed part (the skewed copy),
  * SV_BLK_STEP a step of SAP_BAND_BS columns (the diagonal-block kernel, three batched
  * GEMMs, the stores), SV_BLK_TASK a partition's step beyond, and the LU's own flops (2 sum_k
  * min(K_e, n_b - 1 - k)^2 a partition) at SV_BLK_RATE.  Fitted to an H200's factorizations

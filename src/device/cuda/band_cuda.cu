@@ -23,19 +23,19 @@
  *                 made dense, then cuBLAS's batched TRSM (spikes_blocked_t); below it a
  *                 thread per right-hand-side column of the m x m triangular solves.
  *   reduced_*     I - W V by cuBLAS's batched GEMM where the spikes are blocked (else in
- *                 the kernel below), then a block per interface: LU with partial pivoting,
- *                 solves
+ *                 the kernel below), then LU with partial pivoting: a block per interface,
+ *                 or cuSOLVER's getrf a call each where predicted faster (rdcd_solver_mmin);
+ *                 solves a block per interface
  *                 (in chunks of 32 columns as the block solve, unless SAP_BAND_SWEEP=step);
  *                 the solves of k right-hand sides in one launch, a block per interface
  *                 and column.
  *   purify        a block per interface (and column), two launches (bottom rows, then top
  *                 rows).
  * From K = CUDA_BLOCKED_KMIN on the partitions' LU is blocked instead of k_factor (see
- * factor_blocked_t: BS-column steps over all partitions at once, cuBLAS's batched GEMMs for
- * the updates; partitions of at most SMALL_NMAX rows whole in shared memory, k_blk_small).  Not done
- * (issue 14 item 3, partial): the UL windows of SaP-C and the reduced systems' LU keep
- * their per-row / per-interface kernels (K = 1500, P = 14 on an H200: 2.4 s and 1.9 s);
- * tensor-core (TF32 / FP16) updates.  Where each kernel sits against the H200's floors:
+ * blocked_lu_t: BS-column steps over all partitions at once, cuBLAS's batched GEMMs for
+ * the updates; partitions of at most SMALL_NMAX rows whole in shared memory, k_blk_small),
+ * and so are SaP-C's UL windows, as the LU of their reversal (sap_band_fact.ul_blocked).
+ * Not done: tensor-core (TF32 / FP16) updates.  Where each kernel sits against the H200's floors:
  * bench/results/banded.md, bench/results/banded_factor_h200.md. */
 #include "device/cuda/cuda_internal.h"
 
@@ -1246,7 +1246,7 @@ struct blk_group {
     long long s, jb, h, K, count, first; /* first: index of its pointers (9 arrays of count) */
 };
 
-/* bytes of device memory the blocked LU takes beyond the fact's arrays (factor_blocked_t) */
+/* bytes of device memory the blocked LU takes beyond the fact's arrays (blocked_lu_t; the windows after the partitions, no more) */
 static double c_blocked_bytes(const sap_context *ctx, int64_t n, sap_int P, int64_t nmax, sap_int K, size_t es)
 {
     (void)ctx;
