@@ -40,7 +40,7 @@
  * <out>/<STEM>.csv and <out>/<STEM>.md (STEM: banded unless --name).
  *
  * usage: banded [--backend cuda|cpu] [--n LIST] [--k LIST] [--p LIST] [--d LIST]
- *               [--parts grid,psweep,dsweep,e2e,synthetic,apply,factor,multi] [--out DIR] [--dgbsv-max-gflop G]
+ *               [--parts grid,psweep,dsweep,e2e,synthetic,apply,factor,multi,multidev] [--out DIR] [--dgbsv-max-gflop G]
  *               [--threads T] [--warmup 0|1] [--repeat R] [--name STEM] [--fill F] [--sync-timing 0|1]
  *               [--grid-methods all|auto] [--reorder-graph auto|host|gpu] [--apply N:K:P,...]
  *               [--factor N:K:P,...] [--solver-opts key=value,...] (sap_solver options of the e2e runs)
@@ -839,6 +839,108 @@ static void multi_point(sap_context *ctx, FILE *f, FILE *fc, sap_int n, sap_int 
     sap_csr_destroy(A);
 }
 
+/* --parts multidev: the same columns with everything in device memory (A's CSR, B, X:
+ * sap_solver_create_device): sap_solver_solve_many_device (the first column alone, the
+ * others in lockstep) against sap_solver_solve_device one column after another, best of
+ * repeat each (the solver's setup, timed once, ran at the first call before them) */
+static void multi_dev_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, double d, int nrhs, int repeat)
+{
+    const sap_backend_ops *ops = sap__ops(ctx);
+    if (!ops->ptr_check) {
+        fprintf(stderr, "multidev: the %s backend takes no device arrays\n", ops->name);
+        return;
+    }
+    sap_csr *A = NULL;
+    if (sap_gen_banded(ctx, n, K, d, 0, 42, &A) != SAP_OK) {
+        fprintf(stderr, "generation failed: %s\n", sap_context_last_error(ctx));
+        return;
+    }
+    const size_t nk = (size_t)n * (size_t)nrhs, nnz = (size_t)A->nnz;
+    double *B = malloc(sizeof(double) * nk), *X = malloc(sizeof(double) * nk), *xs = malloc(sizeof(double) * (size_t)n);
+    double *work = malloc(sizeof(double) * (size_t)n);
+    for (int c = 0; c < nrhs; c++) {
+        sap_gen_xstar(ctx, n, SAP_XSTAR_RANDOM, 1 + (uint64_t)c, xs);
+        sap_csr_spmv(A, 1.0, xs, 0.0, B + (size_t)c * n);
+    }
+    void *d_rp = NULL, *d_ci = NULL, *d_v = NULL, *d_B = NULL, *d_X = NULL;
+    sap_status st = ops->mem_alloc(ctx, sizeof(sap_int) * (size_t)(n + 1), &d_rp);
+    if (st >= 0) st = ops->mem_alloc(ctx, sizeof(sap_int) * nnz, &d_ci);
+    if (st >= 0) st = ops->mem_alloc(ctx, sizeof(double) * nnz, &d_v);
+    if (st >= 0) st = ops->mem_alloc(ctx, sizeof(double) * nk, &d_B);
+    if (st >= 0) st = ops->mem_alloc(ctx, sizeof(double) * nk, &d_X);
+    if (st >= 0) st = ops->mem_upload(ctx, d_rp, A->rowptr, sizeof(sap_int) * (size_t)(n + 1));
+    if (st >= 0) st = ops->mem_upload(ctx, d_ci, A->colind, sizeof(sap_int) * nnz);
+    if (st >= 0) st = ops->mem_upload(ctx, d_v, A->val, sizeof(double) * nnz);
+    if (st >= 0) st = ops->mem_upload(ctx, d_B, B, sizeof(double) * nk);
+    sap_solver_options so;
+    solver_options(&so);
+    sap_solver *S = NULL;
+    if (st >= 0) st = sap_solver_create_device(ctx, n, (sap_int)nnz, d_rp, d_ci, d_v, &so, &S);
+    double t_setup = 0, t_many = INFINITY, t_one = INFINITY, it_many = 0, it_one = 0, res_many = 0, res_one = 0;
+    sap_solver_stats ss;
+    memset(&ss, 0, sizeof(ss));
+    memset(X, 0, sizeof(double) * nk);
+    if (st >= 0) { /* the setup at the first solve */
+        st = ops->mem_upload(ctx, d_X, X, sizeof(double) * (size_t)n);
+        double t0 = now();
+        if (st >= 0) st = sap_solver_solve_device(S, d_B, d_X);
+        t_setup = now() - t0;
+    }
+    for (int r = 0; r < repeat && st >= 0; r++) {
+        for (int pass = 0; pass < 2 && st >= 0; pass++) {
+            memset(X, 0, sizeof(double) * nk);
+            st = ops->mem_upload(ctx, d_X, X, sizeof(double) * nk);
+            double it = 0, t0 = now();
+            if (pass == 0 && st >= 0) {
+                st = sap_solver_solve_many_device(S, nrhs, d_B, n, d_X, n);
+                sap_solver_get_stats(S, &ss);
+                it = ss.iterations;
+            }
+            for (int c = 0; pass == 1 && c < nrhs && st >= 0; c++) {
+                st = sap_solver_solve_device(S, (double *)d_B + (size_t)c * n, (double *)d_X + (size_t)c * n);
+                sap_solver_get_stats(S, &ss);
+                it += ss.iterations;
+            }
+            const double t = now() - t0;
+            if (st >= 0) st = ops->mem_download(ctx, X, d_X, sizeof(double) * nk);
+            const double res = worst_rel_res(A, nrhs, X, B, work);
+            if (pass == 0 && t < t_many) t_many = t, it_many = it, res_many = res;
+            if (pass == 1 && t < t_one) t_one = t, it_one = it, res_one = res;
+        }
+    }
+    if (st < 0) fprintf(stderr, "  sap_solver (device arrays): %s (%s)\n", sap_status_name(st), sap_context_last_error(ctx));
+    else {
+        sap_solver_get_stats(S, &ss);
+        printf("multidev N=%8lld K=%4lld d=%.2f nrhs=%3d %s | first solve (setup) %.4f s | solve_many_device %.4f s "
+               "(%.2f ms a column, %g it, res %.1e) | one by one %.4f s (%g it, res %.1e) | %.2fx\n",
+               (long long)n, (long long)K, d, nrhs, solver_method_of(&ss), t_setup, t_many, 1e3 * t_many / nrhs,
+               it_many, res_many, t_one, it_one, res_one, t_one / t_many);
+        fprintf(f, "| %lld | %lld | %.2g | %d | %s | %.4f | %.4f | %.2f | %g | %.1e | %.4f | %g | %.1e | %.2fx |\n",
+                (long long)n, (long long)K, d, nrhs, solver_method_of(&ss), t_setup, t_many, 1e3 * t_many / nrhs,
+                it_many, res_many, t_one, it_one, res_one, t_one / t_many);
+        fflush(f);
+    }
+    fflush(stdout);
+    sap_solver_destroy(S);
+    void *ps[] = {d_rp, d_ci, d_v, d_B, d_X};
+    for (int i = 0; i < 5; i++)
+        if (ps[i]) ops->mem_free(ctx, ps[i]);
+    free(B);
+    free(X);
+    free(xs);
+    free(work);
+    sap_csr_destroy(A);
+}
+
+/* 1 when the comma-separated list has the item (multi and multidev both start so) */
+static int has_part(const char *list, const char *item)
+{
+    const size_t l = strlen(item);
+    for (const char *p = list; (p = strstr(p, item)) != NULL; p += l)
+        if ((p == list || p[-1] == ',') && (p[l] == '\0' || p[l] == ',')) return 1;
+    return 0;
+}
+
 /* the run's date, command and host load (the first line of every md file it writes) */
 static char run_header[1400];
 
@@ -1027,7 +1129,7 @@ int main(int argc, char **argv)
                     if ((sap_int)Ks[k] >= (sap_int)Ns[a]) continue;
                     e2e_point(ctx, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, repeat, max_gflop);
                 }
-    if (strstr(parts, "multi")) {
+    if (has_part(parts, "multi")) {
         FILE *fm = part_md(out, stem, "multi");
         if (!fm) return 1;
         snprintf(path, sizeof path, "%s/%s_multi.csv", out, stem);
@@ -1054,6 +1156,27 @@ int main(int argc, char **argv)
                                         (int)nrhs_l[j], repeat, max_gflop);
         fclose(fm);
         fclose(fc);
+    }
+    if (has_part(parts, "multidev")) {
+        FILE *fm = part_md(out, stem, "multidev");
+        if (!fm) return 1;
+        fprintf(fm, "# bench/banded --parts multidev: many right-hand sides, everything in device memory\n\nbackend %s: "
+                    "%s; gen:banded, b = A x* with random x*; A's CSR, B and X in device memory "
+                    "(sap_solver_create_device, default options and --solver-opts); the first solve (setup included) "
+                    "timed once, then sap_solver_solve_many_device of all columns (the first alone, the others in "
+                    "lockstep) and sap_solver_solve_device column after column; best of %d.\n\n"
+                    "| N | K | d | nrhs | method | first solve s | solve_many_device s | ms a column | it (sum) | worst "
+                    "res | one by one s | it (sum) | worst res | many vs one |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), repeat);
+        for (int a = 0; a < nN; a++)
+            for (int k = 0; k < nK; k++)
+                for (int i = 0; i < (d_given ? nd : 1); i++)
+                    for (int j = 0; j < nrhs_n; j++)
+                        if ((sap_int)Ks[k] < (sap_int)Ns[a] && nrhs_l[j] >= 1)
+                            multi_dev_point(ctx, fm, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0,
+                                            (int)nrhs_l[j], repeat);
+        fclose(fm);
     }
     if (strstr(parts, "apply")) {
         if (!(apply_md = part_md(out, stem, "apply"))) return 1;

@@ -572,6 +572,75 @@ static void test_cpu_logic(void)
     sap_context_destroy(ctx);
 }
 
+/* sap_solver_solve_many_device with 5 columns (one with a non-zero initial guess): the first
+ * alone, the other 4 in lockstep (the try's note says so), every column to 1e-8 and the host
+ * solve_many's x; a NaN in a column is refused.  check = 1: a cuda context, the arrays in its
+ * memory; 0: the host arrays as the backend's (cpu). */
+static void test_many_lockstep(sap_context *ctx, int check)
+{
+    enum { K = 5 };
+    dev_case c[4];
+    const int k = make_cases(ctx, c);
+    const sap_backend_ops *ops = sap__ops(ctx);
+    for (int i = 0; i < k; i++) {
+        const sap_csr *A = c[i].A;
+        const sap_int n = A->nrows, nnz = A->nnz;
+        const size_t nb = sizeof(double) * (size_t)n * K;
+        double *B = malloc(nb), *X = calloc((size_t)n * K, sizeof(double)), *XR = calloc((size_t)n * K, sizeof(double));
+        for (int j = 0; j < K; j++)
+            for (sap_int r = 0; r < n; r++) B[j * n + r] = 1.0 + 0.5 * sin(0.37 * (double)r + (double)j);
+        for (sap_int r = 0; r < n; r++) X[2 * n + r] = XR[2 * n + r] = 0.1 * cos((double)r);
+        const sap_int *rp = A->rowptr, *ci = A->colind;
+        const double *v = A->val;
+        double *dB = B, *dX = X;
+        if (check) {
+            rp = to_device(ctx, A->rowptr, sizeof(sap_int) * (size_t)(n + 1));
+            ci = to_device(ctx, A->colind, sizeof(sap_int) * (size_t)nnz);
+            v = to_device(ctx, A->val, sizeof(double) * (size_t)nnz);
+            dB = to_device(ctx, B, nb);
+            dX = to_device(ctx, X, nb);
+        }
+        sap_solver *S = NULL, *R = NULL;
+        if (rp && ci && v && dB && dX) {
+            CHECK_OK(ctx, sap__solver_create_dev(ctx, n, nnz, rp, ci, v, &c[i].opt, check, &S));
+            CHECK_OK(ctx, sap_solver_create(ctx, A, &c[i].opt, &R));
+        }
+        if (S && R) {
+            CHECK_OK(ctx, sap_solver_solve_many_device(S, K, dB, n, dX, n));
+            CHECK_OK(ctx, sap_solver_solve_many(R, K, B, n, XR, n));
+            if (check) ops->mem_download(ctx, X, dX, nb);
+            for (int j = 0; j < K; j++) {
+                const double res = sap_test_rel_residual(A, X + j * n, B + j * n);
+                CHECK_MSG(res <= 1e-8, "%s: many column %d residual %g", c[i].what, j, res);
+                CHECK_MSG(max_rel_diff(X + j * n, XR + j * n, n) < 1e-6, "%s: many column %d differs from the host by %g",
+                          c[i].what, j, max_rel_diff(X + j * n, XR + j * n, n));
+            }
+            sap_solver_device_stats ds;
+            sap_solver_get_device_stats(S, &ds);
+            sap_solver_stats ss;
+            sap_solver_get_stats(S, &ss);
+            int lock = 0;
+            for (int t = 0; t < ss.ntries; t++) lock |= strstr(ss.tried[t].note, "device lockstep: 4 columns, 4") != NULL;
+            CHECK_MSG(lock && ds.device_solves == K && ds.host_solves == 0 && ss.nrhs == K,
+                      "%s: lockstep %d, %lld device / %lld host solves, nrhs %lld", c[i].what, lock,
+                      (long long)ds.device_solves, (long long)ds.host_solves, (long long)ss.nrhs);
+            /* a NaN in column 3: refused */
+            B[3 * n + 7] = NAN;
+            if (check) ops->mem_upload(ctx, dB, B, nb);
+            CHECK_STATUS(ctx, sap_solver_solve_many_device(S, K, dB, n, dX, n), SAP_ERR_NONFINITE);
+        }
+        sap_solver_destroy(S);
+        sap_solver_destroy(R);
+        if (check) {
+            void *ps[] = {(void *)(uintptr_t)rp, (void *)(uintptr_t)ci, (void *)(uintptr_t)v, dB, dX};
+            for (int j = 0; j < 5; j++)
+                if (ps[j]) ops->mem_free(ctx, ps[j]);
+        }
+        free(B), free(X), free(XR);
+    }
+    free_cases(c, k > 0 ? k : 0);
+}
+
 static int cpu_part(void)
 {
     test_refusals();
@@ -580,6 +649,7 @@ static int cpu_part(void)
     {
         sap_context *ctx = sap_test_context(SAP_BACKEND_CPU);
         test_no_host(ctx, 0, 12);
+        test_many_lockstep(ctx, 0);
         sap_context_destroy(ctx);
     }
     test_escape();
@@ -707,6 +777,7 @@ static int gpu_part(void)
     }
     /* no host copy of A on the device (Poisson 3D, n = 27000) */
     test_no_host(G, 1, 30);
+    test_many_lockstep(G, 1);
     sap_context_destroy(C);
     sap_context_destroy(G);
     return 0;

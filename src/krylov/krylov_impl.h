@@ -184,6 +184,11 @@ struct kry_solve {
  * entry and the solution on return. */
 sap_status sap__krylov_solve_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, const sap_vec *b, sap_vec *x,
                                  sap_krylov_stats *stats);
+/* sap_krylov_solve_many with B and X (columns at ldb / ldx) in the backend's memory, in
+ * double: copied into and out of the Krylov blocks there, single columns through
+ * sap__krylov_solve_vec. */
+sap_status sap__krylov_solve_many_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, sap_int k, const double *dB,
+                                      sap_int ldb, double *dX, sap_int ldx, sap_krylov_stats *stats);
 
 /* sap_krylov_solve from the zero initial guess: x is only written (the caller knows the
  * guess is zero, so it is neither read nor uploaded). */

@@ -165,10 +165,18 @@ static sap_status worse(sap_status a, sap_status b)
     return a;
 }
 
+/* Column c of B (or X) as a vector: host memory (dev = 0) or the backend's (dev = 1, double). */
+static sap_vec arg_col(sap_int n, const double *B, sap_int ldb, int c)
+{
+    sap_vec v = {n, SAP_DOUBLE, (void *)(uintptr_t)(B + (size_t)c * (size_t)ldb)};
+    return v;
+}
+
 /* One group of k <= KRY_MANY_MAX columns through the method's run_many.  single[c] = 1:
- * column c is left to sap_krylov_solve. */
+ * column c is left to sap_krylov_solve.  dev: B and X are in the backend's memory (double),
+ * copied into and out of the blocks there. */
 static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k, const double *B, sap_int ldb,
-                             double *X, sap_int ldx, sap_krylov_stats *stats, int *single, double *truerel)
+                             double *X, sap_int ldx, sap_krylov_stats *stats, int *single, double *truerel, int dev)
 {
     sap_context *ctx = K->ctx;
     const sap_krylov_method *m = K->method;
@@ -205,15 +213,22 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
     km.st = &S;
     km.side = sap__krylov_pick_side(m, km.P != NULL, K->opt.side);
     for (int i = 0; i < nw; i++) SAP_TRY(ops->set(ctx, &km.W[i], 0.0));
-    /* zero initial guesses (the usual ones) are set on the backend, not uploaded */
-    km.x0_zero = 1;
+    /* zero initial guesses (the usual ones) are set on the backend, not uploaded (dev: the
+     * columns are copied there as they are) */
+    km.x0_zero = !dev;
     for (int c = 0; c < k && km.x0_zero; c++) km.x0_zero = sap__host_all_zero(ctx, X + (size_t)c * (size_t)ldx, n);
     if (km.x0_zero) SAP_TRY(ops->set(ctx, &km.X, 0.0));
     for (int c = 0; c < k; c++) {
         sap_vec *v = views + (size_t)c * (size_t)(nw + 3);
         for (int i = 0; i < nw + 3; i++) v[i] = sap__vec_column(&K->bvec.v[i], n, c);
-        SAP_TRY(ops->vec_upload(ctx, &v[0], B + (size_t)c * (size_t)ldb));
-        if (!km.x0_zero) SAP_TRY(ops->vec_upload(ctx, &v[1], X + (size_t)c * (size_t)ldx));
+        if (dev) {
+            const sap_vec bc = arg_col(n, B, ldb, c), xc = arg_col(n, X, ldx, c);
+            SAP_TRY(ops->copy(ctx, &bc, &v[0]));
+            SAP_TRY(ops->copy(ctx, &xc, &v[1]));
+        } else {
+            SAP_TRY(ops->vec_upload(ctx, &v[0], B + (size_t)c * (size_t)ldb));
+            if (!km.x0_zero) SAP_TRY(ops->vec_upload(ctx, &v[1], X + (size_t)c * (size_t)ldx));
+        }
         kry_solve *s = &col[c];
         memset(s, 0, sizeof(*s));
         s->K = K;
@@ -302,6 +317,16 @@ static sap_status many_group(sap_krylov *K, sap_matrix *A, sap_precond *P, int k
     for (int c = 0; c < k; c++) {
         if (single[c]) continue;
         kry_solve *s = &col[c];
+        if (dev) { /* (no host copy to name the entry) */
+            sap_vec xc = arg_col(n, X, ldx, c);
+            SAP_TRY(ops->copy(ctx, s->x, &xc));
+            if (!isfinite(xn[c]) && s->reason != KRY_NONFINITE) {
+                s->reason = KRY_NONFINITE;
+                snprintf(s->msg, sizeof(s->msg), "%s: the iterate x became NaN or Inf at iteration %g", s->method,
+                         s->iter);
+            }
+            continue;
+        }
         SAP_TRY(ops->vec_download(ctx, s->x, X + (size_t)c * (size_t)ldx));
         const double *xc = X + (size_t)c * (size_t)ldx;
         for (sap_int i = 0; !isfinite(xn[c]) && i < n; i++)
@@ -336,8 +361,8 @@ cleanup:
     return st;
 }
 
-sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, sap_int k, const double *B,
-                                 sap_int ldb, double *X, sap_int ldx, sap_krylov_stats *stats)
+static sap_status solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, sap_int k, const double *B, sap_int ldb,
+                             double *X, sap_int ldx, sap_krylov_stats *stats, int dev)
 {
     if (!K) return SAP_ERR_INVALID;
     sap_context *ctx = K->ctx;
@@ -370,7 +395,7 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
         if (lockstep && g > 1) {
             SAP_TRY(sap__krylov_wres_room(K, g));
             sap__try_begin(ctx);
-            sap_status sg = many_group(K, A, P, g, B + c0 * ldb, ldb, X + c0 * ldx, ldx, gs, single, truerel);
+            sap_status sg = many_group(K, A, P, g, B + c0 * ldb, ldb, X + c0 * ldx, ldx, gs, single, truerel, dev);
             sap__try_end(ctx);
             if (sg == SAP_ERR_OUT_OF_MEMORY) {
                 /* the blocks of g columns (the Krylov vectors, the preconditioner's work) did
@@ -388,7 +413,14 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
         for (int c = 0; c < g; c++) {
             if (single[c]) {
                 sap_krylov_stats one;
-                sap_status sc = sap_krylov_solve(K, A, P, B + (c0 + c) * ldb, X + (c0 + c) * ldx, &one);
+                sap_status sc;
+                if (dev) {
+                    const sap_vec bc = arg_col(n, B, ldb, (int)(c0 + c));
+                    sap_vec xc = arg_col(n, X, ldx, (int)(c0 + c));
+                    sc = sap__krylov_solve_vec(K, A, P, &bc, &xc, &one);
+                } else {
+                    sc = sap_krylov_solve(K, A, P, B + (c0 + c) * ldb, X + (c0 + c) * ldx, &one);
+                }
                 gs[c] = one;
                 if (wr) wr[c0 + c] = sap__krylov_weighted_residual(K, 0);
                 if (sc < 0 && sc != SAP_ERR_BREAKDOWN && sc != SAP_ERR_NONFINITE && sc != SAP_ERR_SINGULAR) {
@@ -410,4 +442,16 @@ sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, s
 cleanup:
     sap__free(ctx, wr);
     return st;
+}
+
+sap_status sap_krylov_solve_many(sap_krylov *K, sap_matrix *A, sap_precond *P, sap_int k, const double *B,
+                                 sap_int ldb, double *X, sap_int ldx, sap_krylov_stats *stats)
+{
+    return solve_many(K, A, P, k, B, ldb, X, ldx, stats, 0);
+}
+
+sap_status sap__krylov_solve_many_vec(sap_krylov *K, sap_matrix *A, sap_precond *P, sap_int k, const double *dB,
+                                      sap_int ldb, double *dX, sap_int ldx, sap_krylov_stats *stats)
+{
+    return solve_many(K, A, P, k, dB, ldb, dX, ldx, stats, 1);
 }

@@ -33,6 +33,7 @@ struct sap__solver_dev {
     sap_int *p_r, *p_c;      /* backend memory: the gathers in and out of the attempt's order */
     double *s_r, *s_c;       /* their scaling (NULL: none) */
     sap_vec t1, t2;          /* the attempt's order */
+    sap_vec t1k, t2k;        /* the same for blocks of columns (the lockstep solve; grown) */
     sap_vec r, d, xn, x0;    /* refinement, the initial guess */
     sap_precond wrap;        /* Pc in the original order (wrap_type) */
     int check;               /* the caller's pointers are checked (0: the cpu tests) */
@@ -105,9 +106,41 @@ static sap_status wrap_apply(sap_precond *P, const sap_vec *r, sap_vec *z)
     return ops->gather(ctx, &D->t2, D->p_c, D->s_c, z);
 }
 
+/* k columns: gathered into blocks in the attempt's order, one block apply there (SaP: one
+ * pass over the factors), gathered back */
+static sap_status wrap_apply_block(sap_precond *P, sap_int k, const sap_vec *r, sap_vec *z)
+{
+    struct sap__solver_dev *D = P->data;
+    sap_precond *pc = ((const sap__attempt *)D->att)->pc;
+    sap_context *ctx = P->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = P->n;
+    sap_status st = SAP_OK;
+    sap_vec *blk[2] = {&D->t1k, &D->t2k};
+    for (int i = 0; i < 2; i++)
+        if (blk[i]->n != k * n) {
+            if (blk[i]->data) ops->vec_destroy(ctx, blk[i]);
+            SAP_TRY(ops->vec_create(ctx, k * n, SAP_DOUBLE, blk[i]));
+        }
+    for (sap_int c = 0; c < k; c++) {
+        const sap_vec rc = sap__vec_column(r, n, c);
+        sap_vec tc = sap__vec_column(&D->t1k, n, c);
+        SAP_TRY(ops->gather(ctx, &rc, D->p_r, D->s_r, &tc));
+    }
+    if (sap__precond_is_identity(pc)) SAP_TRY(ops->copy(ctx, &D->t1k, &D->t2k));
+    else SAP_TRY(sap__precond_apply_block(pc, k, &D->t1k, &D->t2k));
+    for (sap_int c = 0; c < k; c++) {
+        const sap_vec tc = sap__vec_column(&D->t2k, n, c);
+        sap_vec zc = sap__vec_column(z, n, c);
+        SAP_TRY(ops->gather(ctx, &tc, D->p_c, D->s_c, &zc));
+    }
+cleanup:
+    return st;
+}
+
 static const sap_precond_type wrap_type = {
     .name = "device-order", .help = "the attempt's preconditioner between the gathers of its order",
-    .mixed_precision_apply = 1, .apply = wrap_apply};
+    .mixed_precision_apply = 1, .apply = wrap_apply, .apply_block = wrap_apply_block};
 
 static void free_gathers(sap_solver *S, struct sap__solver_dev *D)
 {
@@ -139,8 +172,8 @@ void sap__solver_dev_forget(sap_solver *S, const sap__attempt *a)
     if (a) return;
     sap_context *ctx = S->ctx;
     const sap_backend_ops *ops = sap__ops(ctx);
-    sap_vec *vs[] = {&D->t1, &D->t2, &D->r, &D->d, &D->xn, &D->x0};
-    for (int i = 0; i < 6; i++)
+    sap_vec *vs[] = {&D->t1, &D->t2, &D->r, &D->d, &D->xn, &D->x0, &D->t1k, &D->t2k};
+    for (int i = 0; i < 8; i++)
         if (vs[i]->data) ops->vec_destroy(ctx, vs[i]);
     free_copy(ctx, D);
     sap_matrix_destroy(D->M);
@@ -550,14 +583,13 @@ static const char *device_unfit(const sap_solver *S, char *buf, size_t size)
 
 /* One device column through the current attempt, refined on the true residual in the
  * original system (as solve_col of solver_solve.c). */
-static sap_status dev_col(sap_solver *S, const sap_vec *b, sap_vec *x, double *iters, double *res, double *tkry)
+/* The current attempt's preconditioner in the original order (its gathers built once). */
+static sap_status dev_pc(sap_solver *S, sap_precond **P)
 {
     struct sap__solver_dev *D = S->dev;
     sap__attempt *a = S->att;
     sap_context *ctx = S->ctx;
-    const sap_backend_ops *ops = sap__ops(ctx);
     const sap_int n = S->A->nrows;
-    const double tol = S->opt.krylov.tol;
     sap_status st = SAP_OK;
     if (D->att != a) SAP_TRY(build_gathers(S, D, a));
     if (!D->identity) {
@@ -571,7 +603,22 @@ static sap_status dev_col(sap_solver *S, const sap_vec *b, sap_vec *x, double *i
         D->wrap.n = n;
         D->wrap.state = SAP_PC_NUMERIC;
     }
-    sap_precond *P = D->identity ? a->pc : &D->wrap;
+    *P = D->identity ? a->pc : &D->wrap;
+cleanup:
+    return st;
+}
+
+static sap_status dev_col(sap_solver *S, const sap_vec *b, sap_vec *x, double *iters, double *res, double *tkry)
+{
+    struct sap__solver_dev *D = S->dev;
+    sap__attempt *a = S->att;
+    sap_context *ctx = S->ctx;
+    const sap_backend_ops *ops = sap__ops(ctx);
+    const sap_int n = S->A->nrows;
+    const double tol = S->opt.krylov.tol;
+    sap_status st = SAP_OK;
+    sap_precond *P = NULL;
+    SAP_TRY(dev_pc(S, &P));
     SAP_TRY(vec_ready(ctx, n, &D->r));
     SAP_TRY(vec_ready(ctx, n, &D->d));
     SAP_TRY(vec_ready(ctx, n, &D->xn));
@@ -811,6 +858,64 @@ cleanup:
     return st;
 }
 
+/* k device columns in lockstep through the current attempt (sap__krylov_solve_many_vec: one
+ * SpMM and one block apply of its preconditioner a step), where its method has the form and
+ * solves with device vectors; done[c] = 1 for the columns that met tol (their x final,
+ * counted in *iters and *worst).  The others keep the lockstep's iterate as their initial
+ * guess (done[c] = 0); so do all k where there is no lockstep form (then nothing ran) or it
+ * failed (its error cleared: the columns go on alone). */
+static sap_status dev_many(sap_solver *S, sap_int k, const double *d_B, sap_int ldb, double *d_X, sap_int ldx,
+                           int *done, double *iters, double *worst)
+{
+    struct sap__solver_dev *D = S->dev;
+    sap__attempt *a = S->att;
+    sap_context *ctx = S->ctx;
+    const double tol = S->opt.krylov.tol;
+    const sap_int n = S->A->nrows;
+    sap_status st = SAP_OK;
+    sap_krylov_stats *ks = NULL;
+    char buf[160];
+    if (!S->setup_done || !a || !a->type->batch || n == 0 || device_unfit(S, buf, sizeof(buf)) ||
+        !a->kry->method->run_many)
+        return SAP_OK;
+    sap_precond *P = NULL;
+    SAP_TRY(dev_pc(S, &P));
+    SAP_CALLOC(ctx, ks, k);
+    const double t0 = sap__wtime();
+    sap__try_begin(ctx);
+    sap_status sm = sap__krylov_solve_many_vec(a->kry, D->M, P, k, d_B, ldb, d_X, ldx, ks);
+    sap__try_end(ctx);
+    if (sm < 0 && sm != SAP_ERR_BREAKDOWN && sm != SAP_ERR_NONFINITE) {
+        sap__log(ctx, SAP_PRINT_INFO, "sap_solver_solve_many_device: the lockstep solve failed (%s: %s); the columns "
+                 "one after another", sap_status_name(sm), sap_context_last_error(ctx));
+        sap_context_clear_error(ctx);
+        goto cleanup;
+    }
+    {
+        sap_int ndone = 0;
+        double it = 0, res = 0;
+        for (sap_int c = 0; c < k; c++) {
+            it += ks[c].iterations;
+            done[c] = ks[c].true_residual <= tol;
+            if (!done[c]) continue;
+            ndone++;
+            *iters += ks[c].iterations;
+            if (ks[c].true_residual > *worst) *worst = ks[c].true_residual;
+            if (ks[c].true_residual > res) res = ks[c].true_residual;
+        }
+        D->st.device_solves += ndone;
+        if (a->itry >= 0 && a->itry < S->stats.ntries) {
+            S->stats.tried[a->itry].iterations += it;
+            S->stats.tried[a->itry].time += sap__wtime() - t0;
+            sap__solver_try_note(S, a->itry, "device lockstep: %lld columns, %lld met tol (worst res %.1e)", (long long)k,
+                                 (long long)ndone, res);
+        }
+    }
+cleanup:
+    sap__free(ctx, ks);
+    return st;
+}
+
 sap_status sap_solver_solve_many_device(sap_solver *S, sap_int nrhs, const double *d_B, sap_int ldb, double *d_X,
                                         sap_int ldx)
 {
@@ -822,14 +927,35 @@ sap_status sap_solver_solve_many_device(sap_solver *S, sap_int nrhs, const doubl
                          "n = %lld", (long long)nrhs, (long long)ldb, (long long)ldx, (long long)n);
     sap_status worst = SAP_OK;
     double worst_res = 0, iters = 0;
+    int *done = NULL;
     for (sap_int j = 0; j < nrhs; j++) {
+        /* the first column alone (the setup, the chain's choices and fallbacks), then the
+         * others in lockstep where the method has the form (columns it leaves above tol go
+         * on alone from where it left them) */
+        if (j == 1 && nrhs > 2 && !done) {
+            done = (int *)sap__alloc(S->ctx, (size_t)nrhs, sizeof(int), true, __FILE__, __LINE__);
+            if (!done) return SAP_ERROR(S->ctx, SAP_ERR_OUT_OF_MEMORY, "sap_solver_solve_many_device: out of memory");
+            double it = 0, res = 0;
+            const sap_status sm = dev_many(S, nrhs - 1, d_B + ldb, ldb, d_X + ldx, ldx, done + 1, &it, &res);
+            if (sm < 0) {
+                sap__free(S->ctx, done);
+                return sm;
+            }
+            iters += it;
+            if (res > worst_res || !isfinite(res)) worst_res = res;
+        }
+        if (done && done[j]) continue;
         sap_status sj = sap_solver_solve_device(S, d_B + j * ldb, d_X + j * ldx);
-        if (sj < 0) return sj;
+        if (sj < 0) {
+            sap__free(S->ctx, done);
+            return sj;
+        }
         iters += S->stats.iterations;
         if (S->stats.relative_residual > worst_res || !isfinite(S->stats.relative_residual))
             worst_res = S->stats.relative_residual;
         if (sj != SAP_OK && worst == SAP_OK) worst = sj;
     }
+    sap__free(S->ctx, done);
     S->stats.nrhs = nrhs;
     S->stats.iterations = iters;
     S->stats.relative_residual = worst_res;
