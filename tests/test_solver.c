@@ -445,6 +445,14 @@ static void test_reuse(sap_context *ctx)
     o.fallback = 0;
     test_many_and_refactor(ctx, A, &o, "synthetic band-pivot");
     sap_csr_destroy(A);
+    /* jacobi: CG in lockstep (its batch form) */
+    A = NULL;
+    CHECK_OK(ctx, sap_gen_poisson2d(ctx, 30, 30, &A));
+    sap_solver_options_init(&o);
+    o.method = SAP_METHOD_JACOBI;
+    o.fallback = 0;
+    if (A) test_many_and_refactor(ctx, A, &o, "poisson2d jacobi");
+    sap_csr_destroy(A);
     if (sap_test_have_matrices("reuse on real matrices")) {
         A = load(ctx, "bcsstk14");
         if (A) test_many_and_refactor(ctx, A, NULL, "bcsstk14");
