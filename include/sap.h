@@ -1384,10 +1384,10 @@ SAP_API sap_status sap_solver_solve(sap_solver *S, const double *b, double *x);
 /* nrhs right-hand sides at once: column k of B is B + k * ldb (ldb >= n), likewise X.
  * The status is the worst over the columns.  Batched: BAND_PIVOT (one dgbtrs for all
  * columns per step), the direct and block-tridiagonal methods (one solve per step), and
- * SAPD, SAPC, BAND_LU and JACOBI (sap_krylov_solve_many: their Krylov method in lockstep,
- * one SpMM and, SaP, one pass over the band factors per step for up to 32 columns); a
- * column the batch leaves above the tolerance goes on alone through the fallback chain.
- * The ILU and block-Jacobi methods run the columns one after another. */
+ * SAPD, SAPC and BAND_LU (sap_krylov_solve_many: their Krylov method in lockstep, one pass
+ * over the band factors per step for up to 32 columns); a column the batch leaves above the
+ * tolerance goes on alone through the fallback chain.  JACOBI and the other Krylov
+ * preconditioners run the columns one after another. */
 SAP_API sap_status sap_solver_solve_many(sap_solver *S, sap_int nrhs, const double *B, sap_int ldb, double *X,
                                          sap_int ldx);
 SAP_API sap_status sap_solver_get_stats(const sap_solver *S, sap_solver_stats *stats);
@@ -1430,7 +1430,7 @@ SAP_API sap_status sap_solver_create_device(sap_context *ctx, sap_int n, sap_int
 SAP_API sap_status sap_solver_solve_device(sap_solver *S, const double *d_b, double *d_x);
 /* nrhs columns (column k at d_B + k * ldb, ldb >= n; likewise d_X).  The first column is
  * solved alone (the setup, the chain's choices and fallbacks); where the method then solved
- * has a batch form with device vectors (SAPD, SAPC, BAND_LU, JACOBI: their Krylov method in
+ * has a batch form with device vectors (SAPD, SAPC, BAND_LU: their Krylov method in
  * lockstep, one SpMM and one block application of the preconditioner per step for up to 32
  * columns), the other columns go together, and a column the batch leaves above the
  * tolerance goes on alone from its iterate; otherwise one column after another.  The

@@ -445,7 +445,7 @@ static void test_reuse(sap_context *ctx)
     o.fallback = 0;
     test_many_and_refactor(ctx, A, &o, "synthetic band-pivot");
     sap_csr_destroy(A);
-    /* jacobi: CG in lockstep (its batch form) */
+    /* jacobi: the columns one after another (CG) */
     A = NULL;
     CHECK_OK(ctx, sap_gen_poisson2d(ctx, 30, 30, &A));
     sap_solver_options_init(&o);

@@ -37,7 +37,6 @@ const sap__solver_method_type sap__sm_jacobi = {
     .help = "the Krylov method with a Jacobi preconditioner (last resort)",
     .method = SAP_METHOD_JACOBI,
     .band = SAP__SM_BAND_NONE,
-    .batch = "lockstep Krylov, one SpMM a step",
     .refine_passes = SV_REFINE_KRYLOV,
     .refine_slow = SAP__REFINE_SLOW_STOPS_COLUMN,
     .estimate = jacobi_estimate,
