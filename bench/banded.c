@@ -875,16 +875,28 @@ static void multi_dev_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, dou
     sap_solver_options so;
     solver_options(&so);
     sap_solver *S = NULL;
+    double t_create = now();
     if (st >= 0) st = sap_solver_create_device(ctx, n, (sap_int)nnz, d_rp, d_ci, d_v, &so, &S);
+    t_create = now() - t_create;
     double t_setup = 0, t_many = INFINITY, t_one = INFINITY, it_many = 0, it_one = 0, res_many = 0, res_one = 0;
     sap_solver_stats ss;
     memset(&ss, 0, sizeof(ss));
     memset(X, 0, sizeof(double) * nk);
-    if (st >= 0) { /* the setup at the first solve */
+    if (st >= 0) { /* the setup at the first solve, and where its time went */
         st = ops->mem_upload(ctx, d_X, X, sizeof(double) * (size_t)n);
         double t0 = now();
         if (st >= 0) st = sap_solver_solve_device(S, d_B, d_X);
         t_setup = now() - t0;
+        sap_solver_device_stats ds;
+        sap_solver_get_stats(S, &ss);
+        sap_solver_get_device_stats(S, &ds);
+        printf("multidev create %.4f s (A down %.4f s, %.3f GB: %s; Krylov matrix %.4f s) | first solve %.4f s: "
+               "stats %.4f DB %.4f CM %.4f Drop %.4f third %.4f Dtransf %.4f Asmbl %.4f LU %.4f SPK %.4f rdcd %.4f "
+               "Kry %.4f refine %.4f (named %.4f); setup up %.3f GB\n",
+               t_create, ds.time_download, 1e-9 * (double)ds.download_bytes, ds.download_reason, ds.time_matrix,
+               t_setup, ss.time_stats, ss.time_db, ss.time_cm, ss.time_drop, ss.time_third, ss.time_transfer,
+               ss.time_asmbl, ss.time_lu, ss.time_spk, ss.time_lurdcd, ss.time_kry, ss.time_refine,
+               named_seconds(&ss) - ss.time_create, 1e-9 * (double)ds.setup_h2d_bytes);
     }
     for (int r = 0; r < repeat && st >= 0; r++) {
         for (int pass = 0; pass < 2 && st >= 0; pass++) {
