@@ -594,6 +594,20 @@ static void test_host_scans(void)
     }
     CHECK(ok_zero);
     CHECK(ok_fin);
+    /* the threaded copy: byte lengths around its 1 MB slices and the 4 threads' split */
+    const size_t blens[] = {0, 1, 1000, ((size_t)1 << 20) - 1, (size_t)1 << 20, ((size_t)1 << 20) + 1,
+                            ((size_t)4 << 20) + 3, ((size_t)9 << 20) + 17};
+    int ok_copy = 1;
+    for (size_t l = 0; l < sizeof blens / sizeof blens[0]; l++) {
+        const size_t nb = blens[l];
+        unsigned char *a = malloc(nb + 2), *b = malloc(nb + 2);
+        for (size_t i = 0; i < nb + 2; i++) a[i] = (unsigned char)(i * 131 + 7), b[i] = 0xA5;
+        sap__host_copy(ctx, b + 1, a + 1, nb);
+        ok_copy &= b[0] == 0xA5 && b[nb + 1] == 0xA5 && memcmp(a + 1, b + 1, nb) == 0;
+        free(a);
+        free(b);
+    }
+    CHECK(ok_copy);
     sap_context_destroy(ctx);
 }
 

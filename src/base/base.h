@@ -334,6 +334,8 @@ void sap__blas_threads_restore(int was);
  * or -0 (NaN and Inf are not zero); the index of the first NaN or Inf, n when none. */
 int sap__host_all_zero(const sap_context *ctx, const double *x, sap_int n);
 sap_int sap__host_first_nonfinite(const sap_context *ctx, const double *x, sap_int n);
+/* memcpy(dst, src, bytes) on the context's threads (from 2 MB on); the areas must not overlap */
+void sap__host_copy(const sap_context *ctx, void *dst, const void *src, size_t bytes);
 
 /* This thread's number and its team's size (0 and 1 outside a parallel region and
  * without OpenMP). */

@@ -1,6 +1,6 @@
 /* hostscan.c -- scans of a host vector the solvers make before a solve: is it all zero (an
  * initial guess that need not be uploaded, nor multiplied by A), and where is its first
- * NaN or Inf.  Both read the vector's bits in blocks (an OR or a test of the exponent
+ * NaN or Inf; and a copy on all the context's threads (the staged transfers).  Both read the vector's bits in blocks (an OR or a test of the exponent
  * field, which the compiler vectorises; no branch an entry) on the context's threads: at
  * n = 10^6 a scan with a branch an entry took ~1.8 ms on the H200 host, more than the
  * GPU's whole Richardson solve of a narrow band takes to read its factors 10 times. */
@@ -62,4 +62,24 @@ sap_int sap__host_first_nonfinite(const sap_context *ctx, const double *x, sap_i
         if (i < first) first = i;
     }
     return first;
+}
+
+/* memcpy on the context's threads, in slices of at least COPY_SLICE bytes (a first touch of
+ * fresh destination pages is paid on every thread at once) */
+#define COPY_SLICE ((size_t)1 << 20)
+void sap__host_copy(const sap_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    const size_t ns = (bytes + COPY_SLICE - 1) / COPY_SLICE;
+    int nt = ns > 1 ? sap__threads(ctx) : 1;
+    if ((size_t)nt > ns) nt = (int)ns;
+    if (nt <= 1) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    const size_t per = (bytes + (size_t)nt - 1) / (size_t)nt;
+    SAP_OMP_FOR(nt)
+    for (int t = 0; t < nt; t++) {
+        const size_t a = (size_t)t * per, b = a + per < bytes ? a + per : bytes;
+        if (a < b) memcpy((char *)dst + a, (const char *)src + a, b - a);
+    }
 }
