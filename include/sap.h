@@ -1455,7 +1455,9 @@ typedef struct sap_solver_device_stats {
     int64_t a_h2d_bytes;        /* host->device bytes of A: 0 unless a host solve needed the
                                    solver's own device copy of A (then its size) */
     int64_t setup_h2d_bytes;    /* host->device bytes of create, setups and refactors: the
-                                   preconditioner's data and the permutations (never A) */
+                                   preconditioner's data (the band methods: the band of the
+                                   reordered matrix their factors are filled from) and the
+                                   permutations (never A in the caller's order) */
     int64_t perm_h2d_bytes;     /* of which the reorderings' permutations and scaling factors */
     int64_t solve_h2d_bytes;    /* host->device bytes during device solves (0: nothing went up) */
     int64_t solve_d2h_bytes;    /* device->host bytes during device solves (reduction scalars) */
