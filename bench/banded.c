@@ -1141,54 +1141,50 @@ int main(int argc, char **argv)
                     if ((sap_int)Ks[k] >= (sap_int)Ns[a]) continue;
                     e2e_point(ctx, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0, repeat, max_gflop);
                 }
-    if (has_part(parts, "multi")) {
-        FILE *fm = part_md(out, stem, "multi");
-        if (!fm) return 1;
-        snprintf(path, sizeof path, "%s/%s_multi.csv", out, stem);
-        FILE *fc = fopen(path, "w");
-        if (!fc) return 1;
-        fprintf(fc, "N,K,d,nrhs,method,setup,solve_many,T_Kry,iterations,residual,one_by_one,iterations_one,"
-                    "residual_one,e2e,dgbsv_call,dgbsv_with_assembly,dgbsv_residual\n");
-        fprintf(fm, "# bench/banded --parts multi: many right-hand sides of one system\n\nbackend %s: %s; gen:banded, "
-                    "b = A x* with random x* (one per column); one sap_solver (create + setup, default options and --solver-opts, as "
-                    "`sap solve`), then sap_solver_solve_many of all columns (the Krylov method in lockstep: one "
-                    "pass over the band factors per step for all columns) and the same columns one after another "
-                    "(sap_solver_solve); best of %d; dgbsv with all columns (one factorization, all host cores), "
-                    "its call and with its band assembly; e2e = setup + solve_many.\n\n"
-                    "| N | K | d | nrhs | method | setup s | solve_many s | ms a column | T_Kry | it (sum) | worst res | "
-                    "one by one s | it (sum) | many vs one | e2e s | dgbsv call s | with assembly s | e2e vs call | "
-                    "e2e vs assembly |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-                sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), repeat);
+    if (has_part(parts, "multi") || has_part(parts, "multidev")) {
+        FILE *fm = NULL, *fc = NULL, *fd = NULL;
+        if (has_part(parts, "multi")) {
+            if (!(fm = part_md(out, stem, "multi"))) return 1;
+            snprintf(path, sizeof path, "%s/%s_multi.csv", out, stem);
+            if (!(fc = fopen(path, "w"))) return 1;
+            fprintf(fc, "N,K,d,nrhs,method,setup,solve_many,T_Kry,iterations,residual,one_by_one,iterations_one,"
+                        "residual_one,e2e,dgbsv_call,dgbsv_with_assembly,dgbsv_residual\n");
+            fprintf(fm, "# bench/banded --parts multi: many right-hand sides of one system\n\nbackend %s: %s; gen:banded, "
+                        "b = A x* with random x* (one per column); one sap_solver (create + setup, default options and --solver-opts, as "
+                        "`sap solve`), then sap_solver_solve_many of all columns (the Krylov method in lockstep: one "
+                        "pass over the band factors per step for all columns) and the same columns one after another "
+                        "(sap_solver_solve); best of %d; dgbsv with all columns (one factorization, all host cores), "
+                        "its call and with its band assembly; e2e = setup + solve_many.\n\n"
+                        "| N | K | d | nrhs | method | setup s | solve_many s | ms a column | T_Kry | it (sum) | worst res | "
+                        "one by one s | it (sum) | many vs one | e2e s | dgbsv call s | with assembly s | e2e vs call | "
+                        "e2e vs assembly |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                    sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), repeat);
+        }
+        if (has_part(parts, "multidev")) {
+            if (!(fd = part_md(out, stem, "multidev"))) return 1;
+            fprintf(fd, "# bench/banded --parts multidev: many right-hand sides, everything in device memory\n\nbackend %s: "
+                        "%s; gen:banded, b = A x* with random x*; A's CSR, B and X in device memory "
+                        "(sap_solver_create_device, default options and --solver-opts); the first solve (setup included) "
+                        "timed once, then sap_solver_solve_many_device of all columns (the first alone, the others in "
+                        "lockstep) and sap_solver_solve_device column after column; best of %d.\n\n"
+                        "| N | K | d | nrhs | method | first solve s | solve_many_device s | ms a column | it (sum) | worst "
+                        "res | one by one s | it (sum) | worst res | many vs one |\n"
+                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                    sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), repeat);
+        }
         for (int a = 0; a < nN; a++)
             for (int k = 0; k < nK; k++)
                 for (int i = 0; i < (d_given ? nd : 1); i++)
-                    for (int j = 0; j < nrhs_n; j++)
-                        if ((sap_int)Ks[k] < (sap_int)Ns[a] && nrhs_l[j] >= 1)
-                            multi_point(ctx, fm, fc, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0,
-                                        (int)nrhs_l[j], repeat, max_gflop);
-        fclose(fm);
-        fclose(fc);
-    }
-    if (has_part(parts, "multidev")) {
-        FILE *fm = part_md(out, stem, "multidev");
-        if (!fm) return 1;
-        fprintf(fm, "# bench/banded --parts multidev: many right-hand sides, everything in device memory\n\nbackend %s: "
-                    "%s; gen:banded, b = A x* with random x*; A's CSR, B and X in device memory "
-                    "(sap_solver_create_device, default options and --solver-opts); the first solve (setup included) "
-                    "timed once, then sap_solver_solve_many_device of all columns (the first alone, the others in "
-                    "lockstep) and sap_solver_solve_device column after column; best of %d.\n\n"
-                    "| N | K | d | nrhs | method | first solve s | solve_many_device s | ms a column | it (sum) | worst "
-                    "res | one by one s | it (sum) | worst res | many vs one |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-                sap_backend_name(sap_context_backend(ctx)), sap_context_device_name(ctx), repeat);
-        for (int a = 0; a < nN; a++)
-            for (int k = 0; k < nK; k++)
-                for (int i = 0; i < (d_given ? nd : 1); i++)
-                    for (int j = 0; j < nrhs_n; j++)
-                        if ((sap_int)Ks[k] < (sap_int)Ns[a] && nrhs_l[j] >= 1)
-                            multi_dev_point(ctx, fm, (sap_int)Ns[a], (sap_int)Ks[k], d_given ? dl[i] : 1.0,
-                                            (int)nrhs_l[j], repeat);
-        fclose(fm);
+                    for (int j = 0; j < nrhs_n; j++) {
+                        if (!((sap_int)Ks[k] < (sap_int)Ns[a] && nrhs_l[j] >= 1)) continue;
+                        const sap_int n = (sap_int)Ns[a], K = (sap_int)Ks[k];
+                        const double d = d_given ? dl[i] : 1.0;
+                        if (fm) multi_point(ctx, fm, fc, n, K, d, (int)nrhs_l[j], repeat, max_gflop);
+                        if (fd) multi_dev_point(ctx, fd, n, K, d, (int)nrhs_l[j], repeat);
+                    }
+        if (fm) fclose(fm);
+        if (fc) fclose(fc);
+        if (fd) fclose(fd);
     }
     if (strstr(parts, "apply")) {
         if (!(apply_md = part_md(out, stem, "apply"))) return 1;
