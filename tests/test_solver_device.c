@@ -624,10 +624,16 @@ static void test_many_lockstep(sap_context *ctx, int check)
             CHECK_MSG(lock && ds.device_solves == K && ds.host_solves == 0 && ss.nrhs == K,
                       "%s: lockstep %d, %lld device / %lld host solves, nrhs %lld", c[i].what, lock,
                       (long long)ds.device_solves, (long long)ds.host_solves, (long long)ss.nrhs);
-            /* a NaN in column 3: refused */
+            /* a NaN in column 3: refused, that column's x untouched */
             B[3 * n + 7] = NAN;
+            for (sap_int r = 0; r < n; r++) X[3 * n + r] = 0.25;
             if (check) ops->mem_upload(ctx, dB, B, nb);
+            if (check) ops->mem_upload(ctx, dX, X, nb);
             CHECK_STATUS(ctx, sap_solver_solve_many_device(S, K, dB, n, dX, n), SAP_ERR_NONFINITE);
+            if (check) ops->mem_download(ctx, X, dX, nb);
+            int kept = 1;
+            for (sap_int r = 0; r < n; r++) kept &= X[3 * n + r] == 0.25;
+            CHECK_MSG(kept, "%s: the NaN column's x changed", c[i].what);
         }
         sap_solver_destroy(S);
         sap_solver_destroy(R);

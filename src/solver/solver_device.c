@@ -581,8 +581,6 @@ static const char *device_unfit(const sap_solver *S, char *buf, size_t size)
     return NULL;
 }
 
-/* One device column through the current attempt, refined on the true residual in the
- * original system (as solve_col of solver_solve.c). */
 /* The current attempt's preconditioner in the original order (its gathers built once). */
 static sap_status dev_pc(sap_solver *S, sap_precond **P)
 {
@@ -608,6 +606,8 @@ cleanup:
     return st;
 }
 
+/* One device column through the current attempt, refined on the true residual in the
+ * original system (as solve_col of solver_solve.c). */
 static sap_status dev_col(sap_solver *S, const sap_vec *b, sap_vec *x, double *iters, double *res, double *tkry)
 {
     struct sap__solver_dev *D = S->dev;
@@ -862,8 +862,9 @@ cleanup:
  * SpMM and one block apply of its preconditioner a step), where its method has the form and
  * solves with device vectors; done[c] = 1 for the columns that met tol (their x final,
  * counted in *iters and *worst).  The others keep the lockstep's iterate as their initial
- * guess (done[c] = 0); so do all k where there is no lockstep form (then nothing ran) or it
- * failed (its error cleared: the columns go on alone). */
+ * guess (done[c] = 0; one that is not finite starts again from zero); so do all k where
+ * there is no lockstep form (then nothing ran) or it failed (its error cleared: the columns
+ * go on alone, X untouched: the lockstep writes X at its end). */
 static sap_status dev_many(sap_solver *S, sap_int k, const double *d_B, sap_int ldb, double *d_X, sap_int ldx,
                            int *done, double *iters, double *worst)
 {
@@ -897,6 +898,13 @@ static sap_status dev_many(sap_solver *S, sap_int k, const double *d_B, sap_int 
         for (sap_int c = 0; c < k; c++) {
             it += ks[c].iterations;
             done[c] = ks[c].true_residual <= tol;
+            if (!isfinite(ks[c].true_residual)) { /* (a b with NaN / Inf: x stays, its solve refuses it) */
+                const sap_vec bc = {n, SAP_DOUBLE, (void *)(uintptr_t)(d_B + (size_t)c * (size_t)ldb)};
+                sap_vec xc = {n, SAP_DOUBLE, d_X + (size_t)c * (size_t)ldx};
+                double bn = 0;
+                SAP_TRY(sap__ops(ctx)->nrm2(ctx, &bc, &bn));
+                if (isfinite(bn)) SAP_TRY(sap__ops(ctx)->set(ctx, &xc, 0.0));
+            }
             if (!done[c]) continue;
             ndone++;
             *iters += ks[c].iterations;
