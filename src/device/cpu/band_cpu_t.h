@@ -253,11 +253,12 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
     sap_int nboost = 0, nfail = 0, nstop = 0;
     const sap_int nwin = Fa->coupled ? L->P : 0;
     const int ulblk = nwin > 0 && Fa->ul_blocked;
-    /* blocked: a partition (window) a thread with one BLAS thread each, or, with fewer of
-     * them than threads, one after the other with the BLAS's threads */
+    /* blocked: a partition (or window) a thread with one BLAS thread each, or, with fewer
+     * partitions than threads, one after the other with the BLAS's threads (the rule
+     * cpu_blocked_bytes counts the skewed copies by) */
     int blas_was = 0;
     if ((Fa->blocked || ulblk) && nt > 1) {
-        if ((Fa->blocked ? L->P : 0) + (ulblk ? nwin - 1 : 0) < nt) nt = 1;
+        if (L->P < nt) nt = 1;
         else blas_was = sap__blas_threads(1);
     }
     /* the blocked LU's skewed copies: one per thread, counted by the context */
