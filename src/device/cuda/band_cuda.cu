@@ -154,11 +154,6 @@ struct blk_meta {
     const long long *toff; /* P + 1: element offsets of the L21 / U12 work (BS K_b each) */
 };
 
-/* every slot of the skewed copies (zeros beyond the band): the copy of partition b is
- * LAPACK's band storage with ldab = 2 ku + 1 (column c's slots ku + r - c contiguous), the
- * factors' array its transpose (diagonal t = c - r + K contiguous along r), so the copy goes
- * through 32 x 32 tiles in shared memory: slots (delta = r - c, c) of a tile read along c
- * (consecutive entries of one diagonal) and written along delta (one column of M) */
 /* the storage index of element (r, c) of a band of n rows, half-bandwidth K: A(r, c), or with
  * rev that of (J A J)(r, c) = A(n-1-r, n-1-c) (the UL windows: sap_band_fact.ul_blocked) */
 __device__ inline long long bidx(long long n, long long K, long long r, long long c, int rev)
@@ -166,6 +161,11 @@ __device__ inline long long bidx(long long n, long long K, long long r, long lon
     return rev ? (r - c + K) * n + (n - 1 - r) : (c - r + K) * n + r;
 }
 
+/* every slot of the skewed copies (zeros beyond the band): the copy of partition b is
+ * LAPACK's band storage with ldab = 2 ku + 1 (column c's slots ku + r - c contiguous), the
+ * factors' array its transpose (diagonal t = c - r + K contiguous along r), so the copy goes
+ * through 32 x 32 tiles in shared memory: slots (delta = r - c, c) of a tile read along c
+ * (consecutive entries of one diagonal) and written along delta (one column of M) */
 template <typename T>
 __global__ void __launch_bounds__(256) k_blk_to_skew(const T *__restrict__ lu, T *M, band_dev d, blk_meta mt, long long P,
                                                      int rev)
