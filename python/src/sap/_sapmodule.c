@@ -656,7 +656,8 @@ static PyObject *Solver_bench_solve(SolverObject *self, PyObject *args)
 /* The device-array entry points (CuPy): device pointers arrive as integers. */
 
 /* solve_device(b_ptr, x_ptr, nrhs): nrhs columns of length n one after another in device
- * memory (column-major); x holds the initial guess and receives the solution. */
+ * memory (column-major; sap_solver_solve_many_device: the band methods solve the columns
+ * after the first in lockstep); x holds the initial guess and receives the solution. */
 static PyObject *Solver_solve_device(SolverObject *self, PyObject *args)
 {
     unsigned long long pb, px;
