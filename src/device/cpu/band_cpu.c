@@ -105,13 +105,14 @@ static sap_int cpu_solve_slots(sap_context *ctx, sap_int n, sap_int nmax, sap_in
     return n < 4096 ? 1 : (sap_int)sap__threads(ctx);
 }
 
-/* band_factor's blocked work: one skewed copy per thread (one when fewer partitions than
+/* band_factor's blocked work: one skewed window per thread (one when fewer partitions than
  * threads) */
 static double cpu_blocked_bytes(const sap_context *ctx, int64_t n, sap_int P, int64_t nmax, sap_int K, size_t es)
 {
     const int nt = n < 4096 ? 1 : sap__threads(ctx);
-    const int64_t ke = (int64_t)K < nmax - 1 ? (int64_t)K : nmax - 1; /* a partition's band */
-    return (double)(P < nt ? 1 : nt) * (double)sap__band_blocked_elems(nmax, ke > 0 ? ke : 0) * (double)es;
+    int64_t ke = (int64_t)K < nmax - 1 ? (int64_t)K : nmax - 1; /* a partition's band */
+    if (ke < 0) ke = 0;
+    return (double)(P < nt ? 1 : nt) * (double)sap__band_blocked_elems(sap__cpu_blk_cols(nmax, ke), ke) * (double)es;
 }
 
 const sap_band_kernels sap__cpu_band_kernels = {

@@ -41,14 +41,19 @@ static sap_int FN(band_lu)(REAL *a, sap_int nb, sap_int K, REAL thr, REAL boost,
 }
 
 /* ---- the blocked LU (sap_band_fact.blocked): the same factors as band_lu, up to rounding ----
- * The partition is copied into the skewed column-major work array t of
- * sap__band_blocked_elems(n, K) elements, M(r, c) = t[ku + r + c ldm] (band_kernels.h),
- * where every rectangle of one step is a column-major matrix of leading dimension ldm:
- * per block of bs columns j .. j + jb - 1, (1) LU of the jb x jb diagonal block with the
- * boosting of band_lu, (2) L21 = A21 U11^{-1} (h x jb, h = min(K, n - j - jb) rows),
- * (3) U12 = L11^{-1} A12 (jb x h), (4) A22 -= L21 U12 (h x h): the 2 n K^2 flops of the
- * band LU in BLAS-3 calls (LAPACK's trsm / gemm when linked, loops otherwise).  No fill
- * leaves the band (no pivoting), so the rectangles' entries beyond K stay zero. */
+ * The partition goes through the skewed column-major work array t, M(r, c) = t[ku + (r -
+ * cb) + (c - cb) ldm] (band_kernels.h, with the origin moved to column cb), where every
+ * rectangle of one step is a column-major matrix of leading dimension ldm: per block of bs
+ * columns j .. j + jb - 1, (1) LU of the jb x jb diagonal block with the boosting of band_lu,
+ * (2) L21 = A21 U11^{-1} (h x jb, h = min(K, n - j - jb) rows), (3) U12 = L11^{-1} A12 (jb x
+ * h), (4) A22 -= L21 U12 (h x h): the 2 n K^2 flops of the band LU in BLAS-3 calls (LAPACK's
+ * trsm / gemm when linked, loops otherwise).  No fill leaves the band (no pivoting), so the
+ * rectangles' entries beyond K stay zero.  Column c of M is the contiguous span of ldm + 1
+ * elements at (c - cb)(ldm + 1), so t holds a window of sap__cpu_blk_cols(n, K) columns:
+ * columns are copied in as a step first needs them and out when the step that ends them is
+ * done, and the live ones move to the front when the window is full (the work array is
+ * ~2 (K + bs) columns, not the partition: 0.9 MB at K = 100 where the whole partition of
+ * 200,000 rows took 0.5 GB). */
 
 /* C(m x n) -= A(m x k) B(k x n), column-major */
 static void FN(blk_gemm)(sap_int m, sap_int n, sap_int k, const REAL *A, sap_int lda, const REAL *B, sap_int ldb, REAL *C,
@@ -109,25 +114,33 @@ static void FN(blk_trsm)(int right, sap_int m, sap_int n, const REAL *T, sap_int
 }
 
 /* rev: the LU of the reversal J A J (the copies in and out read and write A(n-1-r, n-1-c) for
- * M(r, c)), which leaves the UL factors of A in a (sap_band_fact.ul_blocked) */
+ * M(r, c)), which leaves the UL factors of A in a (sap_band_fact.ul_blocked).  t: at least
+ * sap__band_blocked_elems(sap__cpu_blk_cols(n, K), K) elements. */
 static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL boost, REAL *t, const sap_context *stop,
                                    int rev)
 {
     const sap_int bs = SAP_BAND_BS;
-    const int64_t ku = (int64_t)K + bs - 1, ldm = 2 * ku;
-#define M_AT(r, c) (t + ku + (int64_t)(r) + (int64_t)(c) * ldm)
+    const int64_t ku = (int64_t)K + bs - 1, ldm = 2 * ku, ldab = ldm + 1, wc = sap__cpu_blk_cols(n, K);
+    int64_t cb = 0;     /* the window's first column */
+    sap_int loaded = 0; /* columns cb .. loaded - 1 are in it */
+#define M_AT(r, c) (t + ku + ((int64_t)(r) - cb) + ((int64_t)(c) - cb) * ldm)
     /* the storage index of M(r, c): A(r, c), or A(n-1-r, n-1-c) reversed */
 #define A_AT(r, c) (rev ? (int64_t)((r) - (c) + K) * n + (n - 1 - (r)) : (int64_t)((c) - (r) + K) * n + (r))
-    memset(t, 0, sizeof(REAL) * (size_t)sap__band_blocked_elems(n, K));
-    for (sap_int c = 0; c < n; c++) {
-        const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
-        REAL *restrict mc = M_AT(0, c);
-        for (sap_int r = r0; r <= r1; r++) mc[r] = a[A_AT(r, c)];
-    }
     sap_int nboost = 0;
     for (sap_int j = 0; j < n; j += bs) {
         if (stop && sap__stop_requested(stop)) return -1;
         const sap_int jb = bs < n - j ? bs : n - j, h = K < n - j - jb ? K : n - j - jb;
+        const sap_int need = j + jb + h; /* this step touches columns j .. need - 1 */
+        if (need - cb > wc) {            /* the live columns j .. loaded - 1 to the front */
+            memmove(t, t + (j - cb) * ldab, sizeof(REAL) * (size_t)((loaded - j) * ldab));
+            cb = j;
+        }
+        for (; loaded < need; loaded++) {
+            const sap_int c = loaded, r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
+            memset(t + (c - cb) * ldab, 0, sizeof(REAL) * (size_t)ldab);
+            REAL *restrict mc = M_AT(0, c);
+            for (sap_int r = r0; r <= r1; r++) mc[r] = a[A_AT(r, c)];
+        }
         REAL *d = M_AT(j, j);
         for (sap_int k = 0; k < jb; k++) {
             REAL piv = d[k + k * ldm];
@@ -146,16 +159,18 @@ static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL
                 for (sap_int r = k + 1; r < jb; r++) dc[r] -= lk[r] * u;
             }
         }
-        if (h == 0) continue;
-        FN(blk_trsm)(1, h, jb, d, (sap_int)ldm, M_AT(j + jb, j), (sap_int)ldm);
-        FN(blk_trsm)(0, jb, h, d, (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm);
-        FN(blk_gemm)(h, h, jb, M_AT(j + jb, j), (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm, M_AT(j + jb, j + jb),
-                     (sap_int)ldm);
-    }
-    for (sap_int c = 0; c < n; c++) {
-        const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
-        const REAL *restrict mc = M_AT(0, c);
-        for (sap_int r = r0; r <= r1; r++) a[A_AT(r, c)] = mc[r];
+        if (h > 0) {
+            FN(blk_trsm)(1, h, jb, d, (sap_int)ldm, M_AT(j + jb, j), (sap_int)ldm);
+            FN(blk_trsm)(0, jb, h, d, (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm);
+            FN(blk_gemm)(h, h, jb, M_AT(j + jb, j), (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm, M_AT(j + jb, j + jb),
+                         (sap_int)ldm);
+        }
+        /* columns j .. j + jb - 1 are final (later steps touch columns from j + jb on) */
+        for (sap_int c = j; c < j + jb; c++) {
+            const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
+            const REAL *restrict mc = M_AT(0, c);
+            for (sap_int r = r0; r <= r1; r++) a[A_AT(r, c)] = mc[r];
+        }
     }
 #undef A_AT
 #undef M_AT
@@ -271,7 +286,7 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
             if (nb > nmax) nmax = nb;
             if (L->Ki[b] > kmax) kmax = L->Ki[b];
         }
-        belems = sap__band_blocked_elems(nmax, kmax);
+        belems = sap__band_blocked_elems(sap__cpu_blk_cols(nmax, kmax), kmax);
         bwork = sap__alloc(ctx, (size_t)nt * (size_t)belems, sizeof(REAL), false, __FILE__, __LINE__);
         if (!bwork) {
             sap__blas_threads_restore(blas_was);

@@ -32,6 +32,15 @@ extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *
 extern void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
 #endif
 
+/* The columns of a partition of n rows (half-bandwidth K) the cpu's blocked LU keeps in its
+ * skewed work array at once (band_lu_blocked slides this window along the partition): a step
+ * touches BS + K columns; twice that slides once every K + BS columns */
+static inline int64_t sap__cpu_blk_cols(int64_t n, int64_t K)
+{
+    const int64_t w = 2 * (K + SAP_BAND_BS);
+    return w < n ? w : n;
+}
+
 /* The band kernels of the cpu table (band_cpu.c). */
 extern const sap_band_kernels sap__cpu_band_kernels;
 /* The triangular solves of the cpu table (trsv_cpu.c). */
