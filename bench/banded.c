@@ -753,6 +753,26 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
 }
 
 /* <out>/<stem>_<part>.md opened for writing; NULL (said on stderr) when it cannot be */
+/* The system of a --parts multi / multidev point: gen:banded (seed 42) and B = A x* for
+ * nrhs random x* (seeds 1..), column-major; NULL (said on stderr) when it fails */
+static sap_csr *multi_system(sap_context *ctx, sap_int n, sap_int K, double d, int nrhs, double **B)
+{
+    sap_csr *A = NULL;
+    *B = NULL;
+    if (sap_gen_banded(ctx, n, K, d, 0, 42, &A) != SAP_OK) {
+        fprintf(stderr, "generation failed: %s\n", sap_context_last_error(ctx));
+        return NULL;
+    }
+    double *b = malloc(sizeof(double) * (size_t)n * (size_t)nrhs), *xs = malloc(sizeof(double) * (size_t)n);
+    for (int c = 0; c < nrhs; c++) {
+        sap_gen_xstar(ctx, n, SAP_XSTAR_RANDOM, 1 + (uint64_t)c, xs);
+        sap_csr_spmv(A, 1.0, xs, 0.0, b + (size_t)c * n);
+    }
+    free(xs);
+    *B = b;
+    return A;
+}
+
 /* --parts multi: nrhs right-hand sides of one system (b = A x*, x* random with seeds 1..):
  * one sap_solver (create + setup, as `sap solve`, timed once), then all columns through
  * sap_solver_solve_many (the Krylov method in lockstep, one pass over the band factors per
@@ -762,18 +782,11 @@ static void apply_point(sap_context *ctx, sap_int n, sap_int K, sap_int Pin, int
 static void multi_point(sap_context *ctx, FILE *f, FILE *fc, sap_int n, sap_int K, double d, int nrhs, int repeat,
                         double max_gflop)
 {
-    sap_csr *A = NULL;
-    if (sap_gen_banded(ctx, n, K, d, 0, 42, &A) != SAP_OK) {
-        fprintf(stderr, "generation failed: %s\n", sap_context_last_error(ctx));
-        return;
-    }
+    double *B = NULL;
+    sap_csr *A = multi_system(ctx, n, K, d, nrhs, &B);
+    if (!A) return;
     const size_t nk = (size_t)n * (size_t)nrhs;
-    double *B = malloc(sizeof(double) * nk), *X = malloc(sizeof(double) * nk), *xs = malloc(sizeof(double) * (size_t)n);
-    double *work = malloc(sizeof(double) * (size_t)n);
-    for (int c = 0; c < nrhs; c++) {
-        sap_gen_xstar(ctx, n, SAP_XSTAR_RANDOM, 1 + (uint64_t)c, xs);
-        sap_csr_spmv(A, 1.0, xs, 0.0, B + (size_t)c * n);
-    }
+    double *X = malloc(sizeof(double) * nk), *work = malloc(sizeof(double) * (size_t)n);
     sap_solver_options so;
     solver_options(&so);
     sap_solver *S = NULL;
@@ -834,7 +847,6 @@ static void multi_point(sap_context *ctx, FILE *f, FILE *fc, sap_int n, sap_int 
     sap_solver_destroy(S);
     free(B);
     free(X);
-    free(xs);
     free(work);
     sap_csr_destroy(A);
 }
@@ -850,18 +862,11 @@ static void multi_dev_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, dou
         fprintf(stderr, "multidev: the %s backend takes no device arrays\n", ops->name);
         return;
     }
-    sap_csr *A = NULL;
-    if (sap_gen_banded(ctx, n, K, d, 0, 42, &A) != SAP_OK) {
-        fprintf(stderr, "generation failed: %s\n", sap_context_last_error(ctx));
-        return;
-    }
+    double *B = NULL;
+    sap_csr *A = multi_system(ctx, n, K, d, nrhs, &B);
+    if (!A) return;
     const size_t nk = (size_t)n * (size_t)nrhs, nnz = (size_t)A->nnz;
-    double *B = malloc(sizeof(double) * nk), *X = malloc(sizeof(double) * nk), *xs = malloc(sizeof(double) * (size_t)n);
-    double *work = malloc(sizeof(double) * (size_t)n);
-    for (int c = 0; c < nrhs; c++) {
-        sap_gen_xstar(ctx, n, SAP_XSTAR_RANDOM, 1 + (uint64_t)c, xs);
-        sap_csr_spmv(A, 1.0, xs, 0.0, B + (size_t)c * n);
-    }
+    double *X = malloc(sizeof(double) * nk), *work = malloc(sizeof(double) * (size_t)n);
     void *d_rp = NULL, *d_ci = NULL, *d_v = NULL, *d_B = NULL, *d_X = NULL;
     sap_status st = ops->mem_alloc(ctx, sizeof(sap_int) * (size_t)(n + 1), &d_rp);
     if (st >= 0) st = ops->mem_alloc(ctx, sizeof(sap_int) * nnz, &d_ci);
@@ -939,7 +944,6 @@ static void multi_dev_point(sap_context *ctx, FILE *f, sap_int n, sap_int K, dou
         if (ps[i]) ops->mem_free(ctx, ps[i]);
     free(B);
     free(X);
-    free(xs);
     free(work);
     sap_csr_destroy(A);
 }

@@ -940,7 +940,7 @@ sap_status sap_solver_solve_many_device(sap_solver *S, sap_int nrhs, const doubl
         /* the first column alone (the setup, the chain's choices and fallbacks), then the
          * others in lockstep where the method has the form (columns it leaves above tol go
          * on alone from where it left them) */
-        if (j == 1 && nrhs > 2 && !done) {
+        if (j == 1 && nrhs > 2) {
             done = (int *)sap__alloc(S->ctx, (size_t)nrhs, sizeof(int), true, __FILE__, __LINE__);
             if (!done) return SAP_ERROR(S->ctx, SAP_ERR_OUT_OF_MEMORY, "sap_solver_solve_many_device: out of memory");
             double it = 0, res = 0;
