@@ -2,7 +2,7 @@
  * LU / UL without pivoting with pivot boosting, truncated spikes, reduced systems and
  * the banded sweeps, in float and double, OpenMP across partitions.
  * The LU of wide partitions and SaP-C's UL windows is blocked (sap_band_fact.blocked and
- * ul_blocked: trsm / gemm of LAPACK's BLAS, see band_lu_blocked); with fewer of them than
+ * ul_blocked: gemm of LAPACK's BLAS, see band_lu_blocked); with fewer of them than
  * threads the BLAS gets the threads they leave.  The reduced systems' LU is LAPACK's getrf
  * where the spikes are BLAS.
  * PARTIAL: the per-row kernels (narrow bands, sweeps) have no parallelism inside one
@@ -112,7 +112,7 @@ static double cpu_blocked_bytes(const sap_context *ctx, int64_t n, sap_int P, in
     const int nt = n < 4096 ? 1 : sap__threads(ctx);
     int64_t ke = (int64_t)K < nmax - 1 ? (int64_t)K : nmax - 1; /* a partition's band */
     if (ke < 0) ke = 0;
-    return (double)(P < nt ? 1 : nt) * (double)sap__band_blocked_elems(sap__cpu_blk_cols(nmax, ke), ke) * (double)es;
+    return (double)(P < nt ? 1 : nt) * (double)sap__cpu_blk_elems(nmax, ke) * (double)es;
 }
 
 const sap_band_kernels sap__cpu_band_kernels = {

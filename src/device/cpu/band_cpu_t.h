@@ -43,103 +43,140 @@ static sap_int FN(band_lu)(REAL *a, sap_int nb, sap_int K, REAL thr, REAL boost,
 /* ---- the blocked LU (sap_band_fact.blocked): the same factors as band_lu, up to rounding ----
  * The partition goes through the skewed column-major work array t, M(r, c) = t[ku + (r -
  * cb) + (c - cb) ldm] (band_kernels.h, with the origin moved to column cb), where every
- * rectangle of one step is a column-major matrix of leading dimension ldm: per block of bs
- * columns j .. j + jb - 1, (1) LU of the jb x jb diagonal block with the boosting of band_lu,
- * (2) L21 = A21 U11^{-1} (h x jb, h = min(K, n - j - jb) rows), (3) U12 = L11^{-1} A12 (jb x
- * h), (4) A22 -= L21 U12 (h x h): the 2 n K^2 flops of the band LU in BLAS-3 calls (LAPACK's
- * trsm / gemm when linked, loops otherwise).  No fill leaves the band (no pivoting), so the
+ * rectangle of one step is a column-major matrix of leading dimension ldm: per block of bs =
+ * SAP_CPU_BAND_BS columns j .. j + jb - 1, (1) LU of the jb x jb diagonal block with the
+ * boosting of band_lu, (2) L21 = A21 U11^{-1} (h x jb, h = min(K, n - j - jb) rows), (3) U12 =
+ * L11^{-1} A12 (jb x h), (4) A22 -= L21 U12 (h x h): the 2 n K^2 flops of the band LU in
+ * gemm calls (LAPACK's BLAS when linked, loops otherwise).  (2) and (3) multiply by the
+ * inverses of the diagonal block's factors: on the 2-core development host BLAS trsm ran
+ * these 100 x 32 solves at 13 GFLOP/s, gemm at 45-50 (N = 200,000, K = 100: T_LU 0.40 ->
+ * 0.27 s with that and bs 64 -> 32).  No fill leaves the band (no pivoting), so the
  * rectangles' entries beyond K stay zero.  Column c of M is the contiguous span of ldm + 1
  * elements at (c - cb)(ldm + 1), so t holds a window of sap__cpu_blk_cols(n, K) columns:
- * columns are copied in as a step first needs them and out when the step that ends them is
- * done, and the live ones move to the front when the window is full (the work array is
- * ~2 (K + bs) columns, not the partition: 0.9 MB at K = 100 where the whole partition of
- * 200,000 rows took 0.5 GB). */
+ * when a step needs columns beyond it, the final ones go out, the live ones move to the
+ * front and the window fills up again.  Both copies run along a's diagonals (its storage),
+ * in runs of ~K columns (the work array is ~2 (K + bs) columns, not the partition: 0.9 MB at
+ * K = 100 where the whole partition of 200,000 rows took 0.5 GB). */
 
-/* C(m x n) -= A(m x k) B(k x n), column-major */
-static void FN(blk_gemm)(sap_int m, sap_int n, sap_int k, const REAL *A, sap_int lda, const REAL *B, sap_int ldb, REAL *C,
-                         sap_int ldc)
-{
-    if (m <= 0 || n <= 0 || k <= 0) return;
-#ifdef SAP_HAVE_LAPACK
-    const int im = (int)m, in = (int)n, ik = (int)k, ia = (int)lda, ib = (int)ldb, ic = (int)ldc;
-    const REAL mone = -1, one = 1;
-    XGEMM("N", "N", &im, &in, &ik, &mone, A, &ia, B, &ib, &one, C, &ic, 1, 1);
-#else
-    for (sap_int c = 0; c < n; c++)
-        for (sap_int p = 0; p < k; p++) {
-            const REAL bpc = B[p + (int64_t)c * ldb];
-            if (bpc == 0) continue;
-            const REAL *restrict ap = A + (int64_t)p * lda;
-            REAL *restrict cc = C + (int64_t)c * ldc;
-            for (sap_int r = 0; r < m; r++) cc[r] -= ap[r] * bpc;
-        }
-#endif
-}
-
-/* B(m x n) = B U^{-1} (right, U upper non-unit, n x n) or B = L^{-1} B (left, L unit
- * lower, m x m); column-major, in place */
-static void FN(blk_trsm)(int right, sap_int m, sap_int n, const REAL *T, sap_int ldt, REAL *B, sap_int ldb)
+/* C(m x n) -= A(m x k) B(k x n), or C = A B (set), column-major */
+static void FN(blk_gemm_op)(int set, sap_int m, sap_int n, sap_int k, const REAL *A, sap_int lda, const REAL *B,
+                            sap_int ldb, REAL *C, sap_int ldc)
 {
     if (m <= 0 || n <= 0) return;
 #ifdef SAP_HAVE_LAPACK
-    const int im = (int)m, in = (int)n, it = (int)ldt, ib = (int)ldb;
-    const REAL one = 1;
-    if (right) XTRSM("R", "U", "N", "N", &im, &in, &one, T, &it, B, &ib, 1, 1, 1, 1);
-    else XTRSM("L", "L", "N", "U", &im, &in, &one, T, &it, B, &ib, 1, 1, 1, 1);
-#else
-    if (right) {
-        for (sap_int c = 0; c < n; c++) {
-            REAL *restrict bc = B + (int64_t)c * ldb;
-            for (sap_int p = 0; p < c; p++) {
-                const REAL u = T[p + (int64_t)c * ldt];
-                if (u == 0) continue;
-                const REAL *restrict bp = B + (int64_t)p * ldb;
-                for (sap_int r = 0; r < m; r++) bc[r] -= bp[r] * u;
-            }
-            const REAL inv = (REAL)1 / T[c + (int64_t)c * ldt];
-            for (sap_int r = 0; r < m; r++) bc[r] *= inv;
-        }
-    } else {
-        for (sap_int c = 0; c < n; c++) {
-            REAL *restrict bc = B + (int64_t)c * ldb;
-            for (sap_int p = 0; p < m; p++) {
-                const REAL x = bc[p];
-                if (x == 0) continue;
-                const REAL *restrict tp = T + (int64_t)p * ldt;
-                for (sap_int r = p + 1; r < m; r++) bc[r] -= tp[r] * x;
-            }
-        }
+    if (k > 0) {
+        const int im = (int)m, in = (int)n, ik = (int)k, ia = (int)lda, ib = (int)ldb, ic = (int)ldc;
+        const REAL alpha = set ? 1 : -1, beta = set ? 0 : 1;
+        XGEMM("N", "N", &im, &in, &ik, &alpha, A, &ia, B, &ib, &beta, C, &ic, 1, 1);
+        return;
     }
 #endif
+    for (sap_int c = 0; c < n; c++) {
+        REAL *restrict cc = C + (int64_t)c * ldc;
+        if (set)
+            for (sap_int r = 0; r < m; r++) cc[r] = 0;
+        for (sap_int p = 0; p < k; p++) {
+            const REAL bpc = set ? B[p + (int64_t)c * ldb] : -B[p + (int64_t)c * ldb];
+            if (bpc == 0) continue;
+            const REAL *restrict ap = A + (int64_t)p * lda;
+            for (sap_int r = 0; r < m; r++) cc[r] += ap[r] * bpc;
+        }
+    }
+}
+static void FN(blk_gemm)(sap_int m, sap_int n, sap_int k, const REAL *A, sap_int lda, const REAL *B, sap_int ldb, REAL *C,
+                         sap_int ldc)
+{
+    if (k > 0) FN(blk_gemm_op)(0, m, n, k, A, lda, B, ldb, C, ldc);
+}
+
+/* The inverses of the factors of an LU-factored jb x jb block d (leading dimension ldd):
+ * ui = U^{-1} (upper) and li = L^{-1} (unit lower), column-major jb x jb, zero elsewhere.
+ * jb^3 / 3 flops, column-oriented (each column an axpy sweep over d's columns). */
+static void FN(blk_tri_inv)(const REAL *d, sap_int ldd, sap_int jb, REAL *ui, REAL *li)
+{
+    memset(ui, 0, sizeof(REAL) * (size_t)(jb * jb));
+    memset(li, 0, sizeof(REAL) * (size_t)(jb * jb));
+    for (sap_int c = 0; c < jb; c++) {
+        REAL *restrict x = ui + (int64_t)c * jb; /* U x = e_c, x(c+1..) = 0 */
+        x[c] = 1;
+        for (sap_int p = c; p >= 0; p--) {
+            const REAL *restrict up = d + (int64_t)p * ldd;
+            const REAL xp = x[p] / up[p];
+            x[p] = xp;
+            for (sap_int r = 0; r < p; r++) x[r] -= up[r] * xp;
+        }
+        REAL *restrict y = li + (int64_t)c * jb; /* L y = e_c, y(..c-1) = 0 */
+        y[c] = 1;
+        for (sap_int p = c; p < jb; p++) {
+            const REAL *restrict lp = d + (int64_t)p * ldd;
+            const REAL yp = y[p];
+            for (sap_int r = p + 1; r < jb; r++) y[r] -= lp[r] * yp;
+        }
+    }
+}
+
+/* Copy an m x n column-major matrix. */
+static void FN(blk_mcopy)(sap_int m, sap_int n, const REAL *a, int64_t lda, REAL *b, int64_t ldb)
+{
+    for (sap_int c = 0; c < n; c++) memcpy(b + c * ldb, a + c * lda, sizeof(REAL) * (size_t)m);
+}
+
+/* Columns c0 .. c1 - 1 of the band between the partition a (n rows) and the work array m,
+ * M(r, c) = m[(r - cb) + (c - cb) ldm] (in: a to m, else m to a); rev: M(r, c) is A(n-1-r, n-1-c).  One
+ * diagonal at a time, so a is read and written contiguously (its storage is by diagonals:
+ * a column of it would be 2 K + 1 strided accesses). */
+static void FN(blk_copy)(REAL *a, sap_int n, sap_int K, int rev, REAL *m, int64_t ldm, int64_t cb, sap_int c0,
+                          sap_int c1, int in)
+{
+    for (sap_int dd = -K; dd <= K; dd++) { /* dd = c - r */
+        const sap_int lo = c0 > dd ? c0 : dd, hi = c1 < n + dd ? c1 : n + dd;
+        if (lo >= hi) continue;
+        REAL *restrict mm = m + (lo - dd - cb) + (lo - cb) * ldm;
+        const int64_t step = ldm + 1;
+        if (!rev) {
+            REAL *restrict ad = a + (int64_t)(dd + K) * n + (lo - dd);
+            if (in)
+                for (sap_int i = 0; i < hi - lo; i++) mm[i * step] = ad[i];
+            else
+                for (sap_int i = 0; i < hi - lo; i++) ad[i] = mm[i * step];
+        } else { /* A_(n-1-r, n-1-c) = a[(K - dd) n + n - 1 - r], r = c - dd */
+            REAL *restrict ad = a + (int64_t)(K - dd) * n + (n - 1 - (lo - dd));
+            if (in)
+                for (sap_int i = 0; i < hi - lo; i++) mm[i * step] = ad[-i];
+            else
+                for (sap_int i = 0; i < hi - lo; i++) ad[-i] = mm[i * step];
+        }
+    }
 }
 
 /* rev: the LU of the reversal J A J (the copies in and out read and write A(n-1-r, n-1-c) for
  * M(r, c)), which leaves the UL factors of A in a (sap_band_fact.ul_blocked).  t: at least
- * sap__band_blocked_elems(sap__cpu_blk_cols(n, K), K) elements. */
+ * sap__cpu_blk_elems(n, K) elements. */
 static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL boost, REAL *t, const sap_context *stop,
                                    int rev)
 {
-    const sap_int bs = SAP_BAND_BS;
+    const sap_int bs = SAP_CPU_BAND_BS;
     const int64_t ku = (int64_t)K + bs - 1, ldm = 2 * ku, ldab = ldm + 1, wc = sap__cpu_blk_cols(n, K);
+    /* after the window: the inverses of the diagonal block's factors and a copy of L21 / U12 */
+    REAL *ui = t + wc * ldab + ku + 1, *li = ui + bs * bs, *xs = li + bs * bs;
     int64_t cb = 0;     /* the window's first column */
     sap_int loaded = 0; /* columns cb .. loaded - 1 are in it */
 #define M_AT(r, c) (t + ku + ((int64_t)(r) - cb) + ((int64_t)(c) - cb) * ldm)
-    /* the storage index of M(r, c): A(r, c), or A(n-1-r, n-1-c) reversed */
-#define A_AT(r, c) (rev ? (int64_t)((r) - (c) + K) * n + (n - 1 - (r)) : (int64_t)((c) - (r) + K) * n + (r))
     sap_int nboost = 0;
     for (sap_int j = 0; j < n; j += bs) {
         if (stop && sap__stop_requested(stop)) return -1;
         const sap_int jb = bs < n - j ? bs : n - j, h = K < n - j - jb ? K : n - j - jb;
         const sap_int need = j + jb + h; /* this step touches columns j .. need - 1 */
-        if (need - cb > wc) {            /* the live columns j .. loaded - 1 to the front */
+        if (need - cb > wc) { /* the final columns cb .. j - 1 out, the live ones to the front */
+            FN(blk_copy)(a, n, K, rev, t + ku, ldm, cb, cb, j, 0);
             memmove(t, t + (j - cb) * ldab, sizeof(REAL) * (size_t)((loaded - j) * ldab));
             cb = j;
         }
-        for (; loaded < need; loaded++) {
-            const sap_int c = loaded, r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
-            memset(t + (c - cb) * ldab, 0, sizeof(REAL) * (size_t)ldab);
-            REAL *restrict mc = M_AT(0, c);
-            for (sap_int r = r0; r <= r1; r++) mc[r] = a[A_AT(r, c)];
+        if (loaded < need) { /* fill the window: long runs along each diagonal of a */
+            const sap_int upto = cb + wc < n ? (sap_int)(cb + wc) : n;
+            memset(t + (loaded - cb) * ldab, 0, sizeof(REAL) * (size_t)((upto - loaded) * ldab));
+            FN(blk_copy)(a, n, K, rev, t + ku, ldm, cb, loaded, upto, 1);
+            loaded = upto;
         }
         REAL *d = M_AT(j, j);
         for (sap_int k = 0; k < jb; k++) {
@@ -160,19 +197,18 @@ static sap_int FN(band_lu_blocked)(REAL *a, sap_int n, sap_int K, REAL thr, REAL
             }
         }
         if (h > 0) {
-            FN(blk_trsm)(1, h, jb, d, (sap_int)ldm, M_AT(j + jb, j), (sap_int)ldm);
-            FN(blk_trsm)(0, jb, h, d, (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm);
+            /* L21 = A21 U11^{-1}, U12 = L11^{-1} A12 as products with the inverses (BLAS
+             * trsm at these sizes ran at a quarter of gemm's rate) */
+            FN(blk_tri_inv)(d, (sap_int)ldm, jb, ui, li);
+            FN(blk_mcopy)(h, jb, M_AT(j + jb, j), ldm, xs, h);
+            FN(blk_gemm_op)(1, h, jb, jb, xs, h, ui, jb, M_AT(j + jb, j), (sap_int)ldm);
+            FN(blk_mcopy)(jb, h, M_AT(j, j + jb), ldm, xs, jb);
+            FN(blk_gemm_op)(1, jb, h, jb, li, jb, xs, jb, M_AT(j, j + jb), (sap_int)ldm);
             FN(blk_gemm)(h, h, jb, M_AT(j + jb, j), (sap_int)ldm, M_AT(j, j + jb), (sap_int)ldm, M_AT(j + jb, j + jb),
                          (sap_int)ldm);
         }
-        /* columns j .. j + jb - 1 are final (later steps touch columns from j + jb on) */
-        for (sap_int c = j; c < j + jb; c++) {
-            const sap_int r0 = c - K > 0 ? c - K : 0, r1 = c + K < n - 1 ? c + K : n - 1;
-            const REAL *restrict mc = M_AT(0, c);
-            for (sap_int r = r0; r <= r1; r++) a[A_AT(r, c)] = mc[r];
-        }
     }
-#undef A_AT
+    FN(blk_copy)(a, n, K, rev, t + ku, ldm, cb, cb, n, 0);
 #undef M_AT
     return nboost;
 }
@@ -286,7 +322,7 @@ static sap_status FN(band_factor)(sap_band_fact *Fa, sap_int *boosted)
             if (nb > nmax) nmax = nb;
             if (L->Ki[b] > kmax) kmax = L->Ki[b];
         }
-        belems = sap__band_blocked_elems(sap__cpu_blk_cols(nmax, kmax), kmax);
+        belems = sap__cpu_blk_elems(nmax, kmax);
         bwork = sap__alloc(ctx, (size_t)nt * (size_t)belems, sizeof(REAL), false, __FILE__, __LINE__);
         if (!bwork) {
             sap__blas_threads_restore(blas_was);

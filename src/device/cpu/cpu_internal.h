@@ -32,13 +32,26 @@ extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *
 extern void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
 #endif
 
-/* The columns of a partition of n rows (half-bandwidth K) the cpu's blocked LU keeps in its
- * skewed work array at once (band_lu_blocked slides this window along the partition): a step
+/* The cpu's blocked LU (band_lu_blocked) in steps of SAP_CPU_BAND_BS columns: narrower than
+ * the GPU's SAP_BAND_BS, since the cpu's cost per step is the diagonal block's and the
+ * triangular products' (jb^2 K), not a kernel launch.  Its skewed work layout is the one of
+ * band_kernels.h with this block: ku = K + SAP_CPU_BAND_BS - 1, ldm = 2 ku. */
+#define SAP_CPU_BAND_BS 32
+/* The columns of a partition of n rows (half-bandwidth K) the blocked LU keeps in its skewed
+ * work array at once (band_lu_blocked slides this window along the partition): a step
  * touches BS + K columns; twice that slides once every K + BS columns */
 static inline int64_t sap__cpu_blk_cols(int64_t n, int64_t K)
 {
-    const int64_t w = 2 * (K + SAP_BAND_BS);
+    const int64_t w = 2 * (K + SAP_CPU_BAND_BS);
     return w < n ? w : n;
+}
+/* The blocked LU's work elements for a partition of n rows: the window's columns (ldm + 1
+ * each, offset ku), then the inverses of a diagonal block's two factors (BS x BS each) and a
+ * copy of its L21 or U12 (K x BS). */
+static inline int64_t sap__cpu_blk_elems(int64_t n, int64_t K)
+{
+    const int64_t ku = K + SAP_CPU_BAND_BS - 1;
+    return sap__cpu_blk_cols(n, K) * (2 * ku + 1) + ku + 1 + 2 * SAP_CPU_BAND_BS * (SAP_CPU_BAND_BS + K);
 }
 
 /* The band kernels of the cpu table (band_cpu.c). */
