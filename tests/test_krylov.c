@@ -906,8 +906,9 @@ static void test_oom(void)
     /* sap_krylov_solve_many with SaP-D: the allocations failing from each one on (a
      * failure inside a lockstep group retries with fewer columns at once, at the end one
      * after another, which then fail too): SAP_ERR_OUT_OF_MEMORY or the solution, no leak */
-    static const sap_krylov_type many_types[] = {SAP_KRYLOV_RICHARDSON, SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_CG};
-    for (size_t q = 0; q < 3; q++) {
+    static const sap_krylov_type many_types[] = {SAP_KRYLOV_RICHARDSON, SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_CG,
+                                                 SAP_KRYLOV_GMRES};
+    for (size_t q = 0; q < 4; q++) {
         int done = 0;
         for (long f = 0; f < 600 && !done; f++) {
             sap_test_failing_alloc state = {-1, 0, 0};
@@ -1288,11 +1289,11 @@ static void test_magma_methods(sap_context *ctx)
 }
 
 /* ---- k right-hand sides at once (sap_krylov_solve_many) ------------------------------------
- * The lockstep forms (CG, BiCGStab(l), Richardson with its fallback) against k single solves
- * of the same columns: every column converges to the tolerance with about the iterations
- * of its single solve and the same solution; a method without the lockstep form (GMRES) goes
- * column by column; a zero column gives x = 0, a NaN column its error while the others
- * solve; a monitor's stop ends every column; more than 32 columns (two groups). */
+ * The lockstep forms (CG, BiCGStab(l), Richardson with its fallback, GMRES(m) on either side
+ * and FGMRES) against k single solves of the same columns: every column converges to the
+ * tolerance with about the iterations of its single solve and the same solution; a zero
+ * column gives x = 0, a NaN column its error while the others solve; a monitor's stop ends
+ * every column; more than 32 columns (two groups). */
 static int stop_at_two(void *state, double it, double rel)
 {
     (void)rel;
@@ -1384,7 +1385,7 @@ static void many_one(sap_context *ctx, const many_case *mc, sap_int k, int zero_
         CHECK_MSG(rel_err(x, x1, n) <= 1e-7, "%s: column %lld differs from its single solve by %.3g", mc->what,
                   (long long)c, rel_err(x, x1, n));
         /* the lockstep form ran: its operator counts are the batch's (k a block apply) */
-        if (mc->type != SAP_KRYLOV_GMRES && k > 1 && !(k % 32 == 1 && c == k - 1)) /* (a group of one: alone) */
+        if (k > 1 && !(k % 32 == 1 && c == k - 1)) /* (a group of one: alone) */
             CHECK_MSG(ks[c].spmv_count >= (sap_int)k * (sap_int)floor(ks[c].iterations), "%s: column %lld: %lld SpMVs for "
                       "%g it: not the batch's", mc->what, (long long)c, (long long)ks[c].spmv_count, ks[c].iterations);
         worst_it = fmax(worst_it, ks[c].iterations);
@@ -1425,8 +1426,16 @@ static void test_many(sap_context *ctx)
         {"poisson2d cg jacobi", Q, SAP_KRYLOV_CG, 0, SAP_PRECOND_RIGHT, "jacobi", NULL, SAP_DOUBLE, SAP_FORMAT_AUTO},
         {"banded spd cg sap-d(float)", Bs, SAP_KRYLOV_CG, 0, SAP_PRECOND_RIGHT, "sap-d", "partitions=5", SAP_FLOAT,
          SAP_FORMAT_AUTO},
-        {"banded d=0.5 gmres(20) jacobi (column by column)", Bc, SAP_KRYLOV_GMRES, 20, SAP_PRECOND_RIGHT, "jacobi",
-         NULL, SAP_DOUBLE, SAP_FORMAT_AUTO},
+        {"banded d=0.5 gmres(20) right jacobi", Bc, SAP_KRYLOV_GMRES, 20, SAP_PRECOND_RIGHT, "jacobi", NULL,
+         SAP_DOUBLE, SAP_FORMAT_AUTO},
+        {"banded d=0.5 gmres(8) right sap-c(float)", Bc, SAP_KRYLOV_GMRES, 8, SAP_PRECOND_RIGHT, "sap-c",
+         "partitions=4", SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"banded d=0.5 gmres(5) left sap-d(double) csr", Bc, SAP_KRYLOV_GMRES, 5, SAP_PRECOND_LEFT, "sap-d",
+         "partitions=6", SAP_DOUBLE, SAP_FORMAT_CSR},
+        {"poisson2d gmres(10) none (restarts)", Q, SAP_KRYLOV_GMRES, 10, SAP_PRECOND_RIGHT, NULL, NULL, SAP_DOUBLE,
+         SAP_FORMAT_AUTO},
+        {"banded d=0.5 fgmres(6) sap-d(float)", Bc, SAP_KRYLOV_FGMRES, 6, SAP_PRECOND_RIGHT, "sap-d", "partitions=6",
+         SAP_FLOAT, SAP_FORMAT_AUTO},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         many_one(ctx, &cases[i], 1, -1, -1, 0);
@@ -1437,6 +1446,8 @@ static void test_many(sap_context *ctx)
     many_one(ctx, &cases[0], 4, -1, -1, 1);              /* the monitor stops them all */
     many_one(ctx, &cases[5], 4, -1, -1, 1);
     many_one(ctx, &cases[6], 4, -1, -1, 1);
+    many_one(ctx, &cases[8], 4, -1, -1, 1); /* GMRES: the monitor stops the cycle */
+    many_one(ctx, &cases[11], 4, -1, 1, 0); /* GMRES: a NaN column */
     /* argument errors */
     {
         sap_matrix *M = NULL;
