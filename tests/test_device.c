@@ -844,7 +844,7 @@ static void test_band_fill(sap_context *ctx)
     sap_csr_destroy(A);
 }
 
-/* ---- block vectors: caxpby, cdot, spmm (k columns in one vector) ------------------------------ */
+/* ---- block vectors: caxpby, caxpbypcz, cdot, spmm (k columns in one vector) -------------------- */
 
 /* caxpby and cdot of one backend against host loops on k columns of m entries; the results
  * of cdot are also required to repeat bitwise (and, for k = 1, nx = 1, to equal dot's) */
@@ -916,6 +916,54 @@ static void check_block_vectors(const sap_backend_ops *ops, sap_context *ctx, in
             if (!ok) fprintf(stderr, "column %d entry %lld: %.17g, not %.17g\n", c, (long long)j, yv[q], e);
         }
     CHECK_MSG(ok, "%s caxpby k=%d m=%lld %s", bname, k, (long long)m, P == SAP_FLOAT ? "float" : "double");
+    /* caxpbypcz: Z = a X + b Y + c Z per column, bitwise axpbypcz on the column views; column
+     * 1 (a = b = 0, c = 1) holds NaN and stays so, column 3 (c = 0) holds NaN, not read */
+    {
+        const size_t es = P == SAP_FLOAT ? sizeof(float) : sizeof(double);
+        double cz[64], *hz = malloc(sizeof(double) * (size_t)(n + 1)), *z1 = malloc(sizeof(double) * (size_t)(n + 1));
+        double *z2 = malloc(sizeof(double) * (size_t)(n + 1));
+        for (int c = 0; c < k; c++) {
+            a[c] = urand();
+            b[c] = c % 3 == 2 ? 0.0 : urand();
+            cz[c] = c == 3 ? 0.0 : urand();
+        }
+        for (sap_int j = 0; j < n; j++) hz[j] = P == SAP_FLOAT ? (double)(float)urand() : urand();
+        if (k > 1) {
+            a[1] = b[1] = 0.0;
+            cz[1] = 1.0;
+            for (sap_int j = 0; j < m; j++) hz[m + j] = NAN;
+        }
+        if (k > 3)
+            for (sap_int j = 0; j < m; j++) hz[3 * m + j] = NAN;
+        sap_vec Z1, Z2;
+        CHECK_OK(ctx, ops->vec_create(ctx, n, P, &Z1));
+        CHECK_OK(ctx, ops->vec_create(ctx, n, P, &Z2));
+        CHECK_OK(ctx, ops->vec_upload(ctx, &Z1, hz));
+        CHECK_OK(ctx, ops->vec_upload(ctx, &Z2, hz));
+        CHECK_OK(ctx, ops->caxpbypcz(ctx, k, a, &v[0], b, Y, cz, &Z1));
+        for (int c = 0; c < k; c++) {
+            if (k > 1 && c == 1) continue;
+            sap_vec xc = {m, P, (char *)v[0].data + (size_t)c * (size_t)m * es};
+            sap_vec yc = {m, P, (char *)Y->data + (size_t)c * (size_t)m * es};
+            sap_vec zc = {m, P, (char *)Z2.data + (size_t)c * (size_t)m * es};
+            CHECK_OK(ctx, ops->axpbypcz(ctx, a[c], &xc, b[c], &yc, cz[c], &zc));
+        }
+        CHECK_OK(ctx, ops->vec_download(ctx, &Z1, z1));
+        CHECK_OK(ctx, ops->vec_download(ctx, &Z2, z2));
+        ok = 1;
+        for (int c = 0; c < k && ok; c++)
+            for (sap_int j = 0; j < m && ok; j++) {
+                const sap_int q = c * m + j;
+                ok = (k > 1 && c == 1) ? isnan(z1[q]) : memcmp(&z1[q], &z2[q], sizeof(double)) == 0 && isfinite(z1[q]);
+                if (!ok) fprintf(stderr, "caxpbypcz column %d entry %lld: %.17g, axpbypcz %.17g\n", c, (long long)j, z1[q], z2[q]);
+            }
+        CHECK_MSG(ok, "%s caxpbypcz k=%d m=%lld %s", bname, k, (long long)m, P == SAP_FLOAT ? "float" : "double");
+        ops->vec_destroy(ctx, &Z1);
+        ops->vec_destroy(ctx, &Z2);
+        free(hz);
+        free(z1);
+        free(z2);
+    }
     for (int i = 0; i <= nx; i++) {
         ops->vec_destroy(ctx, &v[i]);
         free(hx[i]);
@@ -1000,6 +1048,12 @@ static void check_block_errors(const sap_backend_ops *ops, sap_context *ctx)
     CHECK_STATUS(ctx, ops->caxpby(ctx, 3, a, &x, b, &f), SAP_ERR_INVALID); /* precisions */
     CHECK_STATUS(ctx, ops->caxpby(ctx, 3, NULL, &x, b, &y), SAP_ERR_INVALID);
     CHECK_OK(ctx, ops->caxpby(ctx, 4, a, &x, b, &y));
+    CHECK_STATUS(ctx, ops->caxpbypcz(ctx, 0, a, &x, b, &y, a, &y), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->caxpbypcz(ctx, 65, a, &x, b, &y, a, &y), SAP_ERR_INVALID);
+    CHECK_STATUS(ctx, ops->caxpbypcz(ctx, 3, a, &x, b, &y, a, &z), SAP_ERR_INVALID); /* lengths */
+    CHECK_STATUS(ctx, ops->caxpbypcz(ctx, 3, a, &x, b, &y, a, &f), SAP_ERR_INVALID); /* precisions */
+    CHECK_STATUS(ctx, ops->caxpbypcz(ctx, 3, a, &x, b, &y, NULL, &y), SAP_ERR_INVALID);
+    CHECK_OK(ctx, ops->caxpbypcz(ctx, 4, a, &x, b, &x, a, &y));
     CHECK_STATUS(ctx, ops->cdot(ctx, 0, 1, &x, &y, r), SAP_ERR_INVALID);
     CHECK_STATUS(ctx, ops->cdot(ctx, 65, 1, &x, &y, r), SAP_ERR_INVALID);
     CHECK_STATUS(ctx, ops->cdot(ctx, 3, 0, &x, &y, r), SAP_ERR_INVALID);

@@ -907,8 +907,9 @@ static void test_oom(void)
      * failure inside a lockstep group retries with fewer columns at once, at the end one
      * after another, which then fail too): SAP_ERR_OUT_OF_MEMORY or the solution, no leak */
     static const sap_krylov_type many_types[] = {SAP_KRYLOV_RICHARDSON, SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_CG,
-                                                 SAP_KRYLOV_GMRES};
-    for (size_t q = 0; q < 4; q++) {
+                                                 SAP_KRYLOV_GMRES, SAP_KRYLOV_BICGSTAB, SAP_KRYLOV_CGS,
+                                                 SAP_KRYLOV_TFQMR};
+    for (size_t q = 0; q < 7; q++) {
         int done = 0;
         for (long f = 0; f < 600 && !done; f++) {
             sap_test_failing_alloc state = {-1, 0, 0};
@@ -1289,8 +1290,8 @@ static void test_magma_methods(sap_context *ctx)
 }
 
 /* ---- k right-hand sides at once (sap_krylov_solve_many) ------------------------------------
- * The lockstep forms (CG, BiCGStab(l), Richardson with its fallback, GMRES(m) on either side
- * and FGMRES) against k single solves of the same columns: every column converges to the
+ * The lockstep forms (CG, BiCGStab, BiCGStab(l), Richardson with its fallback, GMRES(m) on
+ * either side, FGMRES, CGS and TFQMR) against k single solves of the same columns: every column converges to the
  * tolerance with about the iterations of its single solve and the same solution; a zero
  * column gives x = 0, a NaN column its error while the others solve; a monitor's stop ends
  * every column; more than 32 columns (two groups). */
@@ -1436,6 +1437,20 @@ static void test_many(sap_context *ctx)
          SAP_FORMAT_AUTO},
         {"banded d=0.5 fgmres(6) sap-d(float)", Bc, SAP_KRYLOV_FGMRES, 6, SAP_PRECOND_RIGHT, "sap-d", "partitions=6",
          SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"banded d=0.5 bicgstab right sap-c(float)", Bc, SAP_KRYLOV_BICGSTAB, 0, SAP_PRECOND_RIGHT, "sap-c",
+         "partitions=4", SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"poisson2d bicgstab left jacobi", Q, SAP_KRYLOV_BICGSTAB, 0, SAP_PRECOND_LEFT, "jacobi", NULL, SAP_DOUBLE,
+         SAP_FORMAT_AUTO},
+        {"banded d=0.5 bicgstab none csr", Bc, SAP_KRYLOV_BICGSTAB, 0, SAP_PRECOND_RIGHT, NULL, NULL, SAP_DOUBLE,
+         SAP_FORMAT_CSR},
+        {"banded d=0.5 cgs right sap-d(float)", Bc, SAP_KRYLOV_CGS, 0, SAP_PRECOND_RIGHT, "sap-d", "partitions=6",
+         SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"poisson2d cgs left jacobi", Q, SAP_KRYLOV_CGS, 0, SAP_PRECOND_LEFT, "jacobi", NULL, SAP_DOUBLE,
+         SAP_FORMAT_AUTO},
+        {"banded d=0.5 tfqmr right sap-c(float)", Bc, SAP_KRYLOV_TFQMR, 0, SAP_PRECOND_RIGHT, "sap-c", "partitions=4",
+         SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"poisson2d tfqmr left jacobi", Q, SAP_KRYLOV_TFQMR, 0, SAP_PRECOND_LEFT, "jacobi", NULL, SAP_DOUBLE,
+         SAP_FORMAT_AUTO},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         many_one(ctx, &cases[i], 1, -1, -1, 0);
@@ -1448,6 +1463,11 @@ static void test_many(sap_context *ctx)
     many_one(ctx, &cases[6], 4, -1, -1, 1);
     many_one(ctx, &cases[8], 4, -1, -1, 1); /* GMRES: the monitor stops the cycle */
     many_one(ctx, &cases[11], 4, -1, 1, 0); /* GMRES: a NaN column */
+    many_one(ctx, &cases[14], 4, -1, -1, 1); /* BiCGStab: the monitor (at a half or a whole step) */
+    many_one(ctx, &cases[14], 4, -1, 0, 0);  /* BiCGStab: a NaN column */
+    many_one(ctx, &cases[17], 4, -1, -1, 1); /* CGS, TFQMR: the monitor, a NaN column */
+    many_one(ctx, &cases[19], 4, -1, -1, 1);
+    many_one(ctx, &cases[19], 4, 1, 2, 0);
     /* argument errors */
     {
         sap_matrix *M = NULL;

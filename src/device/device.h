@@ -194,6 +194,11 @@ typedef struct sap_backend_ops {
     /* k columns (1 <= k <= 64): X, Y of length k m, column c at element c m (m = n / k) */
     /* Y_c = a[c] X_c + b[c] Y_c (a[c] = 0, b[c] = 1 leaves column c untouched: it is not written) */
     sap_status (*caxpby)(sap_context *ctx, int k, const double *a, const sap_vec *X, const double *b, sap_vec *Y);
+    /* Z_c = a[c] X_c + b[c] Y_c + c[c] Z_c, as axpbypcz column by column (the same rounding:
+     * a lockstep solve's columns follow their single solves); a = b = 0, c = 1 leaves column c
+     * unwritten, c = 0 does not read Z_c */
+    sap_status (*caxpbypcz)(sap_context *ctx, int k, const double *a, const sap_vec *X, const double *b,
+                            const sap_vec *Y, const double *c, sap_vec *Z);
     /* r[i k + c] = X[i]_c . Y_c for i < nx (1 <= nx <= 8) and c < k: one pass over Y */
     sap_status (*cdot)(sap_context *ctx, int k, int nx, const sap_vec *X, const sap_vec *Y, double *r);
     /* Y_c = A X_c for c < k (X, Y in M's precision, length k * M->nrows); one pass over the

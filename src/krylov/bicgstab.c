@@ -4,7 +4,7 @@
  * ||M^-1 (b - A x)|| / ||M^-1 b||.  Two SpMVs per iteration; the iteration can stop
  * after the first half (counted 0.5, the (j+1)/(2l) rule of BiCGStab(l) with l = 1).
  * Shadow residual r0hat = r0.  Breakdown: rho = r0hat . r = 0, r0hat . v = 0, t = 0,
- * omega = 0. */
+ * omega = 0.  A lockstep form for k right-hand sides (bicgstab_run_many). */
 #include "krylov/krylov_impl.h"
 
 static sap_status bicgstab_run(kry_solve *s)
@@ -85,6 +85,126 @@ cleanup:
     return st;
 }
 
+/* The same for k columns in lockstep (krylov_many.c): two SpMMs and two block preconditioner
+ * applies an iteration, each column its own rho, alpha, omega and stop.  A column that stops
+ * at the half step (converged there, or stopped by the monitor) or breaks down at t gets x +=
+ * alpha phat, as the single solve's. */
+static sap_status bicgstab_run_many(kry_many *km)
+{
+    const sap_backend_ops *ops = km->ops;
+    sap_context *ctx = km->ctx;
+    sap_status st = SAP_OK;
+    const int k = km->k;
+    sap_vec *R = &km->W[0], *Rh = &km->W[1], *Pv = &km->W[2], *V = &km->W[3];
+    sap_vec *Ph = &km->W[4], *Sh = &km->W[5], *T = &km->W[6], *TMP = &km->W[7];
+    const int right = km->side == KRY_SIDE_RIGHT;
+    if (!right) {
+        Ph = Pv;
+        Sh = R;
+    }
+    double rn[KRY_MANY_MAX], rho[KRY_MANY_MAX], alpha[KRY_MANY_MAX], omega[KRY_MANY_MAX], base[KRY_MANY_MAX];
+    double a[KRY_MANY_MAX], b[KRY_MANY_MAX], c2[KRY_MANY_MAX], d[2 * KRY_MANY_MAX];
+    int upd[KRY_MANY_MAX];
+    SAP_TRY(sap__krylov_many_residual(km, &km->X, R, TMP, rn));
+    for (int q = 0; q < k; q++) {
+        rho[q] = alpha[q] = omega[q] = 1.0;
+        b[q] = 1.0;
+        if (km->active[q] && sap__krylov_start(&km->col[q], rn[q])) sap__krylov_many_stop(km, q);
+    }
+    SAP_TRY(ops->copy(ctx, R, Rh));
+    while (sap__krylov_many_count(km) > 0) {
+        SAP_TRY(ops->cdot(ctx, k, 1, Rh, R, d));
+        for (int q = 0; q < k; q++) {
+            a[q] = c2[q] = 0.0;
+            base[q] = km->col[q].iter;
+            if (!km->active[q] || sap__krylov_many_scalar(km, q, "rho = r0hat . r", d[q], 1)) continue;
+            const double beta = (d[q] / rho[q]) * (alpha[q] / omega[q]);
+            if (sap__krylov_many_scalar(km, q, "beta", beta, 0)) continue;
+            rho[q] = d[q];
+            a[q] = 1.0;
+            c2[q] = -beta * omega[q];
+            b[q] = beta;
+        }
+        /* p = r + beta (p - omega v) */
+        SAP_TRY(sap__krylov_many_axpbypcz(km, a, R, c2, V, b, Pv));
+        for (int q = 0; q < k; q++) b[q] = 1.0;
+        if (right) {
+            SAP_TRY(sap__krylov_many_prec(km, Pv, Ph));
+            SAP_TRY(sap__krylov_many_spmm(km, Ph, V));
+        } else {
+            SAP_TRY(sap__krylov_many_op(km, Pv, V, TMP));
+        }
+        SAP_TRY(ops->cdot(ctx, k, 1, Rh, V, d));
+        for (int q = 0; q < k; q++) {
+            a[q] = 0.0;
+            if (!km->active[q] || sap__krylov_many_scalar(km, q, "r0hat . v", d[q], 1)) continue;
+            alpha[q] = rho[q] / d[q];
+            if (sap__krylov_many_scalar(km, q, "alpha", alpha[q], 0)) continue;
+            a[q] = -alpha[q];
+        }
+        /* s = r - alpha v (in place in r) */
+        SAP_TRY(sap__krylov_many_axpby(km, a, V, b, R));
+        SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
+        int was[KRY_MANY_MAX], any = 0;
+        for (int q = 0; q < k; q++) {
+            was[q] = km->active[q];
+            if (km->active[q] && sap__krylov_check(&km->col[q], base[q] + 0.5, rn[q])) sap__krylov_many_stop(km, q);
+        }
+        const int all = sap__krylov_many_monitor(km);
+        for (int q = 0; q < k; q++) {
+            upd[q] = was[q] && !km->active[q];
+            a[q] = upd[q] ? alpha[q] : 0.0;
+            any |= upd[q];
+        }
+        if (any) SAP_TRY(ops->caxpby(ctx, k, a, Ph, b, &km->X));
+        if (all) break;
+        if (right) {
+            SAP_TRY(sap__krylov_many_prec(km, R, Sh));
+            SAP_TRY(sap__krylov_many_spmm(km, Sh, T));
+        } else {
+            SAP_TRY(sap__krylov_many_op(km, R, T, TMP));
+        }
+        const sap_vec ts[2] = {*T, *R};
+        SAP_TRY(ops->cdot(ctx, k, 2, ts, T, d)); /* t.t, s.t */
+        any = 0;
+        for (int q = 0; q < k; q++) {
+            upd[q] = 0;
+            if (!km->active[q]) continue;
+            omega[q] = d[k + q] / d[q];
+            if (d[q] == 0.0 || !isfinite(omega[q])) upd[q] = any = 1; /* t = 0 with s != 0: singular along s */
+        }
+        if (any) {
+            for (int q = 0; q < k; q++) a[q] = upd[q] ? alpha[q] : 0.0;
+            SAP_TRY(ops->caxpby(ctx, k, a, Ph, b, &km->X));
+            for (int q = 0; q < k; q++)
+                if (upd[q]) {
+                    sap__krylov_breakdown(&km->col[q], d[q] == 0.0 ? "t . t" : "omega", d[q] == 0.0 ? d[q] : omega[q]);
+                    sap__krylov_many_stop(km, q);
+                }
+        }
+        /* x += alpha phat + omega shat; r = s - omega t */
+        SAP_TRY(sap__krylov_many_axpbypcz(km, alpha, Ph, omega, Sh, b, &km->X));
+        for (int q = 0; q < k; q++) a[q] = -omega[q];
+        SAP_TRY(sap__krylov_many_axpby(km, a, T, b, R));
+        SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
+        for (int q = 0; q < k; q++)
+            if (km->active[q] && sap__krylov_check(&km->col[q], base[q] + 1.0, rn[q])) sap__krylov_many_stop(km, q);
+        if (sap__krylov_many_monitor(km)) break;
+        for (int q = 0; q < k; q++) {
+            if (!km->active[q]) continue;
+            const sap_vec xq = sap__vec_column(&km->X, km->n, q);
+            SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
+            sap__krylov_many_scalar(km, q, "omega", omega[q], 1);
+        }
+    }
+    for (int q = 0; q < k; q++) {
+        sap_vec xq = sap__vec_column(&km->X, km->n, q);
+        SAP_TRY(sap__krylov_restore_best(&km->col[q], &xq));
+    }
+cleanup:
+    return st;
+}
+
 static int bicgstab_nvec(int param)
 {
     (void)param;
@@ -93,4 +213,5 @@ static int bicgstab_nvec(int param)
 
 const sap_krylov_method sap__krylov_bicgstab_method = {
     .name = "bicgstab", .help = "BiCGStab (iterations in half steps)", .id = SAP_KRYLOV_BICGSTAB,
-    .nvec = bicgstab_nvec, .steps = 2, .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = bicgstab_run};
+    .nvec = bicgstab_nvec, .steps = 2, .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = bicgstab_run,
+    .run_many = bicgstab_run_many};

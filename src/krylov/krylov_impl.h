@@ -296,6 +296,10 @@ sap_status sap__krylov_many_spmm(kry_many *km, const sap_vec *X, sap_vec *Y);
 sap_status sap__krylov_many_prec(kry_many *km, const sap_vec *R, sap_vec *Z);
 /* OUT = op(IN) as sap__krylov_op for every column (TMP: scratch block). */
 sap_status sap__krylov_many_op(kry_many *km, const sap_vec *IN, sap_vec *OUT, sap_vec *TMP);
+/* OUT = op(IN) as sap__krylov_op_hat for every column: on the right HAT = M^{-1} IN, and *dir
+ * (the direction x moves along) is HAT, else IN. */
+sap_status sap__krylov_many_op_hat(kry_many *km, const sap_vec *IN, sap_vec *OUT, sap_vec *HAT, sap_vec *TMP,
+                                   const sap_vec **dir);
 /* R = B - A X (M^{-1} (B - A X) when left; TMP scratch, may be NULL when not left), nrm[c] =
  * ||R_c|| for every column. */
 sap_status sap__krylov_many_residual(kry_many *km, const sap_vec *X, sap_vec *R, sap_vec *TMP, double *nrm);
@@ -303,6 +307,9 @@ sap_status sap__krylov_many_residual(kry_many *km, const sap_vec *X, sap_vec *R,
 sap_status sap__krylov_many_nrm2(kry_many *km, const sap_vec *R, double *nrm);
 /* Y_c = a[c] X_c + b[c] Y_c for the active columns only (the others untouched). */
 sap_status sap__krylov_many_axpby(kry_many *km, const double *a, const sap_vec *X, const double *b, sap_vec *Y);
+/* Z_c = a[c] X_c + b[c] Y_c + c[c] Z_c for the active columns (c[c] = 0: Z_c not read). */
+sap_status sap__krylov_many_axpbypcz(kry_many *km, const double *a, const sap_vec *X, const double *b, const sap_vec *Y,
+                                     const double *c, sap_vec *Z);
 /* The number of columns still active. */
 int sap__krylov_many_count(const kry_many *km);
 /* After an exit point: the monitor (when the solve has one) once, with the largest relative

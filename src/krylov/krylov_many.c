@@ -1,5 +1,6 @@
 /* krylov_many.c -- sap_krylov_solve_many: k right-hand sides of one matrix and one
- * preconditioner.  A method with a lockstep form (run_many: CG, BiCGStab(l), Richardson)
+ * preconditioner.  A method with a lockstep form (run_many: CG, BiCGStab, BiCGStab(l), GMRES,
+ * FGMRES, CGS, TFQMR, Richardson)
  * runs groups of up to KRY_MANY_MAX columns together: the operator is applied to whole blocks
  * of columns (one SpMM and one block preconditioner apply a step; for the SaP
  * preconditioners one pass over the band factors for all columns), while every column
@@ -62,6 +63,22 @@ cleanup:
     return st;
 }
 
+sap_status sap__krylov_many_op_hat(kry_many *km, const sap_vec *IN, sap_vec *OUT, sap_vec *HAT, sap_vec *TMP,
+                                   const sap_vec **dir)
+{
+    sap_status st = SAP_OK;
+    *dir = IN;
+    if (km->side == KRY_SIDE_RIGHT) {
+        SAP_TRY(sap__krylov_many_prec(km, IN, HAT));
+        SAP_TRY(sap__krylov_many_spmm(km, HAT, OUT));
+        *dir = HAT;
+    } else {
+        SAP_TRY(sap__krylov_many_op(km, IN, OUT, TMP));
+    }
+cleanup:
+    return st;
+}
+
 sap_status sap__krylov_many_nrm2(kry_many *km, const sap_vec *R, double *nrm)
 {
     sap_status st = km->ops->cdot(km->ctx, km->k, 1, R, R, nrm);
@@ -78,6 +95,18 @@ sap_status sap__krylov_many_axpby(kry_many *km, const double *a, const sap_vec *
         bb[c] = km->active[c] ? b[c] : 1.0;
     }
     return km->ops->caxpby(km->ctx, km->k, aa, X, bb, Y);
+}
+
+sap_status sap__krylov_many_axpbypcz(kry_many *km, const double *a, const sap_vec *X, const double *b, const sap_vec *Y,
+                                     const double *c, sap_vec *Z)
+{
+    double aa[KRY_MANY_MAX], bb[KRY_MANY_MAX], cc[KRY_MANY_MAX];
+    for (int q = 0; q < km->k; q++) {
+        aa[q] = km->active[q] ? a[q] : 0.0;
+        bb[q] = km->active[q] ? b[q] : 0.0;
+        cc[q] = km->active[q] ? c[q] : 1.0;
+    }
+    return km->ops->caxpbypcz(km->ctx, km->k, aa, X, bb, Y, cc, Z);
 }
 
 /* R = B - A X for every column; the SpMM timed (the iteration's) or not (the final true

@@ -305,6 +305,37 @@ static sap_status caxpby(sap_context *ctx, int k, const double *a, const sap_vec
     return SAP_OK;
 }
 
+static sap_status caxpbypcz(sap_context *ctx, int k, const double *a, const sap_vec *X, const double *b,
+                            const sap_vec *Y, const double *c, sap_vec *Z)
+{
+    sap_int m = 0, my = 0, mz = 0;
+    sap_status st = check_cols(ctx, "caxpbypcz", k, X, Y, &m, &my);
+    if (st == SAP_OK) st = check_cols(ctx, "caxpbypcz", k, Y, Z, &my, &mz);
+    if (st < 0) return st;
+    if (m != my || m != mz)
+        return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu caxpbypcz: vector lengths differ (%lld, %lld and %lld)",
+                         (long long)X->n, (long long)Y->n, (long long)Z->n);
+    if (!a || !b || !c) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu caxpbypcz: coefficients are NULL");
+    const size_t es = ESIZE(X->prec);
+    const int d = IS_D(X);
+    const char *x = X->data, *y = Y->data;
+    char *z = Z->data;
+    int nt = cols_nt(ctx, m, k);
+    (void)nt;
+    SAP_OMP("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+    for (int q = 0; q < k; q++) {
+        if (a[q] == 0.0 && b[q] == 0.0 && c[q] == 1.0) continue; /* not written */
+        const size_t off = (size_t)q * (size_t)m * es;
+        if (d)
+            sap__cpu_axpbypcz_d(ctx, m, a[q], (const double *)(x + off), b[q], (const double *)(y + off), c[q],
+                                (double *)(z + off));
+        else
+            sap__cpu_axpbypcz_s(ctx, m, a[q], (const float *)(x + off), b[q], (const float *)(y + off), c[q],
+                                (float *)(z + off));
+    }
+    return SAP_OK;
+}
+
 static sap_status cdot(sap_context *ctx, int k, int nx, const sap_vec *X, const sap_vec *Y, double *r)
 {
     if (nx < 1 || nx > 8) return SAP_ERROR(ctx, SAP_ERR_INVALID, "cpu cdot: nx = %d outside 1..8", nx);
@@ -784,6 +815,7 @@ static const sap_backend_ops cpu_ops = {
     .axpby_nrm2 = axpby_nrm2,
     .cg_update = cg_update,
     .caxpby = caxpby,
+    .caxpbypcz = caxpbypcz,
     .cdot = cdot,
     .spmm = spmm,
     .spmat_create = spmat_create,
