@@ -727,12 +727,13 @@ SAP_API void sap_krylov_destroy(sap_krylov *K);
 SAP_API sap_status sap_krylov_solve(sap_krylov *K, sap_matrix *A, sap_precond *P, const double *b, double *x,
                                     sap_krylov_stats *stats);
 /* k right-hand sides of the same A and P (column c of B at B + c ldb, ldb >= n; likewise X,
- * which holds the initial guesses).  CG, BiCGStab(l) and Richardson run up to 32 columns in
- * lockstep: one SpMM and one block preconditioner application a step for all of them (the
- * SaP preconditioners: one pass over their band factors for all columns), every column with
- * its own scalars, iteration count and stop (no residual history is recorded for them);
- * the other methods and a column whose b is 0 or tiny (the single solve's scaling) solve
- * column by column with sap_krylov_solve.  The monitor is called once a step
+ * which holds the initial guesses).  CG, BiCGStab, BiCGStab(l), GMRES, FGMRES, CGS, TFQMR,
+ * IDR(s) and Richardson run up to 32 columns in lockstep: one SpMM and one block
+ * preconditioner application a step for all of them (the SaP preconditioners: one pass over
+ * their band factors for all columns), every column with its own scalars, iteration count
+ * and stop (no residual history is recorded for them); BiCG, QMR (their A^T products),
+ * iterative refinement, asynchronous Jacobi and a column whose b is 0 or tiny (the single
+ * solve's scaling) solve column by column with sap_krylov_solve.  The monitor is called once a step
  * with the largest relative residual of the columns still iterating; a stop ends them all.
  * stats (k entries, may be NULL): each column's iterations, residuals and status; the
  * counts and times are those of its batch (the operator counts: k per block apply).

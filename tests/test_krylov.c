@@ -908,8 +908,8 @@ static void test_oom(void)
      * after another, which then fail too): SAP_ERR_OUT_OF_MEMORY or the solution, no leak */
     static const sap_krylov_type many_types[] = {SAP_KRYLOV_RICHARDSON, SAP_KRYLOV_BICGSTABL, SAP_KRYLOV_CG,
                                                  SAP_KRYLOV_GMRES, SAP_KRYLOV_BICGSTAB, SAP_KRYLOV_CGS,
-                                                 SAP_KRYLOV_TFQMR};
-    for (size_t q = 0; q < 7; q++) {
+                                                 SAP_KRYLOV_TFQMR, SAP_KRYLOV_IDR};
+    for (size_t q = 0; q < 8; q++) {
         int done = 0;
         for (long f = 0; f < 600 && !done; f++) {
             sap_test_failing_alloc state = {-1, 0, 0};
@@ -1291,7 +1291,7 @@ static void test_magma_methods(sap_context *ctx)
 
 /* ---- k right-hand sides at once (sap_krylov_solve_many) ------------------------------------
  * The lockstep forms (CG, BiCGStab, BiCGStab(l), Richardson with its fallback, GMRES(m) on
- * either side, FGMRES, CGS and TFQMR) against k single solves of the same columns: every column converges to the
+ * either side, FGMRES, CGS, TFQMR and IDR(s)) against k single solves of the same columns: every column converges to the
  * tolerance with about the iterations of its single solve and the same solution; a zero
  * column gives x = 0, a NaN column its error while the others solve; a monitor's stop ends
  * every column; more than 32 columns (two groups). */
@@ -1451,6 +1451,10 @@ static void test_many(sap_context *ctx)
          SAP_FLOAT, SAP_FORMAT_AUTO},
         {"poisson2d tfqmr left jacobi", Q, SAP_KRYLOV_TFQMR, 0, SAP_PRECOND_LEFT, "jacobi", NULL, SAP_DOUBLE,
          SAP_FORMAT_AUTO},
+        {"banded d=0.5 idr(4) right sap-d(float)", Bc, SAP_KRYLOV_IDR, 4, SAP_PRECOND_RIGHT, "sap-d", "partitions=6",
+         SAP_FLOAT, SAP_FORMAT_AUTO},
+        {"poisson2d idr(2) left jacobi", Q, SAP_KRYLOV_IDR, 2, SAP_PRECOND_LEFT, "jacobi", NULL, SAP_DOUBLE,
+         SAP_FORMAT_AUTO},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         many_one(ctx, &cases[i], 1, -1, -1, 0);
@@ -1468,6 +1472,8 @@ static void test_many(sap_context *ctx)
     many_one(ctx, &cases[17], 4, -1, -1, 1); /* CGS, TFQMR: the monitor, a NaN column */
     many_one(ctx, &cases[19], 4, -1, -1, 1);
     many_one(ctx, &cases[19], 4, 1, 2, 0);
+    many_one(ctx, &cases[21], 4, -1, -1, 1); /* IDR(s): the monitor, a NaN column */
+    many_one(ctx, &cases[21], 4, 1, 2, 0);
     /* argument errors */
     {
         sap_matrix *M = NULL;

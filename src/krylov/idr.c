@@ -8,7 +8,8 @@
  * sap_krylov object across solves of the same size.  omega uses the "maintaining the
  * convergence" strategy with kappa = 0.7.  Right preconditioning updates x directly
  * (v = M^-1 v before U is formed) and monitors the true residual; left monitors
- * ||M^-1 r|| / ||M^-1 b||.  Breakdown: M(k,k) = p_k . g_k = 0, t = 0, omega = 0. */
+ * ||M^-1 r|| / ||M^-1 b||.  Breakdown: M(k,k) = p_k . g_k = 0, t = 0, omega = 0.  A
+ * lockstep form for k right-hand sides (idr_run_many). */
 #include "krylov/krylov_impl.h"
 
 #include <string.h>
@@ -165,8 +166,189 @@ cleanup:
     return st;
 }
 
+/* The same for k columns in lockstep (krylov_many.c): one SpMM and one block preconditioner
+ * apply per step for all columns; the small matrices M, f, c, omega, the biorthogonalisation
+ * and the stop are each column's own (dot / maxpy / mdot on its column views, as the single
+ * solve's), the shadow space P is shared. */
+static sap_status idr_run_many(kry_many *km)
+{
+    const sap_backend_ops *ops = km->ops;
+    sap_context *ctx = km->ctx;
+    sap_status st = SAP_OK;
+    const int k = km->k, ns = km->K->param;
+    const sap_int n = km->n;
+    sap_vec *G = km->W, *U = km->W + ns;
+    sap_vec *R = &km->W[2 * ns], *V = R + 1, *T = R + 2, *TMP = R + 3;
+    const int right = km->side == KRY_SIDE_RIGHT;
+    double *Mq = NULL, *fq = NULL, *cq = NULL;
+    sap_vec *Gc = NULL, *Uc = NULL;
+    double rn[KRY_MANY_MAX], om[KRY_MANY_MAX], beta[KRY_MANY_MAX], mb[KRY_MANY_MAX], one[KRY_MANY_MAX];
+    double a[SMAX], d[2 * KRY_MANY_MAX];
+    SAP_ALLOC(ctx, Mq, (size_t)k * (size_t)ns * (size_t)ns);
+    SAP_ALLOC(ctx, fq, (size_t)k * (size_t)ns);
+    SAP_ALLOC(ctx, cq, (size_t)k * (size_t)ns);
+    SAP_ALLOC(ctx, Gc, (size_t)ns);
+    SAP_ALLOC(ctx, Uc, (size_t)ns);
+    SAP_TRY(sap__krylov_many_residual(km, &km->X, R, TMP, rn));
+    int first = -1;
+    for (int q = 0; q < k; q++) {
+        om[q] = one[q] = 1.0;
+        if (km->active[q] && sap__krylov_start(&km->col[q], rn[q])) sap__krylov_many_stop(km, q);
+        if (km->active[q] && first < 0) first = q;
+    }
+    if (first < 0) goto done;
+    SAP_TRY(sap__krylov_idr_shadow(&km->col[first], ns));
+    const sap_vec *P = km->K->shadow;
+#define MQ(q) (Mq + (size_t)(q) * (size_t)ns * (size_t)ns)
+#define FQ(q) (fq + (size_t)(q) * (size_t)ns)
+#define CQ(q) (cq + (size_t)(q) * (size_t)ns)
+#define VIEWS(q)                                                                                                       \
+    for (int i_ = 0; i_ < ns; i_++) {                                                                                  \
+        Gc[i_] = sap__vec_column(&G[i_], n, q);                                                                        \
+        Uc[i_] = sap__vec_column(&U[i_], n, q);                                                                        \
+    }
+    for (int q = 0; q < k; q++) {
+        double *M = MQ(q);
+        for (int i = 0; i < ns; i++)
+            for (int j = 0; j < ns; j++) M[i + j * ns] = i == j ? 1.0 : 0.0;
+        if (!km->active[q]) continue;
+        const sap_vec rq = sap__vec_column(R, n, q);
+        SAP_TRY(sap__krylov_mdot(&km->col[q], ns, P, &rq, FQ(q)));
+    }
+    while (sap__krylov_many_count(km) > 0) {
+        for (int kk = 0; kk < ns; kk++) {
+            /* c = M(k:s, k:s) \ f(k:s); v = r - G(:, k:s) c */
+            SAP_TRY(ops->copy(ctx, R, V));
+            for (int q = 0; q < k; q++) {
+                if (!km->active[q]) continue;
+                const double *M = MQ(q), *f = FQ(q);
+                double *c = CQ(q);
+                for (int i = kk; i < ns; i++) {
+                    double x = f[i];
+                    for (int j = kk; j < i; j++) x -= M[i + j * ns] * c[j];
+                    c[i] = x / M[i + i * ns];
+                }
+                for (int i = kk; i < ns; i++) a[i - kk] = -c[i];
+                VIEWS(q);
+                sap_vec vq = sap__vec_column(V, n, q);
+                SAP_TRY(sap__krylov_maxpy(&km->col[q], ns - kk, a, &Gc[kk], &vq));
+            }
+            sap_vec *vp = V;
+            if (right) {
+                SAP_TRY(sap__krylov_many_prec(km, V, TMP));
+                vp = TMP;
+            }
+            /* U(:, k) = U(:, k:s) c + om v (built in vp, then swapped in) */
+            for (int q = 0; q < k; q++) {
+                if (!km->active[q]) continue;
+                VIEWS(q);
+                sap_vec pq = sap__vec_column(vp, n, q);
+                SAP_TRY(ops->scale(ctx, &pq, om[q]));
+                SAP_TRY(sap__krylov_maxpy(&km->col[q], ns - kk, CQ(q) + kk, &Uc[kk], &pq));
+            }
+            sap_vec sw = U[kk];
+            U[kk] = *vp;
+            *vp = sw;
+            if (right) SAP_TRY(sap__krylov_many_spmm(km, &U[kk], &G[kk]));
+            else SAP_TRY(sap__krylov_many_op(km, &U[kk], &G[kk], TMP));
+            for (int q = 0; q < k; q++) {
+                beta[q] = mb[q] = 0.0;
+                if (!km->active[q]) continue;
+                kry_solve *s = &km->col[q];
+                double *M = MQ(q);
+                VIEWS(q);
+                /* biorthogonalise G(:, k) against p_1..p_{k-1} */
+                int bad = 0;
+                for (int i = 0; i < kk && !bad; i++) {
+                    double pg = 0.0;
+                    SAP_TRY(ops->dot(ctx, &P[i], &Gc[kk], &pg));
+                    a[i] = pg / M[i + i * ns];
+                    if (sap__krylov_many_scalar(km, q, "alpha = p_i . g_k / M(i,i)", a[i], 0)) bad = 1;
+                    else SAP_TRY(ops->axpby(ctx, -a[i], &Gc[i], 1.0, &Gc[kk]));
+                    a[i] = -a[i];
+                }
+                if (bad) continue;
+                SAP_TRY(sap__krylov_maxpy(s, kk, a, Uc, &Uc[kk]));
+                /* M(k:s, k) = P(:, k:s)^T G(:, k) */
+                SAP_TRY(sap__krylov_mdot(s, ns - kk, &P[kk], &Gc[kk], &M[kk + kk * ns]));
+                if (sap__krylov_many_scalar(km, q, "M(k,k) = p_k . g_k", M[kk + kk * ns], 1)) continue;
+                beta[q] = FQ(q)[kk] / M[kk + kk * ns];
+                if (sap__krylov_many_scalar(km, q, "beta", beta[q], 0)) continue;
+                mb[q] = -beta[q];
+            }
+            SAP_TRY(sap__krylov_many_axpby(km, beta, &U[kk], one, &km->X));
+            SAP_TRY(sap__krylov_many_axpby(km, mb, &G[kk], one, R));
+            SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
+            for (int q = 0; q < k; q++)
+                if (km->active[q] && sap__krylov_check(&km->col[q], km->col[q].iter + 1.0, rn[q]))
+                    sap__krylov_many_stop(km, q);
+            if (sap__krylov_many_monitor(km)) goto done;
+            for (int q = 0; q < k; q++) {
+                if (!km->active[q]) continue;
+                const sap_vec xq = sap__vec_column(&km->X, n, q);
+                SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
+                const double *M = MQ(q);
+                double *f = FQ(q);
+                for (int i = kk + 1; i < ns; i++) f[i] -= beta[q] * M[i + kk * ns];
+            }
+        }
+        /* dimension reduction: v = M^-1 r (right) or r, t = A v (or M^-1 A r) */
+        sap_vec *vv = R;
+        if (right) {
+            SAP_TRY(sap__krylov_many_prec(km, R, V));
+            SAP_TRY(sap__krylov_many_spmm(km, V, T));
+            vv = V;
+        } else {
+            SAP_TRY(sap__krylov_many_op(km, R, T, TMP));
+        }
+        const sap_vec tr[2] = {*T, *R};
+        SAP_TRY(ops->cdot(ctx, k, 2, tr, T, d)); /* t.t, r.t */
+        for (int q = 0; q < k; q++) {
+            beta[q] = mb[q] = 0.0;
+            if (!km->active[q] || sap__krylov_many_scalar(km, q, "t . t", d[q], 1)) continue;
+            const double nt = sqrt(d[q]);
+            om[q] = d[k + q] / d[q];
+            const double rho = fabs(d[k + q]) / (nt * rn[q]);
+            if (rho < KAPPA && rho > 0.0) om[q] *= KAPPA / rho;
+            if (sap__krylov_many_scalar(km, q, "omega", om[q], 1)) continue;
+            beta[q] = om[q];
+            mb[q] = -om[q];
+        }
+        SAP_TRY(sap__krylov_many_axpby(km, beta, vv, one, &km->X));
+        SAP_TRY(sap__krylov_many_axpby(km, mb, T, one, R));
+        SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
+        for (int q = 0; q < k; q++)
+            if (km->active[q] && sap__krylov_check(&km->col[q], km->col[q].iter + 1.0, rn[q]))
+                sap__krylov_many_stop(km, q);
+        if (sap__krylov_many_monitor(km)) goto done;
+        for (int q = 0; q < k; q++) {
+            if (!km->active[q]) continue;
+            const sap_vec xq = sap__vec_column(&km->X, n, q), rq = sap__vec_column(R, n, q);
+            SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
+            SAP_TRY(sap__krylov_mdot(&km->col[q], ns, P, &rq, FQ(q)));
+        }
+    }
+#undef VIEWS
+#undef CQ
+#undef FQ
+#undef MQ
+done:
+    for (int q = 0; q < k; q++) {
+        sap_vec xq = sap__vec_column(&km->X, n, q);
+        SAP_TRY(sap__krylov_restore_best(&km->col[q], &xq));
+    }
+cleanup:
+    sap__free(ctx, Mq);
+    sap__free(ctx, fq);
+    sap__free(ctx, cq);
+    sap__free(ctx, Gc);
+    sap__free(ctx, Uc);
+    return st;
+}
+
 static int idr_nvec(int s) { return 3 * s + 4; }
 
 const sap_krylov_method sap__krylov_idr_method = {
     .name = "idr", .help = "IDR(s) (one iteration per SpMV)", .id = SAP_KRYLOV_IDR, .default_param = 4,
-    .max_param = 64, .nvec = idr_nvec, .steps = 1, .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = idr_run};
+    .max_param = 64, .nvec = idr_nvec, .steps = 1, .sides = KRY_SIDES_LEFT | KRY_SIDES_RIGHT, .run = idr_run,
+    .run_many = idr_run_many};
