@@ -22,7 +22,7 @@
  * the seed's times printed beside ours (trisolve_tables.csv).
  *
  * Usage: trisolve [--out DIR] [--matrix-dir DIR] [--poisson N] [--convdiff N] [--random N]
- *                 [--no-matrices] [--no-gmres] [--tables [--tables-no-cpu]] [--batches N]
+ *                 [--no-matrices] [--no-gmres] [--gmres-only] [--tables [--tables-no-cpu]] [--batches N]
  * Writes DIR/trisolve.csv and DIR/trisolve.md (default DIR: bench/results of the source tree). */
 #define _POSIX_C_SOURCE 200809L
 #include "sap.h"
@@ -440,6 +440,7 @@ static const sap_precond_type csp_type = {
 
 typedef struct one_run {
     double setup, solve, per_apply, iters, residual;
+    double per_spmv, vector_per_it; /* with sync_timing: a SpMV, the vector work an iteration */
     sap_status st;
 } one_run;
 static one_run gmres_run(sap_context *ctx, const sap_csr *A, const char *spec, int sync_timing);
@@ -457,6 +458,14 @@ static void bench_gmres(sap_context *ctx, const char *name, const sap_csr *A, FI
                 r.residual, sap_status_name(r.st));
     }
     say("  ours / cuSPARSE time to solution: %.2f (target <= 0.5)\n", tt[0] / tt[1]);
+    /* where an iteration's time goes: the same solves with a device synchronization around
+     * each SpMV and preconditioner application (slower in all; the parts are exact) */
+    for (int k = 0; k < 2; k++) {
+        const one_run r = gmres_run(ctx, A, pcs[k], 1);
+        say("  %-14s timed parts: %.1f us an iteration = apply %.1f us + SpMV %.1f us + vector work %.1f us "
+            "(solve %.3f s synchronized)\n", pcs[k], r.iters > 0 ? 1e6 * r.solve / r.iters : 0.0, 1e6 * r.per_apply,
+            1e6 * r.per_spmv, 1e6 * r.vector_per_it, r.solve);
+    }
 }
 
 /* ---- part 3: the seed's Tables 1 and 2 ------------------------------------------------------ */
@@ -481,7 +490,7 @@ static const seed_row seed_rows[] = {
 
 static one_run gmres_run(sap_context *ctx, const sap_csr *A, const char *spec, int sync_timing)
 {
-    one_run r = {0, 0, 0, 0, 0, SAP_OK};
+    one_run r = {0, 0, 0, 0, 0, 0, 0, SAP_OK};
     const sap_int n = A->nrows;
     double *b = malloc(sizeof(double) * (size_t)n), *x = calloc((size_t)n, sizeof(double));
     for (sap_int i = 0; i < n; i++) b[i] = 1.0;
@@ -510,6 +519,8 @@ static one_run gmres_run(sap_context *ctx, const sap_csr *A, const char *spec, i
     r.iters = ks.iterations;
     r.residual = ks.true_residual;
     r.per_apply = ks.precond_count > 0 ? ks.time_precond / (double)ks.precond_count : 0.0;
+    r.per_spmv = ks.spmv_count > 0 ? ks.time_spmv / (double)ks.spmv_count : 0.0;
+    r.vector_per_it = ks.iterations > 0 ? ks.time_vector / ks.iterations : 0.0;
     sap_precond_destroy(P);
     sap_krylov_destroy(K);
     sap_matrix_destroy(M);
@@ -536,7 +547,7 @@ static void seed_tables(sap_context *gpu, int with_cpu, sap_csr *const *mats, FI
         for (size_t k = 0; k < sizeof(seed_rows) / sizeof(seed_rows[0]); k++) {
             const seed_row *sr = &seed_rows[k];
             const char *spec = t ? sr->spec_convdiff : sr->spec_poisson;
-            one_run g = gmres_run(gpu, mats[t], spec, 1), c = {0, 0, 0, 0, 0, SAP_OK};
+            one_run g = gmres_run(gpu, mats[t], spec, 1), c = {0, 0, 0, 0, 0, 0, 0, SAP_OK};
             if (cpu) c = gmres_run(cpu, mats[t], spec, 1);
             say("  %-18s %6.0f %9.3f %9.3f %9.3f %7.2fx %10.2e %10.2e | %9.2f %9.2f %10.4f %10.4f %s\n", spec, g.iters,
                 g.setup, g.solve, c.solve, c.solve > 0 ? c.solve / g.solve : 0.0, g.per_apply, c.per_apply,
@@ -593,7 +604,7 @@ int main(int argc, char **argv)
     const char *outdir = SAP_SOURCE_DIR "/bench/results";
     const char *matdir = getenv("SAP_MATRIX_DIR");
     if (!matdir || !*matdir) matdir = SAP_MATRIX_DIR_DEFAULT;
-    int poisson = 100, convdiff = 108, no_matrices = 0, no_gmres = 0, tables = 0, tables_cpu = 1;
+    int poisson = 100, convdiff = 108, no_matrices = 0, no_gmres = 0, tables = 0, tables_cpu = 1, gmres_only = 0;
     sap_int nrand = 200000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc) outdir = argv[++i];
@@ -603,12 +614,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrand = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--no-matrices")) no_matrices = 1;
         else if (!strcmp(argv[i], "--no-gmres")) no_gmres = 1;
+        else if (!strcmp(argv[i], "--gmres-only")) gmres_only = no_matrices = 1;
         else if (!strcmp(argv[i], "--tables")) tables = 1;
         else if (!strcmp(argv[i], "--tables-no-cpu")) tables_cpu = 0;
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc) g_batches = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: %s [--out DIR] [--matrix-dir DIR] [--poisson N] [--convdiff N] [--random N] "
-                            "[--no-matrices] [--no-gmres] [--tables [--tables-no-cpu]] [--batches N]\n", argv[0]);
+                            "[--no-matrices] [--no-gmres] [--gmres-only] [--tables [--tables-no-cpu]] [--batches N]\n", argv[0]);
             return 2;
         }
     }
@@ -670,7 +682,7 @@ int main(int argc, char **argv)
         if (sap_matrix_load(ctx, p, NULL, &mats[nm]) == SAP_OK) names[nm++] = coll[k];
         else say("(%s not readable: skipped)\n", p);
     }
-    for (int k = 0; k < nm; k++) bench_matrix(ctx, names[k], mats[k]);
+    for (int k = 0; k < nm && !gmres_only; k++) bench_matrix(ctx, names[k], mats[k]);
     if (!no_gmres) {
         say("\nILU(0)-GMRES(20) to 1e-8 (b = 1, x0 = 0), the same sap_krylov_solve loop, double:\n");
         for (int k = 0; k < 2; k++) {

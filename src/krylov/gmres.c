@@ -4,9 +4,10 @@
  *
  * Arnoldi with classical Gram-Schmidt and selective reorthogonalisation (DGKS): one mdot
  * gives h = V^T w together with w.w, w -= V h by maxpy, and a second pass is made when
- * the projection removed more than half of ||w||^2 (||w'|| < ||w|| / sqrt 2).  Givens
- * rotations on the host give the residual estimate |g_{j+1}| after every step (one
- * iteration = one Arnoldi step = one SpMV); the iterate is formed at the end of a cycle
+ * the projection removed more than half of ||w||^2 (||w'|| < ||w|| / sqrt 2); without it
+ * h_{j+1,j} = sqrt(w.w - h.h) needs no pass over w.  Givens rotations on the host give the
+ * residual estimate |g_{j+1}| after every step (one iteration = one Arnoldi step = one
+ * SpMV); the iterate is formed at the end of a cycle
  * or at an exit.  Right preconditioning and FGMRES monitor the true residual norm, left
  * ||M^-1 r|| / ||M^-1 b||.  h_{j+1,j} = 0 ("happy" breakdown) ends the cycle: the
  * estimate is then exact; a singular Hessenberg matrix is SAP_WARN_BREAKDOWN.  Both have a
@@ -75,17 +76,21 @@ static sap_status gm_step(kry_solve *s, int m, int j, const sap_vec *V, sap_vec 
         proj += h[i] * h[i];
     }
     if ((st = sap__krylov_maxpy(s, j + 1, yv, V, w)) < 0) return st;
+    double hn = 0.0;
     if (ww - proj < 0.5 * ww) {
-        /* the projection cancelled much of w: orthogonalise once more */
+        /* the projection cancelled much of w: orthogonalise once more, and measure it */
         if ((st = sap__krylov_mdot(s, j + 1, V, w, h2)) < 0) return st;
         for (int i = 0; i <= j; i++) {
             yv[i] = -h2[i];
             h[i] += h2[i];
         }
         if ((st = sap__krylov_maxpy(s, j + 1, yv, V, w)) < 0) return st;
+        if ((st = ops->nrm2(s->ctx, w, &hn)) < 0) return st;
+    } else {
+        /* at most half of ||w||^2 projected out: ||w - V h||^2 = w.w - h.h loses at most a
+         * bit to cancellation, so no pass over w (on a GPU a reduction and a wait less a step) */
+        hn = sqrt(ww - proj);
     }
-    double hn = 0.0;
-    if ((st = ops->nrm2(s->ctx, w, &hn)) < 0) return st;
     if (!isfinite(hn)) {
         *bad = "h_{j+1,j}";
         *badv = hn;

@@ -1459,11 +1459,68 @@ static long long interfaces_by_m(const sap_band_layout *L, long long *order)
     return no;
 }
 
+/* The coupling's batched cuBLAS calls: the interfaces with m_i > 0 grouped by m (one call
+ * per group and triangle; usually one group), each interface's nptr pointers (fill(i, row):
+ * row[0 .. nptr - 1]) in nptr arrays of ni on the device, ordered as the groups; run(h, m,
+ * ptrs, q0, count) issues one group's calls on the pointers from q0 (ptrs + k ni + q0: the
+ * k-th pointer of the group's first interface).  what names the call in an error.  Waits
+ * for the queued calls before the pointer arrays go back to the pool. */
+template <typename Fill, typename Run>
+static sap_status cublas_by_m(sap_band_fact *F, int nptr, const char *what, Fill fill, Run run)
+{
+    sap_context *ctx = F->ctx;
+    const sap_band_layout *L = &F->L;
+    cudaStream_t s = stream_of(ctx);
+    const long long ni = L->P - 1;
+    sap_status st = SAP_OK;
+    void **hp = NULL, **dp = NULL;
+    long long *order = NULL;
+    cublasHandle_t h = NULL;
+    {
+        void *hv = NULL;
+        SAP_TRY(sap__cuda_cublas(ctx, &hv));
+        h = (cublasHandle_t)hv;
+    }
+    SAP_TRY(sap__cuda_malloc(ctx, sizeof(void *) * (size_t)(nptr * ni), (void **)&dp));
+    SAP_CUDA_HOST_ALLOC(ctx, hp, nptr * ni);
+    SAP_CUDA_HOST_ALLOC(ctx, order, ni);
+    {
+        const long long no = interfaces_by_m(L, order);
+        for (long long q = 0; q < no; q++) {
+            void *row[4] = {NULL, NULL, NULL, NULL};
+            fill(order[q], row);
+            for (int k = 0; k < nptr; k++) hp[k * ni + q] = row[k];
+        }
+        SAP_CUDA_TRY(ctx, cudaMemcpyAsync(dp, hp, sizeof(void *) * (size_t)(nptr * ni), cudaMemcpyHostToDevice, s));
+        for (long long q0 = 0; q0 < no;) {
+            const long long m = L->m[order[q0]];
+            long long q1 = q0;
+            while (q1 < no && L->m[order[q1]] == m) q1++;
+            const cublasStatus_t cs = run(h, (int)m, dp, q0, (int)(q1 - q0));
+            if (cs != CUBLAS_STATUS_SUCCESS) {
+                st = SAP_ERROR(ctx, cs == CUBLAS_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE,
+                               "band %s (m = %lld): %s", what, m, cublasGetStatusString(cs));
+                goto cleanup;
+            }
+            q0 = q1;
+        }
+    }
+cleanup:
+    {
+        const cudaError_t e = cudaStreamSynchronize(s);
+        if (e != cudaSuccess && st == SAP_OK) st = sap__cuda_error(ctx, e, what, __FILE__, __LINE__);
+    }
+    sap__cuda_free(ctx, dp);
+    sap__free(ctx, hp);
+    sap__free(ctx, order);
+    return st;
+}
+
 /* The blocked spikes: the coupling blocks of the factors made dense (k_spike_blocks), then
  * V_i = U_bb^{-1} L_bb^{-1} B_i and W_{i+1} = L_tt^{-1} U_tt^{-1} C_{i+1} as cuBLAS's batched
- * triangular solves, one call per triangle and coupling size m (the interfaces grouped by
- * m; usually one group).  2 m^3 flops a spike as the per-column kernel, but as level-3 BLAS
- * instead of m independent, latency-bound substitutions. */
+ * triangular solves, one call per triangle and coupling size m (cublas_by_m).  2 m^3 flops a
+ * spike as the per-column kernel, but as level-3 BLAS instead of m independent,
+ * latency-bound substitutions. */
 template <typename T> static sap_status spikes_blocked_t(sap_band_fact *F)
 {
     sap_context *ctx = F->ctx;
@@ -1473,59 +1530,33 @@ template <typename T> static sap_status spikes_blocked_t(sap_band_fact *F)
     const long long ni = L->P - 1, ncpl = L->coff[L->P - 1];
     sap_status st = SAP_OK;
     T *D = NULL;
-    void **hp = NULL, **dp = NULL;
-    long long *order = NULL;
-    cublasHandle_t h = NULL;
-    {
-        void *hv = NULL;
-        SAP_TRY(sap__cuda_cublas(ctx, &hv));
-        h = (cublasHandle_t)hv;
-    }
     SAP_TRY(sap__cuda_malloc(ctx, sizeof(T) * (size_t)(2 * ncpl), (void **)&D));
-    SAP_TRY(sap__cuda_malloc(ctx, sizeof(void *) * (size_t)(4 * ni), (void **)&dp));
-    SAP_CUDA_HOST_ALLOC(ctx, hp, 4 * ni);
-    SAP_CUDA_HOST_ALLOC(ctx, order, ni);
     k_spike_blocks<T><<<dim3((unsigned)ni, 2), 256, 0, s>>>((const T *)F->lu, (const T *)F->ul, D, D + ncpl, pv->d);
     SAP_CUDA_TRY_LAUNCH(ctx, "band spikes: dense coupling blocks");
     SAP_CUDA_TRY(ctx, cudaMemcpyAsync(F->V, F->B, sizeof(T) * (size_t)ncpl, cudaMemcpyDeviceToDevice, s));
     SAP_CUDA_TRY(ctx, cudaMemcpyAsync(F->W, F->C, sizeof(T) * (size_t)ncpl, cudaMemcpyDeviceToDevice, s));
-    {
-        /* the interfaces in order of m, their pointers Dv V Dw W as four arrays of ni */
-        const long long no = interfaces_by_m(L, order);
-        for (long long q = 0; q < no; q++) {
-            const long long i = order[q], o = L->coff[i];
-            hp[q] = D + o;
-            hp[ni + q] = (T *)F->V + o;
-            hp[2 * ni + q] = D + ncpl + o;
-            hp[3 * ni + q] = (T *)F->W + o;
-        }
-        SAP_CUDA_TRY(ctx, cudaMemcpyAsync(dp, hp, sizeof(void *) * (size_t)(4 * ni), cudaMemcpyHostToDevice, s));
-        for (long long q0 = 0; q0 < no;) {
-            const long long m = L->m[order[q0]];
-            long long q1 = q0;
-            while (q1 < no && L->m[order[q1]] == m) q1++;
-            const int cnt = (int)(q1 - q0);
+    /* the pointers Dv V Dw W of each interface */
+    SAP_TRY(cublas_by_m(
+        F, 4, "spikes: cuBLAS batched TRSM",
+        [&](long long i, void **row) {
+            const long long o = L->coff[i];
+            row[0] = D + o;
+            row[1] = (T *)F->V + o;
+            row[2] = D + ncpl + o;
+            row[3] = (T *)F->W + o;
+        },
+        [&](cublasHandle_t h, int m, void **dp, long long q0, int cnt) {
             const T *const *Av = (const T *const *)(dp + q0), *const *Aw = (const T *const *)(dp + 2 * ni + q0);
             T *const *Bv = (T *const *)(dp + ni + q0), *const *Bw = (T *const *)(dp + 3 * ni + q0);
-            cublasStatus_t cs = trsm_b(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT, (int)m, Av, Bv, cnt);
-            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, (int)m, Av, Bv, cnt);
-            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_UNIT, (int)m, Aw, Bw, cnt);
-            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, (int)m, Aw, Bw, cnt);
-            if (cs != CUBLAS_STATUS_SUCCESS) {
-                st = SAP_ERROR(ctx, cs == CUBLAS_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE,
-                               "band spikes: cuBLAS batched TRSM (m = %lld): %s", m, cublasGetStatusString(cs));
-                goto cleanup;
-            }
-            q0 = q1;
-        }
-    }
-    SAP_CUDA_TRY(ctx, cudaStreamSynchronize(s));
+            cublasStatus_t cs = trsm_b(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT, m, Av, Bv, cnt);
+            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, m, Av, Bv, cnt);
+            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_UNIT, m, Aw, Bw, cnt);
+            if (cs == CUBLAS_STATUS_SUCCESS) cs = trsm_b(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, m, Aw, Bw, cnt);
+            return cs;
+        }));
 cleanup:
-    if (st != SAP_OK) (void)cudaStreamSynchronize(s); /* nothing in flight reads D or the pointers */
+    if (st != SAP_OK) (void)cudaStreamSynchronize(s); /* nothing in flight reads D */
     sap__cuda_free(ctx, D);
-    sap__cuda_free(ctx, dp);
-    sap__free(ctx, hp);
-    sap__free(ctx, order);
     return st;
 }
 
@@ -1570,58 +1601,29 @@ template <typename T> static sap_status spikes_t(sap_band_fact *F)
     return SAP_OK;
 }
 
-/* R_i = I - W_{i+1} V_i of every interface by cuBLAS's batched GEMM (grouped by m) */
+/* R_i = I - W_{i+1} V_i of every interface by cuBLAS's batched GEMM (cublas_by_m) */
 template <typename T> static sap_status reduced_product_blocked_t(sap_band_fact *F)
 {
     sap_context *ctx = F->ctx;
     cuda_band_priv *pv = (cuda_band_priv *)F->dev;
     const sap_band_layout *L = &F->L;
-    cudaStream_t s = stream_of(ctx);
     const long long ni = L->P - 1;
     sap_status st = SAP_OK;
-    void **hp = NULL, **dp = NULL;
-    long long *order = NULL;
-    cublasHandle_t h = NULL;
-    {
-        void *hv = NULL;
-        SAP_TRY(sap__cuda_cublas(ctx, &hv));
-        h = (cublasHandle_t)hv;
-    }
-    SAP_TRY(sap__cuda_malloc(ctx, sizeof(void *) * (size_t)(3 * ni), (void **)&dp));
-    SAP_CUDA_HOST_ALLOC(ctx, hp, 3 * ni);
-    SAP_CUDA_HOST_ALLOC(ctx, order, ni);
-    k_identity_blocks<T><<<(unsigned)ni, 256, 0, s>>>((T *)F->R, pv->d);
+    k_identity_blocks<T><<<(unsigned)ni, 256, 0, stream_of(ctx)>>>((T *)F->R, pv->d);
     SAP_CUDA_TRY_LAUNCH(ctx, "band reduced systems: identity");
-    {
-        const long long no = interfaces_by_m(L, order);
-        for (long long q = 0; q < no; q++) {
-            const long long o = L->coff[order[q]];
-            hp[q] = (T *)F->W + o;
-            hp[ni + q] = (T *)F->V + o;
-            hp[2 * ni + q] = (T *)F->R + o;
-        }
-        SAP_CUDA_TRY(ctx, cudaMemcpyAsync(dp, hp, sizeof(void *) * (size_t)(3 * ni), cudaMemcpyHostToDevice, s));
-        for (long long q0 = 0; q0 < no;) {
-            const long long m = L->m[order[q0]];
-            long long q1 = q0;
-            while (q1 < no && L->m[order[q1]] == m) q1++;
-            const cublasStatus_t cs =
-                gemm_nn_b(h, (int)m, -1.0, (const T *const *)(dp + q0), (const T *const *)(dp + ni + q0), 1.0,
-                          (T *const *)(dp + 2 * ni + q0), (int)(q1 - q0));
-            if (cs != CUBLAS_STATUS_SUCCESS) {
-                st = SAP_ERROR(ctx, cs == CUBLAS_STATUS_ALLOC_FAILED ? SAP_ERR_OUT_OF_MEMORY : SAP_ERR_DEVICE,
-                               "band reduced systems: cuBLAS batched GEMM (m = %lld): %s", m, cublasGetStatusString(cs));
-                goto cleanup;
-            }
-            q0 = q1;
-        }
-    }
+    SAP_TRY(cublas_by_m(
+        F, 3, "reduced systems: cuBLAS batched GEMM",
+        [&](long long i, void **row) {
+            const long long o = L->coff[i];
+            row[0] = (T *)F->W + o;
+            row[1] = (T *)F->V + o;
+            row[2] = (T *)F->R + o;
+        },
+        [&](cublasHandle_t h, int m, void **dp, long long q0, int cnt) {
+            return gemm_nn_b(h, m, -1.0, (const T *const *)(dp + q0), (const T *const *)(dp + ni + q0), 1.0,
+                             (T *const *)(dp + 2 * ni + q0), cnt);
+        }));
 cleanup:
-    /* the pointers are read by the queued GEMMs: wait before they go back to the pool */
-    (void)cudaStreamSynchronize(s);
-    sap__cuda_free(ctx, dp);
-    sap__free(ctx, hp);
-    sap__free(ctx, order);
     return st;
 }
 
@@ -1636,9 +1638,10 @@ cleanup:
  *           RDCD_KERNEL_PER_SM interfaces an SM (rounds not below 1);
  *   getrf:  4.6, 1.4, 0.85 and 0.30 ms a call at m = 1500, 757, 500, 200: RDCD_SOLVER_ROW m +
  *           (2/3) m^3 / RDCD_SOLVER_RATE.
- * getrf takes the interfaces when that predicts it faster for all of them (K = 1500: P = 14
- * 1.07 s -> 60 ms, P = 66 167 -> 91 ms; K = 500 at P = 100 and K = 200 stay with the kernel).
- * Returns the smallest m that goes to cuSOLVER (0: none).  SAP_BAND_RDCD=kernel|solver
+ * getrf takes the interfaces of m >= the threshold whose predicted total (kernel for those
+ * below, getrf for the rest) is least (K = 1500: P = 14 1.07 s -> 60 ms, P = 66 167 -> 91 ms;
+ * K = 500 at P = 100 and K = 200 stay with the kernel).  Returns that smallest m that goes
+ * to cuSOLVER (0: none).  SAP_BAND_RDCD=kernel|solver
  * forces either. */
 #define RDCD_KERNEL_C 4.0e-10
 #define RDCD_KERNEL_PER_SM 1.5
@@ -1651,20 +1654,41 @@ static double rdcd_kernel_seconds(double ni, double mmax, int sms)
 }
 static double rdcd_solver_seconds(double m) { return RDCD_SOLVER_ROW * m + 2.0 / 3.0 * m * m * m / RDCD_SOLVER_RATE; }
 
+static int cmp_ll(const void *a, const void *b)
+{
+    const long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
 static long long rdcd_solver_mmin(const sap_band_fact *F, int sms)
 {
     const sap_band_layout *L = &F->L;
     const char *env = getenv("SAP_BAND_RDCD");
     if (env && !strcmp(env, "kernel")) return 0;
     if (env && !strcmp(env, "solver")) return 1;
-    double t_solver = 0, mmax = 0;
+    /* each candidate threshold t (an m of the layout, or none): the kernel's rounds for the
+     * interfaces below t (their count and largest m), getrf for the others, one after the
+     * other on the stream; the cheapest prediction wins.  Over the m in increasing order:
+     * the interfaces from position j on go to getrf (a suffix sum of its seconds). */
     const long long ni = L->P - 1;
-    for (long long i = 0; i < ni; i++) {
-        const double m = (double)L->m[i];
-        if (m > mmax) mmax = m;
-        t_solver += rdcd_solver_seconds(m);
+    long long *ms = (long long *)malloc(sizeof(long long) * (size_t)(ni > 0 ? ni : 1));
+    if (!ms) return 0; /* (no memory for the choice: the kernel, always correct) */
+    long long nm = 0;
+    for (long long i = 0; i < ni; i++)
+        if (L->m[i] > 0) ms[nm++] = (long long)L->m[i];
+    qsort(ms, (size_t)nm, sizeof(long long), cmp_ll);
+    double suffix = 0, t_best = nm > 0 ? rdcd_kernel_seconds((double)nm, (double)ms[nm - 1], sms) : 0;
+    long long best = 0;
+    for (long long j = nm - 1; j >= 0; j--) {
+        suffix += rdcd_solver_seconds((double)ms[j]);
+        if (j > 0 && ms[j - 1] == ms[j]) continue; /* a threshold takes all of one m */
+        const double tt = (j > 0 ? rdcd_kernel_seconds((double)j, (double)ms[j - 1], sms) : 0) + suffix;
+        if (tt < t_best) {
+            t_best = tt;
+            best = ms[j];
+        }
     }
-    return t_solver < rdcd_kernel_seconds((double)ni, mmax, sms) ? 1 : 0;
+    free(ms);
+    return best;
 }
 
 /* The coupling's predicted seconds (sap_band_kernels.coupling_seconds) from the same H200
