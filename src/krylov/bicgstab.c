@@ -146,10 +146,8 @@ static sap_status bicgstab_run_many(kry_many *km)
         SAP_TRY(sap__krylov_many_axpby(km, a, V, b, R));
         SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
         int was[KRY_MANY_MAX], any = 0;
-        for (int q = 0; q < k; q++) {
-            was[q] = km->active[q];
-            if (km->active[q] && sap__krylov_check(&km->col[q], base[q] + 0.5, rn[q])) sap__krylov_many_stop(km, q);
-        }
+        for (int q = 0; q < k; q++) was[q] = km->active[q];
+        sap__krylov_many_check(km, base, 0.5, rn);
         const int all = sap__krylov_many_monitor(km);
         for (int q = 0; q < k; q++) {
             upd[q] = was[q] && !km->active[q];
@@ -187,20 +185,13 @@ static sap_status bicgstab_run_many(kry_many *km)
         for (int q = 0; q < k; q++) a[q] = -omega[q];
         SAP_TRY(sap__krylov_many_axpby(km, a, T, b, R));
         SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
-        for (int q = 0; q < k; q++)
-            if (km->active[q] && sap__krylov_check(&km->col[q], base[q] + 1.0, rn[q])) sap__krylov_many_stop(km, q);
+        sap__krylov_many_check(km, base, 1.0, rn);
         if (sap__krylov_many_monitor(km)) break;
-        for (int q = 0; q < k; q++) {
-            if (!km->active[q]) continue;
-            const sap_vec xq = sap__vec_column(&km->X, km->n, q);
-            SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
-            sap__krylov_many_scalar(km, q, "omega", omega[q], 1);
-        }
+        SAP_TRY(sap__krylov_many_track_best(km));
+        for (int q = 0; q < k; q++)
+            if (km->active[q]) sap__krylov_many_scalar(km, q, "omega", omega[q], 1);
     }
-    for (int q = 0; q < k; q++) {
-        sap_vec xq = sap__vec_column(&km->X, km->n, q);
-        SAP_TRY(sap__krylov_restore_best(&km->col[q], &xq));
-    }
+    SAP_TRY(sap__krylov_many_restore_best(km));
 cleanup:
     return st;
 }

@@ -89,15 +89,10 @@ static sap_status cg_run_many(kry_many *km)
         for (int c = 0; c < k; c++) a[c] = -a[c];
         SAP_TRY(sap__krylov_many_axpby(km, a, Q, b, R));
         SAP_TRY(ops->cdot(ctx, k, 1, R, R, rr));
-        for (int c = 0; c < k; c++)
-            if (km->active[c] && sap__krylov_check(&km->col[c], km->col[c].iter + 1.0, sqrt(rr[c])))
-                sap__krylov_many_stop(km, c);
+        for (int c = 0; c < k; c++) rn[c] = sqrt(rr[c]);
+        sap__krylov_many_check(km, NULL, 1.0, rn);
         if (sap__krylov_many_monitor(km)) break;
-        for (int c = 0; c < k; c++) {
-            if (!km->active[c]) continue;
-            const sap_vec xc = sap__vec_column(&km->X, km->n, c);
-            SAP_TRY(sap__krylov_track_best(&km->col[c], &xc));
-        }
+        SAP_TRY(sap__krylov_many_track_best(km));
         double rzn[KRY_MANY_MAX];
         if (pc) {
             SAP_TRY(sap__krylov_many_prec(km, R, Z));
@@ -114,10 +109,7 @@ static sap_status cg_run_many(kry_many *km)
         }
         SAP_TRY(sap__krylov_many_axpby(km, a, Z, b, Pv));
     }
-    for (int c = 0; c < k; c++) {
-        sap_vec xc = sap__vec_column(&km->X, km->n, c);
-        SAP_TRY(sap__krylov_restore_best(&km->col[c], &xc));
-    }
+    SAP_TRY(sap__krylov_many_restore_best(km));
 cleanup:
     return st;
 }

@@ -74,11 +74,7 @@ static sap_status cgs_run_many(kry_many *km)
         zero[q] = 0.0;
         if (km->active[q] && sap__krylov_start(&km->col[q], rn[q])) sap__krylov_many_stop(km, q);
     }
-    for (int q = 0; q < k; q++) { /* x0: a finite fallback if the iteration overflows */
-        if (!km->active[q]) continue;
-        const sap_vec xq = sap__vec_column(&km->X, km->n, q);
-        SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
-    }
+    SAP_TRY(sap__krylov_many_track_best(km)); /* x0: a finite fallback if the iteration overflows */
     SAP_TRY(ops->copy(ctx, R, RT));
     for (int first = 1; sap__krylov_many_count(km) > 0; first = 0) {
         SAP_TRY(ops->cdot(ctx, k, 1, RT, R, rho));
@@ -119,20 +115,11 @@ static sap_status cgs_run_many(kry_many *km)
         SAP_TRY(sap__krylov_many_axpby(km, alpha, dir, one, &km->X));
         SAP_TRY(sap__krylov_many_axpby(km, malpha, V, one, R));
         SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
-        for (int q = 0; q < k; q++)
-            if (km->active[q] && sap__krylov_check(&km->col[q], km->col[q].iter + 1.0, rn[q]))
-                sap__krylov_many_stop(km, q);
+        sap__krylov_many_check(km, NULL, 1.0, rn);
         if (sap__krylov_many_monitor(km)) break;
-        for (int q = 0; q < k; q++) {
-            if (!km->active[q]) continue;
-            const sap_vec xq = sap__vec_column(&km->X, km->n, q);
-            SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
-        }
+        SAP_TRY(sap__krylov_many_track_best(km));
     }
-    for (int q = 0; q < k; q++) {
-        sap_vec xq = sap__vec_column(&km->X, km->n, q);
-        SAP_TRY(sap__krylov_restore_best(&km->col[q], &xq));
-    }
+    SAP_TRY(sap__krylov_many_restore_best(km));
 cleanup:
     return st;
 }

@@ -138,14 +138,8 @@ static sap_status idr_run(kry_solve *s)
             for (int i = k + 1; i < ns; i++) f[i] -= beta * M[i + k * ns];
         }
         /* dimension reduction: v = M^-1 r (right) or r, t = A v (or M^-1 A r) */
-        sap_vec *vv = r;
-        if (right) {
-            SAP_TRY(sap__krylov_prec(s, r, v));
-            SAP_TRY(sap__krylov_spmv(s, v, t));
-            vv = v;
-        } else {
-            SAP_TRY(sap__krylov_op(s, r, t, tmp));
-        }
+        const sap_vec *vv = NULL;
+        SAP_TRY(sap__krylov_op_hat(s, r, t, v, tmp, &vv));
         const sap_vec tr[2] = {*t, *r};
         SAP_TRY(ops->mdot(ctx, 2, tr, t, d)); /* t.t, r.t */
         KRY_SCALAR(s, "t . t", d[0], 1);
@@ -164,6 +158,22 @@ done:
     SAP_TRY(sap__krylov_restore_best(s, x));
 cleanup:
     return st;
+}
+
+/* x += c u, r += mc g (mc = -c) for the active columns, ||r||, the checks, the monitor
+ * (*all: no column left) and the best iterates: the end of each IDR step in lockstep. */
+static sap_status idr_many_step(kry_many *km, const double *c, const sap_vec *u, const double *mc, const sap_vec *g,
+                                sap_vec *R, double *rn, int *all)
+{
+    double one[KRY_MANY_MAX];
+    for (int q = 0; q < km->k; q++) one[q] = 1.0;
+    sap_status st = sap__krylov_many_axpby(km, c, u, one, &km->X);
+    if (st >= 0) st = sap__krylov_many_axpby(km, mc, g, one, R);
+    if (st >= 0) st = sap__krylov_many_nrm2(km, R, rn);
+    if (st < 0) return st;
+    sap__krylov_many_check(km, NULL, 1.0, rn);
+    *all = sap__krylov_many_monitor(km);
+    return *all ? SAP_OK : sap__krylov_many_track_best(km);
 }
 
 /* The same for k columns in lockstep (krylov_many.c): one SpMM and one block preconditioner
@@ -276,31 +286,19 @@ static sap_status idr_run_many(kry_many *km)
                 if (sap__krylov_many_scalar(km, q, "beta", beta[q], 0)) continue;
                 mb[q] = -beta[q];
             }
-            SAP_TRY(sap__krylov_many_axpby(km, beta, &U[kk], one, &km->X));
-            SAP_TRY(sap__krylov_many_axpby(km, mb, &G[kk], one, R));
-            SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
-            for (int q = 0; q < k; q++)
-                if (km->active[q] && sap__krylov_check(&km->col[q], km->col[q].iter + 1.0, rn[q]))
-                    sap__krylov_many_stop(km, q);
-            if (sap__krylov_many_monitor(km)) goto done;
+            int all = 0;
+            SAP_TRY(idr_many_step(km, beta, &U[kk], mb, &G[kk], R, rn, &all));
+            if (all) goto done;
             for (int q = 0; q < k; q++) {
                 if (!km->active[q]) continue;
-                const sap_vec xq = sap__vec_column(&km->X, n, q);
-                SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
                 const double *M = MQ(q);
                 double *f = FQ(q);
                 for (int i = kk + 1; i < ns; i++) f[i] -= beta[q] * M[i + kk * ns];
             }
         }
         /* dimension reduction: v = M^-1 r (right) or r, t = A v (or M^-1 A r) */
-        sap_vec *vv = R;
-        if (right) {
-            SAP_TRY(sap__krylov_many_prec(km, R, V));
-            SAP_TRY(sap__krylov_many_spmm(km, V, T));
-            vv = V;
-        } else {
-            SAP_TRY(sap__krylov_many_op(km, R, T, TMP));
-        }
+        const sap_vec *vv = NULL;
+        SAP_TRY(sap__krylov_many_op_hat(km, R, T, V, TMP, &vv));
         const sap_vec tr[2] = {*T, *R};
         SAP_TRY(ops->cdot(ctx, k, 2, tr, T, d)); /* t.t, r.t */
         for (int q = 0; q < k; q++) {
@@ -314,17 +312,12 @@ static sap_status idr_run_many(kry_many *km)
             beta[q] = om[q];
             mb[q] = -om[q];
         }
-        SAP_TRY(sap__krylov_many_axpby(km, beta, vv, one, &km->X));
-        SAP_TRY(sap__krylov_many_axpby(km, mb, T, one, R));
-        SAP_TRY(sap__krylov_many_nrm2(km, R, rn));
-        for (int q = 0; q < k; q++)
-            if (km->active[q] && sap__krylov_check(&km->col[q], km->col[q].iter + 1.0, rn[q]))
-                sap__krylov_many_stop(km, q);
-        if (sap__krylov_many_monitor(km)) goto done;
+        int all = 0;
+        SAP_TRY(idr_many_step(km, beta, vv, mb, T, R, rn, &all));
+        if (all) goto done;
         for (int q = 0; q < k; q++) {
             if (!km->active[q]) continue;
-            const sap_vec xq = sap__vec_column(&km->X, n, q), rq = sap__vec_column(R, n, q);
-            SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
+            const sap_vec rq = sap__vec_column(R, n, q);
             SAP_TRY(sap__krylov_mdot(&km->col[q], ns, P, &rq, FQ(q)));
         }
     }
@@ -333,10 +326,7 @@ static sap_status idr_run_many(kry_many *km)
 #undef FQ
 #undef MQ
 done:
-    for (int q = 0; q < k; q++) {
-        sap_vec xq = sap__vec_column(&km->X, n, q);
-        SAP_TRY(sap__krylov_restore_best(&km->col[q], &xq));
-    }
+    SAP_TRY(sap__krylov_many_restore_best(km));
 cleanup:
     sap__free(ctx, Mq);
     sap__free(ctx, fq);

@@ -310,6 +310,13 @@ sap_status sap__krylov_many_axpby(kry_many *km, const double *a, const sap_vec *
 /* Z_c = a[c] X_c + b[c] Y_c + c[c] Z_c for the active columns (c[c] = 0: Z_c not read). */
 sap_status sap__krylov_many_axpbypcz(kry_many *km, const double *a, const sap_vec *X, const double *b, const sap_vec *Y,
                                      const double *c, sap_vec *Z);
+/* Every active column c: sap__krylov_check at iteration (base ? base[c] : its count) + step
+ * with residual norm nrm[c]; a column that stops there stops. */
+void sap__krylov_many_check(kry_many *km, const double *base, double step, const double *nrm);
+/* sap__krylov_track_best of every active column's X. */
+sap_status sap__krylov_many_track_best(kry_many *km);
+/* sap__krylov_restore_best of every column's X (at the end of run_many). */
+sap_status sap__krylov_many_restore_best(kry_many *km);
 /* The number of columns still active. */
 int sap__krylov_many_count(const kry_many *km);
 /* After an exit point: the monitor (when the solve has one) once, with the largest relative

@@ -145,6 +145,35 @@ cleanup:
     return st;
 }
 
+void sap__krylov_many_check(kry_many *km, const double *base, double step, const double *nrm)
+{
+    for (int c = 0; c < km->k; c++)
+        if (km->active[c] &&
+            sap__krylov_check(&km->col[c], (base ? base[c] : km->col[c].iter) + step, nrm[c]))
+            km->active[c] = 0;
+}
+
+sap_status sap__krylov_many_track_best(kry_many *km)
+{
+    for (int c = 0; c < km->k; c++) {
+        if (!km->active[c]) continue;
+        const sap_vec xc = sap__vec_column(&km->X, km->n, c);
+        sap_status st = sap__krylov_track_best(&km->col[c], &xc);
+        if (st < 0) return st;
+    }
+    return SAP_OK;
+}
+
+sap_status sap__krylov_many_restore_best(kry_many *km)
+{
+    for (int c = 0; c < km->k; c++) {
+        sap_vec xc = sap__vec_column(&km->X, km->n, c);
+        sap_status st = sap__krylov_restore_best(&km->col[c], &xc);
+        if (st < 0) return st;
+    }
+    return SAP_OK;
+}
+
 int sap__krylov_many_count(const kry_many *km)
 {
     int a = 0;

@@ -138,11 +138,7 @@ static sap_status richardson_run_many(kry_many *km)
         for (int c = 0; c < k; c++)
             if (fb[c]) sap__krylov_many_stop(km, c);
         if (sap__krylov_many_monitor(km)) break;
-        for (int c = 0; c < k; c++) {
-            if (!km->active[c]) continue;
-            const sap_vec xc = sap__vec_column(&km->X, n, c);
-            SAP_TRY(sap__krylov_track_best(&km->col[c], &xc));
-        }
+        SAP_TRY(sap__krylov_many_track_best(km));
     }
     for (int c = 0; c < k; c++) {
         if (!ran[c] || fb[c]) continue;

@@ -100,11 +100,7 @@ static sap_status tfqmr_run_many(kry_many *km)
         if (km->active[q] && sap__krylov_start(&km->col[q], rn[q])) sap__krylov_many_stop(km, q);
     }
     if (sap__krylov_many_count(km) == 0) goto done;
-    for (int q = 0; q < k; q++) { /* x0: a finite fallback if the iteration overflows */
-        if (!km->active[q]) continue;
-        const sap_vec xq = sap__vec_column(&km->X, km->n, q);
-        SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
-    }
+    SAP_TRY(sap__krylov_many_track_best(km)); /* x0: a finite fallback if the iteration overflows */
     SAP_TRY(ops->copy(ctx, Wv, RT));
     SAP_TRY(ops->copy(ctx, Wv, Y1));
     SAP_TRY(sap__krylov_many_op_hat(km, Y1, U1, H1, TMP, &dir1));
@@ -152,11 +148,7 @@ static sap_status tfqmr_run_many(kry_many *km)
             }
             if (sap__krylov_many_monitor(km)) goto done;
         }
-        for (int q = 0; q < k; q++) {
-            if (!km->active[q]) continue;
-            const sap_vec xq = sap__vec_column(&km->X, km->n, q);
-            SAP_TRY(sap__krylov_track_best(&km->col[q], &xq));
-        }
+        SAP_TRY(sap__krylov_many_track_best(km));
         SAP_TRY(ops->cdot(ctx, k, 1, RT, Wv, d));
         double beta[KRY_MANY_MAX];
         for (int q = 0; q < k; q++) {
@@ -173,10 +165,7 @@ static sap_status tfqmr_run_many(kry_many *km)
         SAP_TRY(sap__krylov_many_axpbypcz(km, one, U1, beta, U2, b2, V));
     }
 done:
-    for (int q = 0; q < k; q++) {
-        sap_vec xq = sap__vec_column(&km->X, km->n, q);
-        SAP_TRY(sap__krylov_restore_best(&km->col[q], &xq));
-    }
+    SAP_TRY(sap__krylov_many_restore_best(km));
 cleanup:
     return st;
 }
