@@ -1,14 +1,13 @@
 /* krylov_many.c -- sap_krylov_solve_many: k right-hand sides of one matrix and one
  * preconditioner.  A method with a lockstep form (run_many: CG, BiCGStab, BiCGStab(l), GMRES,
- * FGMRES, CGS, TFQMR, Richardson)
- * runs groups of up to KRY_MANY_MAX columns together: the operator is applied to whole blocks
- * of columns (one SpMM and one block preconditioner apply a step; for the SaP
- * preconditioners one pass over the band factors for all columns), while every column
- * keeps its own scalars, iteration count, best iterate and stop.  Columns whose recursive
- * residual converged while their true residual did not restart together from it (as
- * sap_krylov_solve restarts).  A column whose right-hand side needs the single solve's care
- * (b = 0 or underflowing, NaN/Inf, a zero M^-1 b) goes alone through sap_krylov_solve; so
- * do all columns of the other methods, one after another. */
+ * FGMRES, CGS, TFQMR, IDR(s), Richardson) runs groups of up to KRY_MANY_MAX columns
+ * together: the operator is applied to whole blocks of columns (one SpMM and one block
+ * preconditioner apply a step; for the SaP preconditioners one pass over the band factors
+ * for all columns), while every column keeps its own scalars, iteration count, best iterate
+ * and stop.  Columns whose recursive residual converged while their true residual did not
+ * restart together from it (as sap_krylov_solve restarts).  A column whose right-hand side
+ * needs the single solve's care (b = 0 or underflowing, NaN/Inf, a zero M^-1 b) goes alone
+ * through sap_krylov_solve; so do all columns of the other methods, one after another. */
 #include "krylov/krylov_impl.h"
 
 #include <stdio.h>
