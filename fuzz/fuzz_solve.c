@@ -1,6 +1,7 @@
 /* fuzz_solve.c -- whole solves on tiny fuzzed matrices: the sparse SaP pipeline
- * (sap_solver_*) with a fuzzed method and options, and one Krylov method (sap_krylov_solve)
- * with a fuzzed preconditioner.
+ * (sap_solver_*) with a fuzzed method and options, and one Krylov method (sap_krylov_solve,
+ * then sap_krylov_solve_many on three columns: the lockstep forms) with a fuzzed
+ * preconditioner.
  *
  * Input layout (fuzz/corpus/fuzz_solve/ has examples as .hex text, which fuzz/run.sh turns
  * into bytes):
@@ -23,7 +24,9 @@
  *   6 1 + aux / 256, 7 +-1e300.  Repeated (i, j) are summed.
  *
  * Invariants: NaN/Inf in A is SAP_ERR_NONFINITE at sap_solver_create; a status >= 0 from a
- * solve gives a finite x; SAP_OK from sap_krylov_solve means stats.true_residual <= tol;
+ * solve gives a finite x; SAP_OK from sap_krylov_solve (or for a column of
+ * sap_krylov_solve_many, whose status is then >= 0 for every column) means
+ * stats.true_residual <= tol;
  * SAP_OK from either means a small backward error ||b - Ax|| / (||A|| ||x|| + ||b||);
  * every error leaves a message; nothing leaks.  maxit is small (20), so every input runs in milliseconds. */
 #include "fuzz_common.h"
@@ -255,6 +258,28 @@ static void fuzz_krylov_path(sap_context *ctx, const sap_csr *A, const uint8_t *
         fuzz_check_x(A, b, x, st, ko.tol, sap_krylov_name(kt));
         FUZZ_CHECK(ks.history_length >= 0, "history length %lld", (long long)ks.history_length);
         free(x);
+        /* three columns at once (the lockstep forms): b, -2 b and 0 from x0, 0 and x0; each
+         * column's status holds as the single solve's, the returned one is the worst */
+        const sap_int k = 3;
+        double *B = (double *)malloc((size_t)(k * n) * sizeof(double));
+        double *X = (double *)malloc((size_t)(k * n) * sizeof(double));
+        sap_krylov_stats kk[3];
+        for (sap_int i = 0; i < n; i++) {
+            B[i] = b[i], B[n + i] = -2.0 * b[i], B[2 * n + i] = 0.0;
+            X[i] = x0[i], X[n + i] = 0.0, X[2 * n + i] = x0[i];
+        }
+        st = sap_krylov_solve_many(K, M, pc_ok ? P : NULL, k, B, n, X, n, kk);
+        fuzz_check_error(ctx, st, "sap_krylov_solve_many");
+        for (sap_int c = 0; c < k && st >= 0; c++) {
+            FUZZ_CHECK(kk[c].status >= 0, "sap_krylov_solve_many returned %s with column %lld at %s",
+                       sap_status_name(st), (long long)c, sap_status_name(kk[c].status));
+            if (kk[c].status == SAP_OK)
+                FUZZ_CHECK(kk[c].true_residual <= ko.tol, "%s many, column %lld: SAP_OK with true residual %g > tol",
+                           sap_krylov_name(kt), (long long)c, kk[c].true_residual);
+            fuzz_check_x(A, B + c * n, X + c * n, kk[c].status, ko.tol, sap_krylov_name(kt));
+        }
+        free(B);
+        free(X);
     }
     sap_krylov_destroy(K);
     sap_precond_destroy(P);

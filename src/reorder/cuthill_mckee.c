@@ -52,13 +52,13 @@ sap_status sap__cm_work_parallel(sap_context *ctx, sap__cm_work *w, int threads,
         w->threads = threads;
         w->par_level = level_min > 1 ? level_min : 1;
     }
+cleanup:
 #else
     (void)ctx;
     (void)w;
     (void)threads;
     (void)level_min;
 #endif
-cleanup:
     return st;
 }
 
@@ -500,6 +500,7 @@ static cm_run cm_search(sap__cm_work *w, sap_int start, sap__cm_idx *q, sap_int 
         } else
 #endif
             work = level_serial(w, q, key0, ls, le, &tail, &bw, &env_cm, &env_rcm);
+        (void)work; /* (the next level's size: read by the parallel search only) */
         if (bw >= abort_bw) {
             r.aborted = 1;
             r.bw = bw;
