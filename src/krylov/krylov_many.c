@@ -149,7 +149,7 @@ void sap__krylov_many_check(kry_many *km, const double *base, double step, const
     for (int c = 0; c < km->k; c++)
         if (km->active[c] &&
             sap__krylov_check(&km->col[c], (base ? base[c] : km->col[c].iter) + step, nrm[c]))
-            km->active[c] = 0;
+            sap__krylov_many_stop(km, c);
 }
 
 sap_status sap__krylov_many_track_best(kry_many *km)

@@ -86,7 +86,7 @@ static void FN(blk_gemm_op)(int set, sap_int m, sap_int n, sap_int k, const REAL
 static void FN(blk_gemm)(sap_int m, sap_int n, sap_int k, const REAL *A, sap_int lda, const REAL *B, sap_int ldb, REAL *C,
                          sap_int ldc)
 {
-    if (k > 0) FN(blk_gemm_op)(0, m, n, k, A, lda, B, ldb, C, ldc);
+    FN(blk_gemm_op)(0, m, n, k, A, lda, B, ldb, C, ldc);
 }
 
 /* The inverses of the factors of an LU-factored jb x jb block d (leading dimension ldd):
@@ -122,9 +122,9 @@ static void FN(blk_mcopy)(sap_int m, sap_int n, const REAL *a, int64_t lda, REAL
 }
 
 /* Columns c0 .. c1 - 1 of the band between the partition a (n rows) and the work array m,
- * M(r, c) = m[(r - cb) + (c - cb) ldm] (in: a to m, else m to a); rev: M(r, c) is A(n-1-r, n-1-c).  One
- * diagonal at a time, so a is read and written contiguously (its storage is by diagonals:
- * a column of it would be 2 K + 1 strided accesses). */
+ * M(r, c) = m[(r - cb) + (c - cb) ldm] (in: a to m, else m to a); rev: M(r, c) is
+ * A(n-1-r, n-1-c).  One diagonal at a time, so a is read and written contiguously (its
+ * storage is by diagonals: a column of it would be 2 K + 1 strided accesses). */
 static void FN(blk_copy)(REAL *a, sap_int n, sap_int K, int rev, REAL *m, int64_t ldm, int64_t cb, sap_int c0,
                           sap_int c1, int in)
 {

@@ -1659,36 +1659,43 @@ static int cmp_ll(const void *a, const void *b)
     const long long x = *(const long long *)a, y = *(const long long *)b;
     return x < y ? -1 : x > y;
 }
-static long long rdcd_solver_mmin(const sap_band_fact *F, int sms)
+static sap_status rdcd_solver_mmin(sap_band_fact *F, int sms, long long *mmin)
 {
     const sap_band_layout *L = &F->L;
+    sap_status st = SAP_OK;
+    long long *ms = NULL;
     const char *env = getenv("SAP_BAND_RDCD");
-    if (env && !strcmp(env, "kernel")) return 0;
-    if (env && !strcmp(env, "solver")) return 1;
+    *mmin = 0;
+    if (env && !strcmp(env, "kernel")) return SAP_OK;
+    if (env && !strcmp(env, "solver")) {
+        *mmin = 1;
+        return SAP_OK;
+    }
     /* each candidate threshold t (an m of the layout, or none): the kernel's rounds for the
      * interfaces below t (their count and largest m), getrf for the others, one after the
      * other on the stream; the cheapest prediction wins.  Over the m in increasing order:
      * the interfaces from position j on go to getrf (a suffix sum of its seconds). */
     const long long ni = L->P - 1;
-    long long *ms = (long long *)malloc(sizeof(long long) * (size_t)(ni > 0 ? ni : 1));
-    if (!ms) return 0; /* (no memory for the choice: the kernel, always correct) */
-    long long nm = 0;
-    for (long long i = 0; i < ni; i++)
-        if (L->m[i] > 0) ms[nm++] = (long long)L->m[i];
-    qsort(ms, (size_t)nm, sizeof(long long), cmp_ll);
-    double suffix = 0, t_best = nm > 0 ? rdcd_kernel_seconds((double)nm, (double)ms[nm - 1], sms) : 0;
-    long long best = 0;
-    for (long long j = nm - 1; j >= 0; j--) {
-        suffix += rdcd_solver_seconds((double)ms[j]);
-        if (j > 0 && ms[j - 1] == ms[j]) continue; /* a threshold takes all of one m */
-        const double tt = (j > 0 ? rdcd_kernel_seconds((double)j, (double)ms[j - 1], sms) : 0) + suffix;
-        if (tt < t_best) {
-            t_best = tt;
-            best = ms[j];
+    SAP_CUDA_HOST_ALLOC(F->ctx, ms, ni > 0 ? ni : 1);
+    {
+        long long nm = 0;
+        for (long long i = 0; i < ni; i++)
+            if (L->m[i] > 0) ms[nm++] = (long long)L->m[i];
+        qsort(ms, (size_t)nm, sizeof(long long), cmp_ll);
+        double suffix = 0, t_best = nm > 0 ? rdcd_kernel_seconds((double)nm, (double)ms[nm - 1], sms) : 0;
+        for (long long j = nm - 1; j >= 0; j--) {
+            suffix += rdcd_solver_seconds((double)ms[j]);
+            if (j > 0 && ms[j - 1] == ms[j]) continue; /* a threshold takes all of one m */
+            const double tt = (j > 0 ? rdcd_kernel_seconds((double)j, (double)ms[j - 1], sms) : 0) + suffix;
+            if (tt < t_best) {
+                t_best = tt;
+                *mmin = ms[j];
+            }
         }
     }
-    free(ms);
-    return best;
+cleanup:
+    sap__free(F->ctx, ms);
+    return st;
 }
 
 /* The coupling's predicted seconds (sap_band_kernels.coupling_seconds) from the same H200
@@ -1806,7 +1813,11 @@ template <typename T> static sap_status reduced_factor_t(sap_band_fact *F)
         sap_status st = reduced_product_blocked_t<T>(F);
         if (st < 0) return st;
     }
-    const long long smin = rdcd_solver_mmin(F, sap__cuda_sm_count(ctx));
+    long long smin = 0;
+    {
+        const sap_status sm = rdcd_solver_mmin(F, sap__cuda_sm_count(ctx), &smin);
+        if (sm < 0) return sm;
+    }
     k_reduced_factor<T><<<(unsigned)(F->L.P - 1), 512, 0, s>>>((const T *)F->V, (const T *)F->W, (T *)F->R,
                                                                (int *)F->rpiv, pv->d, product, 0, smin);
     SAP_CUDA_LAUNCHED(ctx, "band reduced factor");
